@@ -1,0 +1,88 @@
+// safetensors reader: mmap-based, no copy, fully validated.
+//
+// File layout (https://github.com/huggingface/safetensors):
+//   [0, 8)          u64 little-endian N: header length in bytes
+//   [8, 8 + N)      UTF-8 JSON object: { "<tensor name>": {"dtype": "F32",
+//                   "shape": [d0, ...], "data_offsets": [begin, end]}, ...,
+//                   "__metadata__": {"k": "v", ...} (optional, strings only) }
+//   [8 + N, EOF)    data buffer; offsets are relative to its start
+// Rules enforced (each failure names the file and the tensor): N <= 100,000,000
+// and 8 + N <= file size; valid UTF-8 JSON object; no duplicate names; known
+// dtype; shape dims non-negative integers; prod(shape) * dtype size
+// (overflow-checked) == end - begin; offsets sorted, contiguous, non-overlapping,
+// covering the whole data buffer exactly; nothing past the end.
+#pragma once
+
+#include "support/dtype.h"
+#include "support/mapped_file.h"
+#include "support/status.h"
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+namespace llmc {
+
+struct TensorView {
+  std::string name;
+  DType dtype = DType::F32;
+  std::vector<int64_t> shape;
+  const uint8_t *data = nullptr; // points into the mapping
+  uint64_t byteSize = 0;
+  std::string file; // the file it came from (for messages)
+};
+
+// The parsed header of one file: tensors with offsets relative to the data buffer.
+struct SafetensorsHeader {
+  struct Entry {
+    std::string name;
+    DType dtype = DType::F32;
+    std::vector<int64_t> shape;
+    uint64_t begin = 0, end = 0;
+  };
+  uint64_t headerSize = 0; // N
+  std::vector<Entry> tensors; // sorted by begin offset
+  std::map<std::string, std::string> metadata;
+};
+
+// Validates the whole file image `bytes[0, size)` (header and data layout)
+// without touching tensor data. `fileName` prefixes every error.
+// This is the fuzzed entry point.
+Expected<SafetensorsHeader> parseSafetensors(const uint8_t *bytes, uint64_t size,
+                                             const std::string &fileName);
+
+// One mapped, validated .safetensors file.
+class SafetensorsFile {
+public:
+  static Expected<SafetensorsFile> open(const std::string &path);
+  const std::vector<TensorView> &tensors() const { return tensors_; }
+  const std::map<std::string, std::string> &metadata() const { return header_.metadata; }
+  const std::string &path() const { return file_.path(); }
+
+private:
+  MappedFile file_;
+  SafetensorsHeader header_;
+  std::vector<TensorView> tensors_;
+};
+
+// All tensors of a checkpoint: one file, a list of files, or shards named by a
+// model.safetensors.index.json ({"weight_map": {"tensor": "file"}}, every
+// mapping checked against the shard that actually holds the tensor).
+// A tensor name present in two files is an error naming both.
+class WeightSet {
+public:
+  static Expected<WeightSet> openFiles(const std::vector<std::string> &paths);
+  static Expected<WeightSet> openIndex(const std::string &indexJsonPath);
+
+  const TensorView *find(const std::string &name) const;
+  const std::map<std::string, TensorView> &all() const { return byName_; }
+  uint64_t totalBytes() const;
+  const std::vector<SafetensorsFile> &files() const { return files_; }
+
+private:
+  std::vector<SafetensorsFile> files_;
+  std::map<std::string, TensorView> byName_;
+};
+
+} // namespace llmc

@@ -1,0 +1,191 @@
+#include "support/json.h"
+
+#include <set>
+#include <vector>
+
+namespace llmc {
+namespace {
+
+// Thrown from the parser callback to stop parsing at the first structural
+// problem; caught in parseJson.
+struct JsonStructureError {
+  std::string message;
+};
+
+} // namespace
+
+Expected<Json> parseJson(std::string_view text, const std::string &source,
+                         JsonParseOptions options) {
+  std::vector<std::set<std::string>> keysPerObject;
+  auto callback = [&](int depth, Json::parse_event_t event, Json &parsed) -> bool {
+    if (depth > options.maxDepth)
+      throw JsonStructureError{"nesting deeper than " + std::to_string(options.maxDepth)};
+    switch (event) {
+    case Json::parse_event_t::object_start:
+      keysPerObject.emplace_back();
+      break;
+    case Json::parse_event_t::object_end:
+      if (!keysPerObject.empty())
+        keysPerObject.pop_back();
+      break;
+    case Json::parse_event_t::key:
+      if (options.rejectDuplicateKeys && !keysPerObject.empty()) {
+        const std::string &key = parsed.get_ref<const std::string &>();
+        if (!keysPerObject.back().insert(key).second)
+          throw JsonStructureError{"duplicate key '" + key + "'"};
+      }
+      break;
+    case Json::parse_event_t::array_start:
+    case Json::parse_event_t::array_end:
+    case Json::parse_event_t::value:
+      break;
+    }
+    return true;
+  };
+  try {
+    return Json::parse(text.begin(), text.end(), callback, /*allow_exceptions=*/true,
+                       /*ignore_comments=*/false);
+  } catch (const JsonStructureError &e) {
+    return Status::error(source + ": invalid JSON: " + e.message);
+  } catch (const Json::exception &e) {
+    return Status::error(source + ": invalid JSON: " + e.what());
+  } catch (const std::exception &e) {
+    return Status::error(source + ": cannot parse JSON: " + e.what());
+  }
+}
+
+const char *jsonTypeName(const Json &value) {
+  switch (value.type()) {
+  case Json::value_t::object:
+    return "object";
+  case Json::value_t::array:
+    return "array";
+  case Json::value_t::string:
+    return "string";
+  case Json::value_t::number_integer:
+  case Json::value_t::number_unsigned:
+    return "integer";
+  case Json::value_t::number_float:
+    return "number";
+  case Json::value_t::boolean:
+    return "boolean";
+  case Json::value_t::null:
+    return "null";
+  case Json::value_t::binary:
+    return "binary";
+  case Json::value_t::discarded:
+    return "discarded";
+  }
+  return "unknown";
+}
+
+const Json *findField(const Json &object, const char *key) {
+  if (!object.is_object())
+    return nullptr;
+  auto it = object.find(key);
+  return it == object.end() ? nullptr : &*it;
+}
+
+namespace {
+
+Status wrongType(const std::string &where, const char *key, const char *expected,
+                 const Json &got) {
+  return Status::error(where + ": field '" + key + "': expected " + expected + ", got " +
+                       jsonTypeName(got));
+}
+
+Status missing(const std::string &where, const char *key, const char *expected) {
+  return Status::error(where + ": missing required field '" + key + "' (" + expected + ")");
+}
+
+Expected<int64_t> toInt(const Json &v, const char *key, const std::string &where) {
+  if (v.is_number_integer() || v.is_number_unsigned()) {
+    if (v.is_number_unsigned() && v.get<uint64_t>() > static_cast<uint64_t>(INT64_MAX))
+      return Status::error(where + ": field '" + key + "': integer out of range");
+    return v.get<int64_t>();
+  }
+  // 4096.0 is accepted as an integer; 4096.5 is not.
+  if (v.is_number_float()) {
+    double d = v.get<double>();
+    if (d == static_cast<double>(static_cast<int64_t>(d)) && d > -9.0e18 && d < 9.0e18)
+      return static_cast<int64_t>(d);
+  }
+  return wrongType(where, key, "an integer", v);
+}
+
+} // namespace
+
+Expected<int64_t> requireInt(const Json &object, const char *key, const std::string &where) {
+  const Json *v = findField(object, key);
+  if (v == nullptr || v->is_null())
+    return missing(where, key, "an integer");
+  return toInt(*v, key, where);
+}
+
+Expected<double> requireNumber(const Json &object, const char *key, const std::string &where) {
+  const Json *v = findField(object, key);
+  if (v == nullptr || v->is_null())
+    return missing(where, key, "a number");
+  if (!v->is_number())
+    return wrongType(where, key, "a number", *v);
+  return v->get<double>();
+}
+
+Expected<std::string> requireString(const Json &object, const char *key,
+                                    const std::string &where) {
+  const Json *v = findField(object, key);
+  if (v == nullptr || v->is_null())
+    return missing(where, key, "a string");
+  if (!v->is_string())
+    return wrongType(where, key, "a string", *v);
+  return v->get<std::string>();
+}
+
+Expected<bool> requireBool(const Json &object, const char *key, const std::string &where) {
+  const Json *v = findField(object, key);
+  if (v == nullptr || v->is_null())
+    return missing(where, key, "a boolean");
+  if (!v->is_boolean())
+    return wrongType(where, key, "a boolean", *v);
+  return v->get<bool>();
+}
+
+Expected<int64_t> optionalInt(const Json &object, const char *key, int64_t fallback,
+                              const std::string &where) {
+  const Json *v = findField(object, key);
+  if (v == nullptr || v->is_null())
+    return fallback;
+  return toInt(*v, key, where);
+}
+
+Expected<double> optionalNumber(const Json &object, const char *key, double fallback,
+                                const std::string &where) {
+  const Json *v = findField(object, key);
+  if (v == nullptr || v->is_null())
+    return fallback;
+  if (!v->is_number())
+    return wrongType(where, key, "a number", *v);
+  return v->get<double>();
+}
+
+Expected<std::string> optionalString(const Json &object, const char *key,
+                                     const std::string &fallback, const std::string &where) {
+  const Json *v = findField(object, key);
+  if (v == nullptr || v->is_null())
+    return fallback;
+  if (!v->is_string())
+    return wrongType(where, key, "a string", *v);
+  return v->get<std::string>();
+}
+
+Expected<bool> optionalBool(const Json &object, const char *key, bool fallback,
+                            const std::string &where) {
+  const Json *v = findField(object, key);
+  if (v == nullptr || v->is_null())
+    return fallback;
+  if (!v->is_boolean())
+    return wrongType(where, key, "a boolean", *v);
+  return v->get<bool>();
+}
+
+} // namespace llmc

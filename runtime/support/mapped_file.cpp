@@ -1,0 +1,71 @@
+#include "support/mapped_file.h"
+
+#include <cerrno>
+#include <cstring>
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+namespace llmc {
+
+MappedFile::MappedFile(MappedFile &&other) noexcept { *this = std::move(other); }
+
+MappedFile &MappedFile::operator=(MappedFile &&other) noexcept {
+  if (this != &other) {
+    reset();
+    path_ = std::move(other.path_);
+    data_ = other.data_;
+    size_ = other.size_;
+    other.data_ = nullptr;
+    other.size_ = 0;
+  }
+  return *this;
+}
+
+MappedFile::~MappedFile() { reset(); }
+
+void MappedFile::reset() {
+  if (data_ != nullptr)
+    munmap(const_cast<uint8_t *>(data_), size_);
+  data_ = nullptr;
+  size_ = 0;
+}
+
+Expected<MappedFile> MappedFile::open(const std::string &path) {
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0)
+    return Status::error(path + ": cannot open: " + std::strerror(errno));
+  struct stat st;
+  if (fstat(fd, &st) != 0) {
+    int err = errno;
+    ::close(fd);
+    return Status::error(path + ": cannot stat: " + std::strerror(err));
+  }
+  if (!S_ISREG(st.st_mode)) {
+    ::close(fd);
+    return Status::error(path + ": not a regular file");
+  }
+  MappedFile file;
+  file.path_ = path;
+  file.size_ = static_cast<size_t>(st.st_size);
+  if (file.size_ > 0) {
+    void *addr = mmap(nullptr, file.size_, PROT_READ, MAP_PRIVATE, fd, 0);
+    if (addr == MAP_FAILED) {
+      int err = errno;
+      ::close(fd);
+      file.size_ = 0;
+      return Status::error(path + ": cannot mmap: " + std::strerror(err));
+    }
+    file.data_ = static_cast<const uint8_t *>(addr);
+  }
+  ::close(fd);
+  return file;
+}
+
+Expected<std::string> readTextFile(const std::string &path) {
+  LLMC_ASSIGN_OR_RETURN(MappedFile file, MappedFile::open(path));
+  return std::string(reinterpret_cast<const char *>(file.data()), file.size());
+}
+
+} // namespace llmc

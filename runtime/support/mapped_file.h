@@ -1,0 +1,40 @@
+// A read-only memory mapping of a whole file. Weights and plans are used in
+// place from the mapping, never copied.
+#pragma once
+
+#include "support/status.h"
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+namespace llmc {
+
+class MappedFile {
+public:
+  MappedFile() = default;
+  MappedFile(const MappedFile &) = delete;
+  MappedFile &operator=(const MappedFile &) = delete;
+  MappedFile(MappedFile &&other) noexcept;
+  MappedFile &operator=(MappedFile &&other) noexcept;
+  ~MappedFile();
+
+  // Maps `path` read-only. An empty file maps to size() == 0, data() == nullptr.
+  static Expected<MappedFile> open(const std::string &path);
+
+  const uint8_t *data() const { return data_; }
+  size_t size() const { return size_; }
+  const std::string &path() const { return path_; }
+
+private:
+  void reset();
+
+  std::string path_;
+  const uint8_t *data_ = nullptr;
+  size_t size_ = 0;
+};
+
+// Reads a whole (small) text file, e.g. a config.json or tokenizer.json.
+Expected<std::string> readTextFile(const std::string &path);
+
+} // namespace llmc
