@@ -1,0 +1,432 @@
+#include "plan/plan.h"
+
+#include "plan/plan_format.h"
+
+#include <algorithm>
+#include <cstring>
+
+namespace llmc {
+namespace {
+
+std::string str(uint64_t v) { return std::to_string(v); }
+
+bool validDType(fb::DType t) {
+  return static_cast<int>(t) >= 0 && static_cast<int>(t) < kNumDTypes;
+}
+
+Status checkHeader(const uint8_t *data, uint64_t size, const std::string &name,
+                   bool verifyChecksum, PlanFileHeader *header) {
+  if (size < sizeof(PlanFileHeader))
+    return Status::error(name + ": file is " + str(size) +
+                         " bytes, shorter than the 64-byte plan header (truncated?)");
+  std::memcpy(header, data, sizeof(PlanFileHeader));
+  if (std::memcmp(header->magic, kPlanMagic, sizeof(kPlanMagic)) != 0)
+    return Status::error(name + ": not an llmc engine plan (bad magic; expected \"LLMCPLAN\")");
+  if (header->formatVersion > kPlanFormatVersion)
+    return Status::error(name + ": plan format version " + str(header->formatVersion) +
+                         " is newer than this runtime supports (" + str(kPlanFormatVersion) +
+                         "); update llmrun, or rebuild the plan with this llmc");
+  if (header->formatVersion < 1)
+    return Status::error(name + ": invalid plan format version 0");
+  if (header->headerSize != sizeof(PlanFileHeader))
+    return Status::error(name + ": header size " + str(header->headerSize) + ", expected 64");
+  uint64_t metaEnd = 0, weightsEnd = 0;
+  if (__builtin_add_overflow(header->metadataOffset, header->metadataSize, &metaEnd) ||
+      header->metadataOffset < sizeof(PlanFileHeader) || metaEnd > size)
+    return Status::error(name + ": metadata section [" + str(header->metadataOffset) + ", +" +
+                         str(header->metadataSize) + ") lies outside the file of " + str(size) +
+                         " bytes (truncated?)");
+  if (__builtin_add_overflow(header->weightsOffset, header->weightsSize, &weightsEnd) ||
+      header->weightsOffset < metaEnd || weightsEnd != size)
+    return Status::error(name + ": weight section [" + str(header->weightsOffset) + ", +" +
+                         str(header->weightsSize) + ") must follow the metadata and end at the " +
+                         "end of the file (" + str(size) + " bytes; truncated?)");
+  if (header->weightsOffset % kPlanWeightAlignment != 0)
+    return Status::error(name + ": weight section offset " + str(header->weightsOffset) +
+                         " is not a multiple of " + str(kPlanWeightAlignment));
+  if (verifyChecksum &&
+      fnv1a64(data + header->metadataOffset, header->metadataSize) != header->metadataChecksum)
+    return Status::error(name + ": metadata checksum mismatch (the file is corrupt)");
+  return Status::ok();
+}
+
+Status checkModel(const fb::Plan &plan, const std::string &name) {
+  const fb::ModelInfo *m = plan.model();
+  if (m == nullptr)
+    return Status::error(name + ": metadata has no model info");
+  auto bad = [&](const char *field, int64_t value) {
+    return Status::error(name + ": model." + field + " = " + std::to_string(value) + " is invalid");
+  };
+  if (m->hidden_size() <= 0)
+    return bad("hidden_size", m->hidden_size());
+  if (m->intermediate_size() <= 0)
+    return bad("intermediate_size", m->intermediate_size());
+  if (m->num_layers() <= 0 || m->num_layers() > 1024)
+    return bad("num_layers", m->num_layers());
+  if (m->num_heads() <= 0 || m->num_heads() > 4096)
+    return bad("num_heads", m->num_heads());
+  if (m->num_kv_heads() <= 0 || m->num_heads() % m->num_kv_heads() != 0)
+    return bad("num_kv_heads", m->num_kv_heads());
+  if (m->head_dim() <= 0 || m->head_dim() > 4096 || m->head_dim() % 2 != 0)
+    return bad("head_dim", m->head_dim());
+  if (m->vocab_size() <= 0 || m->vocab_size() > (int64_t(1) << 31))
+    return bad("vocab_size", m->vocab_size());
+  if (m->max_seq_len() <= 0 || m->max_seq_len() > (int64_t(1) << 24))
+    return bad("max_seq_len", m->max_seq_len());
+  if (!(m->rms_norm_eps() > 0.0) || !(m->rope_theta() > 0.0))
+    return Status::error(name + ": model.rms_norm_eps and model.rope_theta must be positive");
+  if (m->rope_scaling() > fb::RopeScalingKind::MAX)
+    return bad("rope_scaling", static_cast<int64_t>(m->rope_scaling()));
+  if (plan.tokenizer() == nullptr || plan.tokenizer()->tokenizer_json() == nullptr)
+    return Status::error(name + ": metadata has no tokenizer");
+  const fb::KvCacheInfo *kv = plan.kv_cache();
+  if (kv == nullptr || kv->num_layers() != m->num_layers() ||
+      kv->num_kv_heads() != m->num_kv_heads() || kv->head_dim() != m->head_dim() ||
+      kv->block_size() <= 0 || kv->block_size() > 1024 || kv->dtype() != fb::DType::F32)
+    return Status::error(name + ": kv_cache geometry does not match the model (layers, kv heads, " +
+                         "head dim), or has an invalid block size or dtype");
+  return Status::ok();
+}
+
+Status checkTensors(const fb::Plan &plan, uint64_t weightsSize, const std::string &name) {
+  if (plan.tensors() == nullptr)
+    return Status::error(name + ": metadata has no tensor table");
+  struct Range {
+    uint64_t begin, end;
+    uint32_t index;
+  };
+  std::vector<Range> stored;
+  const auto &tensors = *plan.tensors();
+  for (uint32_t i = 0; i < tensors.size(); ++i) {
+    const fb::Tensor *t = tensors.Get(i);
+    std::string tname = t->name() ? t->name()->str() : "";
+    std::string where = name + ": tensor " + str(i) + " '" + tname + "'";
+    if (tname.empty())
+      return Status::error(where + ": has no name");
+    if (!validDType(t->dtype()))
+      return Status::error(where + ": unknown dtype " + str(static_cast<uint64_t>(t->dtype())));
+    if (t->shape() == nullptr || t->shape()->size() == 0 || t->shape()->size() > 8)
+      return Status::error(where + ": shape must have 1 to 8 dimensions");
+    uint64_t bytes = dtypeSize(static_cast<DType>(t->dtype()));
+    for (int64_t d : *t->shape()) {
+      if (d <= 0 || __builtin_mul_overflow(bytes, static_cast<uint64_t>(d), &bytes))
+        return Status::error(where + ": invalid or overflowing shape dimension " +
+                             std::to_string(d));
+    }
+    if (bytes != t->size())
+      return Status::error(where + ": dtype x shape is " + str(bytes) + " bytes but size is " +
+                           str(t->size()));
+    if (t->synthetic() != nullptr) {
+      if (!plan.synthetic())
+        return Status::error(where + ": synthetic init in a plan with real weights");
+      if (t->synthetic()->kind() > fb::SyntheticKind::MAX)
+        return Status::error(where + ": unknown synthetic init kind");
+      continue;
+    }
+    if (plan.synthetic())
+      return Status::error(where + ": synthetic plan tensor without an init rule");
+    uint64_t end = 0;
+    if (t->offset() % kPlanWeightAlignment != 0)
+      return Status::error(where + ": offset " + str(t->offset()) + " is not a multiple of " +
+                           str(kPlanWeightAlignment));
+    if (__builtin_add_overflow(t->offset(), t->size(), &end) || end > weightsSize)
+      return Status::error(where + ": data [" + str(t->offset()) + ", +" + str(t->size()) +
+                           ") lies outside the weight section of " + str(weightsSize) + " bytes");
+    stored.push_back({t->offset(), end, i});
+  }
+  std::sort(stored.begin(), stored.end(),
+            [](const Range &a, const Range &b) { return a.begin < b.begin; });
+  for (size_t i = 1; i < stored.size(); ++i)
+    if (stored[i].begin < stored[i - 1].end)
+      return Status::error(name + ": tensors " + str(stored[i - 1].index) + " and " +
+                           str(stored[i].index) + " overlap in the weight section");
+  return Status::ok();
+}
+
+} // namespace
+
+OpSignature opSignature(fb::OpKind op) {
+  switch (op) {
+  case fb::OpKind::Embedding:
+    return {1, 1, 1, 1, 0, 0};
+  case fb::OpKind::RmsNorm:
+    return {1, 1, 1, 1, 0, 1};
+  case fb::OpKind::Linear:
+    return {1, 1, 1, 2, 1, 0};
+  case fb::OpKind::Rope:
+    return {1, 1, 0, 0, 2, 0};
+  case fb::OpKind::Attention:
+    return {3, 1, 0, 0, 4, 1};
+  case fb::OpKind::Add:
+  case fb::OpKind::Mul:
+    return {2, 1, 0, 0, 0, 0};
+  case fb::OpKind::Silu:
+    return {1, 1, 0, 0, 0, 0};
+  case fb::OpKind::SwiGlu:
+    return {2, 1, 0, 0, 0, 0};
+  case fb::OpKind::Logits:
+    return {1, 1, 1, 1, 0, 0};
+  }
+  return {-1, -1, -1, -1, -1, -1};
+}
+
+namespace {
+
+// Checks one step's operands against its op kind and the buffers/tensors it names.
+Status checkStep(const fb::Plan &plan, const fb::Program &program, const fb::Step &step,
+                 const std::string &where) {
+  if (step.op() > fb::OpKind::MAX)
+    return Status::error(where + ": unknown op kind " + str(static_cast<uint64_t>(step.op())));
+  OpSignature sig = opSignature(step.op());
+  auto count = [](const auto *v) { return v == nullptr ? 0 : static_cast<int>(v->size()); };
+  std::string op = fb::EnumNameOpKind(step.op());
+  if (count(step.inputs()) != sig.inputs || count(step.outputs()) != sig.outputs ||
+      count(step.weights()) < sig.minWeights || count(step.weights()) > sig.maxWeights ||
+      count(step.int_params()) != sig.intParams || count(step.float_params()) != sig.floatParams)
+    return Status::error(where + ": " + op + " has the wrong number of inputs, outputs, weights " +
+                         "or parameters");
+  uint32_t numBuffers = program.buffers()->size();
+  for (const auto *list : {step.inputs(), step.outputs()})
+    if (list != nullptr)
+      for (int b : *list)
+        if (b < 0 || static_cast<uint32_t>(b) >= numBuffers)
+          return Status::error(where + ": " + op + " names buffer " + std::to_string(b) +
+                               " but the program has " + str(numBuffers));
+  uint32_t numTensors = plan.tensors()->size();
+  if (step.weights() != nullptr)
+    for (int w : *step.weights())
+      if (w < 0 || static_cast<uint32_t>(w) >= numTensors)
+        return Status::error(where + ": " + op + " names tensor " + std::to_string(w) +
+                             " but the plan has " + str(numTensors));
+  if (step.op() == fb::OpKind::Attention) {
+    int64_t layer = step.int_params()->Get(0);
+    if (layer < 0 || layer >= plan.model()->num_layers())
+      return Status::error(where + ": attention layer " + std::to_string(layer) +
+                           " out of range");
+  }
+  if (program.target() == fb::Target::Cpu) {
+    if (step.kernel() != -1)
+      return Status::error(where + ": a CPU step must not reference a kernel");
+  } else {
+    bool found = false;
+    if (plan.modules() != nullptr)
+      for (const fb::KernelModule *m : *plan.modules())
+        if (m->target() == program.target() && m->functions() != nullptr &&
+            step.kernel() >= 0 && static_cast<uint32_t>(step.kernel()) < m->functions()->size())
+          found = true;
+    if (!found)
+      return Status::error(where + ": kernel index " + std::to_string(step.kernel()) +
+                           " has no function in a module for target " +
+                           fb::EnumNameTarget(program.target()));
+  }
+  return Status::ok();
+}
+
+// Checks that a step's buffer widths and weight shapes fit its op, so that the
+// executors can index without checks. Shapes per OpKind: see engine.fbs.
+Status checkStepShapes(const fb::Plan &plan, const fb::Program &program, const fb::Step &step,
+                       const std::string &where) {
+  auto buffer = [&](int index) { return program.buffers()->Get(index); };
+  auto width = [&](int index) { return buffer(index)->width(); };
+  auto in = [&](int i) { return step.inputs()->Get(i); };
+  int out = step.outputs()->Get(0);
+  auto weightShape = [&](int i) { return plan.tensors()->Get(step.weights()->Get(i))->shape(); };
+  auto isFloatWeight = [&](int i) {
+    fb::DType t = plan.tensors()->Get(step.weights()->Get(i))->dtype();
+    return t == fb::DType::F32 || t == fb::DType::F16 || t == fb::DType::BF16;
+  };
+  std::string op = fb::EnumNameOpKind(step.op());
+  auto mismatch = [&](const std::string &what) {
+    return Status::error(where + ": " + op + ": " + what);
+  };
+  for (int i = 0; i < static_cast<int>(step.inputs()->size()); ++i) {
+    bool tokens = step.op() == fb::OpKind::Embedding;
+    fb::DType expected = tokens ? fb::DType::I32 : fb::DType::F32;
+    if (buffer(in(i))->dtype() != expected)
+      return mismatch("input " + std::to_string(i) + " has dtype " +
+                      fb::EnumNameDType(buffer(in(i))->dtype()) + ", expected " +
+                      fb::EnumNameDType(expected));
+  }
+  if (buffer(out)->dtype() != fb::DType::F32)
+    return mismatch("output buffer must be F32");
+  if (step.weights() != nullptr)
+    for (int i = 0; i < static_cast<int>(step.weights()->size()); ++i)
+      if (!isFloatWeight(i))
+        return mismatch("weight " + std::to_string(i) + " must be F32, F16 or BF16");
+  const fb::ModelInfo &m = *plan.model();
+  switch (step.op()) {
+  case fb::OpKind::Embedding:
+  case fb::OpKind::Logits: {
+    auto shape = weightShape(0);
+    bool embed = step.op() == fb::OpKind::Embedding;
+    if (shape->size() != 2 || shape->Get(0) != m.vocab_size())
+      return mismatch("weight must be [vocab_size, hidden]");
+    if ((embed && (width(in(0)) != 1 || width(out) != shape->Get(1))) ||
+        (!embed && (width(in(0)) != shape->Get(1) || width(out) != shape->Get(0))))
+      return mismatch("buffer widths do not match the weight shape");
+    return Status::ok();
+  }
+  case fb::OpKind::RmsNorm: {
+    auto shape = weightShape(0);
+    if (shape->size() != 1 || shape->Get(0) != width(in(0)) || width(out) != width(in(0)))
+      return mismatch("weight [H] and buffers [T,H] disagree");
+    if (!(step.float_params()->Get(0) > 0.0))
+      return mismatch("eps must be positive");
+    return Status::ok();
+  }
+  case fb::OpKind::Linear: {
+    auto shape = weightShape(0);
+    if (shape->size() != 2 || shape->Get(1) != width(in(0)) || shape->Get(0) != width(out))
+      return mismatch("weight [N,K] does not match input width K and output width N");
+    if (step.weights()->size() == 2 &&
+        (weightShape(1)->size() != 1 || weightShape(1)->Get(0) != shape->Get(0)))
+      return mismatch("bias must be [N]");
+    int64_t accumulate = step.int_params()->Get(0);
+    if (accumulate != 0 && accumulate != 1)
+      return mismatch("accumulate must be 0 or 1");
+    if (in(0) == out)
+      return mismatch("input and output must be different buffers");
+    return Status::ok();
+  }
+  case fb::OpKind::Rope: {
+    int64_t heads = step.int_params()->Get(0), dim = step.int_params()->Get(1);
+    if (in(0) != out || heads <= 0 || dim != m.head_dim() || width(out) != heads * dim)
+      return mismatch("must work in place on a [T, heads * head_dim] buffer");
+    return Status::ok();
+  }
+  case fb::OpKind::Attention: {
+    int64_t heads = step.int_params()->Get(1), kvHeads = step.int_params()->Get(2),
+            dim = step.int_params()->Get(3);
+    if (kvHeads != m.num_kv_heads() || dim != m.head_dim() || heads <= 0 ||
+        heads % kvHeads != 0)
+      return mismatch("head counts or head dim disagree with the model's KV cache");
+    if (width(in(0)) != heads * dim || width(in(1)) != kvHeads * dim ||
+        width(in(2)) != kvHeads * dim || width(out) != heads * dim)
+      return mismatch("q/k/v/out widths disagree with the head counts");
+    for (int i = 0; i < 3; ++i)
+      if (in(i) == out)
+        return mismatch("output must not alias an input");
+    return Status::ok();
+  }
+  case fb::OpKind::Add:
+  case fb::OpKind::Mul:
+  case fb::OpKind::SwiGlu:
+    if (width(in(0)) != width(out) || width(in(1)) != width(out))
+      return mismatch("inputs and output must have the same width");
+    return Status::ok();
+  case fb::OpKind::Silu:
+    if (width(in(0)) != width(out))
+      return mismatch("input and output must have the same width");
+    return Status::ok();
+  }
+  return mismatch("unknown op");
+}
+
+Status checkPrograms(const fb::Plan &plan, const std::string &name) {
+  if (plan.programs() == nullptr || plan.programs()->size() == 0)
+    return Status::error(name + ": metadata has no programs");
+  for (uint32_t p = 0; p < plan.programs()->size(); ++p) {
+    const fb::Program &program = *plan.programs()->Get(p);
+    std::string where = name + ": program " + str(p);
+    if (program.target() > fb::Target::MAX || program.phase() > fb::Phase::MAX)
+      return Status::error(where + ": unknown target or phase");
+    if (program.buffers() == nullptr || program.steps() == nullptr)
+      return Status::error(where + ": has no buffers or no steps");
+    uint32_t numBuffers = program.buffers()->size();
+    for (uint32_t b = 0; b < numBuffers; ++b) {
+      const fb::Buffer &buffer = *program.buffers()->Get(b);
+      uint64_t bytes = 0, end = 0;
+      if (!validDType(buffer.dtype()) || buffer.width() <= 0 ||
+          __builtin_mul_overflow(static_cast<uint64_t>(buffer.width()),
+                                 dtypeSize(static_cast<DType>(buffer.dtype())), &bytes) ||
+          __builtin_add_overflow(buffer.offset_per_token(), bytes, &end) ||
+          end > program.arena_bytes_per_token())
+        return Status::error(where + ": buffer " + str(b) +
+                             " has an invalid dtype or width, or lies outside the arena of " +
+                             str(program.arena_bytes_per_token()) + " bytes per token");
+    }
+    if (program.arena_bytes_per_token() > (uint64_t(1) << 32))
+      return Status::error(where + ": activation arena of " +
+                           str(program.arena_bytes_per_token()) + " bytes per token is too big");
+    for (int b : {program.token_buffer(), program.logits_buffer()})
+      if (b < 0 || static_cast<uint32_t>(b) >= numBuffers)
+        return Status::error(where + ": token or logits buffer index " + std::to_string(b) +
+                             " out of range");
+    if (program.buffers()->Get(program.token_buffer())->dtype() != fb::DType::I32 ||
+        program.buffers()->Get(program.token_buffer())->width() != 1)
+      return Status::error(where + ": the token buffer must be I32 with width 1");
+    if (program.buffers()->Get(program.logits_buffer())->width() != plan.model()->vocab_size())
+      return Status::error(where + ": the logits buffer must have width vocab_size");
+    for (uint32_t s = 0; s < program.steps()->size(); ++s) {
+      const fb::Step &step = *program.steps()->Get(s);
+      std::string stepWhere = where + " step " + str(s);
+      LLMC_RETURN_IF_ERROR(checkStep(plan, program, step, stepWhere));
+      LLMC_RETURN_IF_ERROR(checkStepShapes(plan, program, step, stepWhere));
+    }
+  }
+  return Status::ok();
+}
+
+} // namespace
+
+Status validatePlanImage(const uint8_t *data, uint64_t size, const std::string &name,
+                         const PlanLoadOptions &options, const fb::Plan **meta) {
+  PlanFileHeader header;
+  LLMC_RETURN_IF_ERROR(checkHeader(data, size, name, options.verifyMetadataChecksum, &header));
+  const uint8_t *metaBytes = data + header.metadataOffset;
+  if (header.metadataSize < 8 || !fb::PlanBufferHasIdentifier(metaBytes))
+    return Status::error(name + ": metadata is not an llmc plan FlatBuffer (identifier \"LLMC\")");
+  flatbuffers::Verifier verifier(metaBytes, header.metadataSize,
+                                 /*max_depth=*/64, /*max_tables=*/10000000);
+  if (!fb::VerifyPlanBuffer(verifier))
+    return Status::error(name + ": metadata FlatBuffer fails verification (corrupt plan)");
+  const fb::Plan *plan = fb::GetPlan(metaBytes);
+  LLMC_RETURN_IF_ERROR(checkModel(*plan, name));
+  LLMC_RETURN_IF_ERROR(checkTensors(*plan, header.weightsSize, name));
+  LLMC_RETURN_IF_ERROR(checkPrograms(*plan, name));
+  if (options.verifyWeights && header.weightsChecksum != 0 &&
+      fnv1a64Words(data + header.weightsOffset, header.weightsSize) != header.weightsChecksum)
+    return Status::error(name + ": weight section checksum mismatch (the file is corrupt)");
+  *meta = plan;
+  return Status::ok();
+}
+
+Expected<Plan> Plan::open(const std::string &path, PlanLoadOptions options) {
+  LLMC_ASSIGN_OR_RETURN(MappedFile file, MappedFile::open(path));
+  const fb::Plan *meta = nullptr;
+  LLMC_RETURN_IF_ERROR(validatePlanImage(file.data(), file.size(), path, options, &meta));
+  PlanFileHeader header;
+  std::memcpy(&header, file.data(), sizeof(header));
+  Plan plan;
+  plan.path_ = path;
+  plan.meta_ = meta;
+  plan.weights_ = file.data() + header.weightsOffset;
+  plan.metadataSize_ = header.metadataSize;
+  plan.weightsSize_ = header.weightsSize;
+  plan.file_ = std::move(file); // the mapping's address does not change on move
+  return plan;
+}
+
+const uint8_t *Plan::tensorData(uint32_t index) const {
+  const fb::Tensor *t = meta_->tensors()->Get(index);
+  if (t->synthetic() != nullptr)
+    return nullptr;
+  return weights_ + t->offset();
+}
+
+int Plan::findTensor(const std::string &name) const {
+  const auto &tensors = *meta_->tensors();
+  for (uint32_t i = 0; i < tensors.size(); ++i)
+    if (tensors.Get(i)->name()->str() == name)
+      return static_cast<int>(i);
+  return -1;
+}
+
+const fb::Program *Plan::program(fb::Target target, fb::Phase phase) const {
+  for (const fb::Program *p : *meta_->programs())
+    if (p->target() == target && p->phase() == phase)
+      return p;
+  return nullptr;
+}
+
+} // namespace llmc

@@ -1,0 +1,68 @@
+// Loading an engine plan: map the file, verify everything once (header,
+// checksums, FlatBuffer structure, tensor table, programs, kernel
+// references), then hand out trusted views. After open() succeeds the hot
+// path does no more checks.
+#pragma once
+
+#include "schema/engine_generated.h"
+#include "support/dtype.h"
+#include "support/mapped_file.h"
+#include "support/status.h"
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace llmc {
+
+struct PlanLoadOptions {
+  // Recompute the weight-section checksum (reads every weight byte once).
+  bool verifyWeights = true;
+  // Check the metadata checksum. Only the fuzzer turns this off, to reach the
+  // structural checks behind it with mutated inputs.
+  bool verifyMetadataChecksum = true;
+};
+
+class Plan {
+public:
+  // Maps and validates `path`. Errors name the file and what is wrong.
+  static Expected<Plan> open(const std::string &path, PlanLoadOptions options = {});
+
+  const fb::Plan &meta() const { return *meta_; }
+  const std::string &path() const { return path_; }
+  uint64_t fileSize() const { return file_.size(); }
+  uint64_t metadataSize() const { return metadataSize_; }
+  uint64_t weightsSize() const { return weightsSize_; }
+
+  // The stored bytes of tensor `index` (nullptr for synthetic tensors).
+  const uint8_t *tensorData(uint32_t index) const;
+  // Finds a tensor by name; -1 when absent.
+  int findTensor(const std::string &name) const;
+  // The program for (target, phase), or nullptr.
+  const fb::Program *program(fb::Target target, fb::Phase phase) const;
+
+private:
+  std::string path_;
+  MappedFile file_;
+  const fb::Plan *meta_ = nullptr;
+  const uint8_t *weights_ = nullptr;
+  uint64_t metadataSize_ = 0;
+  uint64_t weightsSize_ = 0;
+};
+
+// Validates a whole plan image in memory (the fuzzed entry point).
+// `name` prefixes errors. On success, *meta points into `data`.
+Status validatePlanImage(const uint8_t *data, uint64_t size, const std::string &name,
+                         const PlanLoadOptions &options, const fb::Plan **meta);
+
+// Operand counts and parameter counts each OpKind requires.
+struct OpSignature {
+  int inputs;
+  int outputs;
+  int minWeights, maxWeights;
+  int intParams;
+  int floatParams;
+};
+OpSignature opSignature(fb::OpKind op);
+
+} // namespace llmc

@@ -1,0 +1,73 @@
+// The engine plan file: one mmap-able file, data only (loading a plan never
+// runs code from it). Byte layout, all integers little-endian:
+//
+//   offset  size  field
+//   0       8     magic "LLMCPLAN"
+//   8       4     u32 format version (kPlanFormatVersion)
+//   12      4     u32 header size in bytes (64)
+//   16      8     u64 metadata offset (64: right after the header)
+//   24      8     u64 metadata size: a FlatBuffer, runtime/schema/engine.fbs,
+//                 file identifier "LLMC"
+//   32      8     u64 weight section offset (multiple of kPlanWeightAlignment,
+//                 at or after the end of the metadata)
+//   40      8     u64 weight section size; offset + size == file size
+//   48      8     u64 FNV-1a 64 checksum of the metadata bytes
+//   56      8     u64 FNV-1a 64 checksum of the weight section (0: not computed)
+//
+// Between the metadata and the weight section: zero padding. Every tensor
+// starts at a multiple of kPlanWeightAlignment within the weight section, so
+// the CPU backend uses weights in place and the CUDA backend uploads the whole
+// section with one copy. docs/engine-format.md is the long form of this.
+#pragma once
+
+#include <cstdint>
+#include <cstring>
+
+namespace llmc {
+
+constexpr char kPlanMagic[8] = {'L', 'L', 'M', 'C', 'P', 'L', 'A', 'N'};
+constexpr uint32_t kPlanFormatVersion = 1;
+constexpr uint64_t kPlanWeightAlignment = 256;
+
+struct PlanFileHeader {
+  char magic[8];
+  uint32_t formatVersion;
+  uint32_t headerSize;
+  uint64_t metadataOffset;
+  uint64_t metadataSize;
+  uint64_t weightsOffset;
+  uint64_t weightsSize;
+  uint64_t metadataChecksum;
+  uint64_t weightsChecksum;
+};
+static_assert(sizeof(PlanFileHeader) == 64, "the plan header is 64 bytes on disk");
+
+// FNV-1a, 64 bit: small, dependency-free, good enough to catch corruption
+// (not an integrity guarantee against an adversary).
+inline uint64_t fnv1a64(const uint8_t *data, uint64_t size, uint64_t hash = 0xcbf29ce484222325ull) {
+  for (uint64_t i = 0; i < size; ++i) {
+    hash ^= data[i];
+    hash *= 0x100000001b3ull;
+  }
+  return hash;
+}
+
+// The weight-section checksum: FNV-1a over 64-bit little-endian words (the
+// tail bytes one by one), about 8x faster than bytewise on large sections.
+inline uint64_t fnv1a64Words(const uint8_t *data, uint64_t size) {
+  uint64_t hash = 0xcbf29ce484222325ull;
+  uint64_t words = size / 8;
+  for (uint64_t i = 0; i < words; ++i) {
+    uint64_t word;
+    std::memcpy(&word, data + i * 8, 8);
+    hash ^= word;
+    hash *= 0x100000001b3ull;
+  }
+  return fnv1a64(data + words * 8, size - words * 8, hash);
+}
+
+inline uint64_t alignUp(uint64_t value, uint64_t alignment) {
+  return (value + alignment - 1) / alignment * alignment;
+}
+
+} // namespace llmc
