@@ -6,11 +6,18 @@
 //                   "shape": [d0, ...], "data_offsets": [begin, end]}, ...,
 //                   "__metadata__": {"k": "v", ...} (optional, strings only) }
 //   [8 + N, EOF)    data buffer; offsets are relative to its start
-// Rules enforced (each failure names the file and the tensor): N <= 100,000,000
-// and 8 + N <= file size; valid UTF-8 JSON object; no duplicate names; known
-// dtype; shape dims non-negative integers; prod(shape) * dtype size
-// (overflow-checked) == end - begin; offsets sorted, contiguous, non-overlapping,
-// covering the whole data buffer exactly; nothing past the end.
+// Rules enforced (each failure names the file, and the tensor where there is
+// one): file >= 8 bytes; N <= 100,000,000 and 8 + N <= file size; header valid
+// UTF-8, a JSON object beginning with '{' (trailing spaces allowed: writers pad
+// the header to align the data); no duplicate names; each entry exactly
+// {dtype, shape, data_offsets}; a dtype llmc reads (F32, F16, BF16, I8, U8,
+// I32, I64; other safetensors dtypes are "unsupported"); shape dims
+// non-negative integers; data_offsets two non-negative integers, begin <= end;
+// prod(shape) * dtype size (overflow-checked) == end - begin; sorted by begin,
+// the tensors tile the data buffer exactly: the first begins at 0, each begins
+// where the previous ends (no hole, no overlap), the last ends at EOF.
+// Zero-sized tensors (a dim 0) are legal. The format does not align tensor
+// data: TensorView::data may be unaligned for its dtype.
 #pragma once
 
 #include "support/dtype.h"
@@ -41,7 +48,7 @@ struct SafetensorsHeader {
     std::vector<int64_t> shape;
     uint64_t begin = 0, end = 0;
   };
-  uint64_t headerSize = 0; // N
+  uint64_t headerSize = 0;    // N
   std::vector<Entry> tensors; // sorted by begin offset
   std::map<std::string, std::string> metadata;
 };
@@ -59,6 +66,8 @@ public:
   const std::vector<TensorView> &tensors() const { return tensors_; }
   const std::map<std::string, std::string> &metadata() const { return header_.metadata; }
   const std::string &path() const { return file_.path(); }
+  const SafetensorsHeader &header() const { return header_; }
+  const MappedFile &mapping() const { return file_; }
 
 private:
   MappedFile file_;
@@ -67,9 +76,11 @@ private:
 };
 
 // All tensors of a checkpoint: one file, a list of files, or shards named by a
-// model.safetensors.index.json ({"weight_map": {"tensor": "file"}}, every
-// mapping checked against the shard that actually holds the tensor).
-// A tensor name present in two files is an error naming both.
+// model.safetensors.index.json ({"metadata": {...}, "weight_map": {"tensor":
+// "shard file"}}, shard paths relative to the index's folder). Every mapping is
+// checked against the shard that actually holds the tensor, and every tensor of
+// a shard must be in weight_map. A tensor name present in two files is an
+// error naming both.
 class WeightSet {
 public:
   static Expected<WeightSet> openFiles(const std::vector<std::string> &paths);
@@ -81,6 +92,9 @@ public:
   const std::vector<SafetensorsFile> &files() const { return files_; }
 
 private:
+  // Takes ownership of `file` and indexes its tensors; rejects names already seen.
+  Status add(SafetensorsFile file);
+
   std::vector<SafetensorsFile> files_;
   std::map<std::string, TensorView> byName_;
 };
