@@ -34,7 +34,8 @@ struct ModelConfig {
   double ropeTheta = 10000.0;
   RopeScaling ropeScaling;
   bool tieWordEmbeddings = false;
-  bool attentionBias = false; // q/k/v projections carry a bias (Qwen2)
+  bool attentionBias = false;       // q/k/v projections carry a bias (Qwen2; Llama attention_bias)
+  bool attentionOutputBias = false; // o_proj carries a bias too (Llama attention_bias only)
   std::string hiddenAct = "silu";
   std::string torchDtype; // "float32", "bfloat16", ... ("" when absent)
   std::vector<int64_t> bosTokenIds;

@@ -1,0 +1,47 @@
+// The Llama family: decoder-only, pre-norm RMSNorm, RoPE (HF rotate_half
+// convention: pairs (i, i + headDim/2)), grouped-query attention, SwiGLU MLP.
+// Three Hugging Face architectures share this one implementation and differ
+// only in flags (models/llama.cpp is the only place that knows them):
+//   LlamaForCausalLM    Llama 2 and 3; `attention_bias` true adds q/k/v AND
+//                       o_proj biases; `mlp_bias` true is rejected.
+//   MistralForCausalLM  no biases; `sliding_window` below
+//                       max_position_embeddings is rejected (not implemented).
+//   Qwen2ForCausalLM    q/k/v biases always, none on o_proj;
+//                       `use_sliding_window` true is rejected likewise.
+// All three default tie_word_embeddings to false, as HF's config classes do.
+#pragma once
+
+#include "models/architecture.h"
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace llmc {
+
+const Architecture &llamaForCausalLM();
+const Architecture &mistralForCausalLM();
+const Architecture &qwen2ForCausalLM();
+
+// "model.layers.<layer>.<suffix>", e.g. llamaLayerTensor(3, "mlp.up_proj.weight").
+std::string llamaLayerTensor(int64_t layer, std::string_view suffix);
+
+// Every tensor a Llama-family config needs (H = hiddenSize, I = intermediateSize,
+// V = vocabSize, D = headDim, Q = numHeads * D, K = numKvHeads * D):
+//   model.embed_tokens.weight                          [V, H]
+//   per layer i, under model.layers.i.:
+//     input_layernorm.weight                           [H]
+//     self_attn.q_proj.weight                          [Q, H]
+//     self_attn.k_proj.weight, self_attn.v_proj.weight [K, H]
+//     self_attn.{q,k,v}_proj.bias                      [Q], [K], [K]  when attentionBias
+//     self_attn.o_proj.weight                          [H, Q]
+//     self_attn.o_proj.bias                            [H]            when attentionOutputBias
+//     post_attention_layernorm.weight                  [H]
+//     mlp.gate_proj.weight, mlp.up_proj.weight         [I, H]
+//     mlp.down_proj.weight                             [H, I]
+//   model.norm.weight                                  [H]
+//   lm_head.weight                                     [V, H]         unless tieWordEmbeddings
+std::vector<TensorSpec> llamaTensors(const ModelConfig &config);
+
+} // namespace llmc

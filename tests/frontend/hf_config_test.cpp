@@ -1,0 +1,306 @@
+// parseHfConfig on the config.json of each supported family, and one test per
+// malformed field: every error names the file and the field.
+#include "frontend/model_spec.h"
+#include "frontend_test_util.h"
+
+namespace llmc {
+namespace {
+
+using test::expectNames;
+
+ModelConfig parseOk(const Json &json) {
+  auto config = parseHfConfig(json, "config.json");
+  EXPECT_TRUE(config.isOk()) << config.message();
+  return config.isOk() ? *config : ModelConfig{};
+}
+
+// Parses `json` expecting an error that starts with "config.json: " and names `field`.
+std::string parseError(const Json &json, const std::string &field) {
+  auto config = parseHfConfig(json, "config.json");
+  EXPECT_FALSE(config.isOk()) << "expected an error naming '" << field << "'";
+  if (config.isOk())
+    return "";
+  EXPECT_EQ(config.message().rfind("config.json: ", 0), 0u) << config.message();
+  expectNames(config.message(), "config.json", field);
+  return config.message();
+}
+
+TEST(HfConfig, ParsesLlama2) {
+  ModelConfig c = parseOk(test::llama2Config());
+  EXPECT_EQ(c.architecture, "LlamaForCausalLM");
+  EXPECT_EQ(c.modelType, "llama");
+  EXPECT_EQ(c.hiddenSize, 4096);
+  EXPECT_EQ(c.intermediateSize, 11008);
+  EXPECT_EQ(c.numLayers, 32);
+  EXPECT_EQ(c.numHeads, 32);
+  EXPECT_EQ(c.numKvHeads, 32);
+  EXPECT_EQ(c.headDim, 128);
+  EXPECT_EQ(c.vocabSize, 32000);
+  EXPECT_EQ(c.maxPositionEmbeddings, 4096);
+  EXPECT_DOUBLE_EQ(c.rmsNormEps, 1e-5);
+  EXPECT_DOUBLE_EQ(c.ropeTheta, 10000.0);
+  EXPECT_EQ(c.ropeScaling.kind, RopeScaling::Kind::None);
+  EXPECT_FALSE(c.tieWordEmbeddings);
+  EXPECT_FALSE(c.attentionBias);
+  EXPECT_FALSE(c.attentionOutputBias);
+  EXPECT_EQ(c.hiddenAct, "silu");
+  EXPECT_EQ(c.torchDtype, "float16");
+  EXPECT_EQ(c.bosTokenIds, std::vector<int64_t>{1});
+  EXPECT_EQ(c.eosTokenIds, std::vector<int64_t>{2});
+}
+
+TEST(HfConfig, ParsesLlama3WithLlama3RopeScaling) {
+  ModelConfig c = parseOk(test::llama3Config());
+  EXPECT_EQ(c.numKvHeads, 8);
+  EXPECT_EQ(c.headDim, 128);
+  EXPECT_DOUBLE_EQ(c.ropeTheta, 500000.0);
+  EXPECT_EQ(c.ropeScaling.kind, RopeScaling::Kind::Llama3);
+  EXPECT_DOUBLE_EQ(c.ropeScaling.factor, 8.0);
+  EXPECT_DOUBLE_EQ(c.ropeScaling.lowFreqFactor, 1.0);
+  EXPECT_DOUBLE_EQ(c.ropeScaling.highFreqFactor, 4.0);
+  EXPECT_EQ(c.ropeScaling.originalMaxPositionEmbeddings, 8192);
+  EXPECT_EQ(c.bosTokenIds, std::vector<int64_t>{128000});
+  EXPECT_EQ(c.eosTokenIds, (std::vector<int64_t>{128001, 128008, 128009}));
+  EXPECT_EQ(c.torchDtype, "bfloat16");
+}
+
+TEST(HfConfig, ParsesMistral) {
+  ModelConfig c = parseOk(test::mistralConfig());
+  EXPECT_EQ(c.architecture, "MistralForCausalLM");
+  EXPECT_EQ(c.numKvHeads, 8);
+  EXPECT_EQ(c.vocabSize, 32768);
+  EXPECT_FALSE(c.attentionBias);
+  EXPECT_FALSE(c.tieWordEmbeddings);
+  // A window covering the whole context is plain full attention.
+  Json json = test::mistralConfig();
+  json["sliding_window"] = 32768;
+  EXPECT_EQ(parseOk(json).maxPositionEmbeddings, 32768);
+}
+
+TEST(HfConfig, ParsesQwen2WithQkvBiasAndTiedEmbeddings) {
+  ModelConfig c = parseOk(test::qwen2Config());
+  EXPECT_EQ(c.architecture, "Qwen2ForCausalLM");
+  EXPECT_EQ(c.headDim, 64);
+  EXPECT_EQ(c.numKvHeads, 2);
+  EXPECT_TRUE(c.attentionBias);
+  EXPECT_FALSE(c.attentionOutputBias);
+  EXPECT_TRUE(c.tieWordEmbeddings);
+  EXPECT_DOUBLE_EQ(c.rmsNormEps, 1e-6);
+}
+
+TEST(HfConfig, AppliesDefaults) {
+  Json json = test::llama2Config();
+  for (const char *key : {"num_key_value_heads", "rope_theta", "rope_scaling", "hidden_act",
+                          "tie_word_embeddings", "attention_bias", "bos_token_id", "torch_dtype"})
+    json.erase(key);
+  json["eos_token_id"] = nullptr;
+  ModelConfig c = parseOk(json);
+  EXPECT_EQ(c.numKvHeads, 32);
+  EXPECT_DOUBLE_EQ(c.ropeTheta, 10000.0);
+  EXPECT_EQ(c.ropeScaling.kind, RopeScaling::Kind::None);
+  EXPECT_FALSE(c.tieWordEmbeddings);
+  EXPECT_TRUE(c.bosTokenIds.empty());
+  EXPECT_TRUE(c.eosTokenIds.empty());
+  EXPECT_EQ(c.torchDtype, "");
+}
+
+TEST(HfConfig, LlamaAttentionBiasCoversOutputProjection) {
+  Json json = test::llama2Config();
+  json["attention_bias"] = true;
+  ModelConfig c = parseOk(json);
+  EXPECT_TRUE(c.attentionBias);
+  EXPECT_TRUE(c.attentionOutputBias);
+}
+
+TEST(HfConfig, ExplicitHeadDimNeedNotDivideHidden) {
+  Json json = test::llama2Config();
+  json["hidden_size"] = 4000;
+  json["head_dim"] = 128;
+  EXPECT_EQ(parseOk(json).headDim, 128);
+  json["head_dim"] = nullptr; // null means absent; 4000 / 32 = 125 is odd
+  parseError(json, "head_dim");
+}
+
+TEST(HfConfig, AcceptsLinearScalingWithLegacyTypeKey) {
+  Json json = test::llama2Config();
+  json["rope_scaling"] = {{"type", "linear"}, {"factor", 2.0}};
+  ModelConfig c = parseOk(json);
+  EXPECT_EQ(c.ropeScaling.kind, RopeScaling::Kind::Linear);
+  EXPECT_DOUBLE_EQ(c.ropeScaling.factor, 2.0);
+  json["rope_scaling"] = {{"rope_type", "default"}};
+  EXPECT_EQ(parseOk(json).ropeScaling.kind, RopeScaling::Kind::None);
+}
+
+TEST(HfConfig, ReadsTransformers5RopeParametersAndDtypeKey) {
+  Json json = test::llama3Config();
+  json["rope_parameters"] = json["rope_scaling"];
+  json["rope_parameters"]["rope_theta"] = 500000.0;
+  json.erase("rope_scaling");
+  json.erase("rope_theta");
+  json["dtype"] = json["torch_dtype"];
+  json.erase("torch_dtype");
+  ModelConfig c = parseOk(json);
+  EXPECT_EQ(c.ropeScaling.kind, RopeScaling::Kind::Llama3);
+  EXPECT_DOUBLE_EQ(c.ropeTheta, 500000.0);
+  EXPECT_EQ(c.torchDtype, "bfloat16");
+}
+
+// --- Malformed configs: one field each. ---
+
+TEST(HfConfigError, TopLevelNotAnObject) { parseError(Json::array({1, 2}), "top level"); }
+
+TEST(HfConfigError, UnknownArchitectureListsSupported) {
+  Json json = test::llama2Config();
+  json["architectures"] = {"GPTNeoXForCausalLM"};
+  EXPECT_EQ(parseError(json, "architectures[0]"),
+            "config.json: architectures[0] 'GPTNeoXForCausalLM' is not supported; supported: "
+            "LlamaForCausalLM, MistralForCausalLM, Qwen2ForCausalLM");
+}
+
+TEST(HfConfigError, ArchitecturesMustHaveOneElement) {
+  Json json = test::llama2Config();
+  json["architectures"] = {"LlamaForCausalLM", "MistralForCausalLM"};
+  EXPECT_NE(parseError(json, "architectures").find("2 elements"), std::string::npos);
+  json.erase("architectures");
+  parseError(json, "architectures");
+}
+
+TEST(HfConfigError, MissingHiddenSize) {
+  Json json = test::llama2Config();
+  json.erase("hidden_size");
+  EXPECT_NE(parseError(json, "'hidden_size'").find("missing"), std::string::npos);
+}
+
+TEST(HfConfigError, HiddenSizeOfWrongType) {
+  Json json = test::llama2Config();
+  json["hidden_size"] = "4096";
+  EXPECT_NE(parseError(json, "'hidden_size'").find("expected an integer, got string"),
+            std::string::npos);
+}
+
+TEST(HfConfigError, ZeroLayers) {
+  Json json = test::llama2Config();
+  json["num_hidden_layers"] = 0;
+  parseError(json, "'num_hidden_layers'");
+}
+
+TEST(HfConfigError, HeadsNotDividingHiddenSize) {
+  Json json = test::llama2Config();
+  json["num_attention_heads"] = 30;
+  json["num_key_value_heads"] = 30;
+  EXPECT_NE(parseError(json, "'num_attention_heads'").find("does not divide hidden_size 4096"),
+            std::string::npos);
+}
+
+TEST(HfConfigError, KvHeadsNotDividingHeads) {
+  Json json = test::llama2Config();
+  json["num_key_value_heads"] = 5;
+  EXPECT_NE(parseError(json, "'num_key_value_heads'").find("does not divide"), std::string::npos);
+}
+
+TEST(HfConfigError, NonPositiveRmsNormEps) {
+  Json json = test::llama2Config();
+  json["rms_norm_eps"] = 0.0;
+  parseError(json, "'rms_norm_eps'");
+}
+
+TEST(HfConfigError, UnsupportedRopeScalingType) {
+  Json json = test::llama2Config();
+  json["rope_scaling"] = {{"rope_type", "yarn"}, {"factor", 4.0}};
+  std::string message = parseError(json, "rope_scaling");
+  EXPECT_NE(message.find("'yarn' is not supported; supported: default, linear, llama3"),
+            std::string::npos)
+      << message;
+}
+
+TEST(HfConfigError, RopeScalingOfWrongType) {
+  Json json = test::llama2Config();
+  json["rope_scaling"] = "linear";
+  parseError(json, "rope_scaling");
+}
+
+TEST(HfConfigError, RopeScalingTypeKeysDisagree) {
+  Json json = test::llama2Config();
+  json["rope_scaling"] = {{"rope_type", "linear"}, {"type", "llama3"}, {"factor", 2.0}};
+  parseError(json, "rope_scaling");
+}
+
+TEST(HfConfigError, Llama3ScalingMissingLowFreqFactor) {
+  Json json = test::llama3Config();
+  json["rope_scaling"].erase("low_freq_factor");
+  std::string message = parseError(json, "'low_freq_factor'");
+  EXPECT_NE(message.find("rope_scaling"), std::string::npos) << message;
+}
+
+TEST(HfConfigError, Llama3ScalingMissingOriginalContext) {
+  Json json = test::llama3Config();
+  json["rope_scaling"].erase("original_max_position_embeddings");
+  parseError(json, "'original_max_position_embeddings'");
+}
+
+TEST(HfConfigError, Llama3ScalingHighNotAboveLow) {
+  Json json = test::llama3Config();
+  json["rope_scaling"]["high_freq_factor"] = 1.0;
+  parseError(json, "'high_freq_factor'");
+}
+
+TEST(HfConfigError, LinearScalingMissingFactor) {
+  Json json = test::llama2Config();
+  json["rope_scaling"] = {{"type", "linear"}};
+  parseError(json, "'factor'");
+}
+
+TEST(HfConfigError, MistralSlidingWindow) {
+  Json json = test::mistralConfig();
+  json["sliding_window"] = 4096;
+  std::string message = parseError(json, "'sliding_window'");
+  EXPECT_NE(message.find("sliding-window attention is not supported"), std::string::npos);
+}
+
+TEST(HfConfigError, Qwen2UseSlidingWindow) {
+  Json json = test::qwen2Config();
+  json["use_sliding_window"] = true;
+  json["sliding_window"] = 4096;
+  std::string message = parseError(json, "'use_sliding_window'");
+  EXPECT_NE(message.find("sliding-window attention is not supported"), std::string::npos);
+}
+
+TEST(HfConfigError, HiddenActGelu) {
+  Json json = test::llama2Config();
+  json["hidden_act"] = "gelu";
+  EXPECT_NE(parseError(json, "'hidden_act'").find("'gelu' is not supported; supported: silu"),
+            std::string::npos);
+}
+
+TEST(HfConfigError, EosTokenAsString) {
+  Json json = test::llama2Config();
+  json["eos_token_id"] = "</s>";
+  EXPECT_NE(parseError(json, "'eos_token_id'").find("got string"), std::string::npos);
+}
+
+TEST(HfConfigError, EosTokenOutsideVocabulary) {
+  Json json = test::llama2Config();
+  json["eos_token_id"] = {2, 32000};
+  parseError(json, "'eos_token_id'");
+}
+
+TEST(HfConfigError, LlamaMlpBias) {
+  Json json = test::llama2Config();
+  json["mlp_bias"] = true;
+  parseError(json, "'mlp_bias'");
+}
+
+TEST(HfConfigError, TieWordEmbeddingsOfWrongType) {
+  Json json = test::qwen2Config();
+  json["tie_word_embeddings"] = 1;
+  parseError(json, "'tie_word_embeddings'");
+}
+
+TEST(HfConfigError, AbsurdVocabSize) {
+  Json json = test::llama2Config();
+  json["vocab_size"] = int64_t(1) << 40;
+  parseError(json, "'vocab_size'");
+}
+
+} // namespace
+} // namespace llmc
