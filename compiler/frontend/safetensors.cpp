@@ -327,7 +327,8 @@ Expected<std::map<std::string, std::string>> readWeightMap(const std::string &in
         std::filesystem::path(shard.get<std::string>()).is_absolute())
       return Status::error(indexPath + ": weight_map: tensor '" + tensor +
                            "': expected a shard file name relative to the index's folder");
-    shardOf[tensor] = (folder / shard.get<std::string>()).string();
+    // Normalized, so "./a.safetensors" and "a.safetensors" are one shard.
+    shardOf[tensor] = (folder / shard.get<std::string>()).lexically_normal().string();
   }
   return shardOf;
 }

@@ -339,6 +339,13 @@ TEST_F(SafetensorsIndexTest, OpensShards) {
   EXPECT_EQ(set->find("b")->data[7], test::patternByte(1, 7));
 }
 
+TEST_F(SafetensorsIndexTest, TreatsSpellingsOfOneShardAsOneFile) {
+  index_["weight_map"]["b"] = "./shards/../shards/model-00001-of-00002.safetensors";
+  Expected<WeightSet> set = openIndex();
+  ASSERT_TRUE(set) << set.message();
+  EXPECT_EQ(set->files().size(), 2u);
+}
+
 TEST_F(SafetensorsIndexTest, RejectsAMissingShardFile) {
   index_["weight_map"]["c"] = "shards/model-00003-of-00002.safetensors";
   expectError({"model.safetensors.index.json", "tensor 'c'", "model-00003-of-00002.safetensors",
