@@ -1,0 +1,398 @@
+//===- LlmOps.cpp - llm dialect operations --------------------------------===//
+//
+// Builders that infer result types, the custom type directives of the
+// assembly formats, and the verifiers. ODS constraints have already checked
+// ranks and dtypes when a verifier runs; verifiers check how shapes relate.
+//
+//===----------------------------------------------------------------------===//
+
+#include "ir/LlmOps.h"
+
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/OpImplementation.h"
+#include "mlir/IR/TypeUtilities.h"
+
+using namespace mlir;
+
+namespace llmc::llm {
+namespace {
+
+//===----------------------------------------------------------------------===//
+// Shape helpers. They tolerate any type so that builders given a wrong value
+// still build an op, which the verifier then rejects with a message.
+//===----------------------------------------------------------------------===//
+
+/// Size of dimension `dim` of a ranked tensor, kDynamic if there is none.
+int64_t dimSize(Type type, unsigned dim) {
+  auto tensor = type.dyn_cast<RankedTensorType>();
+  if (!tensor || tensor.getRank() <= dim)
+    return ShapedType::kDynamic;
+  return tensor.getDimSize(dim);
+}
+
+/// [rows, cols] of a weight matrix: a rank-2 tensor or a !llm.q4.
+std::pair<int64_t, int64_t> matrixShape(Type type) {
+  if (auto q4 = type.dyn_cast<Q4Type>())
+    return {q4.getRows(), q4.getCols()};
+  return {dimSize(type, 0), dimSize(type, 1)};
+}
+
+/// An activation [tokens, features] with x's token dimension.
+RankedTensorType activationLike(Value tokensFrom, int64_t features, Type elementType) {
+  return RankedTensorType::get({dimSize(tokensFrom.getType(), 0), features}, elementType);
+}
+
+//===----------------------------------------------------------------------===//
+// Verifier helpers: each names the op (emitOpError) and both sides.
+// Diagnostics quote the types they print: 'tensor<?x64xf32>'.
+//===----------------------------------------------------------------------===//
+
+LogicalResult checkStaticFeatures(Operation *op, StringRef name, Value value) {
+  if (ShapedType::isDynamic(dimSize(value.getType(), 1)))
+    return op->emitOpError() << name << " must have a static feature dimension, got "
+                             << value.getType();
+  return success();
+}
+
+LogicalResult checkStaticShape(Operation *op, StringRef name, Value value) {
+  auto tensor = value.getType().dyn_cast<RankedTensorType>();
+  if (tensor && !tensor.hasStaticShape())
+    return op->emitOpError() << name << " must have a static shape, got " << value.getType();
+  return success();
+}
+
+/// Token counts must agree where both are known.
+LogicalResult checkSameTokens(Operation *op, StringRef name, Value value, StringRef refName,
+                              Value ref) {
+  int64_t tokens = dimSize(value.getType(), 0), refTokens = dimSize(ref.getType(), 0);
+  if (!ShapedType::isDynamic(tokens) && !ShapedType::isDynamic(refTokens) && tokens != refTokens)
+    return op->emitOpError() << name << " has " << tokens << " tokens but " << refName << " has "
+                             << refTokens;
+  return success();
+}
+
+LogicalResult checkSameType(Operation *op, StringRef name, Value value, StringRef refName,
+                            Value ref) {
+  if (value.getType() != ref.getType())
+    return op->emitOpError() << name << " type " << value.getType() << " does not match " << refName
+                             << " type " << ref.getType();
+  return success();
+}
+
+LogicalResult checkSameElementType(Operation *op, StringRef name, Value value, StringRef refName,
+                                   Value ref) {
+  Type type = getElementTypeOrSelf(value.getType()), refType = getElementTypeOrSelf(ref.getType());
+  if (type != refType)
+    return op->emitOpError() << name << " element type " << type << " does not match " << refName
+                             << " element type " << refType;
+  return success();
+}
+
+LogicalResult checkPositive(Operation *op, StringRef name, int64_t value) {
+  if (value <= 0)
+    return op->emitOpError() << name << " must be positive, got " << value;
+  return success();
+}
+
+LogicalResult checkPositive(Operation *op, StringRef name, APFloat value) {
+  if (!(value.convertToDouble() > 0))
+    return op->emitOpError() << name << " must be positive, got " << value.convertToDouble();
+  return success();
+}
+
+/// A projection's result [T, features]: `features` must be what the weight
+/// gives ("<weightName> has <features> <unit>") and the token count what the
+/// input has.
+LogicalResult checkProjectionResult(Operation *op, Value result, StringRef weightName,
+                                    int64_t features, StringRef unit, StringRef tokensName,
+                                    Value tokensFrom) {
+  if (LogicalResult ok = checkStaticFeatures(op, "result", result); failed(ok))
+    return ok;
+  int64_t resultFeatures = dimSize(result.getType(), 1);
+  if (resultFeatures != features)
+    return op->emitOpError() << "result has " << resultFeatures << " features but " << weightName
+                             << " has " << features << " " << unit;
+  return checkSameTokens(op, "result", result, tokensName, tokensFrom);
+}
+
+} // namespace
+
+//===----------------------------------------------------------------------===//
+// Custom type directives
+//===----------------------------------------------------------------------===//
+
+/// `custom<WithResultType>(type($x), type($result))`: x's type, then
+/// `-> result` only when the result type differs from x's (which only an
+/// invalid op does).
+static ParseResult parseWithResultType(OpAsmParser &parser, Type &type, Type &resultType) {
+  if (parser.parseType(type))
+    return failure();
+  resultType = type;
+  if (succeeded(parser.parseOptionalArrow()))
+    return parser.parseType(resultType);
+  return success();
+}
+
+static void printWithResultType(OpAsmPrinter &printer, Operation *, Type type, Type resultType) {
+  printer << type;
+  if (resultType != type)
+    printer << " -> " << resultType;
+}
+
+/// `custom<WithResultType>(ref(type($x)), type($last), type($result))`: the
+/// last operand's type, then `-> result` only when it differs from x's.
+static ParseResult parseWithResultType(OpAsmParser &parser, Type refType, Type &type,
+                                       Type &resultType) {
+  resultType = refType;
+  if (parser.parseType(type))
+    return failure();
+  if (succeeded(parser.parseOptionalArrow()))
+    return parser.parseType(resultType);
+  return success();
+}
+
+static void printWithResultType(OpAsmPrinter &printer, Operation *, Type refType, Type type,
+                                Type resultType) {
+  printer << type;
+  if (resultType != refType)
+    printer << " -> " << resultType;
+}
+
+/// `custom<BinaryTypes>(...)`: one type when lhs, rhs and result agree,
+/// otherwise `lhs, rhs -> result`.
+static ParseResult parseBinaryTypes(OpAsmParser &parser, Type &lhs, Type &rhs, Type &result) {
+  if (parser.parseType(lhs))
+    return failure();
+  rhs = lhs;
+  result = lhs;
+  if (succeeded(parser.parseOptionalComma()) && parser.parseType(rhs))
+    return failure();
+  if (succeeded(parser.parseOptionalArrow()) && parser.parseType(result))
+    return failure();
+  return success();
+}
+
+static void printBinaryTypes(OpAsmPrinter &printer, Operation *, Type lhs, Type rhs, Type result) {
+  printer << lhs;
+  if (rhs != lhs || result != lhs)
+    printer << ", " << rhs << " -> " << result;
+}
+
+//===----------------------------------------------------------------------===//
+// llm.weight
+//===----------------------------------------------------------------------===//
+
+LogicalResult WeightOp::verify() {
+  if (getName().empty())
+    return emitOpError() << "name must not be empty";
+  return checkStaticShape(*this, "result", getResult());
+}
+
+//===----------------------------------------------------------------------===//
+// llm.embedding
+//===----------------------------------------------------------------------===//
+
+void EmbeddingOp::build(OpBuilder &builder, OperationState &state, Value tokens, Value table,
+                        Type elementType) {
+  build(builder, state, activationLike(tokens, dimSize(table.getType(), 1), elementType), tokens,
+        table);
+}
+
+LogicalResult EmbeddingOp::verify() {
+  if (failed(checkStaticShape(*this, "table", getTable())))
+    return failure();
+  return checkProjectionResult(*this, getResult(), "table", dimSize(getTable().getType(), 1),
+                               "columns", "tokens", getTokens());
+}
+
+//===----------------------------------------------------------------------===//
+// llm.rms_norm
+//===----------------------------------------------------------------------===//
+
+void RmsNormOp::build(OpBuilder &builder, OperationState &state, Value x, Value weight,
+                      double eps) {
+  build(builder, state, x.getType(), x, weight, builder.getF64FloatAttr(eps));
+}
+
+LogicalResult RmsNormOp::verify() {
+  if (failed(checkStaticFeatures(*this, "input", getX())) ||
+      failed(checkStaticShape(*this, "weight", getWeight())))
+    return failure();
+  int64_t features = dimSize(getX().getType(), 1), size = dimSize(getWeight().getType(), 0);
+  if (size != features)
+    return emitOpError() << "weight has " << size << " elements but input has " << features
+                         << " features";
+  if (failed(checkPositive(*this, "eps", getEpsAttr().getValue())))
+    return failure();
+  return checkSameType(*this, "result", getResult(), "input", getX());
+}
+
+//===----------------------------------------------------------------------===//
+// llm.linear
+//===----------------------------------------------------------------------===//
+
+void LinearOp::build(OpBuilder &builder, OperationState &state, Value x, Value weight, Value bias) {
+  Type elementType = getElementTypeOrSelf(x.getType());
+  build(builder, state, activationLike(x, matrixShape(weight.getType()).first, elementType), x,
+        weight, bias);
+}
+
+LogicalResult LinearOp::verify() {
+  if (failed(checkStaticFeatures(*this, "input", getX())) ||
+      failed(checkStaticShape(*this, "weight", getWeight())))
+    return failure();
+  auto [outFeatures, inFeatures] = matrixShape(getWeight().getType());
+  int64_t features = dimSize(getX().getType(), 1);
+  if (inFeatures != features)
+    return emitOpError() << "weight has " << inFeatures << " input features but input has "
+                         << features;
+  if (Value bias = getBias()) {
+    if (failed(checkStaticShape(*this, "bias", bias)))
+      return failure();
+    int64_t size = dimSize(bias.getType(), 0);
+    if (size != outFeatures)
+      return emitOpError() << "bias has " << size << " elements but weight has " << outFeatures
+                           << " output features";
+  }
+  if (failed(checkSameElementType(*this, "result", getResult(), "input", getX())))
+    return failure();
+  return checkProjectionResult(*this, getResult(), "weight", outFeatures, "output features",
+                               "input", getX());
+}
+
+//===----------------------------------------------------------------------===//
+// llm.rope
+//===----------------------------------------------------------------------===//
+
+void RopeOp::build(OpBuilder &builder, OperationState &state, Value x, Value positions,
+                   int64_t numHeads, int64_t headDim, double theta, RopeScalingAttr scaling) {
+  build(builder, state, x.getType(), x, positions, builder.getI64IntegerAttr(numHeads),
+        builder.getI64IntegerAttr(headDim), builder.getF64FloatAttr(theta), scaling);
+}
+
+RopeScalingKind RopeOp::getScalingKind() {
+  if (RopeScalingAttr scaling = getScalingAttr())
+    return scaling.getKind();
+  return RopeScalingKind::None;
+}
+
+LogicalResult RopeOp::verify() {
+  int64_t numHeads = getNumHeads(), headDim = getHeadDim();
+  if (failed(checkPositive(*this, "num_heads", numHeads)) ||
+      failed(checkPositive(*this, "head_dim", headDim)) ||
+      failed(checkPositive(*this, "theta", getThetaAttr().getValue())))
+    return failure();
+  // rotate_half pairs element i with i + head_dim / 2.
+  if (headDim % 2 != 0)
+    return emitOpError() << "head_dim must be even, got " << headDim;
+  int64_t features = dimSize(getX().getType(), 1);
+  if (features != numHeads * headDim)
+    return emitOpError() << "input has " << features
+                         << " features but num_heads * head_dim = " << numHeads << " * " << headDim
+                         << " = " << numHeads * headDim;
+  if (failed(checkSameTokens(*this, "positions", getPositions(), "input", getX())))
+    return failure();
+  return checkSameType(*this, "result", getResult(), "input", getX());
+}
+
+//===----------------------------------------------------------------------===//
+// llm.attention
+//===----------------------------------------------------------------------===//
+
+void AttentionOp::build(OpBuilder &builder, OperationState &state, Value q, Value k, Value v,
+                        int64_t layer, int64_t numHeads, int64_t numKvHeads, int64_t headDim,
+                        double scale, bool causal) {
+  build(builder, state, q.getType(), q, k, v, builder.getI64IntegerAttr(layer),
+        builder.getI64IntegerAttr(numHeads), builder.getI64IntegerAttr(numKvHeads),
+        builder.getI64IntegerAttr(headDim), builder.getF64FloatAttr(scale),
+        causal ? builder.getUnitAttr() : UnitAttr());
+}
+
+/// q, k or v must have `heads * headDim` features.
+static LogicalResult checkHeadFeatures(Operation *op, StringRef name, Value value,
+                                       StringRef headsName, int64_t heads, int64_t headDim) {
+  int64_t features = dimSize(value.getType(), 1);
+  if (features != heads * headDim)
+    return op->emitOpError() << name << " has " << features << " features but " << headsName
+                             << " * head_dim = " << heads << " * " << headDim << " = "
+                             << heads * headDim;
+  return success();
+}
+
+LogicalResult AttentionOp::verify() {
+  int64_t layer = getLayer(), numHeads = getNumHeads(), numKvHeads = getNumKvHeads(),
+          headDim = getHeadDim();
+  if (layer < 0)
+    return emitOpError() << "layer must be non-negative, got " << layer;
+  if (failed(checkPositive(*this, "num_heads", numHeads)) ||
+      failed(checkPositive(*this, "num_kv_heads", numKvHeads)) ||
+      failed(checkPositive(*this, "head_dim", headDim)) ||
+      failed(checkPositive(*this, "scale", getScaleAttr().getValue())))
+    return failure();
+  // Grouped-query attention: each kv head serves num_heads / num_kv_heads
+  // query heads.
+  if (numHeads % numKvHeads != 0)
+    return emitOpError() << "num_heads " << numHeads << " is not a multiple of num_kv_heads "
+                         << numKvHeads;
+  if (failed(checkHeadFeatures(*this, "q", getQ(), "num_heads", numHeads, headDim)) ||
+      failed(checkHeadFeatures(*this, "k", getK(), "num_kv_heads", numKvHeads, headDim)) ||
+      failed(checkHeadFeatures(*this, "v", getV(), "num_kv_heads", numKvHeads, headDim)))
+    return failure();
+  if (failed(checkSameElementType(*this, "k", getK(), "q", getQ())) ||
+      failed(checkSameElementType(*this, "v", getV(), "q", getQ())) ||
+      failed(checkSameTokens(*this, "k", getK(), "q", getQ())) ||
+      failed(checkSameTokens(*this, "v", getV(), "q", getQ())))
+    return failure();
+  return checkSameType(*this, "result", getResult(), "q", getQ());
+}
+
+//===----------------------------------------------------------------------===//
+// Elementwise
+//===----------------------------------------------------------------------===//
+
+static LogicalResult verifyBinary(Operation *op, Value lhs, Value rhs, Value result) {
+  if (failed(checkStaticFeatures(op, "lhs", lhs)) ||
+      failed(checkSameType(op, "rhs", rhs, "lhs", lhs)))
+    return failure();
+  return checkSameType(op, "result", result, "lhs", lhs);
+}
+
+LogicalResult AddOp::verify() { return verifyBinary(*this, getLhs(), getRhs(), getResult()); }
+
+LogicalResult MulOp::verify() { return verifyBinary(*this, getLhs(), getRhs(), getResult()); }
+
+static LogicalResult verifyUnary(Operation *op, Value x, Value result) {
+  if (failed(checkStaticFeatures(op, "input", x)))
+    return failure();
+  return checkSameType(op, "result", result, "input", x);
+}
+
+LogicalResult SiluOp::verify() { return verifyUnary(*this, getX(), getResult()); }
+
+LogicalResult GeluOp::verify() { return verifyUnary(*this, getX(), getResult()); }
+
+//===----------------------------------------------------------------------===//
+// llm.logits
+//===----------------------------------------------------------------------===//
+
+void LogitsOp::build(OpBuilder &builder, OperationState &state, Value x, Value weight,
+                     Type elementType) {
+  build(builder, state, activationLike(x, dimSize(weight.getType(), 0), elementType), x, weight);
+}
+
+LogicalResult LogitsOp::verify() {
+  if (failed(checkStaticFeatures(*this, "input", getX())) ||
+      failed(checkStaticShape(*this, "weight", getWeight())))
+    return failure();
+  int64_t hidden = dimSize(getWeight().getType(), 1), features = dimSize(getX().getType(), 1);
+  if (hidden != features)
+    return emitOpError() << "weight has " << hidden << " columns but input has " << features
+                         << " features";
+  return checkProjectionResult(*this, getResult(), "weight", dimSize(getWeight().getType(), 0),
+                               "vocabulary rows", "input", getX());
+}
+
+} // namespace llmc::llm
+
+#define GET_OP_CLASSES
+#include "ir/LlmOps.cpp.inc"

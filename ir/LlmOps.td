@@ -1,0 +1,261 @@
+//===- LlmOps.td - llm dialect operations ----------------------*- tablegen -*-===//
+//
+// One record per op. Shapes: T = tokens of the step (dynamic), H = hidden
+// size, V = vocabulary size, K/N = input/output features of a linear layer.
+// Type constraints here check rank and dtype; the C++ verifiers in LlmOps.cpp
+// check how the shapes relate. Weights keep the dtype they are stored in;
+// activations carry the compute dtype, so a weight's element type may differ
+// from the activation's.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef LLMC_IR_LLMOPS_TD
+#define LLMC_IR_LLMOPS_TD
+
+include "LlmDialect.td"
+include "LlmTypes.td"
+include "LlmAttrs.td"
+include "mlir/Interfaces/SideEffectInterfaces.td"
+
+//===----------------------------------------------------------------------===//
+// Type constraints
+//===----------------------------------------------------------------------===//
+
+// [T, features]: dynamic token dim, static feature dim (checked in C++).
+def Llm_Activation : 2DTensorOf<[F32, F16, BF16]>;
+// [T] token ids or positions.
+def Llm_TokenIds : 1DTensorOf<[I32]>;
+def Llm_FloatVector : 1DTensorOf<[F32, F16, BF16]>;
+def Llm_FloatMatrix : 2DTensorOf<[F32, F16, BF16]>;
+def Llm_LinearWeight : AnyTypeOf<[Llm_FloatMatrix, Llm_Q4Type]>;
+def Llm_WeightType : AnyTypeOf<[RankedTensorOf<[F32, F16, BF16]>, Llm_Q4Type]>;
+
+// The paged KV cache of the model: attention appends to it and reads it.
+def Llm_KVCache : Resource<"::llmc::llm::KVCacheResource">;
+
+//===----------------------------------------------------------------------===//
+// Weights
+//===----------------------------------------------------------------------===//
+
+def Llm_WeightOp : Llm_Op<"weight", [Pure]> {
+  let summary = "Refers to a named model weight; holds no data.";
+  let description = [{
+    The result type gives shape and dtype; the name is the tensor's name in
+    the checkpoint (for `!llm.q4`, the name the quantizer gave it). Two
+    `llm.weight` ops with the same name and type are the same value (CSE
+    merges them); a tied lm_head is a second use of the embedding's value.
+
+    ```
+    %w = llm.weight "model.layers.0.self_attn.q_proj.weight" : tensor<4096x4096xbf16>
+    ```
+  }];
+  let arguments = (ins StrAttr:$name);
+  let results = (outs Llm_WeightType:$result);
+  let assemblyFormat = "$name attr-dict `:` type($result)";
+}
+
+//===----------------------------------------------------------------------===//
+// Layers
+//===----------------------------------------------------------------------===//
+
+def Llm_EmbeddingOp : Llm_Op<"embedding", [Pure]> {
+  let summary = "Gathers one table row per token: [T] x [V, H] -> [T, H].";
+  let description = [{
+    The result element type is the compute dtype chosen by the graph builder.
+
+    ```
+    %h = llm.embedding %tokens, %table : tensor<?xi32>, tensor<32000x4096xbf16> -> tensor<?x4096xbf16>
+    ```
+  }];
+  let arguments = (ins Llm_TokenIds:$tokens, Llm_FloatMatrix:$table);
+  let results = (outs Llm_Activation:$result);
+  let assemblyFormat = [{
+    $tokens `,` $table attr-dict `:` type($tokens) `,` type($table) `->` type($result)
+  }];
+  let builders = [
+    // Result [T, H] with the given compute element type.
+    OpBuilder<(ins "::mlir::Value":$tokens, "::mlir::Value":$table,
+                   "::mlir::Type":$elementType)>
+  ];
+}
+
+def Llm_RmsNormOp : Llm_Op<"rms_norm", [Pure]> {
+  let summary = "x / sqrt(mean(x^2) + eps) * weight over the feature dim: [T, H] -> [T, H].";
+  let description = [{
+    ```
+    %n = llm.rms_norm %x, %w eps 1.000000e-05 : tensor<?x4096xbf16>, tensor<4096xbf16>
+    ```
+  }];
+  let arguments = (ins Llm_Activation:$x, Llm_FloatVector:$weight, F64Attr:$eps);
+  let results = (outs Llm_Activation:$result);
+  let assemblyFormat = [{
+    $x `,` $weight `eps` $eps attr-dict `:` type($x) `,`
+    custom<WithResultType>(ref(type($x)), type($weight), type($result))
+  }];
+  let builders = [
+    OpBuilder<(ins "::mlir::Value":$x, "::mlir::Value":$weight, "double":$eps)>
+  ];
+}
+
+def Llm_LinearOp : Llm_Op<"linear", [Pure]> {
+  let summary = "x * weight^T (+ bias): [T, K] x [N, K] (+ [N]) -> [T, N].";
+  let description = [{
+    The weight is a float matrix or an `!llm.q4<NxK, group = G>`.
+
+    ```
+    %y = llm.linear %x, %w, %b : tensor<?x896xf32>, tensor<128x896xf32>, tensor<128xf32> -> tensor<?x128xf32>
+    %z = llm.linear %x, %q : tensor<?x4096xf16>, !llm.q4<4096x4096, group = 128> -> tensor<?x4096xf16>
+    ```
+  }];
+  let arguments = (ins Llm_Activation:$x, Llm_LinearWeight:$weight,
+                       Optional<Llm_FloatVector>:$bias);
+  let results = (outs Llm_Activation:$result);
+  let assemblyFormat = [{
+    $x `,` $weight (`,` $bias^)? attr-dict `:` type($x) `,` type($weight)
+    (`,` type($bias)^)? `->` type($result)
+  }];
+  let builders = [
+    // Result [T, N] with x's element type.
+    OpBuilder<(ins "::mlir::Value":$x, "::mlir::Value":$weight,
+                   CArg<"::mlir::Value", "{}">:$bias)>
+  ];
+}
+
+def Llm_RopeOp : Llm_Op<"rope", [Pure]> {
+  let summary = "Rotary position embedding, per head: [T, heads * head_dim] -> same.";
+  let description = [{
+    Hugging Face rotate_half convention: within each head, element i is
+    rotated with element i + head_dim / 2 by angle position * inv_freq[i],
+    inv_freq[i] = theta^(-2i / head_dim), rescaled by `scaling` when present
+    (absent means no scaling).
+
+    ```
+    %q2 = llm.rope %q, %positions num_heads 32 head_dim 128 theta 5.000000e+05
+            scaling <llama3, factor = 8.000000e+00, low_freq_factor = 1.000000e+00,
+                     high_freq_factor = 4.000000e+00, original_max_position_embeddings = 8192>
+            : tensor<?x4096xbf16>, tensor<?xi32>
+    ```
+  }];
+  let arguments = (ins Llm_Activation:$x, Llm_TokenIds:$positions,
+                       I64Attr:$num_heads, I64Attr:$head_dim, F64Attr:$theta,
+                       OptionalAttr<Llm_RopeScalingAttr>:$scaling);
+  let results = (outs Llm_Activation:$result);
+  let assemblyFormat = [{
+    $x `,` $positions `num_heads` $num_heads `head_dim` $head_dim `theta` $theta
+    (`scaling` $scaling^)? attr-dict `:` type($x) `,`
+    custom<WithResultType>(ref(type($x)), type($positions), type($result))
+  }];
+  let builders = [
+    OpBuilder<(ins "::mlir::Value":$x, "::mlir::Value":$positions, "int64_t":$numHeads,
+                   "int64_t":$headDim, "double":$theta,
+                   CArg<"RopeScalingAttr", "{}">:$scaling)>
+  ];
+  let extraClassDeclaration = [{
+    /// The scaling kind, None when the attribute is absent.
+    RopeScalingKind getScalingKind();
+  }];
+}
+
+def Llm_AttentionOp : Llm_Op<"attention",
+    [MemoryEffects<[MemRead<Llm_KVCache>, MemWrite<Llm_KVCache>]>]> {
+  let summary = "Appends this step's k/v to a layer's KV cache and attends over it.";
+  let description = [{
+    q: [T, num_heads * head_dim], k and v: [T, num_kv_heads * head_dim]
+    (grouped-query attention: query head h reads kv head h / (num_heads /
+    num_kv_heads)). Each token attends to the cached tokens of its own
+    sequence up to its own position when `causal` is set. The cache write is
+    a side effect on the KV cache resource, so the op is never removed or
+    merged even when its result is unused.
+
+    ```
+    %o = llm.attention %q, %k, %v layer 0 num_heads 32 num_kv_heads 8 head_dim 128
+           scale 8.838835e-02 causal : tensor<?x4096xbf16>, tensor<?x1024xbf16>, tensor<?x1024xbf16>
+    ```
+  }];
+  let arguments = (ins Llm_Activation:$q, Llm_Activation:$k, Llm_Activation:$v,
+                       I64Attr:$layer, I64Attr:$num_heads, I64Attr:$num_kv_heads,
+                       I64Attr:$head_dim, F64Attr:$scale, UnitAttr:$causal);
+  let results = (outs Llm_Activation:$result);
+  let assemblyFormat = [{
+    $q `,` $k `,` $v `layer` $layer `num_heads` $num_heads `num_kv_heads` $num_kv_heads
+    `head_dim` $head_dim `scale` $scale (`causal` $causal^)? attr-dict
+    `:` type($q) `,` type($k) `,` custom<WithResultType>(ref(type($q)), type($v), type($result))
+  }];
+  let builders = [
+    OpBuilder<(ins "::mlir::Value":$q, "::mlir::Value":$k, "::mlir::Value":$v,
+                   "int64_t":$layer, "int64_t":$numHeads, "int64_t":$numKvHeads,
+                   "int64_t":$headDim, "double":$scale, "bool":$causal)>
+  ];
+}
+
+//===----------------------------------------------------------------------===//
+// Elementwise
+//===----------------------------------------------------------------------===//
+
+class Llm_BinaryOp<string mnemonic, string formula, list<Trait> traits = []>
+    : Llm_Op<mnemonic, !listconcat([Pure, Commutative], traits)> {
+  let summary = "Elementwise " # formula # " of two activations of the same type.";
+  let arguments = (ins Llm_Activation:$lhs, Llm_Activation:$rhs);
+  let results = (outs Llm_Activation:$result);
+  let assemblyFormat = [{
+    $lhs `,` $rhs attr-dict `:` custom<BinaryTypes>(type($lhs), type($rhs), type($result))
+  }];
+  let builders = [OpBuilder<(ins "::mlir::Value":$lhs, "::mlir::Value":$rhs), [{
+    build($_builder, $_state, lhs.getType(), lhs, rhs);
+  }]>];
+}
+
+def Llm_AddOp : Llm_BinaryOp<"add", "lhs + rhs">;
+def Llm_MulOp : Llm_BinaryOp<"mul", "lhs * rhs">;
+
+def Llm_SiluOp : Llm_Op<"silu", [Pure]> {
+  let summary = "Elementwise x * sigmoid(x).";
+  let arguments = (ins Llm_Activation:$x);
+  let results = (outs Llm_Activation:$result);
+  let assemblyFormat = [{
+    $x attr-dict `:` custom<WithResultType>(type($x), type($result))
+  }];
+  let builders = [OpBuilder<(ins "::mlir::Value":$x), [{
+    build($_builder, $_state, x.getType(), x);
+  }]>];
+}
+
+def Llm_GeluOp : Llm_Op<"gelu", [Pure]> {
+  let summary = "Elementwise GELU: exact (erf), or the tanh approximation with `tanh`.";
+  let arguments = (ins Llm_Activation:$x, UnitAttr:$tanh);
+  let results = (outs Llm_Activation:$result);
+  let assemblyFormat = [{
+    $x (`tanh` $tanh^)? attr-dict `:` custom<WithResultType>(type($x), type($result))
+  }];
+  let builders = [OpBuilder<(ins "::mlir::Value":$x, CArg<"bool", "false">:$tanh), [{
+    build($_builder, $_state, x.getType(), x, tanh);
+  }]>];
+}
+
+//===----------------------------------------------------------------------===//
+// Output
+//===----------------------------------------------------------------------===//
+
+def Llm_LogitsOp : Llm_Op<"logits", [Pure]> {
+  let summary = "Projects hidden states onto the vocabulary: [T, H] x [V, H] -> [T, V].";
+  let description = [{
+    Kept apart from `llm.linear` so that later passes can fuse the final
+    norm, this projection and sampling, and decide whether logits are
+    materialized at all. The result element type is the output dtype.
+
+    ```
+    %l = llm.logits %h, %w : tensor<?x4096xbf16>, tensor<128256x4096xbf16> -> tensor<?x128256xf32>
+    ```
+  }];
+  let arguments = (ins Llm_Activation:$x, Llm_FloatMatrix:$weight);
+  let results = (outs Llm_Activation:$result);
+  let assemblyFormat = [{
+    $x `,` $weight attr-dict `:` type($x) `,` type($weight) `->` type($result)
+  }];
+  let builders = [
+    OpBuilder<(ins "::mlir::Value":$x, "::mlir::Value":$weight,
+                   "::mlir::Type":$elementType)>
+  ];
+}
+
+#endif // LLMC_IR_LLMOPS_TD
