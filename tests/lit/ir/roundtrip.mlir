@@ -1,0 +1,135 @@
+// RUN: llm-opt %s | llm-opt | FileCheck %s
+// RUN: llm-opt %s --mlir-print-op-generic | llm-opt | FileCheck %s
+
+// Tests that a one-layer Llama (H = 64, 4 query heads and 2 kv heads of 16,
+// MLP 160, vocabulary 128, tied embeddings) prints in the custom form and
+// parses back unchanged, from the custom and from the generic form.
+
+// CHECK-LABEL: func.func @forward
+// CHECK-SAME:    (%[[TOKENS:.*]]: tensor<?xi32>, %[[POS:.*]]: tensor<?xi32>) -> tensor<?x128xf32>
+func.func @forward(%tokens: tensor<?xi32>, %positions: tensor<?xi32>) -> tensor<?x128xf32> {
+  // CHECK: %[[EMB:.*]] = llm.weight "model.embed_tokens.weight" : tensor<128x64xf32>
+  // CHECK: %[[H0:.*]] = llm.embedding %[[TOKENS]], %[[EMB]] : tensor<?xi32>, tensor<128x64xf32> -> tensor<?x64xf32>
+  %emb = llm.weight "model.embed_tokens.weight" : tensor<128x64xf32>
+  %h0 = llm.embedding %tokens, %emb : tensor<?xi32>, tensor<128x64xf32> -> tensor<?x64xf32>
+
+  // CHECK: %[[LN1:.*]] = llm.weight "model.layers.0.input_layernorm.weight" : tensor<64xf32>
+  // CHECK: %[[X:.*]] = llm.rms_norm %[[H0]], %[[LN1]] eps 1.000000e-05 : tensor<?x64xf32>, tensor<64xf32>{{$}}
+  %ln1 = llm.weight "model.layers.0.input_layernorm.weight" : tensor<64xf32>
+  %x = llm.rms_norm %h0, %ln1 eps 1.0e-5 : tensor<?x64xf32>, tensor<64xf32>
+
+  // CHECK: %[[WQ:.*]] = llm.weight "model.layers.0.self_attn.q_proj.weight" : tensor<64x64xf32>
+  // CHECK: %[[Q:.*]] = llm.linear %[[X]], %[[WQ]] : tensor<?x64xf32>, tensor<64x64xf32> -> tensor<?x64xf32>
+  // CHECK: %[[WK:.*]] = llm.weight "model.layers.0.self_attn.k_proj.weight" : tensor<32x64xf32>
+  // CHECK: %[[BK:.*]] = llm.weight "model.layers.0.self_attn.k_proj.bias" : tensor<32xf32>
+  // CHECK: %[[K:.*]] = llm.linear %[[X]], %[[WK]], %[[BK]] : tensor<?x64xf32>, tensor<32x64xf32>, tensor<32xf32> -> tensor<?x32xf32>
+  // CHECK: %[[WV:.*]] = llm.weight "model.layers.0.self_attn.v_proj.weight" : tensor<32x64xf32>
+  // CHECK: %[[V:.*]] = llm.linear %[[X]], %[[WV]] : tensor<?x64xf32>, tensor<32x64xf32> -> tensor<?x32xf32>
+  %wq = llm.weight "model.layers.0.self_attn.q_proj.weight" : tensor<64x64xf32>
+  %q = llm.linear %x, %wq : tensor<?x64xf32>, tensor<64x64xf32> -> tensor<?x64xf32>
+  %wk = llm.weight "model.layers.0.self_attn.k_proj.weight" : tensor<32x64xf32>
+  %bk = llm.weight "model.layers.0.self_attn.k_proj.bias" : tensor<32xf32>
+  %k = llm.linear %x, %wk, %bk : tensor<?x64xf32>, tensor<32x64xf32>, tensor<32xf32> -> tensor<?x32xf32>
+  %wv = llm.weight "model.layers.0.self_attn.v_proj.weight" : tensor<32x64xf32>
+  %v = llm.linear %x, %wv : tensor<?x64xf32>, tensor<32x64xf32> -> tensor<?x32xf32>
+
+  // CHECK: %[[QR:.*]] = llm.rope %[[Q]], %[[POS]] num_heads 4 head_dim 16 theta 5.000000e+05
+  // CHECK-SAME: scaling <llama3, factor = 8.000000e+00, low_freq_factor = 1.000000e+00, high_freq_factor = 4.000000e+00, original_max_position_embeddings = 8192>
+  // CHECK-SAME: : tensor<?x64xf32>, tensor<?xi32>{{$}}
+  // CHECK: %[[KR:.*]] = llm.rope %[[K]], %[[POS]] num_heads 2 head_dim 16 theta 5.000000e+05 scaling <llama3, {{.*}}> : tensor<?x32xf32>, tensor<?xi32>{{$}}
+  %qr = llm.rope %q, %positions num_heads 4 head_dim 16 theta 500000.0
+      scaling <llama3, factor = 8.0, low_freq_factor = 1.0, high_freq_factor = 4.0,
+               original_max_position_embeddings = 8192> : tensor<?x64xf32>, tensor<?xi32>
+  %kr = llm.rope %k, %positions num_heads 2 head_dim 16 theta 500000.0
+      scaling <llama3, original_max_position_embeddings = 8192, factor = 8.0,
+               high_freq_factor = 4.0, low_freq_factor = 1.0> : tensor<?x32xf32>, tensor<?xi32>
+
+  // CHECK: %[[ATT:.*]] = llm.attention %[[QR]], %[[KR]], %[[V]] layer 0 num_heads 4 num_kv_heads 2 head_dim 16 scale 2.500000e-01 causal : tensor<?x64xf32>, tensor<?x32xf32>, tensor<?x32xf32>{{$}}
+  %att = llm.attention %qr, %kr, %v layer 0 num_heads 4 num_kv_heads 2 head_dim 16 scale 0.25 causal
+      : tensor<?x64xf32>, tensor<?x32xf32>, tensor<?x32xf32>
+
+  // CHECK: %[[WO:.*]] = llm.weight "model.layers.0.self_attn.o_proj.weight" : tensor<64x64xf32>
+  // CHECK: %[[O:.*]] = llm.linear %[[ATT]], %[[WO]]
+  // CHECK: %[[H1:.*]] = llm.add %[[H0]], %[[O]] : tensor<?x64xf32>{{$}}
+  %wo = llm.weight "model.layers.0.self_attn.o_proj.weight" : tensor<64x64xf32>
+  %o = llm.linear %att, %wo : tensor<?x64xf32>, tensor<64x64xf32> -> tensor<?x64xf32>
+  %h1 = llm.add %h0, %o : tensor<?x64xf32>
+
+  // CHECK: %[[LN2:.*]] = llm.weight "model.layers.0.post_attention_layernorm.weight" : tensor<64xf32>
+  // CHECK: %[[Y:.*]] = llm.rms_norm %[[H1]], %[[LN2]] eps 1.000000e-05
+  // CHECK: %[[GATE:.*]] = llm.linear %[[Y]], %{{.*}} : tensor<?x64xf32>, tensor<160x64xf32> -> tensor<?x160xf32>
+  // CHECK: %[[UP:.*]] = llm.linear %[[Y]], %{{.*}} : tensor<?x64xf32>, tensor<160x64xf32> -> tensor<?x160xf32>
+  // CHECK: %[[ACT:.*]] = llm.silu %[[GATE]] : tensor<?x160xf32>{{$}}
+  // CHECK: %[[PROD:.*]] = llm.mul %[[ACT]], %[[UP]] : tensor<?x160xf32>{{$}}
+  // CHECK: %[[DOWN:.*]] = llm.linear %[[PROD]], %{{.*}} : tensor<?x160xf32>, tensor<64x160xf32> -> tensor<?x64xf32>
+  // CHECK: %[[H2:.*]] = llm.add %[[H1]], %[[DOWN]] : tensor<?x64xf32>{{$}}
+  %ln2 = llm.weight "model.layers.0.post_attention_layernorm.weight" : tensor<64xf32>
+  %y = llm.rms_norm %h1, %ln2 eps 1.0e-5 : tensor<?x64xf32>, tensor<64xf32>
+  %wg = llm.weight "model.layers.0.mlp.gate_proj.weight" : tensor<160x64xf32>
+  %gate = llm.linear %y, %wg : tensor<?x64xf32>, tensor<160x64xf32> -> tensor<?x160xf32>
+  %wu = llm.weight "model.layers.0.mlp.up_proj.weight" : tensor<160x64xf32>
+  %up = llm.linear %y, %wu : tensor<?x64xf32>, tensor<160x64xf32> -> tensor<?x160xf32>
+  %act = llm.silu %gate : tensor<?x160xf32>
+  %prod = llm.mul %act, %up : tensor<?x160xf32>
+  %wd = llm.weight "model.layers.0.mlp.down_proj.weight" : tensor<64x160xf32>
+  %down = llm.linear %prod, %wd : tensor<?x160xf32>, tensor<64x160xf32> -> tensor<?x64xf32>
+  %h2 = llm.add %h1, %down : tensor<?x64xf32>
+
+  // Tied lm_head: the embedding's weight value is used again.
+  // CHECK: %[[HF:.*]] = llm.rms_norm %[[H2]], %{{.*}} eps 1.000000e-05
+  // CHECK: %[[LOGITS:.*]] = llm.logits %[[HF]], %[[EMB]] : tensor<?x64xf32>, tensor<128x64xf32> -> tensor<?x128xf32>
+  // CHECK: return %[[LOGITS]] : tensor<?x128xf32>
+  %lnf = llm.weight "model.norm.weight" : tensor<64xf32>
+  %hf = llm.rms_norm %h2, %lnf eps 1.0e-5 : tensor<?x64xf32>, tensor<64xf32>
+  %logits = llm.logits %hf, %emb : tensor<?x64xf32>, tensor<128x64xf32> -> tensor<?x128xf32>
+  return %logits : tensor<?x128xf32>
+}
+
+// Tests the other forms: the q4 weight type, bf16/f16 activations with
+// weights of another dtype, a static token count, the other rope scalings,
+// non-causal attention, both GELUs.
+
+// The attribute in its full form; fields parse in any order, print in one.
+// CHECK-LABEL: func.func @variants
+// CHECK-SAME: attributes {scaling = #llm.rope_scaling<linear, factor = 4.000000e+00>}
+func.func @variants(%x: tensor<?x256xf16>, %t: tensor<5x64xbf16>, %pos: tensor<5xi32>)
+    attributes {scaling = #llm.rope_scaling<linear, factor = 4.0>} {
+  // CHECK: %[[Q4:.*]] = llm.weight "model.layers.0.mlp.up_proj" : !llm.q4<512x256, group = 128>
+  // CHECK: llm.linear %{{.*}}, %[[Q4]] : tensor<?x256xf16>, !llm.q4<512x256, group = 128> -> tensor<?x512xf16>
+  %q4 = llm.weight "model.layers.0.mlp.up_proj" : !llm.q4<512x256, group = 128>
+  %a = llm.linear %x, %q4 : tensor<?x256xf16>, !llm.q4<512x256, group = 128> -> tensor<?x512xf16>
+
+  // A ragged last group: 200 = 128 + 72.
+  // CHECK: llm.weight "ragged" : !llm.q4<64x200, group = 128>
+  %ragged = llm.weight "ragged" : !llm.q4<64x200, group = 128>
+
+  // CHECK: llm.linear %{{.*}}, %{{.*}}, %{{.*}} : tensor<5x64xbf16>, tensor<32x64xf32>, tensor<32xf16> -> tensor<5x32xbf16>
+  %w = llm.weight "w" : tensor<32x64xf32>
+  %b = llm.weight "b" : tensor<32xf16>
+  %c = llm.linear %t, %w, %b : tensor<5x64xbf16>, tensor<32x64xf32>, tensor<32xf16> -> tensor<5x32xbf16>
+
+  // CHECK: llm.rope %{{.*}}, %{{.*}} num_heads 4 head_dim 16 theta 1.000000e+04 : tensor<5x64xbf16>, tensor<5xi32>{{$}}
+  // CHECK: llm.rope %{{.*}}, %{{.*}} num_heads 4 head_dim 16 theta 1.000000e+04 scaling <linear, factor = 2.000000e+00> :
+  // CHECK: llm.rope %{{.*}}, %{{.*}} num_heads 4 head_dim 16 theta 1.000000e+04 scaling <none> :
+  %r0 = llm.rope %t, %pos num_heads 4 head_dim 16 theta 1.0e4 : tensor<5x64xbf16>, tensor<5xi32>
+  %r1 = llm.rope %t, %pos num_heads 4 head_dim 16 theta 1.0e4 scaling <linear, factor = 2.0>
+      : tensor<5x64xbf16>, tensor<5xi32>
+  %r2 = llm.rope %t, %pos num_heads 4 head_dim 16 theta 1.0e4 scaling <none>
+      : tensor<5x64xbf16>, tensor<5xi32>
+
+  // CHECK: llm.attention %{{.*}} layer 3 num_heads 4 num_kv_heads 4 head_dim 16 scale 1.000000e+00 : tensor<5x64xbf16>, tensor<5x64xbf16>, tensor<5x64xbf16>{{$}}
+  %o = llm.attention %r0, %r1, %r2 layer 3 num_heads 4 num_kv_heads 4 head_dim 16 scale 1.0
+      : tensor<5x64xbf16>, tensor<5x64xbf16>, tensor<5x64xbf16>
+
+  // CHECK: llm.gelu %{{.*}} : tensor<5x64xbf16>{{$}}
+  // CHECK: llm.gelu %{{.*}} tanh : tensor<5x64xbf16>{{$}}
+  %g0 = llm.gelu %o : tensor<5x64xbf16>
+  %g1 = llm.gelu %o tanh : tensor<5x64xbf16>
+
+  // CHECK: llm.embedding %{{.*}}, %{{.*}} : tensor<5xi32>, tensor<100x64xbf16> -> tensor<5x64xf16>
+  // CHECK: llm.logits %{{.*}}, %{{.*}} : tensor<5x64xf16>, tensor<100x64xbf16> -> tensor<5x100xf32>
+  %table = llm.weight "table" : tensor<100x64xbf16>
+  %e = llm.embedding %pos, %table : tensor<5xi32>, tensor<100x64xbf16> -> tensor<5x64xf16>
+  %l = llm.logits %e, %table : tensor<5x64xf16>, tensor<100x64xbf16> -> tensor<5x100xf32>
+  return
+}
