@@ -1,0 +1,329 @@
+#include "lower_to_plan.h"
+
+#include "ir/LlmOps.h"
+#include "kernels/common/synthetic.h"
+#include "memory_planner.h"
+#include "plan/plan_format.h"
+
+#include <mlir/Dialect/Func/IR/FuncOps.h>
+
+#include <ctime>
+#include <map>
+
+namespace llmc {
+namespace {
+
+using llvm::cast;
+using llvm::dyn_cast;
+using llvm::isa;
+
+Expected<fb::DType> toPlanDType(mlir::Type type, const std::string &what) {
+  if (type.isF32())
+    return fb::DType::F32;
+  if (type.isF16())
+    return fb::DType::F16;
+  if (type.isBF16())
+    return fb::DType::BF16;
+  if (type.isInteger(32))
+    return fb::DType::I32;
+  std::string printed;
+  llvm::raw_string_ostream os(printed);
+  type.print(os);
+  return Status::error(what + ": element type " + os.str() + " has no plan dtype");
+}
+
+// Builds the tensor table and the value -> buffer map, then the steps.
+class Lowering {
+public:
+  Lowering(mlir::func::FuncOp forward, const LoweringOptions &options, PlanContents &plan)
+      : forward_(forward), options_(options), plan_(plan) {}
+
+  Status run() {
+    LLMC_RETURN_IF_ERROR(collectWeights());
+    LLMC_ASSIGN_OR_RETURN(std::unique_ptr<fb::ProgramT> prefill, buildProgram());
+    auto decode = std::make_unique<fb::ProgramT>(*prefill);
+    prefill->phase = fb::Phase::Prefill;
+    decode->phase = fb::Phase::Decode;
+    plan_.meta.programs.push_back(std::move(prefill));
+    plan_.meta.programs.push_back(std::move(decode));
+    return Status::ok();
+  }
+
+private:
+  Status collectWeights() {
+    Status status = Status::ok();
+    forward_.walk([&](llm::WeightOp op) {
+      std::string name = op.getName().str();
+      if (!status || tensorIndex_.count(name))
+        return;
+      auto type = dyn_cast<mlir::RankedTensorType>(op.getType());
+      if (!type) {
+        status = Status::error("weight '" + name + "': quantized weights are not lowered yet");
+        return;
+      }
+      auto dtype = toPlanDType(type.getElementType(), "weight '" + name + "'");
+      if (!dtype) {
+        status = dtype.status();
+        return;
+      }
+      auto tensor = std::make_unique<fb::TensorT>();
+      tensor->name = name;
+      tensor->dtype = *dtype;
+      tensor->shape.assign(type.getShape().begin(), type.getShape().end());
+      uint64_t elements = 1;
+      for (int64_t d : type.getShape())
+        elements *= static_cast<uint64_t>(d);
+      WeightSource source;
+      source.elements = elements;
+      if (options_.syntheticSeed) {
+        tensor->synthetic = std::make_unique<fb::SyntheticInitT>(
+            syntheticInitFor(name, type.getRank(), *options_.syntheticSeed));
+      } else {
+        auto resolved = options_.resolveWeight(name);
+        if (!resolved) {
+          status = resolved.status();
+          return;
+        }
+        source = *resolved;
+        if (source.elements != elements) {
+          status = Status::error("weight '" + name + "': checkpoint has " +
+                                 std::to_string(source.elements) + " elements, IR expects " +
+                                 std::to_string(elements));
+          return;
+        }
+      }
+      tensorIndex_[name] = static_cast<int>(plan_.meta.tensors.size());
+      plan_.meta.tensors.push_back(std::move(tensor));
+      plan_.sources.push_back(source);
+    });
+    return status;
+  }
+
+  // Buffer of an SSA value, created on first sight.
+  Expected<int> bufferOf(mlir::Value value, int step) {
+    auto it = bufferIndex_.find(value.getAsOpaquePointer());
+    if (it != bufferIndex_.end()) {
+      lifetimes_[it->second].lastStep = std::max(lifetimes_[it->second].lastStep, step);
+      return it->second;
+    }
+    auto type = dyn_cast<mlir::RankedTensorType>(value.getType());
+    if (!type || type.getRank() < 1 || type.getRank() > 2)
+      return Status::error("activation of unsupported type (expected [T] or [T, W] tensors)");
+    LLMC_ASSIGN_OR_RETURN(fb::DType dtype, toPlanDType(type.getElementType(), "activation"));
+    int64_t width = type.getRank() == 2 ? type.getDimSize(1) : 1;
+    if (dtype != fb::DType::I32)
+      dtype = fb::DType::F32; // the CPU backend computes activations in f32
+    auto buffer = std::make_unique<fb::BufferT>();
+    buffer->dtype = dtype;
+    buffer->width = width;
+    buffer->name = "v" + std::to_string(buffers_.size());
+    int index = static_cast<int>(buffers_.size());
+    buffers_.push_back(std::move(buffer));
+    lifetimes_.push_back({static_cast<uint64_t>(width) * 4, step, step});
+    bufferIndex_[value.getAsOpaquePointer()] = index;
+    return index;
+  }
+
+  // An op result that reuses its input's buffer (RoPE works in place).
+  void aliasBuffer(mlir::Value result, int buffer, int step) {
+    bufferIndex_[result.getAsOpaquePointer()] = buffer;
+    lifetimes_[buffer].lastStep = std::max(lifetimes_[buffer].lastStep, step);
+  }
+
+  int weight(mlir::Value value) {
+    auto op = value.getDefiningOp<llm::WeightOp>();
+    return tensorIndex_.at(op.getName().str());
+  }
+
+  Expected<std::unique_ptr<fb::StepT>> lowerOp(mlir::Operation *op, int step) {
+    auto s = std::make_unique<fb::StepT>();
+    auto input = [&](mlir::Value v) -> Status {
+      LLMC_ASSIGN_OR_RETURN(int b, bufferOf(v, step));
+      s->inputs.push_back(b);
+      return Status::ok();
+    };
+    auto output = [&](mlir::Value v) -> Status {
+      LLMC_ASSIGN_OR_RETURN(int b, bufferOf(v, step));
+      s->outputs.push_back(b);
+      return Status::ok();
+    };
+    if (auto e = dyn_cast<llm::EmbeddingOp>(op)) {
+      s->op = fb::OpKind::Embedding;
+      LLMC_RETURN_IF_ERROR(input(e.getTokens()));
+      s->weights.push_back(weight(e.getTable()));
+    } else if (auto n = dyn_cast<llm::RmsNormOp>(op)) {
+      s->op = fb::OpKind::RmsNorm;
+      LLMC_RETURN_IF_ERROR(input(n.getX()));
+      s->weights.push_back(weight(n.getWeight()));
+      s->float_params.push_back(n.getEps().convertToDouble());
+    } else if (auto l = dyn_cast<llm::LinearOp>(op)) {
+      s->op = fb::OpKind::Linear;
+      LLMC_RETURN_IF_ERROR(input(l.getX()));
+      s->weights.push_back(weight(l.getWeight()));
+      if (l.getBias())
+        s->weights.push_back(weight(l.getBias()));
+      s->int_params.push_back(0);
+    } else if (auto r = dyn_cast<llm::RopeOp>(op)) {
+      s->op = fb::OpKind::Rope;
+      LLMC_RETURN_IF_ERROR(input(r.getX()));
+      if (!r.getX().hasOneUse())
+        return Status::error("llm.rope works in place: its input must have no other use");
+      aliasBuffer(r.getResult(), s->inputs[0], step);
+      s->outputs.push_back(s->inputs[0]);
+      s->int_params = {static_cast<int64_t>(r.getNumHeads()),
+                       static_cast<int64_t>(r.getHeadDim())};
+      return s;
+    } else if (auto a = dyn_cast<llm::AttentionOp>(op)) {
+      s->op = fb::OpKind::Attention;
+      LLMC_RETURN_IF_ERROR(input(a.getQ()));
+      LLMC_RETURN_IF_ERROR(input(a.getK()));
+      LLMC_RETURN_IF_ERROR(input(a.getV()));
+      s->int_params = {static_cast<int64_t>(a.getLayer()), static_cast<int64_t>(a.getNumHeads()),
+                       static_cast<int64_t>(a.getNumKvHeads()),
+                       static_cast<int64_t>(a.getHeadDim())};
+      s->float_params.push_back(a.getScale().convertToDouble());
+    } else if (isa<llm::AddOp, llm::MulOp>(op)) {
+      s->op = isa<llm::AddOp>(op) ? fb::OpKind::Add : fb::OpKind::Mul;
+      LLMC_RETURN_IF_ERROR(input(op->getOperand(0)));
+      LLMC_RETURN_IF_ERROR(input(op->getOperand(1)));
+    } else if (auto si = dyn_cast<llm::SiluOp>(op)) {
+      s->op = fb::OpKind::Silu;
+      LLMC_RETURN_IF_ERROR(input(si.getX()));
+    } else if (auto lo = dyn_cast<llm::LogitsOp>(op)) {
+      s->op = fb::OpKind::Logits;
+      LLMC_RETURN_IF_ERROR(input(lo.getX()));
+      s->weights.push_back(weight(lo.getWeight()));
+    } else {
+      return Status::error("no kernel for '" + op->getName().getStringRef().str() +
+                           "' yet (supported: embedding, rms_norm, linear, rope, attention, " +
+                           "add, mul, silu, logits)");
+    }
+    LLMC_RETURN_IF_ERROR(output(op->getResult(0)));
+    return s;
+  }
+
+  Expected<std::unique_ptr<fb::ProgramT>> buildProgram() {
+    auto program = std::make_unique<fb::ProgramT>();
+    program->target = fb::Target::Cpu;
+    if (forward_.getNumArguments() != 2)
+      return Status::error("@forward must take (tokens, positions)");
+    LLMC_ASSIGN_OR_RETURN(program->token_buffer, bufferOf(forward_.getArgument(0), -1));
+    int step = 0;
+    for (mlir::Operation &op : forward_.getBody().front()) {
+      if (isa<llm::WeightOp>(op))
+        continue;
+      if (auto ret = dyn_cast<mlir::func::ReturnOp>(op)) {
+        if (ret.getNumOperands() != 1)
+          return Status::error("@forward must return the logits");
+        LLMC_ASSIGN_OR_RETURN(program->logits_buffer, bufferOf(ret.getOperand(0), step));
+        continue;
+      }
+      LLMC_ASSIGN_OR_RETURN(std::unique_ptr<fb::StepT> s, lowerOp(&op, step));
+      program->steps.push_back(std::move(s));
+      ++step;
+    }
+    MemoryPlan memory = planMemory(lifetimes_);
+    for (size_t i = 0; i < buffers_.size(); ++i)
+      buffers_[i]->offset_per_token = memory.offsetPerToken[i];
+    program->arena_bytes_per_token = memory.arenaBytesPerToken;
+    program->buffers = std::move(buffers_);
+    return program;
+  }
+
+  mlir::func::FuncOp forward_;
+  const LoweringOptions &options_;
+  PlanContents &plan_;
+  std::map<std::string, int> tensorIndex_;
+  std::map<const void *, int> bufferIndex_;
+  std::vector<std::unique_ptr<fb::BufferT>> buffers_;
+  std::vector<BufferLifetime> lifetimes_;
+};
+
+std::unique_ptr<fb::ModelInfoT> modelInfo(const ModelConfig &c, int64_t maxSeqLen) {
+  auto m = std::make_unique<fb::ModelInfoT>();
+  m->architecture = c.architecture;
+  m->hidden_size = c.hiddenSize;
+  m->intermediate_size = c.intermediateSize;
+  m->num_layers = c.numLayers;
+  m->num_heads = c.numHeads;
+  m->num_kv_heads = c.numKvHeads;
+  m->head_dim = c.headDim;
+  m->vocab_size = c.vocabSize;
+  m->max_seq_len = maxSeqLen;
+  m->rms_norm_eps = c.rmsNormEps;
+  m->rope_theta = c.ropeTheta;
+  switch (c.ropeScaling.kind) {
+  case RopeScaling::Kind::None:
+    m->rope_scaling = fb::RopeScalingKind::None;
+    break;
+  case RopeScaling::Kind::Linear:
+    m->rope_scaling = fb::RopeScalingKind::Linear;
+    break;
+  case RopeScaling::Kind::Llama3:
+    m->rope_scaling = fb::RopeScalingKind::Llama3;
+    break;
+  }
+  m->rope_factor = c.ropeScaling.factor;
+  m->rope_low_freq_factor = c.ropeScaling.lowFreqFactor;
+  m->rope_high_freq_factor = c.ropeScaling.highFreqFactor;
+  m->rope_original_max_positions = c.ropeScaling.originalMaxPositionEmbeddings;
+  m->tie_word_embeddings = c.tieWordEmbeddings;
+  m->bos_token_ids = c.bosTokenIds;
+  m->eos_token_ids = c.eosTokenIds;
+  return m;
+}
+
+} // namespace
+
+fb::SyntheticInitT syntheticInitFor(const std::string &name, int64_t rank, uint64_t seed) {
+  fb::SyntheticInitT init;
+  auto endsWith = [&](const std::string &suffix) {
+    return name.size() >= suffix.size() &&
+           name.compare(name.size() - suffix.size(), suffix.size(), suffix) == 0;
+  };
+  if (rank == 1 && endsWith(".bias")) {
+    init.kind = fb::SyntheticKind::Zeros;
+  } else if (rank == 1) {
+    init.kind = fb::SyntheticKind::Ones;
+  } else {
+    init.kind = fb::SyntheticKind::Normal;
+    init.std = 0.02f;
+  }
+  init.seed = hd::splitMix64(seed ^ fnv1a64(reinterpret_cast<const uint8_t *>(name.data()),
+                                            name.size()));
+  return init;
+}
+
+Expected<PlanContents> lowerToPlan(mlir::ModuleOp module, const LoweringOptions &options) {
+  auto forward = module.lookupSymbol<mlir::func::FuncOp>("forward");
+  if (!forward)
+    return Status::error("the module has no func.func @forward");
+  if (options.config == nullptr)
+    return Status::error("internal: lowering needs the model config");
+  PlanContents plan;
+  LLMC_RETURN_IF_ERROR(Lowering(forward, options, plan).run());
+  const ModelConfig &c = *options.config;
+  plan.meta.model = modelInfo(c, options.maxSeqLen);
+  plan.meta.tokenizer = std::make_unique<fb::TokenizerInfoT>();
+  plan.meta.tokenizer->tokenizer_json = options.tokenizerJson;
+  plan.meta.kv_cache = std::make_unique<fb::KvCacheInfoT>();
+  plan.meta.kv_cache->num_layers = c.numLayers;
+  plan.meta.kv_cache->num_kv_heads = c.numKvHeads;
+  plan.meta.kv_cache->head_dim = c.headDim;
+  plan.meta.kv_cache->block_size = options.kvBlockSize;
+  plan.meta.provenance = std::make_unique<fb::ProvenanceT>();
+  plan.meta.provenance->llmc_version = options.llmcVersion;
+  plan.meta.provenance->source_model = options.sourceModel;
+  plan.meta.provenance->source_hash = options.sourceHash;
+  plan.meta.provenance->options = options.buildOptions;
+  plan.meta.provenance->created_unix = static_cast<int64_t>(std::time(nullptr));
+  plan.meta.synthetic = options.syntheticSeed.has_value();
+  plan.meta.synthetic_seed = options.syntheticSeed.value_or(0);
+  plan.meta.weight_dtype = fb::DType::F32;
+  for (const auto &t : plan.meta.tensors)
+    if (t->shape.size() == 2)
+      plan.meta.weight_dtype = t->dtype;
+  return plan;
+}
+
+} // namespace llmc

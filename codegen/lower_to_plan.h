@@ -1,0 +1,44 @@
+// Lowers the `llm` IR of a model (func.func @forward) to the contents of an
+// engine plan: the tensor table, one program per (target, phase) with its
+// memory plan, the model config, tokenizer, KV-cache geometry and provenance.
+#pragma once
+
+#include "models/model_config.h"
+#include "plan_writer.h"
+
+#include <mlir/IR/BuiltinOps.h>
+
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+
+namespace llmc {
+
+// Resolves a weight name to the bytes the plan stores; returns an error when
+// the checkpoint lacks it.
+using WeightResolver = std::function<Expected<WeightSource>(const std::string &name)>;
+
+struct LoweringOptions {
+  const ModelConfig *config = nullptr;
+  int64_t maxSeqLen = 0;
+  std::string tokenizerJson;
+  // Exactly one of: a resolver for real weights, or a synthetic seed.
+  WeightResolver resolveWeight;
+  std::optional<uint64_t> syntheticSeed;
+  int64_t kvBlockSize = 16;
+  // Provenance.
+  std::string llmcVersion;
+  std::string sourceModel;
+  std::string sourceHash;
+  std::string buildOptions;
+};
+
+Expected<PlanContents> lowerToPlan(mlir::ModuleOp module, const LoweringOptions &options);
+
+// The SyntheticInit rule for a weight: ones for norm scales, zeros for
+// biases, normal(0, 0.02) for matrices; the stream seed mixes the plan seed
+// with the tensor name, so a tensor's values do not depend on its position.
+fb::SyntheticInitT syntheticInitFor(const std::string &name, int64_t rank, uint64_t seed);
+
+} // namespace llmc

@@ -1,0 +1,236 @@
+#include "driver/build.h"
+
+#include "frontend/model_spec.h"
+#include "frontend/safetensors.h"
+#include "frontend/weight_check.h"
+#include "ir/LlmDialect.h"
+#include "lower_to_plan.h"
+#include "models/llama_graph.h"
+#include "plan/plan_format.h"
+#include "plan_writer.h"
+#include "support/mapped_file.h"
+#include "tokenizer/tokenizer.h"
+
+#include <mlir/Dialect/Func/IR/FuncOps.h>
+#include <mlir/IR/MLIRContext.h>
+#include <mlir/Pass/PassManager.h>
+#include <mlir/Transforms/Passes.h>
+
+#include <chrono>
+#include <cstdio>
+#include <sstream>
+
+#ifndef LLMC_VERSION
+#define LLMC_VERSION "0.0.0"
+#endif
+
+namespace llmc {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+std::string formatBytes(uint64_t bytes) {
+  char text[64];
+  if (bytes >= (uint64_t(1) << 30))
+    std::snprintf(text, sizeof(text), "%.2f GiB", bytes / double(uint64_t(1) << 30));
+  else if (bytes >= (uint64_t(1) << 20))
+    std::snprintf(text, sizeof(text), "%.2f MiB", bytes / double(1 << 20));
+  else
+    std::snprintf(text, sizeof(text), "%.1f KiB", bytes / 1024.0);
+  return text;
+}
+
+std::string printIr(mlir::ModuleOp module) {
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  module.print(os);
+  return os.str();
+}
+
+Expected<mlir::Type> matrixElementType(mlir::MLIRContext &context, const std::string &dtype) {
+  mlir::Builder b(&context);
+  if (dtype == "f32")
+    return b.getF32Type();
+  if (dtype == "f16")
+    return b.getF16Type();
+  if (dtype == "bf16")
+    return b.getBF16Type();
+  return Status::error("--dtype '" + dtype + "' is not supported; use f32, f16 or bf16");
+}
+
+// Times one named stage and prints the IR after it when asked.
+class StageRunner {
+public:
+  StageRunner(const BuildOptions &options, const BuildReporter &reporter)
+      : options_(options), reporter_(reporter) {}
+
+  void finish(const std::string &stage, Clock::time_point start, mlir::ModuleOp module,
+              const std::string &detail) {
+    double ms = std::chrono::duration<double, std::milli>(Clock::now() - start).count();
+    char line[256];
+    std::snprintf(line, sizeof(line), "stage %-8s %8.1f ms  %s", stage.c_str(), ms,
+                  detail.c_str());
+    reporter_.info(line);
+    if (module && (options_.printIrAfterAll || options_.printIrAfter == stage))
+      reporter_.ir("// -----// IR Dump After stage '" + stage + "' //----- //\n" +
+                   printIr(module));
+  }
+
+private:
+  const BuildOptions &options_;
+  const BuildReporter &reporter_;
+};
+
+size_t countOps(mlir::ModuleOp module) {
+  size_t n = 0;
+  module.walk([&](mlir::Operation *) { ++n; });
+  return n;
+}
+
+// Hash of what the plan was built from: config, tokenizer, and the weight
+// files' safetensors headers (not every weight byte: that would read GBs).
+std::string sourceHash(const ModelSpec &spec, const std::string &tokenizerJson,
+                       const WeightSet *weights) {
+  uint64_t h = fnv1a64(reinterpret_cast<const uint8_t *>(tokenizerJson.data()),
+                       tokenizerJson.size());
+  auto mix = [&](const std::string &s) {
+    h = fnv1a64(reinterpret_cast<const uint8_t *>(s.data()), s.size(), h);
+  };
+  auto config = readTextFile(spec.configSource);
+  if (config)
+    mix(*config);
+  if (weights != nullptr)
+    for (const auto &[name, tensor] : weights->all())
+      mix(name + std::string(dtypeName(tensor.dtype)) + std::to_string(tensor.byteSize));
+  char text[17];
+  std::snprintf(text, sizeof(text), "%016llx", static_cast<unsigned long long>(h));
+  return text;
+}
+
+Status runPasses(mlir::MLIRContext &context, mlir::ModuleOp module, const BuildOptions &options,
+                 const std::string &stage, const std::function<void(mlir::PassManager &)> &add) {
+  mlir::PassManager pm(&context);
+  add(pm);
+  if (pm.size() == 0)
+    return Status::ok();
+  if (options.printIrAfterAll || !options.printIrAfter.empty()) {
+    std::string only = options.printIrAfter;
+    bool all = options.printIrAfterAll;
+    pm.enableIRPrinting(
+        [](mlir::Pass *, mlir::Operation *) { return false; },
+        [all, only](mlir::Pass *pass, mlir::Operation *) {
+          return all || pass->getArgument() == only;
+        },
+        /*printModuleScope=*/true, /*printAfterOnlyOnChange=*/false,
+        /*printAfterOnlyOnFailure=*/false, llvm::errs());
+  }
+  if (mlir::failed(pm.run(module)))
+    return Status::error("stage '" + stage + "' failed (see the diagnostics above)");
+  return Status::ok();
+}
+
+} // namespace
+
+Status runBuild(const BuildOptions &options, const BuildReporter &reporter) {
+  StageRunner stages(options, reporter);
+  auto start = Clock::now();
+
+  // --- import: spec, weights, tokenizer, IR.
+  LLMC_ASSIGN_OR_RETURN(ModelSpec spec, loadModelSpec(options.input));
+  const ModelConfig &config = spec.config;
+  std::string dtype = options.dtype.empty() ? spec.dtype : options.dtype;
+  int64_t maxSeqLen = options.maxSeqLen > 0 ? options.maxSeqLen
+                      : spec.maxSeqLen > 0  ? spec.maxSeqLen
+                                            : config.maxPositionEmbeddings;
+  if (maxSeqLen > config.maxPositionEmbeddings)
+    return Status::error("--max-seq-len " + std::to_string(maxSeqLen) +
+                         " exceeds the model's max_position_embeddings " +
+                         std::to_string(config.maxPositionEmbeddings));
+
+  std::optional<WeightSet> weights;
+  if (!options.syntheticSeed) {
+    LLMC_ASSIGN_OR_RETURN(WeightSet opened, openModelWeights(spec));
+    std::vector<std::string> warnings;
+    LLMC_RETURN_IF_ERROR(checkWeights(config, opened, &warnings, spec.configSource));
+    for (const std::string &w : warnings)
+      reporter.warning(w);
+    weights = std::move(opened);
+  }
+  LLMC_ASSIGN_OR_RETURN(std::string tokenizerJson, readTextFile(spec.tokenizerPath));
+  LLMC_ASSIGN_OR_RETURN(Tokenizer tokenizer, Tokenizer::fromJson(tokenizerJson, spec.tokenizerPath));
+
+  mlir::MLIRContext context;
+  context.disableMultithreading();
+  context.loadDialect<llm::LlmDialect, mlir::func::FuncDialect>();
+  LLMC_ASSIGN_OR_RETURN(mlir::Type matrixType, matrixElementType(context, dtype));
+  LLMC_ASSIGN_OR_RETURN(mlir::OwningOpRef<mlir::ModuleOp> module,
+                        buildLlamaGraph(context, config, GraphOptions{matrixType}));
+  {
+    std::ostringstream detail;
+    detail << config.architecture << ": " << config.numLayers << " layers, hidden "
+           << config.hiddenSize << ", heads " << config.numHeads << "/" << config.numKvHeads
+           << ", vocab " << config.vocabSize << " (" << tokenizer.vocabSize()
+           << " tokens); " << countOps(*module) << " ops";
+    stages.finish("import", start, *module, detail.str());
+  }
+  if (options.emitMlir) {
+    reporter.ir(printIr(*module));
+    return Status::ok();
+  }
+
+  // --- prune: drop what the outputs do not need, merge duplicate weights.
+  start = Clock::now();
+  size_t opsBefore = countOps(*module);
+  LLMC_RETURN_IF_ERROR(runPasses(context, *module, options, "prune", [](mlir::PassManager &pm) {
+    pm.addPass(mlir::createCanonicalizerPass());
+    pm.addPass(mlir::createCSEPass());
+  }));
+  stages.finish("prune", start, *module,
+                std::to_string(opsBefore - countOps(*module)) + " ops removed");
+  start = Clock::now();
+  stages.finish("fuse", start, *module, "no fusion passes yet");
+  start = Clock::now();
+  stages.finish("quantize", start, *module, "not requested");
+
+  // --- lower: program + memory plan, then the plan file.
+  start = Clock::now();
+  LoweringOptions lowering;
+  lowering.config = &config;
+  lowering.maxSeqLen = maxSeqLen;
+  lowering.tokenizerJson = tokenizerJson;
+  lowering.syntheticSeed = options.syntheticSeed;
+  if (weights) {
+    const WeightSet &set = *weights;
+    lowering.resolveWeight = [&set](const std::string &name) -> Expected<WeightSource> {
+      const TensorView *t = set.find(name);
+      if (t == nullptr)
+        return Status::error("weight '" + name + "' is not in the checkpoint");
+      uint64_t elements = t->byteSize / dtypeSize(t->dtype);
+      return WeightSource{t->data, t->dtype, elements};
+    };
+  }
+  lowering.llmcVersion = LLMC_VERSION;
+  lowering.sourceModel = options.input;
+  lowering.sourceHash = sourceHash(spec, tokenizerJson, weights ? &*weights : nullptr);
+  lowering.buildOptions = options.commandLine;
+  LLMC_ASSIGN_OR_RETURN(PlanContents contents, lowerToPlan(*module, lowering));
+  const fb::ProgramT &program = *contents.meta.programs.front();
+  stages.finish("lower", start, mlir::ModuleOp(),
+                std::to_string(program.steps.size()) + " steps per token, " +
+                    std::to_string(program.buffers.size()) + " buffers in " +
+                    std::to_string(program.arena_bytes_per_token) + " arena bytes per token");
+
+  start = Clock::now();
+  LLMC_ASSIGN_OR_RETURN(WriteSummary written,
+                        writePlan(options.output, contents, reporter.progress));
+  double seconds = std::chrono::duration<double>(Clock::now() - start).count();
+  std::ostringstream done;
+  done << "wrote " << options.output << ": " << formatBytes(written.fileSize) << " ("
+       << contents.meta.tensors.size() << " tensors, weights " << dtype
+       << (options.syntheticSeed ? ", synthetic" : "") << ", metadata "
+       << formatBytes(written.metadataSize) << ") in " << seconds << " s";
+  reporter.info(done.str());
+  return Status::ok();
+}
+
+} // namespace llmc

@@ -1,0 +1,46 @@
+// `llmc build`: the compiler pipeline from a model on disk to an engine plan.
+//
+//   import    model.json / config.json / HF dir -> validated spec, weights,
+//             tokenizer -> `llm` IR (models/<arch>_graph.cpp)
+//   prune     dead values and duplicate weights removed (canonicalize, cse)
+//   fuse      kernel fusion passes (filled in by the fusion work)
+//   quantize  AWQ / RTN int4 (filled in by the quantization work)
+//   lower     IR -> engine program + memory plan (codegen/) -> plan file
+//
+// Each stage reports its time; with verbose, what it changed.
+#pragma once
+
+#include "support/status.h"
+
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+
+namespace llmc {
+
+struct BuildOptions {
+  std::string input;                      // model.json, config.json or HF directory
+  std::string output;                     // plan path ("" with emitMlir: no plan)
+  std::string dtype;                      // "", "f32", "f16", "bf16" ("" = the spec's)
+  int64_t maxSeqLen = 0;                  // 0 = the spec's
+  std::optional<uint64_t> syntheticSeed;  // --synthetic-weights[=SEED]
+  bool emitMlir = false;                  // print the IR after import and stop
+  bool printIrAfterAll = false;
+  std::string printIrAfter;               // a stage or MLIR pass name
+  bool verbose = false;
+  std::string commandLine;                // recorded in the plan's provenance
+};
+
+// Where the driver reports progress and results (the CLI prints them).
+struct BuildReporter {
+  std::function<void(const std::string &line)> info;     // summaries, stage times
+  std::function<void(const std::string &line)> warning;  // non-fatal problems
+  std::function<void(const std::string &line)> verbose;  // -v details
+  std::function<void(const std::string &text)> ir;       // printed IR
+  std::function<void(uint64_t done, uint64_t total)> progress; // weight bytes written
+};
+
+Status runBuild(const BuildOptions &options, const BuildReporter &reporter);
+
+} // namespace llmc

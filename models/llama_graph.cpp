@@ -1,0 +1,143 @@
+#include "models/llama_graph.h"
+
+#include "ir/LlmOps.h"
+
+#include <mlir/Dialect/Func/IR/FuncOps.h>
+#include <mlir/IR/Builders.h>
+#include <mlir/IR/Verifier.h>
+
+#include <cmath>
+#include <string>
+
+namespace llmc {
+namespace {
+
+class LlamaGraphBuilder {
+public:
+  LlamaGraphBuilder(mlir::MLIRContext &context, const ModelConfig &config,
+                    const GraphOptions &options)
+      : b_(&context), config_(config), options_(options) {}
+
+  mlir::OwningOpRef<mlir::ModuleOp> build() {
+    auto loc = b_.getUnknownLoc();
+    mlir::OwningOpRef<mlir::ModuleOp> module = mlir::ModuleOp::create(loc);
+    b_.setInsertionPointToEnd(module->getBody());
+    auto ids = mlir::RankedTensorType::get({mlir::ShapedType::kDynamic}, b_.getI32Type());
+    auto logitsType = activationType(config_.vocabSize);
+    auto func = b_.create<mlir::func::FuncOp>(loc, "forward",
+                                              b_.getFunctionType({ids, ids}, {logitsType}));
+    b_.setInsertionPointToStart(func.addEntryBlock());
+    mlir::Value tokens = func.getArgument(0);
+    positions_ = func.getArgument(1);
+
+    mlir::Value embedTable = matrix("model.embed_tokens.weight", config_.vocabSize,
+                                    config_.hiddenSize);
+    mlir::Value x = b_.create<llm::EmbeddingOp>(loc, tokens, embedTable, b_.getF32Type());
+    for (int64_t layer = 0; layer < config_.numLayers; ++layer)
+      x = decoderLayer(x, layer);
+    mlir::Value normed = rmsNorm(x, "model.norm.weight");
+    // Tied embeddings: the head reuses the embedding table's value, stored once.
+    mlir::Value head = config_.tieWordEmbeddings
+                           ? embedTable
+                           : matrix("lm_head.weight", config_.vocabSize, config_.hiddenSize);
+    mlir::Value logits = b_.create<llm::LogitsOp>(loc, normed, head, b_.getF32Type());
+    b_.create<mlir::func::ReturnOp>(loc, logits);
+    return module;
+  }
+
+private:
+  mlir::RankedTensorType activationType(int64_t width) {
+    return mlir::RankedTensorType::get({mlir::ShapedType::kDynamic, width}, b_.getF32Type());
+  }
+
+  mlir::Value weight(const std::string &name, llvm::ArrayRef<int64_t> shape, mlir::Type element) {
+    auto type = mlir::RankedTensorType::get(shape, element);
+    return b_.create<llm::WeightOp>(b_.getUnknownLoc(), type, b_.getStringAttr(name));
+  }
+  mlir::Value matrix(const std::string &name, int64_t rows, int64_t cols) {
+    return weight(name, {rows, cols}, options_.matrixType);
+  }
+  mlir::Value vector(const std::string &name, int64_t size) {
+    return weight(name, {size}, b_.getF32Type());
+  }
+
+  mlir::Value rmsNorm(mlir::Value x, const std::string &weightName) {
+    return b_.create<llm::RmsNormOp>(b_.getUnknownLoc(), x,
+                                     vector(weightName, config_.hiddenSize), config_.rmsNormEps);
+  }
+
+  // x [T, in] -> [T, out] through `<prefix>.weight` [out, in] (+ `<prefix>.bias`).
+  mlir::Value linear(mlir::Value x, const std::string &prefix, int64_t out, int64_t in,
+                     bool bias = false) {
+    mlir::Value b = bias ? vector(prefix + ".bias", out) : mlir::Value();
+    return b_.create<llm::LinearOp>(b_.getUnknownLoc(), x, matrix(prefix + ".weight", out, in),
+                                    b);
+  }
+
+  llm::RopeScalingAttr ropeScaling() {
+    const RopeScaling &s = config_.ropeScaling;
+    switch (s.kind) {
+    case RopeScaling::Kind::None:
+      return {};
+    case RopeScaling::Kind::Linear:
+      return llm::RopeScalingAttr::get(b_.getContext(), llm::RopeScalingKind::Linear, s.factor);
+    case RopeScaling::Kind::Llama3:
+      return llm::RopeScalingAttr::get(b_.getContext(), llm::RopeScalingKind::Llama3, s.factor,
+                                       s.lowFreqFactor, s.highFreqFactor,
+                                       s.originalMaxPositionEmbeddings);
+    }
+    return {};
+  }
+
+  mlir::Value rope(mlir::Value x, int64_t heads) {
+    return b_.create<llm::RopeOp>(b_.getUnknownLoc(), x, positions_, heads, config_.headDim,
+                                  config_.ropeTheta, ropeScaling());
+  }
+
+  mlir::Value decoderLayer(mlir::Value x, int64_t layer) {
+    auto loc = b_.getUnknownLoc();
+    const ModelConfig &c = config_;
+    std::string p = "model.layers." + std::to_string(layer) + ".";
+    int64_t qWidth = c.numHeads * c.headDim, kvWidth = c.numKvHeads * c.headDim;
+
+    mlir::Value h = rmsNorm(x, p + "input_layernorm.weight");
+    mlir::Value q = linear(h, p + "self_attn.q_proj", qWidth, c.hiddenSize, c.attentionBias);
+    mlir::Value k = linear(h, p + "self_attn.k_proj", kvWidth, c.hiddenSize, c.attentionBias);
+    mlir::Value v = linear(h, p + "self_attn.v_proj", kvWidth, c.hiddenSize, c.attentionBias);
+    double scale = 1.0 / std::sqrt(static_cast<double>(c.headDim));
+    mlir::Value attn = b_.create<llm::AttentionOp>(loc, rope(q, c.numHeads), rope(k, c.numKvHeads),
+                                                   v, layer, c.numHeads, c.numKvHeads, c.headDim,
+                                                   scale, /*causal=*/true);
+    mlir::Value o = linear(attn, p + "self_attn.o_proj", c.hiddenSize, qWidth);
+    x = b_.create<llm::AddOp>(loc, x, o);
+
+    mlir::Value h2 = rmsNorm(x, p + "post_attention_layernorm.weight");
+    mlir::Value gate = linear(h2, p + "mlp.gate_proj", c.intermediateSize, c.hiddenSize);
+    mlir::Value up = linear(h2, p + "mlp.up_proj", c.intermediateSize, c.hiddenSize);
+    mlir::Value act = b_.create<llm::MulOp>(loc, b_.create<llm::SiluOp>(loc, gate), up);
+    mlir::Value down = linear(act, p + "mlp.down_proj", c.hiddenSize, c.intermediateSize);
+    return b_.create<llm::AddOp>(loc, x, down);
+  }
+
+  mlir::OpBuilder b_;
+  const ModelConfig &config_;
+  const GraphOptions &options_;
+  mlir::Value positions_;
+};
+
+} // namespace
+
+Expected<mlir::OwningOpRef<mlir::ModuleOp>> buildLlamaGraph(mlir::MLIRContext &context,
+                                                            const ModelConfig &config,
+                                                            const GraphOptions &options) {
+  if (!options.matrixType)
+    return Status::error("internal: graph options need a matrix element type");
+  mlir::OwningOpRef<mlir::ModuleOp> module =
+      LlamaGraphBuilder(context, config, options).build();
+  if (mlir::failed(mlir::verify(*module)))
+    return Status::error("internal: the " + config.architecture +
+                         " graph failed IR verification (see the diagnostics above)");
+  return module;
+}
+
+} // namespace llmc

@@ -1,0 +1,59 @@
+// Runs a plan's CPU program for one batch step: the new tokens of several
+// sequences (prefill chunks and decode tokens alike) flattened into T rows.
+#pragma once
+
+#include "cpu/attention.h"
+#include "engine/weights.h"
+#include "kv/kv_cache.h"
+#include "plan/plan.h"
+#include "support/thread_pool.h"
+
+#include <cstdint>
+#include <vector>
+
+namespace llmc {
+
+// One sequence's part of a step.
+struct StepSequence {
+  int64_t firstRow = 0;              // first of its rows among the step's T tokens
+  int64_t numRows = 0;               // its new tokens this step
+  const int32_t *blockTable = nullptr; // covers all its positions up to the last new one
+};
+
+struct StepInput {
+  const int32_t *tokens = nullptr;    // [T]
+  const int32_t *positions = nullptr; // [T] position of each token in its sequence
+  int64_t numTokens = 0;              // T
+  std::vector<StepSequence> sequences;
+  // Rows whose logits are wanted, in order (e.g. the last row of each
+  // sequence); empty means every row.
+  std::vector<int64_t> logitRows;
+};
+
+class CpuExecutor {
+public:
+  static Expected<CpuExecutor> create(const Plan &plan, const LoadedWeights &weights,
+                                      fb::Phase phase);
+
+  // Runs the program. On success *logits points to [R, V] f32 logits (R =
+  // logitRows.size(), or T when empty), valid until the next run().
+  Status run(ThreadPool &pool, const StepInput &input, kv::KvCache &cache,
+             const float **logits);
+
+private:
+  Status runStep(ThreadPool &pool, const fb::Step &step, const StepInput &input,
+                 kv::KvCache &cache);
+  float *buffer(int index, int64_t tokens);
+
+  const Plan *plan_ = nullptr;
+  const LoadedWeights *weights_ = nullptr;
+  const fb::Program *program_ = nullptr;
+  std::vector<float> invFreq_;        // RoPE inverse frequencies [head_dim / 2]
+  std::vector<uint8_t> arena_;        // activations: arena_bytes_per_token * T
+  std::vector<float> logitInput_;     // gathered rows for a selective Logits step
+  std::vector<float> logits_;         // [R, V] when rows are selected
+  std::vector<cpu::AttentionSequence> attentionSequences_;
+  const float *lastLogits_ = nullptr;
+};
+
+} // namespace llmc

@@ -1,0 +1,119 @@
+#include "engine/engine.h"
+
+#include <algorithm>
+
+namespace llmc {
+
+Expected<std::unique_ptr<Engine>> Engine::load(const std::string &planPath,
+                                               const EngineOptions &options) {
+  std::unique_ptr<Engine> engine(new Engine());
+  PlanLoadOptions loadOptions;
+  loadOptions.verifyWeights = options.verifyWeights;
+  LLMC_ASSIGN_OR_RETURN(engine->plan_, Plan::open(planPath, loadOptions));
+  const fb::Plan &meta = engine->plan_.meta();
+  LLMC_ASSIGN_OR_RETURN(Tokenizer tokenizer,
+                        Tokenizer::fromJson(meta.tokenizer()->tokenizer_json()->string_view(),
+                                            planPath + " (embedded tokenizer)"));
+  engine->tokenizer_ = std::make_unique<Tokenizer>(std::move(tokenizer));
+  engine->pool_ = std::make_unique<ThreadPool>(options.threads);
+  LLMC_ASSIGN_OR_RETURN(engine->weights_, LoadedWeights::load(engine->plan_, *engine->pool_));
+
+  const fb::ModelInfo &m = *meta.model();
+  const fb::KvCacheInfo &kvInfo = *meta.kv_cache();
+  int64_t slots = options.kvCacheTokens > 0
+                      ? options.kvCacheTokens
+                      : m.max_seq_len() * std::max<int64_t>(1, options.maxSequences);
+  kv::KvCacheShape shape;
+  shape.numLayers = static_cast<int32_t>(m.num_layers());
+  shape.blockSize = static_cast<int32_t>(kvInfo.block_size());
+  shape.numBlocks = static_cast<int32_t>((slots + shape.blockSize - 1) / shape.blockSize + 1);
+  shape.kvHeads = static_cast<int32_t>(m.num_kv_heads());
+  shape.headDim = static_cast<int32_t>(m.head_dim());
+  LLMC_ASSIGN_OR_RETURN(kv::KvCache cache, kv::KvCache::create(shape));
+  engine->cache_ = std::make_unique<kv::KvCache>(std::move(cache));
+
+  LLMC_ASSIGN_OR_RETURN(CpuExecutor prefill,
+                        CpuExecutor::create(engine->plan_, engine->weights_, fb::Phase::Prefill));
+  LLMC_ASSIGN_OR_RETURN(CpuExecutor decode,
+                        CpuExecutor::create(engine->plan_, engine->weights_, fb::Phase::Decode));
+  engine->prefill_ = std::make_unique<CpuExecutor>(std::move(prefill));
+  engine->decode_ = std::make_unique<CpuExecutor>(std::move(decode));
+  return engine;
+}
+
+SequenceId Engine::addSequence() {
+  SequenceId id = nextId_++;
+  sequences_.emplace(id, Sequence{kv::BlockTable(cache_->shape().blockSize), 0});
+  return id;
+}
+
+Status Engine::releaseSequence(SequenceId id) {
+  auto it = sequences_.find(id);
+  if (it == sequences_.end())
+    return Status::error("unknown sequence " + std::to_string(id));
+  Status status = it->second.blocks.releaseAll(cache_->pool());
+  sequences_.erase(it);
+  return status;
+}
+
+int64_t Engine::sequenceLength(SequenceId id) const {
+  auto it = sequences_.find(id);
+  return it == sequences_.end() ? 0 : it->second.length;
+}
+
+Expected<const float *> Engine::step(const std::vector<SequenceTokens> &batch, bool allLogits) {
+  if (batch.empty())
+    return Status::error("empty batch");
+  // Reserve KV blocks for every sequence first; all or nothing.
+  std::vector<Sequence *> members;
+  for (const SequenceTokens &entry : batch) {
+    auto it = sequences_.find(entry.sequence);
+    if (it == sequences_.end())
+      return Status::error("unknown sequence " + std::to_string(entry.sequence));
+    if (entry.tokens.empty())
+      return Status::error("sequence " + std::to_string(entry.sequence) + " has no new tokens");
+    int64_t newLength = it->second.length + static_cast<int64_t>(entry.tokens.size());
+    if (newLength > model().max_seq_len())
+      return Status::error("sequence " + std::to_string(entry.sequence) + " would reach " +
+                           std::to_string(newLength) + " tokens, over the plan's max_seq_len " +
+                           std::to_string(model().max_seq_len()));
+    if (std::find(members.begin(), members.end(), &it->second) != members.end())
+      return Status::error("sequence " + std::to_string(entry.sequence) + " appears twice");
+    members.push_back(&it->second);
+  }
+  for (size_t i = 0; i < batch.size(); ++i) {
+    int64_t needed = members[i]->length + static_cast<int64_t>(batch[i].tokens.size());
+    Status reserved = members[i]->blocks.reserve(cache_->pool(), needed);
+    if (!reserved)
+      return reserved.withContext("KV cache full");
+  }
+  StepInput input;
+  tokens_.clear();
+  positions_.clear();
+  bool anyPrefill = false;
+  for (size_t i = 0; i < batch.size(); ++i) {
+    StepSequence s;
+    s.firstRow = static_cast<int64_t>(tokens_.size());
+    s.numRows = static_cast<int64_t>(batch[i].tokens.size());
+    s.blockTable = members[i]->blocks.blocks().data();
+    anyPrefill |= s.numRows > 1;
+    for (int64_t t = 0; t < s.numRows; ++t) {
+      tokens_.push_back(batch[i].tokens[t]);
+      positions_.push_back(static_cast<int32_t>(members[i]->length + t));
+    }
+    if (!allLogits)
+      input.logitRows.push_back(s.firstRow + s.numRows - 1);
+    input.sequences.push_back(s);
+  }
+  input.tokens = tokens_.data();
+  input.positions = positions_.data();
+  input.numTokens = static_cast<int64_t>(tokens_.size());
+  const float *logits = nullptr;
+  CpuExecutor &executor = anyPrefill ? *prefill_ : *decode_;
+  LLMC_RETURN_IF_ERROR(executor.run(*pool_, input, *cache_, &logits));
+  for (size_t i = 0; i < batch.size(); ++i)
+    members[i]->length += static_cast<int64_t>(batch[i].tokens.size());
+  return logits;
+}
+
+} // namespace llmc

@@ -1,0 +1,44 @@
+// The weights of a loaded plan as the CPU kernels see them: views into the
+// mapped plan (no copy), or, for a --synthetic-weights plan, tensors generated
+// once at load time from each tensor's SyntheticInit.
+#pragma once
+
+#include "cpu/weights.h"
+#include "plan/plan.h"
+#include "support/thread_pool.h"
+
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+namespace llmc {
+
+class LoadedWeights {
+public:
+  static Expected<LoadedWeights> load(const Plan &plan, ThreadPool &pool);
+
+  // Tensor `index` of the plan: its bytes and dtype.
+  const void *data(uint32_t index) const { return data_[index]; }
+  DType dtype(uint32_t index) const { return dtypes_[index]; }
+  cpu::WeightMatrix matrix(uint32_t index) const;
+  cpu::WeightVector vector(uint32_t index) const;
+  // Bytes generated for a synthetic plan (0 for a plan with stored weights).
+  uint64_t generatedBytes() const { return generatedBytes_; }
+
+private:
+  struct FreeAligned {
+    void operator()(uint8_t *p) const;
+  };
+  std::vector<const void *> data_;
+  std::vector<DType> dtypes_;
+  std::vector<std::vector<int64_t>> shapes_;
+  std::vector<std::unique_ptr<uint8_t, FreeAligned>> generated_;
+  uint64_t generatedBytes_ = 0;
+};
+
+// Fills `count` elements of `out` (dtype F32, F16 or BF16) with values
+// [first, first + count) of a synthetic tensor.
+void fillSynthetic(const fb::SyntheticInit &init, DType dtype, uint64_t first, uint64_t count,
+                   void *out);
+
+} // namespace llmc

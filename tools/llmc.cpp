@@ -1,0 +1,116 @@
+// llmc: the ahead-of-time compiler. `llmc build MODEL -o engine.plan`.
+#include "cli_common.h"
+#include "driver/build.h"
+
+#include <cstdio>
+#include <unistd.h>
+
+#ifndef LLMC_VERSION
+#define LLMC_VERSION "0.0.0"
+#endif
+
+namespace {
+
+// Prints a weight-writing progress bar on a terminal, else a line every 25%.
+class ProgressPrinter {
+public:
+  void operator()(uint64_t done, uint64_t total) {
+    if (total == 0)
+      return;
+    int percent = static_cast<int>(done * 100 / total);
+    if (isatty(STDERR_FILENO)) {
+      if (percent == lastPercent_)
+        return;
+      int filled = percent / 4;
+      std::fprintf(stderr, "\rllmc: writing weights [%.*s%*s] %3d%% (%.1f / %.1f MiB)", filled,
+                   "#########################", 25 - filled, "", percent, done / 1048576.0,
+                   total / 1048576.0);
+      if (done == total)
+        std::fprintf(stderr, "\n");
+    } else if (percent / 25 != lastPercent_ / 25 || done == total) {
+      std::fprintf(stderr, "llmc: writing weights %3d%% (%.1f / %.1f MiB)\n", percent,
+                   done / 1048576.0, total / 1048576.0);
+    }
+    lastPercent_ = percent;
+  }
+
+private:
+  int lastPercent_ = -1;
+};
+
+std::string joinArgs(int argc, char **argv) {
+  std::string line;
+  for (int i = 1; i < argc; ++i)
+    line += (i > 1 ? " " : "") + std::string(argv[i]);
+  return line;
+}
+
+} // namespace
+
+int main(int argc, char **argv) {
+  CLI::App app{"llmc: compile a language model into an engine plan"};
+  app.name("llmc");
+  app.set_version_flag("--version", std::string("llmc ") + LLMC_VERSION);
+  app.require_subcommand(1);
+
+  llmc::BuildOptions options;
+  std::string synthetic;
+  CLI::App *build = app.add_subcommand("build", "Compile a model into an engine plan");
+  build->add_option("model", options.input, "model.json, a Hugging Face config.json, or a model "
+                                            "directory (config.json, *.safetensors, tokenizer.json)")
+      ->required();
+  build->add_option("-o,--output", options.output, "Plan file to write");
+  build->add_option("--dtype", options.dtype, "Weight dtype of the plan: f32, f16 or bf16 "
+                                              "(default: the model's)");
+  build->add_option("--max-seq-len", options.maxSeqLen,
+                    "Longest sequence the plan accepts (default: the model's)");
+  CLI::Option *syntheticOption =
+      build->add_option("--synthetic-weights", synthetic,
+                        "Store no weights: the runtime generates them from SEED (default 0); "
+                        "for benchmarks at real shapes")
+          ->expected(0, 1);
+  build->add_flag("--emit-mlir", options.emitMlir, "Print the IR after import and stop");
+  std::string emit;
+  build->add_option("--emit", emit, "What to print instead of writing a plan: mlir");
+  build->add_flag("--print-ir-after-all", options.printIrAfterAll,
+                  "Print the IR after every stage and pass");
+  build->add_option("--print-ir-after", options.printIrAfter,
+                    "Print the IR after one stage (import, prune, fuse, quantize) or MLIR pass");
+  build->add_flag("-v,--verbose", options.verbose, "Say what each stage changed");
+
+  if (int code = llmc::cli::parseArgs(app, argc, argv); code >= 0)
+    return code;
+
+  if (!emit.empty()) {
+    if (emit != "mlir")
+      return llmc::cli::fail("--emit " + emit + " is not supported (supported: mlir)");
+    options.emitMlir = true;
+  }
+  if (syntheticOption->count() > 0) {
+    try {
+      options.syntheticSeed = synthetic.empty() ? 0 : std::stoull(synthetic);
+    } catch (const std::exception &) {
+      return llmc::cli::fail("--synthetic-weights: '" + synthetic + "' is not a seed (an integer)");
+    }
+  }
+  if (options.output.empty() && !options.emitMlir)
+    return llmc::cli::fail("no output plan: pass -o engine.plan (or --emit mlir to print the IR)");
+  options.commandLine = joinArgs(argc, argv);
+
+  ProgressPrinter progress;
+  llmc::BuildReporter reporter;
+  reporter.info = [](const std::string &line) { std::fprintf(stderr, "llmc: %s\n", line.c_str()); };
+  reporter.warning = [](const std::string &line) {
+    std::fprintf(stderr, "warning: %s\n", line.c_str());
+  };
+  reporter.verbose = [&](const std::string &line) {
+    if (options.verbose)
+      std::fprintf(stderr, "llmc: %s\n", line.c_str());
+  };
+  reporter.ir = [](const std::string &text) { std::fputs(text.c_str(), stdout); };
+  reporter.progress = [&](uint64_t done, uint64_t total) { progress(done, total); };
+  llmc::Status status = llmc::runBuild(options, reporter);
+  if (!status)
+    return llmc::cli::fail(status);
+  return 0;
+}
