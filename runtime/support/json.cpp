@@ -107,7 +107,8 @@ Expected<int64_t> toInt(const Json &v, const char *key, const std::string &where
   // 4096.0 is accepted as an integer; 4096.5 is not.
   if (v.is_number_float()) {
     double d = v.get<double>();
-    if (d == static_cast<double>(static_cast<int64_t>(d)) && d > -9.0e18 && d < 9.0e18)
+    // Range first: casting an out-of-range double to int64 is undefined.
+    if (d > -9.0e18 && d < 9.0e18 && d == static_cast<double>(static_cast<int64_t>(d)))
       return static_cast<int64_t>(d);
   }
   return wrongType(where, key, "an integer", v);

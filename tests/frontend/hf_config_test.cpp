@@ -178,6 +178,13 @@ TEST(HfConfigError, HiddenSizeOfWrongType) {
             std::string::npos);
 }
 
+TEST(HfConfigError, LayersAsHugeFloat) {
+  Json json = test::llama2Config();
+  json["num_hidden_layers"] = 1e21; // found by fuzz_config: must not overflow the cast
+  EXPECT_NE(parseError(json, "'num_hidden_layers'").find("expected an integer, got number"),
+            std::string::npos);
+}
+
 TEST(HfConfigError, ZeroLayers) {
   Json json = test::llama2Config();
   json["num_hidden_layers"] = 0;
