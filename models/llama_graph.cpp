@@ -108,7 +108,8 @@ private:
     mlir::Value attn = b_.create<llm::AttentionOp>(loc, rope(q, c.numHeads), rope(k, c.numKvHeads),
                                                    v, layer, c.numHeads, c.numKvHeads, c.headDim,
                                                    scale, /*causal=*/true);
-    mlir::Value o = linear(attn, p + "self_attn.o_proj", c.hiddenSize, qWidth);
+    mlir::Value o =
+        linear(attn, p + "self_attn.o_proj", c.hiddenSize, qWidth, c.attentionOutputBias);
     x = b_.create<llm::AddOp>(loc, x, o);
 
     mlir::Value h2 = rmsNorm(x, p + "post_attention_layernorm.weight");

@@ -136,7 +136,9 @@ Status runBuild(const BuildOptions &options, const BuildReporter &reporter) {
   auto start = Clock::now();
 
   // --- import: spec, weights, tokenizer, IR.
-  LLMC_ASSIGN_OR_RETURN(ModelSpec spec, loadModelSpec(options.input));
+  SpecOptions specOptions;
+  specOptions.requireWeights = !options.syntheticSeed.has_value();
+  LLMC_ASSIGN_OR_RETURN(ModelSpec spec, loadModelSpec(options.input, specOptions));
   const ModelConfig &config = spec.config;
   std::string dtype = options.dtype.empty() ? spec.dtype : options.dtype;
   int64_t maxSeqLen = options.maxSeqLen > 0 ? options.maxSeqLen

@@ -84,7 +84,8 @@ Status useIndex(const std::string &indexPath, ModelSpec &spec) {
 
 // HF's order (from_pretrained): model.safetensors, then the sharded index;
 // beyond HF, any *.safetensors in the folder, sorted by name.
-Status findHfWeights(const fs::path &dir, const std::string &where, ModelSpec &spec) {
+Status findHfWeights(const fs::path &dir, const std::string &where, bool required,
+                     ModelSpec &spec) {
   if (isFile(dir / "model.safetensors")) {
     spec.weightFiles = {absolutePath(dir / "model.safetensors")};
     return Status::ok();
@@ -96,7 +97,7 @@ Status findHfWeights(const fs::path &dir, const std::string &where, ModelSpec &s
     if (entry.path().extension() == ".safetensors" && isFile(entry.path()))
       spec.weightFiles.push_back(absolutePath(entry.path()));
   std::sort(spec.weightFiles.begin(), spec.weightFiles.end());
-  if (spec.weightFiles.empty())
+  if (spec.weightFiles.empty() && required)
     return Status::error(where + ": no weights found in " + absolutePath(dir) + " (" + kDirLayout +
                          ")");
   return Status::ok();
@@ -121,26 +122,26 @@ std::string dtypeFromTorch(const std::string &torchDtype) {
 
 // A config.json whose weights and tokenizer lie in the same folder.
 Expected<ModelSpec> loadHfConfig(const std::string &source, const std::string &configPath,
-                                 const Json &json) {
+                                 const Json &json, const SpecOptions &options) {
   ModelSpec spec;
   spec.source = source;
   spec.configSource = configPath;
   LLMC_ASSIGN_OR_RETURN(spec.config, parseHfConfig(json, configPath));
   fs::path dir = fs::path(configPath).parent_path();
-  LLMC_RETURN_IF_ERROR(findHfWeights(dir, source, spec));
+  LLMC_RETURN_IF_ERROR(findHfWeights(dir, source, options.requireWeights, spec));
   LLMC_RETURN_IF_ERROR(findHfTokenizer(dir, source, spec));
   spec.dtype = dtypeFromTorch(spec.config.torchDtype);
   spec.maxSeqLen = spec.config.maxPositionEmbeddings;
   return spec;
 }
 
-Expected<ModelSpec> loadHfDir(const std::string &dir) {
+Expected<ModelSpec> loadHfDir(const std::string &dir, const SpecOptions &options) {
   std::string configPath = absolutePath(fs::path(dir) / "config.json");
   if (!isFile(configPath))
     return Status::error(dir + ": not a model directory: config.json not found (" + kDirLayout +
                          ")");
   LLMC_ASSIGN_OR_RETURN(Json json, loadJsonFile(configPath));
-  return loadHfConfig(dir, configPath, json);
+  return loadHfConfig(dir, configPath, json, options);
 }
 
 // Levenshtein distance, for "did you mean" on misspelled model.json keys.
@@ -228,8 +229,11 @@ Expected<std::string> weightPath(const Json &entry, const std::string &field,
   return resolved;
 }
 
-Status readModelJsonWeights(const Json &json, const std::string &path, ModelSpec &spec) {
+Status readModelJsonWeights(const Json &json, const std::string &path, bool required,
+                            ModelSpec &spec) {
   const Json *weights = findField(json, "weights");
+  if ((weights == nullptr || weights->is_null()) && !required)
+    return Status::ok();
   if (weights == nullptr || weights->is_null())
     return Status::error(path + ": missing required field 'weights' (a .safetensors file, a " +
                          "list of them, or a model.safetensors.index.json)");
@@ -276,7 +280,7 @@ Status readModelJsonOptions(const Json &json, const std::string &path, ModelSpec
 }
 
 Expected<ModelSpec> loadModelJson(const std::string &source, const std::string &path,
-                                  const Json &json) {
+                                  const Json &json, const SpecOptions &options) {
   if (!json.is_object())
     return Status::error(path + ": expected a JSON object (a model.json or a config.json), got " +
                          jsonTypeName(json));
@@ -284,7 +288,7 @@ Expected<ModelSpec> loadModelJson(const std::string &source, const std::string &
   ModelSpec spec;
   spec.source = source;
   LLMC_RETURN_IF_ERROR(readModelJsonConfig(json, path, spec));
-  LLMC_RETURN_IF_ERROR(readModelJsonWeights(json, path, spec));
+  LLMC_RETURN_IF_ERROR(readModelJsonWeights(json, path, options.requireWeights, spec));
   LLMC_ASSIGN_OR_RETURN(spec.tokenizerPath, requirePath(json, "tokenizer", path));
   LLMC_RETURN_IF_ERROR(readModelJsonOptions(json, path, spec));
   return spec;
@@ -292,18 +296,18 @@ Expected<ModelSpec> loadModelJson(const std::string &source, const std::string &
 
 } // namespace
 
-Expected<ModelSpec> loadModelSpec(const std::string &path) {
+Expected<ModelSpec> loadModelSpec(const std::string &path, const SpecOptions &options) {
   std::error_code ec;
   if (fs::is_directory(path, ec))
-    return loadHfDir(path);
+    return loadHfDir(path, options);
   if (!isFile(path))
     return Status::error(path + ": no such file or directory (expected a model.json, a " +
                          "config.json or a Hugging Face model directory)");
   std::string file = absolutePath(path);
   LLMC_ASSIGN_OR_RETURN(Json json, loadJsonFile(file));
   if (findField(json, "architectures") != nullptr)
-    return loadHfConfig(path, file, json);
-  return loadModelJson(path, file, json);
+    return loadHfConfig(path, file, json, options);
+  return loadModelJson(path, file, json, options);
 }
 
 } // namespace llmc

@@ -32,7 +32,13 @@ struct ModelSpec {
 // file, the field and the supported values.
 Expected<ModelConfig> parseHfConfig(const Json &config, const std::string &source);
 
+struct SpecOptions {
+  // false for --synthetic-weights builds: a spec without weight files is
+  // accepted (weights that are named must still exist).
+  bool requireWeights = true;
+};
+
 // Resolves a model.json, a config.json or a model directory.
-Expected<ModelSpec> loadModelSpec(const std::string &path);
+Expected<ModelSpec> loadModelSpec(const std::string &path, const SpecOptions &options = {});
 
 } // namespace llmc
