@@ -1,0 +1,43 @@
+// Generic int4 helpers. The packing order of a given quantization format
+// (e.g. AWQ's interleaved nibbles) and its group layout are decided by the
+// quantization pass; these helpers only extract and dequantize.
+#pragma once
+
+#include "kernels/common/hd.h"
+
+namespace llmc::hd {
+
+// Nibble `index` (0..7, index 0 = least significant bits) of a 32-bit word,
+// as an unsigned value 0..15.
+LLMC_HD inline i32 int4Unpack(u32 word, int index) {
+  return static_cast<i32>((word >> (4 * index)) & 0xfu);
+}
+
+// All eight nibbles, least significant first: out[i] = int4Unpack(word, i).
+LLMC_HD inline void int4Unpack8(u32 word, i32 out[8]) {
+  for (int i = 0; i < 8; ++i)
+    out[i] = int4Unpack(word, i);
+}
+
+// Eight nibbles in a caller-given order: out[i] = nibble order[i]. AWQ, for
+// instance, stores logical column {0,2,4,6,1,3,5,7}[j] in nibble j, so it reads
+// with order = {0,4,1,5,2,6,3,7}.
+LLMC_HD inline void int4Unpack8Ordered(u32 word, const i32 order[8], i32 out[8]) {
+  for (int i = 0; i < 8; ++i)
+    out[i] = int4Unpack(word, order[i]);
+}
+
+// Asymmetric dequantization: (q - zero) * scale.
+LLMC_HD inline float int4Dequant(i32 q, i32 zero, float scale) {
+  return static_cast<float>(q - zero) * scale;
+}
+
+// Packs eight values 0..15 (least significant first); the inverse of int4Unpack8.
+LLMC_HD inline u32 int4Pack8(const i32 values[8]) {
+  u32 word = 0;
+  for (int i = 0; i < 8; ++i)
+    word |= (static_cast<u32>(values[i]) & 0xfu) << (4 * i);
+  return word;
+}
+
+} // namespace llmc::hd

@@ -1,0 +1,66 @@
+// A fixed pool of worker threads for data-parallel kernels.
+//
+// parallelFor splits [0, n) into contiguous chunks that the workers and the
+// calling thread take from a shared counter. A call allocates nothing: the
+// function is passed by reference through a type-erased pointer. Workers spin
+// briefly between calls (decode runs kernels back to back) and then sleep.
+#pragma once
+
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+namespace llmc {
+
+class ThreadPool {
+public:
+  // `numThreads` counts the calling thread, so 1 runs everything inline;
+  // 0 means std::thread::hardware_concurrency().
+  explicit ThreadPool(int numThreads = 0);
+  ~ThreadPool();
+  ThreadPool(const ThreadPool &) = delete;
+  ThreadPool &operator=(const ThreadPool &) = delete;
+
+  int numThreads() const { return static_cast<int>(workers_.size()) + 1; }
+
+  // Calls fn(begin, end) on disjoint chunks covering [0, n), each at least
+  // `grain` long (except the last) and starting at a multiple of `grain`;
+  // returns when all are done. Runs inline when n <= grain, when the pool
+  // has one thread, or when called from inside another parallelFor.
+  // Calls from several threads at once are serialized.
+  template <typename Fn> void parallelFor(int64_t n, const Fn &fn, int64_t grain = 1) {
+    run(
+        n, grain, [](const void *f, int64_t b, int64_t e) { (*static_cast<const Fn *>(f))(b, e); },
+        &fn);
+  }
+
+private:
+  using ChunkFn = void (*)(const void *fn, int64_t begin, int64_t end);
+
+  void run(int64_t n, int64_t grain, ChunkFn chunkFn, const void *fn);
+  void workerLoop();
+  void runChunks();
+
+  std::vector<std::thread> workers_;
+  std::mutex callMutex_; // one parallelFor at a time
+
+  // The current job; written by the caller before it bumps generation_.
+  ChunkFn jobFn_ = nullptr;
+  const void *jobArg_ = nullptr;
+  int64_t jobSize_ = 0;
+  int64_t jobChunk_ = 0;
+  int64_t jobChunks_ = 0;
+  std::atomic<int64_t> nextChunk_{0};
+  std::atomic<int> workersBusy_{0};
+
+  std::atomic<uint64_t> generation_{0};
+  std::atomic<bool> stop_{false};
+  std::mutex mutex_;
+  std::condition_variable wake_; // workers wait for a new generation
+  std::condition_variable done_; // the caller waits for workersBusy_ == 0
+};
+
+} // namespace llmc

@@ -1,0 +1,100 @@
+#include "support/thread_pool.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+namespace llmc {
+namespace {
+
+// Every index in [0, n) is visited exactly once, in chunks aligned to grain.
+void expectCoversOnce(ThreadPool &pool, int64_t n, int64_t grain) {
+  std::vector<std::atomic<int>> hits(n);
+  std::atomic<bool> misaligned{false};
+  pool.parallelFor(
+      n,
+      [&](int64_t begin, int64_t end) {
+        if (begin % grain != 0 || end <= begin)
+          misaligned = true;
+        for (int64_t i = begin; i < end; ++i)
+          hits[i].fetch_add(1);
+      },
+      grain);
+  EXPECT_FALSE(misaligned.load()) << "n " << n << " grain " << grain;
+  for (int64_t i = 0; i < n; ++i)
+    ASSERT_EQ(hits[i].load(), 1) << "n " << n << " grain " << grain << " i " << i;
+}
+
+TEST(ThreadPool, CoversEveryIndexOnce) {
+  for (int threads : {1, 2, 3, 5}) {
+    ThreadPool pool(threads);
+    EXPECT_EQ(pool.numThreads(), threads);
+    for (int64_t n : {0, 1, 2, 7, 64, 1000, 4097})
+      for (int64_t grain : {1, 4, 16, 5000})
+        expectCoversOnce(pool, n, grain);
+  }
+}
+
+TEST(ThreadPool, DefaultUsesTheHardware) {
+  ThreadPool pool;
+  EXPECT_GE(pool.numThreads(), 1);
+}
+
+TEST(ThreadPool, UsesSeveralThreadsForLargeJobs) {
+  ThreadPool pool(3);
+  std::mutex mutex;
+  std::vector<std::thread::id> ids;
+  for (int attempt = 0; attempt < 50; ++attempt)
+    pool.parallelFor(
+        3000,
+        [&](int64_t, int64_t) {
+          std::this_thread::sleep_for(std::chrono::microseconds(200));
+          std::lock_guard<std::mutex> lock(mutex);
+          ids.push_back(std::this_thread::get_id());
+        },
+        1);
+  std::sort(ids.begin(), ids.end());
+  EXPECT_GT(std::unique(ids.begin(), ids.end()) - ids.begin(), 1);
+}
+
+TEST(ThreadPool, NestedCallsRunInline) {
+  ThreadPool pool(3);
+  std::atomic<int64_t> total{0};
+  pool.parallelFor(8, [&](int64_t begin, int64_t end) {
+    for (int64_t i = begin; i < end; ++i) {
+      std::thread::id outer = std::this_thread::get_id();
+      pool.parallelFor(100, [&](int64_t b, int64_t e) {
+        EXPECT_EQ(std::this_thread::get_id(), outer);
+        total += e - b;
+      });
+    }
+  });
+  EXPECT_EQ(total.load(), 800);
+}
+
+TEST(ThreadPool, ManyBackToBackCallsAndConcurrentCallers) {
+  ThreadPool pool(3);
+  std::atomic<int64_t> sum{0};
+  auto work = [&] {
+    for (int call = 0; call < 2000; ++call)
+      pool.parallelFor(
+          64,
+          [&](int64_t begin, int64_t end) {
+            for (int64_t i = begin; i < end; ++i)
+              sum += i;
+          },
+          4);
+  };
+  std::thread other(work);
+  work();
+  other.join();
+  EXPECT_EQ(sum.load(), 2 * 2000 * (63 * 64 / 2));
+}
+
+} // namespace
+} // namespace llmc
