@@ -1,0 +1,128 @@
+#include "cpu/attention.h"
+
+#include "cpu/simd.h"
+#include "kernels/common/online_softmax.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <vector>
+
+namespace llmc::cpu {
+namespace {
+
+// Offset in floats of the slot of `position` in a layer's K or V.
+inline int64_t slotOffset(const kv::KvLayerView &cache, const int32_t *blockTable,
+                          int64_t position) {
+  int64_t block = blockTable[position / cache.blockSize];
+  return (block * cache.blockSize + position % cache.blockSize) * cache.kvHeads * cache.headDim;
+}
+
+// The index of the sequence that holds `row`, or -1.
+int64_t sequenceOfRow(const AttentionBatch &b, int64_t row) {
+  const AttentionSequence *end = b.sequences + b.numSequences;
+  const AttentionSequence *it = std::upper_bound(
+      b.sequences, end, row, [](int64_t r, const AttentionSequence &s) { return r < s.firstRow; });
+  if (it == b.sequences)
+    return -1;
+  --it;
+  return row < it->firstRow + it->numRows ? it - b.sequences : -1;
+}
+
+// Per-thread working memory of one (row, kv head) item, grown once.
+struct Scratch {
+  std::vector<float> acc;               // [group, headDim] unnormalized outputs
+  std::vector<float> scores;            // [group, blockSize] one block's exp(scores)
+  std::vector<hd::SoftmaxState> states; // [group]
+
+  void reserve(int64_t group, const kv::KvLayerView &cache) {
+    acc.resize(std::max<size_t>(acc.size(), group * cache.headDim));
+    scores.resize(std::max<size_t>(scores.size(), group * cache.blockSize));
+    states.resize(std::max<size_t>(states.size(), group));
+  }
+};
+
+// Attention of `group` query heads (sharing kv head `kvHead`) of one row over
+// positions [0, lastPosition] of a sequence.
+void attendGroup(const detail::IsaOps &ops, const AttentionBatch &b, const kv::KvLayerView &cache,
+                 const int32_t *blockTable, int64_t row, int64_t lastPosition, int64_t kvHead,
+                 int64_t group, Scratch &scratch) {
+  const int64_t dim = cache.headDim, bs = cache.blockSize;
+  float *acc = scratch.acc.data();
+  float *scores = scratch.scores.data();
+  hd::SoftmaxState *state = scratch.states.data();
+  std::fill(acc, acc + group * dim, 0.0f);
+  std::fill(state, state + group, hd::softmaxEmpty());
+  const int64_t kvStride = cache.kvHeads * dim;
+  for (int64_t start = 0; start <= lastPosition; start += bs) {
+    const int64_t count = std::min(bs, lastPosition + 1 - start);
+    const int64_t base = slotOffset(cache, blockTable, start) + kvHead * dim;
+    const float *keys = cache.keys + base;     // count slots, stride kvStride
+    const float *values = cache.values + base; // same
+    for (int64_t g = 0; g < group; ++g) {
+      const float *q = b.q + row * b.ldq + (kvHead * group + g) * dim;
+      float *s = scores + g * bs;
+      float blockMax = -INFINITY;
+      for (int64_t j = 0; j < count; ++j) {
+        s[j] = b.scale * ops.dot(q, keys + j * kvStride, dim);
+        blockMax = std::max(blockMax, s[j]);
+      }
+      hd::SoftmaxState blockState{blockMax, 0.0f};
+      for (int64_t j = 0; j < count; ++j) {
+        s[j] = hd::expF(s[j] - blockMax);
+        blockState.sum += s[j];
+      }
+      hd::SoftmaxMerge merged = hd::softmaxMerge(state[g], blockState);
+      state[g] = merged.state;
+      float *a = acc + g * dim;
+      ops.scale(merged.scaleA, a, dim);
+      for (int64_t j = 0; j < count; ++j)
+        ops.axpy(s[j] * merged.scaleB, values + j * kvStride, a, dim);
+    }
+  }
+  for (int64_t g = 0; g < group; ++g) {
+    float *out = b.out + row * b.ldo + (kvHead * group + g) * dim;
+    std::memcpy(out, acc + g * dim, dim * sizeof(float));
+    ops.scale(hd::softmaxInvSum(state[g]), out, dim);
+  }
+}
+
+} // namespace
+
+void writeKvCache(ThreadPool &pool, const AttentionBatch &b, const kv::KvLayerView &cache) {
+  const int64_t rowFloats = cache.kvHeads * cache.headDim;
+  pool.parallelFor(b.numSequences, [&](int64_t begin, int64_t end) {
+    for (int64_t s = begin; s < end; ++s) {
+      const AttentionSequence &seq = b.sequences[s];
+      for (int64_t row = seq.firstRow; row < seq.firstRow + seq.numRows; ++row) {
+        int64_t slot = slotOffset(cache, seq.blockTable, b.positions[row]);
+        std::memcpy(cache.keys + slot, b.k + row * b.ldk, rowFloats * sizeof(float));
+        std::memcpy(cache.values + slot, b.v + row * b.ldv, rowFloats * sizeof(float));
+      }
+    }
+  });
+}
+
+void pagedAttention(ThreadPool &pool, const AttentionBatch &b, const kv::KvLayerView &cache) {
+  writeKvCache(pool, b, cache);
+  if (b.numSequences == 0)
+    return;
+  const AttentionSequence &last = b.sequences[b.numSequences - 1];
+  const int64_t rows = last.firstRow + last.numRows;
+  const int64_t group = b.heads / cache.kvHeads;
+  const detail::IsaOps &ops = detail::activeOps();
+  pool.parallelFor(rows * cache.kvHeads, [&](int64_t begin, int64_t end) {
+    thread_local Scratch scratch;
+    scratch.reserve(group, cache);
+    for (int64_t item = begin; item < end; ++item) {
+      const int64_t row = item / cache.kvHeads, kvHead = item % cache.kvHeads;
+      const int64_t s = sequenceOfRow(b, row);
+      if (s < 0)
+        continue;
+      attendGroup(ops, b, cache, b.sequences[s].blockTable, row, b.positions[row], kvHead, group,
+                  scratch);
+    }
+  });
+}
+
+} // namespace llmc::cpu

@@ -1,0 +1,49 @@
+// Causal attention over the paged KV cache, for a batch of sequences whose
+// step tokens are flattened into T rows (prefill chunks and decode tokens
+// alike). Keys and values are read only through each sequence's block table
+// (kv/kv_cache.h gives the layout), never assumed contiguous.
+#pragma once
+
+#include "kv/kv_cache.h"
+#include "support/thread_pool.h"
+
+#include <cstdint>
+
+namespace llmc::cpu {
+
+// One sequence of the batch step.
+struct AttentionSequence {
+  int64_t firstRow;          // its first token's row in q/k/v/out
+  int64_t numRows;           // its tokens in this step
+  const int32_t *blockTable; // covers every position up to the largest in this step
+};
+
+struct AttentionBatch {
+  const float *q; // [T, ldq], row t holds heads x headDim (RoPE applied)
+  int64_t ldq;
+  const float *k; // [T, ldk], row t holds kvHeads x headDim: the step's new keys
+  int64_t ldk;
+  const float *v; // [T, ldv], the step's new values
+  int64_t ldv;
+  float *out; // [T, ldo], row t receives heads x headDim
+  int64_t ldo;
+  const int32_t *positions;           // [T] position of each row in its sequence
+  const AttentionSequence *sequences; // in row order, disjoint
+  int64_t numSequences;
+  int64_t heads; // a multiple of cache.kvHeads; head h reads kv head h / (heads / kvHeads)
+  float scale;   // usually 1 / sqrt(headDim)
+};
+
+// Copies the step's k and v rows into their cache slots (position p goes to
+// slot p % blockSize of block blockTable[p / blockSize]).
+void writeKvCache(ThreadPool &pool, const AttentionBatch &batch, const kv::KvLayerView &cache);
+
+// Writes the step's k/v into the cache, then for every row t and head h:
+//   out[t, h] = softmax_j(scale * q[t, h] . K[j]) V[j] over cached positions
+//   j <= positions[t] of the row's sequence,
+// with an online softmax over blocks (kernels/common/online_softmax.h).
+// Rows not covered by a sequence are left untouched. Runs in parallel over
+// (row, kv head); the query heads of a group share each K/V block read.
+void pagedAttention(ThreadPool &pool, const AttentionBatch &batch, const kv::KvLayerView &cache);
+
+} // namespace llmc::cpu

@@ -1,0 +1,65 @@
+// The CPU backend's element-wise, normalization, embedding, RoPE and argmax
+// kernels. Activations are row-major [T tokens, features] f32 (the tokens of
+// all sequences of a batch step, flattened); arithmetic is f32. Unless noted,
+// an output may alias an input of the same shape (in place).
+#pragma once
+
+#include "cpu/weights.h"
+#include "kernels/common/rope.h"
+#include "support/status.h"
+#include "support/thread_pool.h"
+
+#include <cstdint>
+
+namespace llmc::cpu {
+
+// y[i] = a[i] + b[i] for i < n.
+void add(ThreadPool &pool, const float *a, const float *b, float *y, int64_t n);
+
+// y[i] = a[i] * b[i] for i < n.
+void mul(ThreadPool &pool, const float *a, const float *b, float *y, int64_t n);
+
+// y[i] = x[i] * sigmoid(x[i]) for i < n.
+void silu(ThreadPool &pool, const float *x, float *y, int64_t n);
+
+// y[i] = silu(gate[i]) * up[i] for i < n.
+void swiglu(ThreadPool &pool, const float *gate, const float *up, float *y, int64_t n);
+
+// The fused gate/up projection form: gateUp [tokens, 2 * inter] holds gate in
+// columns [0, inter) and up in [inter, 2 * inter) (HF Phi-3's gate_up_proj
+// chunk order); y [tokens, inter] = silu(gate) * up. Rows run in parallel,
+// so y must not overlap gateUp.
+void swigluFused(ThreadPool &pool, const float *gateUp, int64_t tokens, int64_t inter, float *y);
+
+// RMSNorm (HF LlamaRMSNorm): y = x / sqrt(mean(x^2) + eps) * w, per row of
+// x [tokens, hidden]; w [hidden] in F32, F16 or BF16.
+void rmsNorm(ThreadPool &pool, const float *x, int64_t tokens, const WeightVector &w, float eps,
+             float *y);
+
+// Gathers rows ids[t] of table [V, H] into y [tokens, H] as f32. Fails, naming
+// the position and the id, when an id is outside [0, V).
+Status embedding(ThreadPool &pool, const WeightMatrix &table, const int32_t *ids, int64_t tokens,
+                 float *y);
+
+// out[r] = the index of the largest of x[r, 0 .. cols) (the first one on ties,
+// as torch.argmax; NaNs are ignored; 0 for an all-NaN row).
+void argmax(const float *x, int64_t rows, int64_t cols, int32_t *out);
+
+// invFreq[i] for i < rotaryDim / 2 (kernels/common/rope.h); computed once per model.
+void ropeInvFreqs(int rotaryDim, float theta, const hd::RopeScaling &scaling, float *invFreq);
+
+// Shape of a RoPE application: `heads` heads of `headDim` features per row,
+// of which the first `rotaryDim` (even, <= headDim) rotate.
+struct RopeShape {
+  int64_t heads;
+  int64_t headDim;
+  int64_t rotaryDim;
+};
+
+// Rotates x in place: row t (x + t * ldx, ldx >= heads * headDim, so q and k
+// may live in one fused qkv buffer) at position positions[t]; pair i of each
+// head is (i, i + rotaryDim / 2) with angle positions[t] * invFreq[i].
+void rope(ThreadPool &pool, float *x, int64_t tokens, int64_t ldx, const RopeShape &shape,
+          const int32_t *positions, const float *invFreq);
+
+} // namespace llmc::cpu

@@ -1,0 +1,20 @@
+// The linear layer: y[T, N] = x[T, K] . W[N, K]^T (+ bias[N]) (+ y).
+//
+// Decode (T = 1..8) is a memory-bound GEMV: every weight row is streamed once
+// for all T tokens, rows are split over the thread pool. Prefill (large T)
+// tiles tokens so that a block of weight rows kept in L2 serves every token
+// tile. Accumulation is f32; weights are F32, F16 or BF16, read in place.
+#pragma once
+
+#include "cpu/weights.h"
+#include "support/thread_pool.h"
+
+namespace llmc::cpu {
+
+// x: [tokens, w.cols] row-major; bias: [w.rows] or null; y: [tokens, w.rows].
+// beta 0 overwrites y; beta 1 adds to it (a fused residual). x and y must not
+// overlap. w passed checkWeight.
+void matmul(ThreadPool &pool, const float *x, int64_t tokens, const WeightMatrix &w,
+            const float *bias, float beta, float *y);
+
+} // namespace llmc::cpu

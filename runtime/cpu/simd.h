@@ -1,0 +1,52 @@
+// Internal: the per-ISA implementations behind the public kernels. Each ISA
+// file (simd_scalar.cpp, simd_avx2.cpp, simd_avx512.cpp) fills one table.
+#pragma once
+
+#include "cpu/isa.h"
+#include "cpu/weights.h"
+
+#include <cstdint>
+
+namespace llmc::cpu::detail {
+
+struct MatmulProblem {
+  const float *x; // [tokens, w.cols]
+  int64_t tokens;
+  WeightMatrix w;    // [N, K]
+  const float *bias; // [N] or null
+  float beta;        // 0 or 1
+  float *y;          // [tokens, N]
+};
+
+// Writes one output element: the dot product plus the epilogue.
+inline void storeOutput(const MatmulProblem &p, int64_t t, int64_t n, float dot) {
+  float *out = p.y + t * p.w.rows + n;
+  float value = dot + (p.bias ? p.bias[n] : 0.0f);
+  *out = p.beta != 0.0f ? *out + value : value;
+}
+
+// Weight rows per L2-resident block when several token tiles pass over them.
+inline int64_t rowsPerL2Block(int64_t rowBytes, int64_t rowTile) {
+  constexpr int64_t kL2Budget = 256 * 1024;
+  int64_t rows = kL2Budget / rowBytes / rowTile * rowTile;
+  return rows < rowTile ? rowTile : rows;
+}
+
+struct IsaOps {
+  // Computes y rows [rowBegin, rowEnd) for every token.
+  void (*matmulRows)(const MatmulProblem &p, int64_t rowBegin, int64_t rowEnd);
+  float (*dot)(const float *a, const float *b, int64_t n);
+  void (*axpy)(float a, const float *x, float *y, int64_t n); // y += a * x
+  void (*scale)(float a, float *y, int64_t n);                // y *= a
+};
+
+extern const IsaOps kScalarOps;
+#if defined(__x86_64__)
+extern const IsaOps kAvx2Ops;
+extern const IsaOps kAvx512Ops;
+#endif
+
+// The table for the active ISA.
+const IsaOps &activeOps();
+
+} // namespace llmc::cpu::detail

@@ -1,0 +1,149 @@
+// AVX2 + FMA + F16C kernels (8 f32 lanes). Every function carries the target
+// attribute, so the rest of the binary stays baseline x86-64.
+#if defined(__x86_64__)
+
+#include "cpu/simd.h"
+
+#include <immintrin.h>
+
+#define LLMC_AVX2 __attribute__((target("avx2,fma,f16c")))
+
+namespace llmc::cpu::detail {
+namespace {
+
+// Loads 8 weights starting at element k of a row as f32.
+template <DType D> LLMC_AVX2 inline __m256 load8(const char *row, int64_t k);
+
+template <> LLMC_AVX2 inline __m256 load8<DType::F32>(const char *row, int64_t k) {
+  return _mm256_loadu_ps(reinterpret_cast<const float *>(row) + k);
+}
+
+template <> LLMC_AVX2 inline __m256 load8<DType::BF16>(const char *row, int64_t k) {
+  __m128i bits = _mm_loadu_si128(reinterpret_cast<const __m128i *>(row + 2 * k));
+  return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(bits), 16));
+}
+
+template <> LLMC_AVX2 inline __m256 load8<DType::F16>(const char *row, int64_t k) {
+  return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i *>(row + 2 * k)));
+}
+
+LLMC_AVX2 inline float hsum(__m256 v) {
+  __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+  s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+  s = _mm_add_ss(s, _mm_movehdup_ps(s));
+  return _mm_cvtss_f32(s);
+}
+
+// y[t0 .. t0+TT, n0 .. n0+R]: R weight rows against TT tokens, R*TT accumulators.
+template <DType D, int R, int TT>
+LLMC_AVX2 void tile(const MatmulProblem &p, int64_t n0, int64_t t0) {
+  const int64_t k = p.w.cols;
+  const int64_t rowBytes = k * static_cast<int64_t>(dtypeSize(D));
+  const char *rows = static_cast<const char *>(p.w.data) + n0 * rowBytes;
+  const float *x = p.x + t0 * k;
+  __m256 acc[R][TT];
+  for (int r = 0; r < R; ++r)
+    for (int t = 0; t < TT; ++t)
+      acc[r][t] = _mm256_setzero_ps();
+  int64_t i = 0;
+  for (; i + 8 <= k; i += 8) {
+    __m256 xv[TT];
+    for (int t = 0; t < TT; ++t)
+      xv[t] = _mm256_loadu_ps(x + t * k + i);
+    for (int r = 0; r < R; ++r) {
+      __m256 wv = load8<D>(rows + r * rowBytes, i);
+      for (int t = 0; t < TT; ++t)
+        acc[r][t] = _mm256_fmadd_ps(wv, xv[t], acc[r][t]);
+    }
+  }
+  for (int r = 0; r < R; ++r) {
+    const void *row = rows + r * rowBytes;
+    for (int t = 0; t < TT; ++t) {
+      float sum = hsum(acc[r][t]);
+      for (int64_t j = i; j < k; ++j) // tail of fewer than 8
+        sum += weightAt(row, D, j) * x[t * k + j];
+      storeOutput(p, t0 + t, n0 + r, sum);
+    }
+  }
+}
+
+template <DType D, int R>
+LLMC_AVX2 void tileAnyTokens(const MatmulProblem &p, int64_t n0, int64_t t0, int64_t tokens) {
+  if (tokens >= 2)
+    tile<D, R, 2>(p, n0, t0);
+  else
+    tile<D, R, 1>(p, n0, t0);
+}
+
+template <DType D> LLMC_AVX2 void rows(const MatmulProblem &p, int64_t rowBegin, int64_t rowEnd) {
+  constexpr int kRows = 4, kTokens = 2;
+  const int64_t block = rowsPerL2Block(p.w.cols * dtypeSize(D), kRows);
+  for (int64_t b = rowBegin; b < rowEnd; b += block) {
+    const int64_t bEnd = b + block < rowEnd ? b + block : rowEnd;
+    for (int64_t t0 = 0; t0 < p.tokens; t0 += kTokens) {
+      const int64_t tt = p.tokens - t0;
+      int64_t n = b;
+      for (; n + kRows <= bEnd; n += kRows)
+        tileAnyTokens<D, kRows>(p, n, t0, tt);
+      for (; n < bEnd; ++n)
+        tileAnyTokens<D, 1>(p, n, t0, tt);
+    }
+  }
+}
+
+LLMC_AVX2 void matmulRowsAvx2(const MatmulProblem &p, int64_t rowBegin, int64_t rowEnd) {
+  switch (p.w.dtype) {
+  case DType::F32:
+    return rows<DType::F32>(p, rowBegin, rowEnd);
+  case DType::F16:
+    return rows<DType::F16>(p, rowBegin, rowEnd);
+  case DType::BF16:
+    return rows<DType::BF16>(p, rowBegin, rowEnd);
+  case DType::I8:
+  case DType::U8:
+  case DType::I32:
+  case DType::I64:
+    return; // rejected by checkWeight
+  }
+}
+
+LLMC_AVX2 float dotAvx2(const float *a, const float *b, int64_t n) {
+  __m256 acc0 = _mm256_setzero_ps(), acc1 = _mm256_setzero_ps();
+  int64_t i = 0;
+  for (; i + 16 <= n; i += 16) {
+    acc0 = _mm256_fmadd_ps(_mm256_loadu_ps(a + i), _mm256_loadu_ps(b + i), acc0);
+    acc1 = _mm256_fmadd_ps(_mm256_loadu_ps(a + i + 8), _mm256_loadu_ps(b + i + 8), acc1);
+  }
+  for (; i + 8 <= n; i += 8)
+    acc0 = _mm256_fmadd_ps(_mm256_loadu_ps(a + i), _mm256_loadu_ps(b + i), acc0);
+  float sum = hsum(_mm256_add_ps(acc0, acc1));
+  for (; i < n; ++i)
+    sum += a[i] * b[i];
+  return sum;
+}
+
+LLMC_AVX2 void axpyAvx2(float a, const float *x, float *y, int64_t n) {
+  const __m256 av = _mm256_set1_ps(a);
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8)
+    _mm256_storeu_ps(y + i, _mm256_fmadd_ps(av, _mm256_loadu_ps(x + i), _mm256_loadu_ps(y + i)));
+  for (; i < n; ++i)
+    y[i] += a * x[i];
+}
+
+LLMC_AVX2 void scaleAvx2(float a, float *y, int64_t n) {
+  const __m256 av = _mm256_set1_ps(a);
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8)
+    _mm256_storeu_ps(y + i, _mm256_mul_ps(av, _mm256_loadu_ps(y + i)));
+  for (; i < n; ++i)
+    y[i] *= a;
+}
+
+} // namespace
+
+const IsaOps kAvx2Ops = {matmulRowsAvx2, dotAvx2, axpyAvx2, scaleAvx2};
+
+} // namespace llmc::cpu::detail
+
+#endif // __x86_64__

@@ -1,0 +1,190 @@
+#include "sampling/sampler.h"
+
+#include "kernels/common/sampling.h"
+
+#include <algorithm>
+#include <cmath>
+#include <numeric>
+#include <string>
+
+namespace llmc::sampling {
+namespace {
+
+uint64_t splitmix64(uint64_t &state) {
+  uint64_t z = (state += 0x9e3779b97f4a7c15ull);
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+  return z ^ (z >> 31);
+}
+
+inline uint64_t rotl(uint64_t x, int k) { return (x << k) | (x >> (64 - k)); }
+
+Status badField(const char *field, float value, const char *expected) {
+  return Status::error(std::string("sampling: field '") + field + "': expected " + expected +
+                       ", got " + std::to_string(value));
+}
+
+// The first index of the largest score (torch.argmax).
+int32_t argmaxOf(const std::vector<float> &scores) {
+  return static_cast<int32_t>(std::max_element(scores.begin(), scores.end()) - scores.begin());
+}
+
+} // namespace
+
+Rng::Rng(uint64_t seed) {
+  for (uint64_t &word : s_)
+    word = splitmix64(seed);
+}
+
+uint64_t Rng::next() {
+  const uint64_t result = rotl(s_[1] * 5, 7) * 9;
+  const uint64_t t = s_[1] << 17;
+  s_[2] ^= s_[0];
+  s_[3] ^= s_[1];
+  s_[1] ^= s_[2];
+  s_[0] ^= s_[3];
+  s_[2] ^= t;
+  s_[3] = rotl(s_[3], 45);
+  return result;
+}
+
+Expected<Sampler> Sampler::create(const SamplingParams &p) {
+  if (!(p.temperature >= 0.0f) || std::isinf(p.temperature))
+    return badField("temperature", p.temperature, "a finite number >= 0");
+  if (p.topK < 0)
+    return badField("top_k", static_cast<float>(p.topK), "an integer >= 0");
+  if (!(p.topP > 0.0f && p.topP <= 1.0f))
+    return badField("top_p", p.topP, "a number in (0, 1]");
+  if (!(p.minP >= 0.0f && p.minP <= 1.0f))
+    return badField("min_p", p.minP, "a number in [0, 1]");
+  if (!(p.repetitionPenalty > 0.0f) || std::isinf(p.repetitionPenalty))
+    return badField("repetition_penalty", p.repetitionPenalty, "a finite number > 0");
+  return Sampler(p);
+}
+
+int32_t Sampler::sample(const float *logits, int32_t vocab, const int32_t *seen, int64_t numSeen) {
+  scores_.assign(logits, logits + vocab);
+  if (params_.repetitionPenalty != 1.0f)
+    for (int64_t i = 0; i < numSeen; ++i)
+      if (seen[i] >= 0 && seen[i] < vocab) // from the raw logit: once per distinct token
+        scores_[seen[i]] = hd::repetitionPenalty(logits[seen[i]], params_.repetitionPenalty);
+  if (params_.temperature == 0.0f)
+    return argmaxOf(scores_);
+  if (params_.temperature != 1.0f)
+    for (float &s : scores_)
+      s /= params_.temperature;
+  const float maxScore = *std::max_element(scores_.begin(), scores_.end());
+  if (!(maxScore > -INFINITY)) // nothing finite to draw from
+    return argmaxOf(scores_);
+  candidates_.resize(vocab);
+  std::iota(candidates_.begin(), candidates_.end(), 0);
+  sorted_ = false;
+  if (params_.topK > 0 && params_.topK < vocab)
+    applyTopK();
+  if (params_.topP < 1.0f)
+    applyTopP(maxScore);
+  if (params_.minP > 0.0f)
+    applyMinP(maxScore);
+  return draw(maxScore);
+}
+
+// Keeps the tokens scoring >= the k-th largest score, sorted descending.
+void Sampler::applyTopK() {
+  auto higher = [this](int32_t a, int32_t b) {
+    return scores_[a] > scores_[b] || (scores_[a] == scores_[b] && a < b);
+  };
+  const int32_t k = params_.topK;
+  std::nth_element(candidates_.begin(), candidates_.begin() + (k - 1), candidates_.end(), higher);
+  const float kth = scores_[candidates_[k - 1]];
+  auto keptEnd = std::partition(candidates_.begin(), candidates_.end(),
+                                [&](int32_t t) { return hd::topKKeeps(scores_[t], kth); });
+  candidates_.erase(keptEnd, candidates_.end());
+  std::sort(candidates_.begin(), candidates_.end(), higher);
+  sorted_ = true;
+}
+
+// Keeps the smallest descending prefix whose probability mass (over the
+// candidates) reaches topP. After top-k the candidates are few and sorted;
+// otherwise a weighted quickselect finds the cut without sorting the
+// vocabulary: partition around a pivot, keep the heavier side's mass as
+// "before", and recurse into the side that holds the cut.
+void Sampler::applyTopP(float maxScore) {
+  double total = 0.0;
+  for (int32_t t : candidates_)
+    total += std::exp(scores_[t] - maxScore);
+  auto prob = [&](int32_t t) {
+    return static_cast<float>(std::exp(scores_[t] - maxScore) / total);
+  };
+  auto massOf = [&](const int32_t *begin, const int32_t *end) {
+    double mass = 0.0;
+    for (const int32_t *t = begin; t < end; ++t)
+      mass += std::exp(scores_[*t] - maxScore) / total;
+    return mass;
+  };
+  // Keeps the prefix of the sorted range [lo, hi) that top-p keeps, given the
+  // mass before it; the candidates after it are dropped.
+  auto cutSorted = [&](int64_t lo, int64_t hi, double before) {
+    probs_.resize(hi - lo);
+    for (int64_t i = lo; i < hi; ++i)
+      probs_[i - lo] = prob(candidates_[i]);
+    int kept = hd::topPKeepCount(probs_.data(), static_cast<int>(hi - lo), params_.topP,
+                                 static_cast<float>(before));
+    candidates_.resize(lo + kept);
+  };
+  if (sorted_)
+    return cutSorted(0, static_cast<int64_t>(candidates_.size()), 0.0);
+  auto higher = [this](int32_t a, int32_t b) {
+    return scores_[a] > scores_[b] || (scores_[a] == scores_[b] && a < b);
+  };
+  int32_t *data = candidates_.data();
+  int64_t lo = 0, hi = static_cast<int64_t>(candidates_.size());
+  double before = 0.0; // mass of the candidates ahead of [lo, hi), all kept
+  while (hi - lo > 64) {
+    if (lo > 0 && before >= params_.topP)
+      return candidates_.resize(lo);
+    float a = scores_[data[lo]], b = scores_[data[(lo + hi) / 2]], c = scores_[data[hi - 1]];
+    float pivot = std::max(std::min(a, b), std::min(std::max(a, b), c)); // median of three
+    int32_t *greaterEnd =
+        std::partition(data + lo, data + hi, [&](int32_t t) { return scores_[t] > pivot; });
+    int32_t *equalEnd =
+        std::partition(greaterEnd, data + hi, [&](int32_t t) { return scores_[t] == pivot; });
+    double greater = massOf(data + lo, greaterEnd);
+    if (before + greater >= params_.topP && greaterEnd > data + lo) {
+      hi = greaterEnd - data; // the cut is inside the greater side
+      continue;
+    }
+    double equal = massOf(greaterEnd, equalEnd);
+    if (before + greater + equal >= params_.topP) { // the cut is among the ties
+      std::sort(greaterEnd, equalEnd);              // ties in token order
+      return cutSorted(greaterEnd - data, equalEnd - data, before + greater);
+    }
+    before += greater + equal;
+    lo = equalEnd - data;
+  }
+  std::sort(data + lo, data + hi, higher);
+  cutSorted(lo, hi, before);
+}
+
+void Sampler::applyMinP(float maxScore) {
+  auto dropped = std::remove_if(candidates_.begin(), candidates_.end(), [&](int32_t t) {
+    return !hd::minPKeeps(scores_[t], maxScore, params_.minP);
+  });
+  candidates_.erase(dropped, candidates_.end());
+}
+
+// Draws from softmax over the candidates (the best one always remains).
+int32_t Sampler::draw(float maxScore) {
+  double total = 0.0;
+  for (int32_t t : candidates_)
+    total += std::exp(scores_[t] - maxScore);
+  double target = rng_.uniform() * total;
+  double cumulative = 0.0;
+  for (int32_t t : candidates_) {
+    cumulative += std::exp(scores_[t] - maxScore);
+    if (cumulative > target)
+      return t;
+  }
+  return candidates_.back();
+}
+
+} // namespace llmc::sampling
