@@ -11,6 +11,9 @@
 namespace llmc::cpu {
 namespace {
 
+// Work (floats touched or multiply-adds) below which a chunk is not worth a thread.
+constexpr int64_t kMinFloatsPerChunk = 16 * 1024;
+
 // Offset in floats of the slot of `position` in a layer's K or V.
 inline int64_t slotOffset(const kv::KvLayerView &cache, const int32_t *blockTable,
                           int64_t position) {
@@ -90,17 +93,23 @@ void attendGroup(const detail::IsaOps &ops, const AttentionBatch &b, const kv::K
 } // namespace
 
 void writeKvCache(ThreadPool &pool, const AttentionBatch &b, const kv::KvLayerView &cache) {
+  if (b.numSequences == 0)
+    return;
+  const AttentionSequence &last = b.sequences[b.numSequences - 1];
   const int64_t rowFloats = cache.kvHeads * cache.headDim;
-  pool.parallelFor(b.numSequences, [&](int64_t begin, int64_t end) {
-    for (int64_t s = begin; s < end; ++s) {
-      const AttentionSequence &seq = b.sequences[s];
-      for (int64_t row = seq.firstRow; row < seq.firstRow + seq.numRows; ++row) {
-        int64_t slot = slotOffset(cache, seq.blockTable, b.positions[row]);
-        std::memcpy(cache.keys + slot, b.k + row * b.ldk, rowFloats * sizeof(float));
-        std::memcpy(cache.values + slot, b.v + row * b.ldv, rowFloats * sizeof(float));
-      }
-    }
-  });
+  pool.parallelFor(
+      last.firstRow + last.numRows,
+      [&](int64_t begin, int64_t end) {
+        for (int64_t row = begin; row < end; ++row) {
+          const int64_t s = sequenceOfRow(b, row);
+          if (s < 0)
+            continue;
+          int64_t slot = slotOffset(cache, b.sequences[s].blockTable, b.positions[row]);
+          std::memcpy(cache.keys + slot, b.k + row * b.ldk, rowFloats * sizeof(float));
+          std::memcpy(cache.values + slot, b.v + row * b.ldv, rowFloats * sizeof(float));
+        }
+      },
+      kMinFloatsPerChunk / rowFloats + 1);
 }
 
 void pagedAttention(ThreadPool &pool, const AttentionBatch &b, const kv::KvLayerView &cache) {
@@ -111,18 +120,31 @@ void pagedAttention(ThreadPool &pool, const AttentionBatch &b, const kv::KvLayer
   const int64_t rows = last.firstRow + last.numRows;
   const int64_t group = b.heads / cache.kvHeads;
   const detail::IsaOps &ops = detail::activeOps();
-  pool.parallelFor(rows * cache.kvHeads, [&](int64_t begin, int64_t end) {
-    thread_local Scratch scratch;
-    scratch.reserve(group, cache);
-    for (int64_t item = begin; item < end; ++item) {
-      const int64_t row = item / cache.kvHeads, kvHead = item % cache.kvHeads;
-      const int64_t s = sequenceOfRow(b, row);
-      if (s < 0)
-        continue;
-      attendGroup(ops, b, cache, b.sequences[s].blockTable, row, b.positions[row], kvHead, group,
-                  scratch);
-    }
-  });
+  // An item (row, kv head) costs about (position + 1) * group * headDim
+  // multiply-adds; chunks below kMinFloatsPerChunk are not worth a thread.
+  int64_t work = 0;
+  for (int64_t s = 0; s < b.numSequences; ++s) {
+    const AttentionSequence &seq = b.sequences[s];
+    for (int64_t r = seq.firstRow; r < seq.firstRow + seq.numRows; ++r)
+      work += (b.positions[r] + 1) * b.heads * cache.headDim;
+  }
+  const int64_t items = rows * cache.kvHeads;
+  const int64_t grain = kMinFloatsPerChunk * items / (work + 1) + 1;
+  pool.parallelFor(
+      items,
+      [&](int64_t begin, int64_t end) {
+        thread_local Scratch scratch;
+        scratch.reserve(group, cache);
+        for (int64_t item = begin; item < end; ++item) {
+          const int64_t row = item / cache.kvHeads, kvHead = item % cache.kvHeads;
+          const int64_t s = sequenceOfRow(b, row);
+          if (s < 0)
+            continue;
+          attendGroup(ops, b, cache, b.sequences[s].blockTable, row, b.positions[row], kvHead,
+                      group, scratch);
+        }
+      },
+      grain);
 }
 
 } // namespace llmc::cpu

@@ -17,11 +17,16 @@ inline void cpuRelax() {
 #endif
 }
 
+// Spins until pred() holds or the budget runs out. Yields now and then so
+// that, when threads outnumber free cores, the thread being waited for runs.
 template <typename Pred> bool spinUntil(const Pred &pred) {
   for (int i = 0; i < kSpinIterations; ++i) {
     if (pred())
       return true;
-    cpuRelax();
+    if (i % 64 == 63)
+      std::this_thread::yield();
+    else
+      cpuRelax();
   }
   return pred();
 }
