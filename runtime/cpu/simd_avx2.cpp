@@ -67,28 +67,39 @@ LLMC_AVX2 void tile(const MatmulProblem &p, int64_t n0, int64_t t0) {
   }
 }
 
-template <DType D, int R>
-LLMC_AVX2 void tileAnyTokens(const MatmulProblem &p, int64_t n0, int64_t t0, int64_t tokens) {
-  if (tokens >= 2)
-    tile<D, R, 2>(p, n0, t0);
-  else
-    tile<D, R, 1>(p, n0, t0);
+// A tile of R rows by min(tokens, TT) tokens.
+template <DType D, int R, int TT>
+LLMC_AVX2 void tileUpTo(const MatmulProblem &p, int64_t n0, int64_t t0, int64_t tokens) {
+  if constexpr (TT > 1)
+    if (tokens < TT)
+      return tileUpTo<D, R, TT - 1>(p, n0, t0, tokens);
+  tile<D, R, TT>(p, n0, t0);
 }
 
-template <DType D> LLMC_AVX2 void rows(const MatmulProblem &p, int64_t rowBegin, int64_t rowEnd) {
-  constexpr int kRows = 4, kTokens = 2;
-  const int64_t block = rowsPerL2Block(p.w.cols * dtypeSize(D), kRows);
+// Rows [rowBegin, rowEnd) in tiles of R rows x TT tokens. R * TT accumulators,
+// TT inputs and one weight vector must fit in the 16 ymm registers.
+template <DType D, int R, int TT>
+LLMC_AVX2 void tiledRows(const MatmulProblem &p, int64_t rowBegin, int64_t rowEnd) {
+  const int64_t block = rowsPerL2Block(p.w.cols * dtypeSize(D), R);
   for (int64_t b = rowBegin; b < rowEnd; b += block) {
     const int64_t bEnd = b + block < rowEnd ? b + block : rowEnd;
-    for (int64_t t0 = 0; t0 < p.tokens; t0 += kTokens) {
-      const int64_t tt = p.tokens - t0;
+    for (int64_t t0 = 0; t0 < p.tokens; t0 += TT) {
       int64_t n = b;
-      for (; n + kRows <= bEnd; n += kRows)
-        tileAnyTokens<D, kRows>(p, n, t0, tt);
+      for (; n + R <= bEnd; n += R)
+        tileUpTo<D, R, TT>(p, n, t0, p.tokens - t0);
       for (; n < bEnd; ++n)
-        tileAnyTokens<D, 1>(p, n, t0, tt);
+        tileUpTo<D, 1, TT>(p, n, t0, p.tokens - t0);
     }
   }
+}
+
+// Decode (1-2 tokens): four weight rows stream at once. Prefill: each weight
+// vector loaded serves four tokens.
+template <DType D> LLMC_AVX2 void rows(const MatmulProblem &p, int64_t rowBegin, int64_t rowEnd) {
+  if (p.tokens >= 3)
+    tiledRows<D, 2, 4>(p, rowBegin, rowEnd);
+  else
+    tiledRows<D, 4, 2>(p, rowBegin, rowEnd);
 }
 
 LLMC_AVX2 void matmulRowsAvx2(const MatmulProblem &p, int64_t rowBegin, int64_t rowEnd) {

@@ -67,32 +67,29 @@ LLMC_AVX512 void tile(const MatmulProblem &p, int64_t n0, int64_t t0) {
       storeOutput(p, t0 + t, n0 + r, _mm512_reduce_add_ps(acc[r][t]));
 }
 
-template <DType D, int R>
-LLMC_AVX512 void tileAnyTokens(const MatmulProblem &p, int64_t n0, int64_t t0, int64_t tokens) {
-  switch (tokens) {
-  case 1:
-    return tile<D, R, 1>(p, n0, t0);
-  case 2:
-    return tile<D, R, 2>(p, n0, t0);
-  case 3:
-    return tile<D, R, 3>(p, n0, t0);
-  default:
-    return tile<D, R, 4>(p, n0, t0);
-  }
+// A tile of R rows by min(tokens, TT) tokens.
+template <DType D, int R, int TT>
+LLMC_AVX512 void tileUpTo(const MatmulProblem &p, int64_t n0, int64_t t0, int64_t tokens) {
+  if constexpr (TT > 1)
+    if (tokens < TT)
+      return tileUpTo<D, R, TT - 1>(p, n0, t0, tokens);
+  tile<D, R, TT>(p, n0, t0);
 }
 
+// Rows [rowBegin, rowEnd) in tiles of 4 rows x 4 tokens: 16 accumulators,
+// 4 inputs and one weight vector of the 32 zmm registers. Decode streams four
+// weight rows at once; prefill uses each weight vector loaded for four tokens.
 template <DType D> LLMC_AVX512 void rows(const MatmulProblem &p, int64_t rowBegin, int64_t rowEnd) {
   constexpr int kRows = 4, kTokens = 4;
   const int64_t block = rowsPerL2Block(p.w.cols * dtypeSize(D), kRows);
   for (int64_t b = rowBegin; b < rowEnd; b += block) {
     const int64_t bEnd = b + block < rowEnd ? b + block : rowEnd;
     for (int64_t t0 = 0; t0 < p.tokens; t0 += kTokens) {
-      const int64_t tt = p.tokens - t0;
       int64_t n = b;
       for (; n + kRows <= bEnd; n += kRows)
-        tileAnyTokens<D, kRows>(p, n, t0, tt);
+        tileUpTo<D, kRows, kTokens>(p, n, t0, p.tokens - t0);
       for (; n < bEnd; ++n)
-        tileAnyTokens<D, 1>(p, n, t0, tt);
+        tileUpTo<D, 1, kTokens>(p, n, t0, p.tokens - t0);
     }
   }
 }
