@@ -24,6 +24,14 @@ Status badField(const char *field, float value, const char *expected) {
                        ", got " + std::to_string(value));
 }
 
+// Descending score order; equal scores in token order.
+struct HigherScore {
+  const std::vector<float> &scores;
+  bool operator()(int32_t a, int32_t b) const {
+    return scores[a] > scores[b] || (scores[a] == scores[b] && a < b);
+  }
+};
+
 // The first index of the largest score (torch.argmax).
 int32_t argmaxOf(const std::vector<float> &scores) {
   return static_cast<int32_t>(std::max_element(scores.begin(), scores.end()) - scores.begin());
@@ -68,6 +76,9 @@ int32_t Sampler::sample(const float *logits, int32_t vocab, const int32_t *seen,
     for (int64_t i = 0; i < numSeen; ++i)
       if (seen[i] >= 0 && seen[i] < vocab) // from the raw logit: once per distinct token
         scores_[seen[i]] = hd::repetitionPenalty(logits[seen[i]], params_.repetitionPenalty);
+  for (float &s : scores_) // a NaN logit (a broken model) is never picked
+    if (std::isnan(s))
+      s = -INFINITY;
   if (params_.temperature == 0.0f)
     return argmaxOf(scores_);
   if (params_.temperature != 1.0f)
@@ -90,9 +101,7 @@ int32_t Sampler::sample(const float *logits, int32_t vocab, const int32_t *seen,
 
 // Keeps the tokens scoring >= the k-th largest score, sorted descending.
 void Sampler::applyTopK() {
-  auto higher = [this](int32_t a, int32_t b) {
-    return scores_[a] > scores_[b] || (scores_[a] == scores_[b] && a < b);
-  };
+  const HigherScore higher{scores_};
   const int32_t k = params_.topK;
   std::nth_element(candidates_.begin(), candidates_.begin() + (k - 1), candidates_.end(), higher);
   const float kth = scores_[candidates_[k - 1]];
@@ -106,8 +115,9 @@ void Sampler::applyTopK() {
 // Keeps the smallest descending prefix whose probability mass (over the
 // candidates) reaches topP. After top-k the candidates are few and sorted;
 // otherwise a weighted quickselect finds the cut without sorting the
-// vocabulary: partition around a pivot, keep the heavier side's mass as
-// "before", and recurse into the side that holds the cut.
+// vocabulary: partition around a pivot into higher / equal / lower scores,
+// and either recurse into the higher side (the cut is there), or count the
+// higher and equal sides as kept and recurse into the lower side.
 void Sampler::applyTopP(float maxScore) {
   double total = 0.0;
   for (int32_t t : candidates_)
@@ -133,9 +143,7 @@ void Sampler::applyTopP(float maxScore) {
   };
   if (sorted_)
     return cutSorted(0, static_cast<int64_t>(candidates_.size()), 0.0);
-  auto higher = [this](int32_t a, int32_t b) {
-    return scores_[a] > scores_[b] || (scores_[a] == scores_[b] && a < b);
-  };
+  const HigherScore higher{scores_};
   int32_t *data = candidates_.data();
   int64_t lo = 0, hi = static_cast<int64_t>(candidates_.size());
   double before = 0.0; // mass of the candidates ahead of [lo, hi), all kept

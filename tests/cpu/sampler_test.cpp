@@ -171,6 +171,16 @@ TEST(Sampler, MinPDropsTokensBelowAFractionOfTheBest) {
   EXPECT_EQ(keysOf(histogram(hot, logits, 20000)), (std::set<int32_t>{0, 1, 2}));
 }
 
+TEST(Sampler, NeverPicksNaNLogits) {
+  std::vector<float> logits(300, NAN);
+  logits[7] = 1.0f;
+  logits[250] = 0.5f;
+  Sampler greedy = makeSampler({0.0f, 0, 1.0f, 0.0f, 1.0f, 0});
+  EXPECT_EQ(greedy.sample(logits.data(), 300, nullptr, 0), 7);
+  Sampler s = makeSampler({1.0f, 0, 0.99f, 0.0f, 1.0f, 2});
+  EXPECT_EQ(keysOf(histogram(s, logits, 2000)), (std::set<int32_t>{7, 250}));
+}
+
 TEST(Sampler, RejectsOutOfRangeParametersNamingTheField) {
   auto bad = Sampler::create({-1.0f, 0, 1.0f, 0.0f, 1.0f, 0});
   ASSERT_FALSE(bad.isOk());
