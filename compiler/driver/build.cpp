@@ -3,14 +3,16 @@
 #include "frontend/model_spec.h"
 #include "frontend/safetensors.h"
 #include "frontend/weight_check.h"
-#include "ir/LlmDialect.h"
+#include "ir/LlmOps.h"
 #include "lower_to_plan.h"
 #include "models/llama_graph.h"
+#include "passes/Passes.h"
 #include "plan/plan_format.h"
 #include "plan_writer.h"
 #include "support/mapped_file.h"
 #include "tokenizer/tokenizer.h"
 
+#include <llvm/ADT/StringMap.h>
 #include <mlir/Dialect/Func/IR/FuncOps.h>
 #include <mlir/IR/MLIRContext.h>
 #include <mlir/Pass/PassManager.h>
@@ -85,6 +87,31 @@ size_t countOps(mlir::ModuleOp module) {
   size_t n = 0;
   module.walk([&](mlir::Operation *) { ++n; });
   return n;
+}
+
+// -v after import: how many distinct weights the IR refers to and their size.
+std::string describeWeights(mlir::ModuleOp module) {
+  llvm::StringMap<uint64_t> bytesByName;
+  module.walk([&](llm::WeightOp op) {
+    bytesByName.try_emplace(op.getName(), weightByteSize(op.getType()));
+  });
+  uint64_t total = 0;
+  for (const auto &entry : bytesByName)
+    total += entry.second;
+  return "import: " + std::to_string(bytesByName.size()) + " weights referenced, " +
+         formatBytes(total) + " (" + std::to_string(total) + " B)";
+}
+
+// -v after prune: llm-prune's report, one line per weight it made unneeded,
+// and what canonicalize + cse removed after it.
+void reportPrune(const BuildReporter &reporter, const PruneReport &pruned, size_t opsRemoved) {
+  reporter.verbose("prune: llm-prune " + pruned.summary());
+  for (const PruneReport::DroppedWeight &w : pruned.droppedWeights)
+    reporter.verbose("prune:   " + w.name + " " + w.type + ": " + formatBytes(w.bytes) +
+                     " no longer needed");
+  int64_t byPrune = pruned.mergedWeightOps + pruned.erasedWeightOps + pruned.erasedOps;
+  reporter.verbose("prune: canonicalize + cse removed " +
+                   std::to_string(static_cast<int64_t>(opsRemoved) - byPrune) + " more ops");
 }
 
 // Hash of what the plan was built from: config, tokenizer, and the weight
@@ -175,6 +202,7 @@ Status runBuild(const BuildOptions &options, const BuildReporter &reporter) {
            << " tokens); " << countOps(*module) << " ops";
     stages.finish("import", start, *module, detail.str());
   }
+  reporter.verbose(describeWeights(*module));
   if (options.emitMlir) {
     reporter.ir(printIr(*module));
     return Status::ok();
@@ -183,16 +211,24 @@ Status runBuild(const BuildOptions &options, const BuildReporter &reporter) {
   // --- prune: drop what the outputs do not need, merge duplicate weights.
   start = Clock::now();
   size_t opsBefore = countOps(*module);
-  LLMC_RETURN_IF_ERROR(runPasses(context, *module, options, "prune", [](mlir::PassManager &pm) {
+  PruneReport pruned;
+  LLMC_RETURN_IF_ERROR(runPasses(context, *module, options, "prune", [&](mlir::PassManager &pm) {
+    pm.addPass(createLlmPrune(&pruned));
     pm.addPass(mlir::createCanonicalizerPass());
     pm.addPass(mlir::createCSEPass());
   }));
+  size_t opsRemoved = opsBefore - countOps(*module);
   stages.finish("prune", start, *module,
-                std::to_string(opsBefore - countOps(*module)) + " ops removed");
+                std::to_string(opsRemoved) + " ops removed, " +
+                    std::to_string(pruned.droppedWeights.size()) + " weights (" +
+                    formatBytes(pruned.droppedBytes()) + ") no longer needed");
+  reportPrune(reporter, pruned, opsRemoved);
   start = Clock::now();
   stages.finish("fuse", start, *module, "no fusion passes yet");
+  reporter.verbose("fuse: nothing to do (no fusion passes yet)");
   start = Clock::now();
   stages.finish("quantize", start, *module, "not requested");
+  reporter.verbose("quantize: nothing to do (no quantization requested)");
 
   // --- lower: program + memory plan, then the plan file.
   start = Clock::now();
