@@ -12,14 +12,15 @@ int main(int argc, char **argv) {
   app.name("llmrun");
   app.set_version_flag("--version", std::string("llmrun ") + LLMC_VERSION);
   app.require_subcommand(0, 1);
+  app.footer("Generate: llmrun engine.plan -p \"Once upon a time\" [-n 128]\n"
+             "Subcommands: tokenize, detokenize, inspect, perplexity, bench (each has --help)");
   int exitCode = 0;
   for (const auto &registerCommand : llmc::llmrunCommandRegistrars())
     registerCommand(app, exitCode);
+  llmc::GenerateCommand *generate = llmc::addGenerateOptions(app);
   if (int code = llmc::cli::parseArgs(app, argc, argv); code >= 0)
     return code;
-  if (app.get_subcommands().empty()) {
-    std::fprintf(stderr, "%s", app.help().c_str());
-    return 2;
-  }
+  if (app.get_subcommands().empty())
+    return llmc::runGenerate(*generate);
   return exitCode;
 }

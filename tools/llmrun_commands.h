@@ -13,10 +13,21 @@ namespace llmc {
 
 using CommandRegistrar = std::function<void(CLI::App &app, int &exitCode)>;
 
-void registerTokenizeCommands(CLI::App &app, int &exitCode); // llmrun_tokenize.cpp
+void registerTokenizeCommands(CLI::App &app, int &exitCode);  // llmrun_tokenize.cpp
+void registerInspectCommand(CLI::App &app, int &exitCode);    // llmrun_inspect.cpp
+void registerPerplexityCommand(CLI::App &app, int &exitCode); // llmrun_perplexity.cpp
+void registerBenchCommand(CLI::App &app, int &exitCode);      // llmrun_bench.cpp
 
 inline std::vector<CommandRegistrar> llmrunCommandRegistrars() {
-  return {registerTokenizeCommands};
+  return {registerTokenizeCommands, registerInspectCommand, registerPerplexityCommand,
+          registerBenchCommand};
 }
+
+// The default mode, `llmrun engine.plan -p PROMPT ...` (llmrun_generate.cpp):
+// adds its positional plan and options to the main app; runGenerate() runs it
+// when no subcommand was given.
+struct GenerateCommand;
+GenerateCommand *addGenerateOptions(CLI::App &app);
+int runGenerate(GenerateCommand &command);
 
 } // namespace llmc

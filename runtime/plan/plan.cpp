@@ -14,6 +14,12 @@ bool validDType(fb::DType t) {
   return static_cast<int>(t) >= 0 && static_cast<int>(t) < kNumDTypes;
 }
 
+// FlatBuffers' verifier checks a vector's length field but not that 8-byte
+// elements are 8-byte aligned; a crafted file could make reads misaligned.
+template <typename T> bool aligned(const flatbuffers::Vector<T> *v) {
+  return v == nullptr || reinterpret_cast<uintptr_t>(v->data()) % alignof(T) == 0;
+}
+
 Status checkHeader(const uint8_t *data, uint64_t size, const std::string &name,
                    bool verifyChecksum, PlanFileHeader *header) {
   if (size < sizeof(PlanFileHeader))
@@ -57,6 +63,8 @@ Status checkModel(const fb::Plan &plan, const std::string &name) {
   auto bad = [&](const char *field, int64_t value) {
     return Status::error(name + ": model." + field + " = " + std::to_string(value) + " is invalid");
   };
+  if (!aligned(m->bos_token_ids()) || !aligned(m->eos_token_ids()))
+    return Status::error(name + ": misaligned model token id lists (corrupt plan)");
   if (m->hidden_size() <= 0)
     return bad("hidden_size", m->hidden_size());
   if (m->intermediate_size() <= 0)
@@ -105,6 +113,8 @@ Status checkTensors(const fb::Plan &plan, uint64_t weightsSize, const std::strin
       return Status::error(where + ": has no name");
     if (!validDType(t->dtype()))
       return Status::error(where + ": unknown dtype " + str(static_cast<uint64_t>(t->dtype())));
+    if (!aligned(t->shape()))
+      return Status::error(where + ": misaligned shape (corrupt plan)");
     if (t->shape() == nullptr || t->shape()->size() == 0 || t->shape()->size() > 8)
       return Status::error(where + ": shape must have 1 to 8 dimensions");
     uint64_t bytes = dtypeSize(static_cast<DType>(t->dtype()));
@@ -177,6 +187,8 @@ Status checkStep(const fb::Plan &plan, const fb::Program &program, const fb::Ste
                  const std::string &where) {
   if (step.op() > fb::OpKind::MAX)
     return Status::error(where + ": unknown op kind " + str(static_cast<uint64_t>(step.op())));
+  if (!aligned(step.int_params()) || !aligned(step.float_params()))
+    return Status::error(where + ": misaligned step parameters (corrupt plan)");
   OpSignature sig = opSignature(step.op());
   auto count = [](const auto *v) { return v == nullptr ? 0 : static_cast<int>(v->size()); };
   std::string op = fb::EnumNameOpKind(step.op());

@@ -1,0 +1,137 @@
+// End-to-end goldens for stories260K (../shared): plans built by the llmc
+// driver, run by the CPU engine, compared with llama2.c run.c's outputs.
+#include "common/test_paths.h"
+#include "driver/build.h"
+#include "engine/generate.h"
+#include "support/json.h"
+#include "support/mapped_file.h"
+
+#include <cmath>
+#include <fstream>
+#include <map>
+
+namespace llmc {
+namespace {
+
+// Builds (once per test binary) the f32 plan of a shared model folder.
+std::string planFor(const std::string &model) {
+  static std::map<std::string, std::string> built;
+  auto it = built.find(model);
+  if (it != built.end())
+    return it->second;
+  std::string dir = test::scratchDir("golden-" + model);
+  BuildOptions options;
+  options.input = test::sharedPath("models/" + model);
+  options.output = dir + "/" + model + ".plan";
+  BuildReporter quiet;
+  quiet.info = quiet.warning = quiet.verbose = quiet.ir = [](const std::string &) {};
+  Status status = runBuild(options, quiet);
+  EXPECT_TRUE(status.isOk()) << status.message();
+  built[model] = options.output;
+  return options.output;
+}
+
+std::unique_ptr<Engine> load(const std::string &model, int64_t maxSequences = 1) {
+  EngineOptions options;
+  options.maxSequences = maxSequences;
+  auto engine = Engine::load(planFor(model), options);
+  EXPECT_TRUE(engine.isOk()) << engine.message();
+  return engine.isOk() ? std::move(*engine) : nullptr;
+}
+
+Json goldenRuns() {
+  auto text = readTextFile(test::sharedPath("golden/stories260k_greedy.json"));
+  EXPECT_TRUE(text.isOk()) << text.message();
+  auto json = parseJson(*text, "stories260k_greedy.json");
+  EXPECT_TRUE(json.isOk()) << json.message();
+  return (*json)["runs"];
+}
+
+// run.c semantics: greedy, forward passes at positions 0..255 (prompt
+// included; the pass at 255 still yields a token), stops when it samples BOS
+// (1); it knows no EOS.
+GenerateOptions runcOptions(size_t promptLength) {
+  GenerateOptions options;
+  options.maxNewTokens = 256 - static_cast<int64_t>(promptLength) + 1;
+  options.sampling.temperature = 0.0f;
+  options.ignoreEos = true;
+  options.stopTokens = {1};
+  return options;
+}
+
+class Stories260k : public ::testing::TestWithParam<const char *> {
+protected:
+  void SetUp() override {
+    LLMC_REQUIRE_SHARED("models/stories260k/model.safetensors");
+    LLMC_REQUIRE_SHARED("models/stories260k-untied/model.safetensors");
+    LLMC_REQUIRE_SHARED("golden/stories260k_greedy.json");
+  }
+};
+
+TEST_P(Stories260k, GreedyIdsMatchRuncForEveryPrompt) {
+  auto engine = load(GetParam());
+  ASSERT_NE(engine, nullptr);
+  for (const Json &run : goldenRuns()) {
+    std::string prompt = run["prompt"].get<std::string>();
+    std::vector<int32_t> promptIds = run["prompt_ids"].get<std::vector<int32_t>>();
+    ASSERT_EQ(engine->tokenizer().encode(prompt, true), promptIds) << "prompt: " << prompt;
+    auto results = generateBatch(*engine, {promptIds}, runcOptions(promptIds.size()));
+    ASSERT_TRUE(results.isOk()) << results.message();
+    EXPECT_EQ(results->front().ids, run["generated_ids"].get<std::vector<int32_t>>())
+        << "prompt: '" << prompt << "'";
+  }
+}
+
+TEST_P(Stories260k, LogitsWithin1e4OfRuncAtEveryPosition) {
+  LLMC_REQUIRE_SHARED("golden/stories260k_logits_once_upon_a_time.f32");
+  auto engine = load(GetParam());
+  ASSERT_NE(engine, nullptr);
+  auto raw = MappedFile::open(test::sharedPath("golden/stories260k_logits_once_upon_a_time.f32"));
+  ASSERT_TRUE(raw.isOk());
+  const int64_t vocab = 512, positions = 256;
+  ASSERT_EQ(raw->size(), static_cast<size_t>(vocab * positions * 4));
+  const float *golden = reinterpret_cast<const float *>(raw->data());
+  const Json run = goldenRuns()[0];
+  ASSERT_EQ(run["prompt"], "Once upon a time");
+  // Teacher-force run.c's own token sequence (prompt + its greedy output).
+  std::vector<int32_t> ids = run["prompt_ids"].get<std::vector<int32_t>>();
+  for (int32_t id : run["generated_ids"].get<std::vector<int32_t>>())
+    ids.push_back(id);
+  ids.resize(positions);
+  SequenceId seq = engine->addSequence();
+  auto logits = engine->step({{seq, ids}}, /*allLogits=*/true);
+  ASSERT_TRUE(logits.isOk()) << logits.message();
+  double maxDiff = 0.0;
+  for (int64_t i = 0; i < vocab * positions; ++i)
+    maxDiff = std::max(maxDiff, std::fabs(double((*logits)[i]) - double(golden[i])));
+  EXPECT_LT(maxDiff, 1e-4);
+  std::printf("max |logit - run.c| over %lld positions: %.3g\n",
+              static_cast<long long>(positions), maxDiff);
+}
+
+TEST_P(Stories260k, BatchGivesTheSameTokensAsEachSequenceAlone) {
+  const Json runs = goldenRuns();
+  auto engine = load(GetParam(), static_cast<int64_t>(runs.size()));
+  ASSERT_NE(engine, nullptr);
+  std::vector<std::vector<int32_t>> prompts;
+  for (const Json &run : runs)
+    prompts.push_back(run["prompt_ids"].get<std::vector<int32_t>>());
+  GenerateOptions options = runcOptions(8);
+  options.maxNewTokens = 96;
+  auto together = generateBatch(*engine, prompts, options);
+  ASSERT_TRUE(together.isOk()) << together.message();
+  for (size_t i = 0; i < prompts.size(); ++i) {
+    auto alone = generateBatch(*engine, {prompts[i]}, options);
+    ASSERT_TRUE(alone.isOk()) << alone.message();
+    EXPECT_EQ((*together)[i].ids, alone->front().ids) << "sequence " << i;
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(TiedAndUntied, Stories260k,
+                         ::testing::Values("stories260k", "stories260k-untied"),
+                         [](const auto &info) {
+                           return std::string(info.param) == "stories260k" ? "tied" : "untied";
+                         });
+
+} // namespace
+} // namespace llmc

@@ -1,0 +1,163 @@
+// A tiny valid engine plan built directly through the plan writer (no
+// compiler): embedding -> rms_norm -> linear -> logits, hidden 8, vocab 16,
+// with helpers that rewrite a plan's metadata or bytes for corrupt-plan tests.
+#pragma once
+
+#include "plan/plan.h"
+#include "plan/plan_format.h"
+#include "plan_writer.h"
+
+#include <cstring>
+#include <fstream>
+#include <functional>
+#include <iterator>
+#include <string>
+#include <vector>
+
+namespace llmc::test {
+
+constexpr int64_t kHidden = 8, kVocab = 16, kInter = 12;
+
+inline std::unique_ptr<fb::TensorT> tensor(const std::string &name, std::vector<int64_t> shape) {
+  auto t = std::make_unique<fb::TensorT>();
+  t->name = name;
+  t->dtype = fb::DType::F32;
+  t->shape = std::move(shape);
+  return t;
+}
+
+inline std::unique_ptr<fb::BufferT> buffer(fb::DType dtype, int64_t width) {
+  auto b = std::make_unique<fb::BufferT>();
+  b->dtype = dtype;
+  b->width = width;
+  return b;
+}
+
+inline std::unique_ptr<fb::StepT> step(fb::OpKind op, std::vector<int> in, std::vector<int> out,
+                                       std::vector<int> weights, std::vector<int64_t> ints = {},
+                                       std::vector<double> floats = {}) {
+  auto s = std::make_unique<fb::StepT>();
+  s->op = op;
+  s->inputs = std::move(in);
+  s->outputs = std::move(out);
+  s->weights = std::move(weights);
+  s->int_params = std::move(ints);
+  s->float_params = std::move(floats);
+  return s;
+}
+
+// The plan's contents; `storage` holds the weight values the sources point to.
+struct TinyPlan {
+  PlanContents contents;
+  std::vector<std::vector<float>> storage;
+};
+
+inline TinyPlan makeTinyPlan() {
+  TinyPlan tiny;
+  fb::PlanT &meta = tiny.contents.meta;
+  meta.model = std::make_unique<fb::ModelInfoT>();
+  fb::ModelInfoT &m = *meta.model;
+  m.architecture = "LlamaForCausalLM";
+  m.hidden_size = kHidden;
+  m.intermediate_size = kInter;
+  m.num_layers = 1;
+  m.num_heads = 2;
+  m.num_kv_heads = 1;
+  m.head_dim = 4;
+  m.vocab_size = kVocab;
+  m.max_seq_len = 32;
+  m.rms_norm_eps = 1e-5;
+  m.rope_theta = 10000.0;
+  meta.tokenizer = std::make_unique<fb::TokenizerInfoT>();
+  meta.tokenizer->tokenizer_json = "{}";
+  meta.kv_cache = std::make_unique<fb::KvCacheInfoT>();
+  meta.kv_cache->num_layers = 1;
+  meta.kv_cache->num_kv_heads = 1;
+  meta.kv_cache->head_dim = 4;
+  meta.provenance = std::make_unique<fb::ProvenanceT>();
+  meta.provenance->llmc_version = "test";
+  meta.tensors.push_back(tensor("embed", {kVocab, kHidden}));
+  meta.tensors.push_back(tensor("norm", {kHidden}));
+  meta.tensors.push_back(tensor("proj", {kHidden, kHidden}));
+  for (const auto &t : meta.tensors) {
+    int64_t n = 1;
+    for (int64_t d : t->shape)
+      n *= d;
+    std::vector<float> values(n);
+    for (int64_t i = 0; i < n; ++i)
+      values[i] = 0.01f * static_cast<float>((i * 7) % 13) - 0.05f;
+    tiny.storage.push_back(std::move(values));
+  }
+  for (const auto &values : tiny.storage)
+    tiny.contents.sources.push_back(
+        {reinterpret_cast<const uint8_t *>(values.data()), DType::F32, values.size()});
+  auto program = std::make_unique<fb::ProgramT>();
+  program->target = fb::Target::Cpu;
+  program->buffers.push_back(buffer(fb::DType::I32, 1)); // 0 tokens
+  program->buffers.push_back(buffer(fb::DType::F32, kHidden)); // 1
+  program->buffers.push_back(buffer(fb::DType::F32, kHidden)); // 2
+  program->buffers.push_back(buffer(fb::DType::F32, kHidden)); // 3
+  program->buffers.push_back(buffer(fb::DType::F32, kVocab));  // 4 logits
+  uint64_t offset = 0;
+  for (auto &b : program->buffers) {
+    b->offset_per_token = offset;
+    offset += b->width * 4;
+  }
+  program->arena_bytes_per_token = offset;
+  program->token_buffer = 0;
+  program->logits_buffer = 4;
+  program->steps.push_back(step(fb::OpKind::Embedding, {0}, {1}, {0}));
+  program->steps.push_back(step(fb::OpKind::RmsNorm, {1}, {2}, {1}, {}, {1e-5}));
+  program->steps.push_back(step(fb::OpKind::Linear, {2}, {3}, {2}, {0}));
+  program->steps.push_back(step(fb::OpKind::Logits, {3}, {4}, {0}));
+  auto decode = std::make_unique<fb::ProgramT>(*program);
+  decode->phase = fb::Phase::Decode;
+  meta.programs.push_back(std::move(program));
+  meta.programs.push_back(std::move(decode));
+  return tiny;
+}
+
+inline std::vector<uint8_t> readBytes(const std::string &path) {
+  std::ifstream in(path, std::ios::binary);
+  return std::vector<uint8_t>((std::istreambuf_iterator<char>(in)),
+                              std::istreambuf_iterator<char>());
+}
+
+inline void writeBytes(const std::string &path, const std::vector<uint8_t> &bytes) {
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  out.write(reinterpret_cast<const char *>(bytes.data()), static_cast<std::streamsize>(bytes.size()));
+}
+
+inline PlanFileHeader headerOf(const std::vector<uint8_t> &bytes) {
+  PlanFileHeader h;
+  std::memcpy(&h, bytes.data(), sizeof(h));
+  return h;
+}
+
+inline void setHeader(std::vector<uint8_t> &bytes, const PlanFileHeader &h) {
+  std::memcpy(bytes.data(), &h, sizeof(h));
+}
+
+// Unpacks the metadata of a valid plan file, lets `mutate` edit it, and
+// writes a consistent file again (new metadata, same weight bytes, fresh
+// checksums), so only the semantic checks can catch the edit.
+inline void rewriteMetadata(const std::string &path, const std::function<void(fb::PlanT &)> &mutate) {
+  std::vector<uint8_t> bytes = readBytes(path);
+  PlanFileHeader h = headerOf(bytes);
+  fb::PlanT meta;
+  fb::GetPlan(bytes.data() + h.metadataOffset)->UnPackTo(&meta);
+  mutate(meta);
+  flatbuffers::FlatBufferBuilder builder;
+  builder.Finish(fb::Plan::Pack(builder, &meta), fb::PlanIdentifier());
+  std::vector<uint8_t> weights(bytes.begin() + h.weightsOffset, bytes.end());
+  h.metadataSize = builder.GetSize();
+  h.weightsOffset = alignUp(h.metadataOffset + h.metadataSize, 4096);
+  h.metadataChecksum = fnv1a64(builder.GetBufferPointer(), builder.GetSize());
+  std::vector<uint8_t> out(h.weightsOffset, 0);
+  setHeader(out, h);
+  std::memcpy(out.data() + h.metadataOffset, builder.GetBufferPointer(), builder.GetSize());
+  out.insert(out.end(), weights.begin(), weights.end());
+  writeBytes(path, out);
+}
+
+} // namespace llmc::test

@@ -1,0 +1,172 @@
+// llmrun bench engine.plan: prefill and decode throughput (median of
+// repeats) and, for decode, the weight-read bandwidth it achieves next to
+// this machine's measured memory bandwidth. Prompts are fixed pseudo-random
+// token ids, so runs are comparable; generation ignores EOS.
+#include "cli_common.h"
+#include "engine/generate.h"
+#include "llmrun_commands.h"
+#include "llmrun_engine.h"
+
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+
+namespace llmc {
+namespace {
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v.empty() ? 0.0 : v[v.size() / 2];
+}
+
+// Bytes of weights a decode step reads once for the whole batch: every
+// tensor a step uses, except the embedding table (a gather of a few rows).
+uint64_t weightBytesPerDecodeStep(const Plan &plan) {
+  const fb::Program *program = plan.program(fb::Target::Cpu, fb::Phase::Decode);
+  std::vector<bool> counted(plan.meta().tensors()->size(), false);
+  uint64_t bytes = 0;
+  for (const fb::Step *step : *program->steps()) {
+    if (step->op() == fb::OpKind::Embedding || step->weights() == nullptr)
+      continue;
+    for (int w : *step->weights())
+      if (!counted[w]) {
+        counted[w] = true;
+        bytes += plan.meta().tensors()->Get(w)->size();
+      }
+  }
+  return bytes;
+}
+
+// Read bandwidth of this machine: all threads summing a 1 GiB buffer, best of 3.
+double measureReadBandwidth(ThreadPool &pool) {
+  const size_t bytes = size_t(1) << 30;
+  const size_t count = bytes / sizeof(uint64_t);
+  std::vector<uint64_t> data(count);
+  pool.parallelFor(
+      static_cast<int64_t>(count),
+      [&](int64_t b, int64_t e) { std::memset(&data[b], 1, (e - b) * sizeof(uint64_t)); },
+      1 << 16);
+  double best = 0.0;
+  std::vector<uint64_t> sums(1024, 0);
+  for (int rep = 0; rep < 3; ++rep) {
+    auto start = std::chrono::steady_clock::now();
+    std::atomic<uint64_t> total{0};
+    pool.parallelFor(
+        static_cast<int64_t>(count),
+        [&](int64_t b, int64_t e) {
+          uint64_t s0 = 0, s1 = 0, s2 = 0, s3 = 0;
+          int64_t i = b;
+          for (; i + 4 <= e; i += 4) {
+            s0 += data[i];
+            s1 += data[i + 1];
+            s2 += data[i + 2];
+            s3 += data[i + 3];
+          }
+          for (; i < e; ++i)
+            s0 += data[i];
+          total += s0 + s1 + s2 + s3;
+        },
+        1 << 18);
+    double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    if (total.load() == 42)
+      std::fprintf(stderr, " ");
+    best = std::max(best, bytes / seconds / 1e9);
+  }
+  return best;
+}
+
+} // namespace
+
+void registerBenchCommand(CLI::App &app, int &exitCode) {
+  struct Options {
+    std::string plan;
+    int64_t promptLen = 128, genLen = 64, batch = 1, repeats = 3;
+    bool json = false, noBandwidth = false;
+    EngineFlags engine;
+  };
+  auto o = std::make_shared<Options>();
+  CLI::App *cmd = app.add_subcommand("bench", "Prefill and decode throughput");
+  cmd->add_option("plan", o->plan, "Engine plan")->required();
+  cmd->add_option("--prompt-len", o->promptLen, "Prompt tokens per sequence (128)");
+  cmd->add_option("--gen-len", o->genLen, "Generated tokens per sequence (64)");
+  cmd->add_option("--batch", o->batch, "Sequences decoded together (1)");
+  cmd->add_option("--repeats", o->repeats, "Runs; the median is reported (3)");
+  cmd->add_flag("--no-bandwidth", o->noBandwidth, "Skip measuring the memory bandwidth");
+  cmd->add_flag("--json", o->json, "Print JSON");
+  o->engine.add(*cmd);
+  cmd->callback([o, &exitCode]() {
+    exitCode = 1;
+    if (o->promptLen < 1 || o->genLen < 1 || o->batch < 1 || o->repeats < 1) {
+      exitCode = cli::fail("--prompt-len, --gen-len, --batch and --repeats must be positive");
+      return;
+    }
+    auto loaded = loadEngine(o->plan, o->engine, o->batch, o->json);
+    if (!loaded) {
+      exitCode = cli::fail(loaded.status());
+      return;
+    }
+    Engine &engine = **loaded;
+    if (o->promptLen + o->genLen > engine.model().max_seq_len()) {
+      exitCode = cli::fail("--prompt-len + --gen-len exceeds the plan's max_seq_len " +
+                           std::to_string(engine.model().max_seq_len()));
+      return;
+    }
+    std::vector<std::vector<int32_t>> prompts(o->batch);
+    uint64_t state = 12345;
+    for (auto &prompt : prompts)
+      for (int64_t i = 0; i < o->promptLen; ++i) {
+        state = state * 6364136223846793005ull + 1442695040888963407ull;
+        prompt.push_back(static_cast<int32_t>((state >> 33) % engine.vocabSize()));
+      }
+    GenerateOptions options;
+    options.maxNewTokens = o->genLen;
+    options.ignoreEos = true;
+    options.sampling.temperature = 0.0f;
+    std::vector<double> prefill, decode;
+    for (int64_t r = 0; r < o->repeats; ++r) {
+      GenerateTimings t;
+      auto results = generateBatch(engine, prompts, options, &t);
+      if (!results) {
+        exitCode = cli::fail(results.status());
+        return;
+      }
+      prefill.push_back(t.prefillTokens / std::max(t.prefillSeconds, 1e-9));
+      decode.push_back(t.decodeTokens / std::max(t.decodeSeconds, 1e-9));
+    }
+    double prefillTps = median(prefill), decodeTps = median(decode);
+    uint64_t weightBytes = weightBytesPerDecodeStep(engine.plan());
+    double decodeSteps = decodeTps / static_cast<double>(o->batch);
+    double achievedGBs = weightBytes * decodeSteps / 1e9;
+    ThreadPool pool(o->engine.threads);
+    double machineGBs = o->noBandwidth ? 0.0 : measureReadBandwidth(pool);
+    if (o->json) {
+      nlohmann::json j{{"prompt_len", o->promptLen}, {"gen_len", o->genLen},
+                       {"batch", o->batch}, {"repeats", o->repeats},
+                       {"threads", engine.threads()},
+                       {"prefill_tokens_per_second", prefillTps},
+                       {"decode_tokens_per_second", decodeTps},
+                       {"weight_bytes_per_decode_step", weightBytes},
+                       {"decode_weight_read_gb_per_second", achievedGBs},
+                       {"machine_read_gb_per_second", machineGBs},
+                       {"fraction_of_bandwidth", machineGBs > 0 ? achievedGBs / machineGBs : 0.0}};
+      std::printf("%s\n", j.dump().c_str());
+    } else {
+      std::printf("batch %lld, prompt %lld, gen %lld, %d threads, median of %lld\n",
+                  static_cast<long long>(o->batch), static_cast<long long>(o->promptLen),
+                  static_cast<long long>(o->genLen), engine.threads(),
+                  static_cast<long long>(o->repeats));
+      std::printf("prefill  %10.1f tok/s\n", prefillTps);
+      std::printf("decode   %10.1f tok/s  (%.2f GB/s of weights read", decodeTps, achievedGBs);
+      if (machineGBs > 0)
+        std::printf("; machine %.2f GB/s, %.0f%%", machineGBs, 100.0 * achievedGBs / machineGBs);
+      std::printf(")\n");
+    }
+    exitCode = 0;
+  });
+}
+
+} // namespace llmc

@@ -1,0 +1,168 @@
+// llmrun inspect engine.plan [--json]: what a plan holds.
+#include "cli_common.h"
+#include "llmrun_commands.h"
+#include "plan/plan.h"
+
+#include <nlohmann/json.hpp>
+
+#include <cstdio>
+#include <map>
+
+namespace llmc {
+namespace {
+
+// Bytes of activations one step writes per token (its outputs' widths).
+uint64_t activationBytesPerToken(const fb::Program &program) {
+  uint64_t bytes = 0;
+  for (const fb::Step *step : *program.steps())
+    for (int b : *step->outputs()) {
+      const fb::Buffer &buffer = *program.buffers()->Get(b);
+      bytes += buffer.width() * dtypeSize(static_cast<DType>(buffer.dtype()));
+    }
+  return bytes;
+}
+
+nlohmann::json describe(const Plan &plan) {
+  const fb::Plan &meta = plan.meta();
+  const fb::ModelInfo &m = *meta.model();
+  nlohmann::json j;
+  j["model"] = {{"architecture", m.architecture() ? m.architecture()->str() : ""},
+                {"hidden_size", m.hidden_size()},
+                {"intermediate_size", m.intermediate_size()},
+                {"num_layers", m.num_layers()},
+                {"num_heads", m.num_heads()},
+                {"num_kv_heads", m.num_kv_heads()},
+                {"head_dim", m.head_dim()},
+                {"vocab_size", m.vocab_size()},
+                {"max_seq_len", m.max_seq_len()},
+                {"rope_theta", m.rope_theta()},
+                {"rope_scaling", fb::EnumNameRopeScalingKind(m.rope_scaling())},
+                {"tie_word_embeddings", m.tie_word_embeddings()}};
+  uint64_t parameters = 0;
+  for (const fb::Tensor *t : *meta.tensors())
+    parameters += t->size() / dtypeSize(static_cast<DType>(t->dtype()));
+  j["weights"] = {{"dtype", fb::EnumNameDType(meta.weight_dtype())},
+                  {"tensors", meta.tensors()->size()},
+                  {"parameters", parameters},
+                  {"synthetic", meta.synthetic()},
+                  {"synthetic_seed", meta.synthetic_seed()}};
+  j["size"] = {{"file", plan.fileSize()},
+               {"metadata", plan.metadataSize()},
+               {"weights", plan.weightsSize()},
+               {"tokenizer", meta.tokenizer()->tokenizer_json()->size()}};
+  nlohmann::json programs = nlohmann::json::array();
+  for (const fb::Program *p : *meta.programs()) {
+    std::map<std::string, int> kernels;
+    for (const fb::Step *s : *p->steps())
+      ++kernels[fb::EnumNameOpKind(s->op())];
+    programs.push_back({{"target", fb::EnumNameTarget(p->target())},
+                        {"phase", fb::EnumNamePhase(p->phase())},
+                        {"steps", p->steps()->size()},
+                        {"steps_per_layer", static_cast<double>(p->steps()->size()) /
+                                                static_cast<double>(m.num_layers())},
+                        {"kernels", kernels},
+                        {"buffers", p->buffers()->size()},
+                        {"arena_bytes_per_token", p->arena_bytes_per_token()},
+                        {"activation_bytes_written_per_token", activationBytesPerToken(*p)}});
+  }
+  j["programs"] = programs;
+  nlohmann::json modules = nlohmann::json::array();
+  if (meta.modules())
+    for (const fb::KernelModule *mod : *meta.modules())
+      modules.push_back({{"target", fb::EnumNameTarget(mod->target())},
+                         {"bytes", mod->image() ? mod->image()->size() : 0},
+                         {"functions", mod->functions() ? mod->functions()->size() : 0}});
+  j["modules"] = modules;
+  j["kv_cache"] = {{"block_size", meta.kv_cache()->block_size()},
+                   {"bytes_per_token", 2 * m.num_layers() * m.num_kv_heads() * m.head_dim() * 4}};
+  const fb::Provenance *p = meta.provenance();
+  auto s = [](const flatbuffers::String *v) { return v ? v->str() : std::string(); };
+  if (p)
+    j["provenance"] = {{"llmc_version", s(p->llmc_version())},
+                       {"source_model", s(p->source_model())},
+                       {"source_hash", s(p->source_hash())},
+                       {"options", s(p->options())},
+                       {"created_unix", p->created_unix()}};
+  return j;
+}
+
+void printText(const nlohmann::json &j) {
+  const auto &m = j["model"];
+  std::printf("model       %s: %lld layers, hidden %lld, heads %lld/%lld (dim %lld), "
+              "intermediate %lld, vocab %lld, max_seq_len %lld\n",
+              m["architecture"].get<std::string>().c_str(), m["num_layers"].get<long long>(),
+              m["hidden_size"].get<long long>(), m["num_heads"].get<long long>(),
+              m["num_kv_heads"].get<long long>(), m["head_dim"].get<long long>(),
+              m["intermediate_size"].get<long long>(), m["vocab_size"].get<long long>(),
+              m["max_seq_len"].get<long long>());
+  const auto &w = j["weights"];
+  std::printf("weights     %s, %llu parameters in %llu tensors%s\n",
+              w["dtype"].get<std::string>().c_str(), w["parameters"].get<unsigned long long>(),
+              w["tensors"].get<unsigned long long>(),
+              w["synthetic"].get<bool>() ? " (synthetic: generated at load)" : "");
+  const auto &size = j["size"];
+  std::printf("size        file %llu B = metadata %llu B (tokenizer %llu B) + weights %llu B\n",
+              size["file"].get<unsigned long long>(), size["metadata"].get<unsigned long long>(),
+              size["tokenizer"].get<unsigned long long>(),
+              size["weights"].get<unsigned long long>());
+  for (const auto &p : j["programs"]) {
+    std::printf("program     %s %s: %llu steps (%.1f per layer), %llu buffers, arena %llu B/token, "
+                "activations written %llu B/token\n",
+                p["target"].get<std::string>().c_str(), p["phase"].get<std::string>().c_str(),
+                p["steps"].get<unsigned long long>(), p["steps_per_layer"].get<double>(),
+                p["buffers"].get<unsigned long long>(),
+                p["arena_bytes_per_token"].get<unsigned long long>(),
+                p["activation_bytes_written_per_token"].get<unsigned long long>());
+    std::string kernels;
+    for (const auto &[name, count] : p["kernels"].items())
+      kernels += " " + name + " x" + std::to_string(count.get<int>());
+    std::printf("  kernels  %s\n", kernels.c_str());
+  }
+  for (const auto &mod : j["modules"])
+    std::printf("module      %s: %llu bytes, %llu functions\n",
+                mod["target"].get<std::string>().c_str(), mod["bytes"].get<unsigned long long>(),
+                mod["functions"].get<unsigned long long>());
+  std::printf("kv cache    block size %lld, %lld bytes per token\n",
+              j["kv_cache"]["block_size"].get<long long>(),
+              j["kv_cache"]["bytes_per_token"].get<long long>());
+  if (j.contains("provenance")) {
+    const auto &p = j["provenance"];
+    std::printf("provenance  llmc %s, from %s (hash %s), options: %s\n",
+                p["llmc_version"].get<std::string>().c_str(),
+                p["source_model"].get<std::string>().c_str(),
+                p["source_hash"].get<std::string>().c_str(),
+                p["options"].get<std::string>().c_str());
+  }
+}
+
+} // namespace
+
+void registerInspectCommand(CLI::App &app, int &exitCode) {
+  struct Options {
+    std::string plan;
+    bool json = false;
+    bool noVerify = false;
+  };
+  auto options = std::make_shared<Options>();
+  CLI::App *cmd = app.add_subcommand("inspect", "Describe an engine plan");
+  cmd->add_option("plan", options->plan, "Engine plan")->required();
+  cmd->add_flag("--json", options->json, "Print JSON");
+  cmd->add_flag("--no-verify", options->noVerify, "Skip the weight checksum");
+  cmd->callback([options, &exitCode]() {
+    PlanLoadOptions load;
+    load.verifyWeights = !options->noVerify;
+    auto plan = Plan::open(options->plan, load);
+    if (!plan) {
+      exitCode = cli::fail(plan.status());
+      return;
+    }
+    nlohmann::json j = describe(*plan);
+    if (options->json)
+      std::printf("%s\n", j.dump(2).c_str());
+    else
+      printText(j);
+    exitCode = 0;
+  });
+}
+
+} // namespace llmc
