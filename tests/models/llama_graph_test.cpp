@@ -1,0 +1,297 @@
+// The Llama-family graph builder (models/llama_graph.cpp): GQA widths, tied
+// embeddings by reference, q/k/v and o_proj biases as each flavor's config
+// rules set them (models/llama.cpp), llama3 rope scaling values, and IR that
+// verifies and names exactly the tensors the weight check expects.
+#include "ir/LlmOps.h"
+#include "models/llama.h"
+#include "models/llama_graph.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/Diagnostics.h"
+#include "mlir/IR/Verifier.h"
+
+#include <gtest/gtest.h>
+
+#include <map>
+#include <string>
+#include <vector>
+
+namespace llmc {
+namespace {
+
+// H = 128, 8 query heads and 2 kv heads of D = 16 (q 128 wide, k/v 32),
+// MLP 256, vocabulary 512, 2 layers, no biases, untied.
+ModelConfig gqaConfig() {
+  ModelConfig c;
+  c.architecture = "LlamaForCausalLM";
+  c.modelType = "llama";
+  c.hiddenSize = 128;
+  c.intermediateSize = 256;
+  c.numLayers = 2;
+  c.numHeads = 8;
+  c.numKvHeads = 2;
+  c.headDim = 16;
+  c.vocabSize = 512;
+  c.maxPositionEmbeddings = 1024;
+  c.rmsNormEps = 1e-5;
+  c.ropeTheta = 500000.0;
+  return c;
+}
+
+class LlamaGraphTest : public ::testing::Test {
+protected:
+  LlamaGraphTest() { context.loadDialect<llm::LlmDialect, mlir::func::FuncDialect>(); }
+
+  // Builds `config` with f32 matrices; the builder verifies the module.
+  mlir::ModuleOp build(const ModelConfig &config) {
+    GraphOptions options{mlir::Float32Type::get(&context)};
+    Expected<mlir::OwningOpRef<mlir::ModuleOp>> built = buildLlamaGraph(context, config, options);
+    EXPECT_TRUE(built.isOk()) << built.message();
+    if (!built.isOk())
+      return {};
+    module = std::move(*built);
+    EXPECT_TRUE(mlir::succeeded(mlir::verify(*module)));
+    return *module;
+  }
+
+  // Applies an architecture's config rules to the fields of `hf` (e.g. biases).
+  ModelConfig withRules(const Architecture &arch, const Json &hf) {
+    ModelConfig config = gqaConfig();
+    config.architecture = std::string(arch.name());
+    Status status = arch.applyConfig(hf, "config.json", config);
+    EXPECT_TRUE(status.isOk()) << status.message();
+    return config;
+  }
+
+  // Every llm.weight by name; a name seen twice fails the test.
+  std::map<std::string, llm::WeightOp> weights() {
+    std::map<std::string, llm::WeightOp> byName;
+    module->walk([&](llm::WeightOp op) {
+      EXPECT_TRUE(byName.emplace(op.getName().str(), op).second)
+          << "two llm.weight ops named " << op.getName().str();
+    });
+    return byName;
+  }
+
+  template <typename Op> std::vector<Op> ops() {
+    std::vector<Op> found;
+    module->walk([&](Op op) { found.push_back(op); });
+    return found;
+  }
+
+  // The llm.linear whose weight operand is the llm.weight named `name`.
+  llm::LinearOp linearOf(const std::string &name) {
+    for (llm::LinearOp op : ops<llm::LinearOp>())
+      if (auto w = op.getWeight().getDefiningOp<llm::WeightOp>(); w && w.getName() == name)
+        return op;
+    ADD_FAILURE() << "no llm.linear uses " << name;
+    return {};
+  }
+
+  // The name of the bias of the projection `<layer>.self_attn.<proj>`, "" without one.
+  std::string biasName(const std::string &proj) {
+    llm::LinearOp op = linearOf("model.layers.0.self_attn." + proj + ".weight");
+    if (!op || !op.getBias())
+      return "";
+    return op.getBias().getDefiningOp<llm::WeightOp>().getName().str();
+  }
+
+  static std::vector<int64_t> shapeOf(mlir::Value value) {
+    auto shape = value.getType().cast<mlir::ShapedType>().getShape();
+    return {shape.begin(), shape.end()};
+  }
+
+  mlir::MLIRContext context;
+  mlir::OwningOpRef<mlir::ModuleOp> module;
+};
+
+TEST_F(LlamaGraphTest, GroupedQueryAttentionNarrowsKeysAndValues) {
+  ASSERT_TRUE(build(gqaConfig()));
+  auto w = weights();
+  EXPECT_EQ(shapeOf(w.at("model.layers.0.self_attn.q_proj.weight")),
+            (std::vector<int64_t>{128, 128}));
+  EXPECT_EQ(shapeOf(w.at("model.layers.0.self_attn.k_proj.weight")),
+            (std::vector<int64_t>{32, 128}));
+  EXPECT_EQ(shapeOf(w.at("model.layers.0.self_attn.v_proj.weight")),
+            (std::vector<int64_t>{32, 128}));
+  EXPECT_EQ(shapeOf(w.at("model.layers.0.self_attn.o_proj.weight")),
+            (std::vector<int64_t>{128, 128}));
+
+  auto attentions = ops<llm::AttentionOp>();
+  ASSERT_EQ(attentions.size(), 2u);
+  for (int64_t layer = 0; layer < 2; ++layer) {
+    llm::AttentionOp att = attentions[layer];
+    EXPECT_EQ(att.getLayer(), layer);
+    EXPECT_EQ(att.getNumHeads(), 8);
+    EXPECT_EQ(att.getNumKvHeads(), 2);
+    EXPECT_EQ(att.getHeadDim(), 16);
+    EXPECT_DOUBLE_EQ(att.getScale().convertToDouble(), 0.25);
+    EXPECT_TRUE(att.getCausal());
+    EXPECT_EQ(shapeOf(att.getQ())[1], 128);
+    EXPECT_EQ(shapeOf(att.getK())[1], 32);
+    EXPECT_EQ(shapeOf(att.getV())[1], 32);
+    // RoPE runs per head on q (8 heads) and k (2 heads), never on v.
+    auto qRope = att.getQ().getDefiningOp<llm::RopeOp>();
+    auto kRope = att.getK().getDefiningOp<llm::RopeOp>();
+    ASSERT_TRUE(qRope && kRope);
+    EXPECT_EQ(qRope.getNumHeads(), 8);
+    EXPECT_EQ(kRope.getNumHeads(), 2);
+    EXPECT_TRUE(att.getV().getDefiningOp<llm::LinearOp>());
+  }
+}
+
+TEST_F(LlamaGraphTest, MultiHeadAttentionKeepsFullWidth) {
+  ModelConfig config = gqaConfig();
+  config.numKvHeads = config.numHeads;
+  ASSERT_TRUE(build(config));
+  EXPECT_EQ(shapeOf(weights().at("model.layers.1.self_attn.k_proj.weight")),
+            (std::vector<int64_t>{128, 128}));
+  EXPECT_EQ(ops<llm::AttentionOp>().front().getNumKvHeads(), 8);
+}
+
+TEST_F(LlamaGraphTest, TiedEmbeddingsReuseTheEmbeddingWeight) {
+  ModelConfig config = withRules(llamaForCausalLM(), Json{{"tie_word_embeddings", true}});
+  ASSERT_TRUE(build(config));
+  auto w = weights();
+  EXPECT_EQ(w.count("lm_head.weight"), 0u);
+  llm::WeightOp embed = w.at("model.embed_tokens.weight");
+  // One value, two uses: the gather and the output projection.
+  EXPECT_EQ(std::distance(embed->use_begin(), embed->use_end()), 2);
+  auto logits = ops<llm::LogitsOp>();
+  ASSERT_EQ(logits.size(), 1u);
+  EXPECT_EQ(logits.front().getWeight(), embed.getResult());
+  EXPECT_EQ(ops<llm::EmbeddingOp>().front().getTable(), embed.getResult());
+}
+
+TEST_F(LlamaGraphTest, UntiedEmbeddingsHaveTheirOwnHead) {
+  ASSERT_TRUE(build(gqaConfig()));
+  auto w = weights();
+  ASSERT_EQ(w.count("lm_head.weight"), 1u);
+  EXPECT_EQ(ops<llm::LogitsOp>().front().getWeight(), w.at("lm_head.weight").getResult());
+  EXPECT_TRUE(w.at("model.embed_tokens.weight")->hasOneUse());
+}
+
+TEST_F(LlamaGraphTest, Qwen2BiasesQkvButNotOutput) {
+  ASSERT_TRUE(build(withRules(qwen2ForCausalLM(), Json::object())));
+  EXPECT_EQ(biasName("q_proj"), "model.layers.0.self_attn.q_proj.bias");
+  EXPECT_EQ(biasName("k_proj"), "model.layers.0.self_attn.k_proj.bias");
+  EXPECT_EQ(biasName("v_proj"), "model.layers.0.self_attn.v_proj.bias");
+  EXPECT_EQ(biasName("o_proj"), "");
+  auto w = weights();
+  EXPECT_EQ(shapeOf(w.at("model.layers.0.self_attn.q_proj.bias")), (std::vector<int64_t>{128}));
+  EXPECT_EQ(shapeOf(w.at("model.layers.0.self_attn.k_proj.bias")), (std::vector<int64_t>{32}));
+  // Biases are vectors: f32 whatever the matrix dtype.
+  EXPECT_TRUE(w.at("model.layers.1.self_attn.v_proj.bias")
+                  .getType()
+                  .cast<mlir::ShapedType>()
+                  .getElementType()
+                  .isF32());
+}
+
+TEST_F(LlamaGraphTest, LlamaAttentionBiasAlsoBiasesOutput) {
+  ModelConfig config = withRules(llamaForCausalLM(), Json{{"attention_bias", true}});
+  ASSERT_TRUE(config.attentionOutputBias);
+  ASSERT_TRUE(build(config));
+  EXPECT_EQ(biasName("q_proj"), "model.layers.0.self_attn.q_proj.bias");
+  EXPECT_EQ(biasName("o_proj"), "model.layers.0.self_attn.o_proj.bias");
+  EXPECT_EQ(shapeOf(weights().at("model.layers.1.self_attn.o_proj.bias")),
+            (std::vector<int64_t>{128}));
+}
+
+TEST_F(LlamaGraphTest, NoBiasByDefault) {
+  ASSERT_TRUE(build(withRules(mistralForCausalLM(), Json::object())));
+  for (const char *proj : {"q_proj", "k_proj", "v_proj", "o_proj"})
+    EXPECT_EQ(biasName(proj), "") << proj;
+  for (llm::LinearOp op : ops<llm::LinearOp>())
+    EXPECT_FALSE(op.getBias());
+}
+
+TEST_F(LlamaGraphTest, Llama3ScalingReachesEveryRope) {
+  ModelConfig config = gqaConfig();
+  config.ropeScaling = {RopeScaling::Kind::Llama3, 8.0, 1.0, 4.0, 8192};
+  ASSERT_TRUE(build(config));
+  auto ropes = ops<llm::RopeOp>();
+  ASSERT_EQ(ropes.size(), 4u); // q and k in each of 2 layers
+  for (llm::RopeOp rope : ropes) {
+    EXPECT_DOUBLE_EQ(rope.getTheta().convertToDouble(), 500000.0);
+    EXPECT_EQ(rope.getHeadDim(), 16);
+    ASSERT_EQ(rope.getScalingKind(), llm::RopeScalingKind::Llama3);
+    llm::RopeScalingAttr s = *rope.getScaling();
+    EXPECT_DOUBLE_EQ(s.getFactor().convertToDouble(), 8.0);
+    EXPECT_DOUBLE_EQ(s.getLowFreqFactor().convertToDouble(), 1.0);
+    EXPECT_DOUBLE_EQ(s.getHighFreqFactor().convertToDouble(), 4.0);
+    EXPECT_EQ(s.getOriginalMaxPositionEmbeddings(), 8192);
+  }
+}
+
+TEST_F(LlamaGraphTest, NoScalingMeansNoAttribute) {
+  ASSERT_TRUE(build(gqaConfig()));
+  for (llm::RopeOp rope : ops<llm::RopeOp>()) {
+    EXPECT_EQ(rope.getScalingKind(), llm::RopeScalingKind::None);
+    EXPECT_FALSE(rope.getScaling().has_value());
+  }
+}
+
+// The builder and the weight check (llamaTensors) must agree tensor for
+// tensor, in every flavor, or a valid checkpoint fails to build.
+TEST_F(LlamaGraphTest, WeightsMatchTheExpectedTensors) {
+  struct Case {
+    const Architecture *arch;
+    Json hf;
+  };
+  const std::vector<Case> cases = {
+      {&llamaForCausalLM(), Json::object()},
+      {&llamaForCausalLM(), Json{{"attention_bias", true}, {"tie_word_embeddings", true}}},
+      {&mistralForCausalLM(), Json::object()},
+      {&qwen2ForCausalLM(), Json{{"tie_word_embeddings", true}}},
+  };
+  for (const Case &c : cases) {
+    SCOPED_TRACE(std::string(c.arch->name()) + " " + c.hf.dump());
+    ModelConfig config = withRules(*c.arch, c.hf);
+    ASSERT_TRUE(build(config));
+    std::map<std::string, std::vector<int64_t>> built, expected;
+    for (auto [name, op] : weights())
+      built[name] = shapeOf(op.getResult());
+    for (const TensorSpec &spec : c.arch->expectedTensors(config))
+      expected[spec.name] = spec.shape;
+    EXPECT_EQ(built, expected);
+  }
+}
+
+TEST_F(LlamaGraphTest, ForwardSignatureAndMatrixDtype) {
+  GraphOptions options{mlir::BFloat16Type::get(&context)};
+  auto built = buildLlamaGraph(context, gqaConfig(), options);
+  ASSERT_TRUE(built.isOk()) << built.message();
+  module = std::move(*built);
+  auto func = module->lookupSymbol<mlir::func::FuncOp>("forward");
+  ASSERT_TRUE(func);
+  EXPECT_EQ(func.getNumArguments(), 2u);
+  auto result = func.getFunctionType().getResult(0).cast<mlir::ShapedType>();
+  EXPECT_TRUE(result.isDynamicDim(0));
+  EXPECT_EQ(result.getDimSize(1), 512);
+  auto w = weights();
+  auto elementOf = [&](const std::string &name) {
+    return w.at(name).getType().cast<mlir::ShapedType>().getElementType();
+  };
+  EXPECT_TRUE(elementOf("model.layers.0.mlp.up_proj.weight").isBF16());
+  EXPECT_TRUE(elementOf("model.layers.0.input_layernorm.weight").isF32());
+}
+
+TEST_F(LlamaGraphTest, InconsistentHeadsFailVerificationWithTheArchitecture) {
+  ModelConfig config = gqaConfig();
+  config.numKvHeads = 3; // 8 query heads cannot share 3 kv heads
+  std::string diagnostic;
+  mlir::ScopedDiagnosticHandler handler(&context, [&](mlir::Diagnostic &diag) {
+    if (diagnostic.empty())
+      diagnostic = diag.str();
+    return mlir::success();
+  });
+  auto built = buildLlamaGraph(context, config, GraphOptions{mlir::Float32Type::get(&context)});
+  ASSERT_FALSE(built.isOk());
+  EXPECT_NE(built.message().find("LlamaForCausalLM"), std::string::npos) << built.message();
+  EXPECT_NE(diagnostic.find("num_heads 8 is not a multiple of num_kv_heads 3"), std::string::npos)
+      << diagnostic;
+}
+
+} // namespace
+} // namespace llmc
