@@ -7,6 +7,19 @@
 #include <random>
 #include <set>
 
+// Under AddressSanitizer an impossible allocation aborts unless told to
+// return null; KvCache must turn that null into a status.
+#if defined(__SANITIZE_ADDRESS__)
+#define LLMC_TEST_ASAN 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define LLMC_TEST_ASAN 1
+#endif
+#endif
+#if defined(LLMC_TEST_ASAN)
+extern "C" const char *__asan_default_options() { return "allocator_may_return_null=1"; }
+#endif
+
 namespace llmc::kv {
 namespace {
 
