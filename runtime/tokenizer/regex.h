@@ -1,0 +1,55 @@
+// Patterns used by tokenizer.json components: Split pre-tokenizers, Replace
+// normalizers and decoders. A pattern is either a literal string
+// ({"String": " "}) or a regular expression ({"Regex": "..."}) run by PCRE2
+// with PCRE2_UTF | PCRE2_UCP (so \s, \p{L}, \w are Unicode-aware, as in
+// Hugging Face's Oniguruma-based matcher) and JIT compiled when available.
+#pragma once
+
+#include "support/status.h"
+#include "tokenizer/json_path.h"
+
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace llmc::tok {
+
+// A half-open byte range [begin, end) of some text.
+struct Span {
+  size_t begin;
+  size_t end;
+};
+
+class Regex {
+public:
+  // Compiles `pattern`; the error says what PCRE2 rejected and where.
+  static Expected<Regex> compile(const std::string &pattern);
+
+  // Appends the successive non-overlapping matches in `text` (valid UTF-8).
+  // After an empty match the search resumes one character further on.
+  void findAll(std::string_view text, std::vector<Span> &matches) const;
+
+private:
+  struct Code;
+  std::shared_ptr<const Code> code_;
+};
+
+class Pattern {
+public:
+  // Parses {"String": "..."} or {"Regex": "..."} at `at`.
+  static Expected<Pattern> fromJson(const Json &value, const JsonPath &at);
+  static Pattern literal(std::string text);
+
+  // Appends the non-overlapping matches of the pattern in `text`, left to right.
+  void findAll(std::string_view text, std::vector<Span> &matches) const;
+
+  // Replaces every match in `text` with `content`.
+  std::string replaceAll(std::string_view text, std::string_view content) const;
+
+private:
+  std::string literal_;
+  std::shared_ptr<const Regex> regex_; // null for a literal pattern
+};
+
+} // namespace llmc::tok
