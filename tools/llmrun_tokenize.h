@@ -1,0 +1,16 @@
+// Where llmrun finds a tokenizer: the one place that turns a path given on
+// the command line into a Tokenizer (llmrun_tokenize.cpp).
+#pragma once
+
+#include "support/status.h"
+#include "tokenizer/tokenizer.h"
+
+#include <string>
+
+namespace llmc {
+
+// Accepts a tokenizer.json file or a model folder that holds one. Anything
+// else (engine plans included, for now) is an error saying what was expected.
+Expected<Tokenizer> loadTokenizerFrom(const std::string &path);
+
+} // namespace llmc
