@@ -134,6 +134,20 @@ std::string sourceHash(const ModelSpec &spec, const std::string &tokenizerJson,
   return text;
 }
 
+// The graph builder of each architecture family (models/<family>_graph.cpp),
+// by Hugging Face class name. The frontend has already rejected names that
+// models/architecture.cpp does not register, so a miss here is a family that
+// was registered without a builder (docs/adding-an-architecture.md).
+Expected<mlir::OwningOpRef<mlir::ModuleOp>> buildModelGraph(mlir::MLIRContext &context,
+                                                            const ModelConfig &config,
+                                                            const GraphOptions &options) {
+  const std::string &arch = config.architecture;
+  if (arch == "LlamaForCausalLM" || arch == "MistralForCausalLM" || arch == "Qwen2ForCausalLM")
+    return buildLlamaGraph(context, config, options);
+  return Status::error("internal: architecture '" + arch +
+                       "' is registered but has no graph builder in the driver");
+}
+
 Status runPasses(mlir::MLIRContext &context, mlir::ModuleOp module, const BuildOptions &options,
                  const std::string &stage, const std::function<void(mlir::PassManager &)> &add) {
   mlir::PassManager pm(&context);
@@ -193,7 +207,7 @@ Status runBuild(const BuildOptions &options, const BuildReporter &reporter) {
   context.loadDialect<llm::LlmDialect, mlir::func::FuncDialect>();
   LLMC_ASSIGN_OR_RETURN(mlir::Type matrixType, matrixElementType(context, dtype));
   LLMC_ASSIGN_OR_RETURN(mlir::OwningOpRef<mlir::ModuleOp> module,
-                        buildLlamaGraph(context, config, GraphOptions{matrixType}));
+                        buildModelGraph(context, config, GraphOptions{matrixType}));
   {
     std::ostringstream detail;
     detail << config.architecture << ": " << config.numLayers << " layers, hidden "
