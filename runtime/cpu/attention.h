@@ -17,6 +17,8 @@ struct AttentionSequence {
   int64_t numRows;           // its tokens in this step
   const int32_t *blockTable; // covers every position up to the largest in this step
 };
+// Positions [0, positions[t]] of a row's sequence must be in the cache once
+// this step's k/v are written (earlier steps wrote the rest).
 
 struct AttentionBatch {
   const float *q; // [T, ldq], row t holds heads x headDim (RoPE applied)
