@@ -5,6 +5,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <string>
 #include <string_view>
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
@@ -12,7 +13,12 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   auto tokenizer = llmc::Tokenizer::fromJson(json, "fuzz/tokenizer.json");
   if (!tokenizer.isOk())
     return 0;
-  for (std::string_view text : {"ab ab-x1 [M] <s>é", "  hello\n\n<|endoftext|>\xff\xe2\x82", ""}) {
+  std::string longText; // over 64 symbols: the long-word merge paths
+  for (int i = 0; i < 20; ++i)
+    longText += "aab▁héllo-x1 ";
+  for (std::string_view text : {std::string_view("ab ab-x1 [M] <s>é"),
+                                std::string_view("  hello\n\n<|endoftext|>\xff\xe2\x82"),
+                                std::string_view(), std::string_view(longText)}) {
     std::vector<int32_t> ids = tokenizer->encode(text, true);
     std::string decoded = tokenizer->decode(ids, false);
     llmc::StreamDecoder stream(*tokenizer, true);
