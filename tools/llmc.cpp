@@ -38,6 +38,19 @@ private:
   int lastPercent_ = -1;
 };
 
+// GPU kernel compilation: a bar on a terminal, else the last line only.
+void printCompileProgress(size_t done, size_t total) {
+  if (isatty(STDERR_FILENO)) {
+    int filled = static_cast<int>(done * 25 / total);
+    std::fprintf(stderr, "\rllmc: compiling kernels [%.*s%*s] %zu/%zu", filled,
+                 "#########################", 25 - filled, "", done, total);
+    if (done == total)
+      std::fprintf(stderr, "\n");
+  } else if (done == total) {
+    std::fprintf(stderr, "llmc: compiled %zu kernels\n", total);
+  }
+}
+
 std::string joinArgs(int argc, char **argv) {
   std::string line;
   for (int i = 1; i < argc; ++i)
@@ -77,6 +90,10 @@ int main(int argc, char **argv) {
   build->add_option("--print-ir-after", options.printIrAfter,
                     "Print the IR after one stage (import, prune, fuse, quantize) or MLIR pass");
   build->add_flag("-v,--verbose", options.verbose, "Say what each stage changed");
+  build->add_option("--target", options.targets,
+                    "Comma-separated targets: cpu, sm_90a (Hopper cubin), ptx (portable, sm_80+); "
+                    "default: cpu plus the GPU targets when this llmc has NVRTC");
+  build->add_option("-j,--jobs", options.jobs, "Threads compiling GPU kernels (default: all cores)");
 
   if (int code = llmc::cli::parseArgs(app, argc, argv); code >= 0)
     return code;
@@ -109,6 +126,7 @@ int main(int argc, char **argv) {
   };
   reporter.ir = [](const std::string &text) { std::fputs(text.c_str(), stdout); };
   reporter.progress = [&](uint64_t done, uint64_t total) { progress(done, total); };
+  reporter.compileProgress = [](size_t done, size_t total) { printCompileProgress(done, total); };
   llmc::Status status = llmc::runBuild(options, reporter);
   if (!status)
     return llmc::cli::fail(status);

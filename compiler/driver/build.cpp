@@ -1,4 +1,5 @@
 #include "driver/build.h"
+#include "driver/gpu_stage.h"
 
 #include "frontend/model_spec.h"
 #include "frontend/safetensors.h"
@@ -265,12 +266,15 @@ Status runBuild(const BuildOptions &options, const BuildReporter &reporter) {
   lowering.sourceModel = options.input;
   lowering.sourceHash = sourceHash(spec, tokenizerJson, weights ? &*weights : nullptr);
   lowering.buildOptions = options.commandLine;
+  LLMC_ASSIGN_OR_RETURN(TargetSelection targets, parseTargets(options.targets));
   LLMC_ASSIGN_OR_RETURN(PlanContents contents, lowerToPlan(*module, lowering));
   const fb::ProgramT &program = *contents.meta.programs.front();
   stages.finish("lower", start, mlir::ModuleOp(),
                 std::to_string(program.steps.size()) + " steps per token, " +
                     std::to_string(program.buffers.size()) + " buffers in " +
                     std::to_string(program.arena_bytes_per_token) + " arena bytes per token");
+
+  LLMC_RETURN_IF_ERROR(runGpuStage(targets, contents, options, reporter));
 
   start = Clock::now();
   LLMC_ASSIGN_OR_RETURN(WriteSummary written,

@@ -6,6 +6,7 @@
 //   fuse      kernel fusion passes (filled in by the fusion work)
 //   quantize  AWQ / RTN int4 (filled in by the quantization work)
 //   lower     IR -> engine program + memory plan (codegen/) -> plan file
+//   codegen   CUDA kernels per GPU target (codegen/cuda, NVRTC)
 //
 // Each stage reports its time; with verbose, what it changed.
 #pragma once
@@ -30,6 +31,8 @@ struct BuildOptions {
   std::string printIrAfter;               // a stage or MLIR pass name
   bool verbose = false;
   std::string commandLine;                // recorded in the plan's provenance
+  std::string targets;                    // --target: "cpu,sm_90a,ptx" subset ("" = default)
+  int jobs = 0;                           // kernel compile threads (0 = all cores)
 };
 
 // Where the driver reports progress and results (the CLI prints them).
@@ -39,6 +42,7 @@ struct BuildReporter {
   std::function<void(const std::string &line)> verbose;  // -v details
   std::function<void(const std::string &text)> ir;       // printed IR
   std::function<void(uint64_t done, uint64_t total)> progress; // weight bytes written
+  std::function<void(size_t done, size_t total)> compileProgress; // GPU kernels compiled
 };
 
 Status runBuild(const BuildOptions &options, const BuildReporter &reporter);

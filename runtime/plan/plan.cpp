@@ -153,6 +153,78 @@ Status checkTensors(const fb::Plan &plan, uint64_t weightsSize, const std::strin
   return Status::ok();
 }
 
+// --- GPU programs: kernel modules, kernel references, launch shapes. ---
+
+constexpr uint64_t kMaxSharedBytes = 227 * 1024;            // sm_90 opt-in limit per block
+constexpr uint64_t kMaxScratchPerToken = uint64_t(1) << 30; // workspace and counters per row
+
+const fb::KernelModule *findModule(const fb::Plan &plan, fb::Target target) {
+  if (plan.modules() == nullptr)
+    return nullptr;
+  for (const fb::KernelModule *m : *plan.modules())
+    if (m->target() == target)
+      return m;
+  return nullptr;
+}
+
+Status checkKernelModules(const fb::Plan &plan, const std::string &name) {
+  if (plan.modules() == nullptr)
+    return Status::ok();
+  bool seen[3] = {false, false, false};
+  for (uint32_t i = 0; i < plan.modules()->size(); ++i) {
+    const fb::KernelModule &m = *plan.modules()->Get(i);
+    std::string where = name + ": kernel module " + std::to_string(i);
+    if (m.target() != fb::Target::Sm90a && m.target() != fb::Target::Ptx)
+      return Status::error(where + ": target must be Sm90a or Ptx");
+    int t = static_cast<int>(m.target());
+    if (seen[t])
+      return Status::error(where + ": a second module for target " +
+                           fb::EnumNameTarget(m.target()));
+    seen[t] = true;
+    if (m.image() == nullptr || m.image()->size() == 0)
+      return Status::error(where + " (" + fb::EnumNameTarget(m.target()) + "): empty image");
+    if (m.target() == fb::Target::Ptx && m.image()->Get(m.image()->size() - 1) != 0)
+      return Status::error(where + " (Ptx): the PTX text is not NUL-terminated");
+    if (m.functions() == nullptr || m.functions()->size() == 0)
+      return Status::error(where + ": lists no functions");
+    for (uint32_t f = 0; f < m.functions()->size(); ++f)
+      if (m.functions()->Get(f)->size() == 0)
+        return Status::error(where + ": function " + std::to_string(f) + " has no name");
+  }
+  return Status::ok();
+}
+
+Status checkGpuStep(const fb::Plan &plan, const fb::Program &program, const fb::Step &step,
+                    const std::string &where) {
+  const fb::KernelModule *module = findModule(plan, program.target());
+  if (module == nullptr || step.kernel() < 0 ||
+      static_cast<uint32_t>(step.kernel()) >= module->functions()->size())
+    return Status::error(where + ": kernel index " + std::to_string(step.kernel()) +
+                         " has no function in a module for target " +
+                         fb::EnumNameTarget(program.target()));
+  auto dims = [](const flatbuffers::Vector<uint32_t> *v) { return v ? v->size() : 0u; };
+  if (dims(step.grid()) != 3 || dims(step.block()) != 3)
+    return Status::error(where + ": grid and block must have 3 dimensions");
+  uint64_t threads = 1;
+  for (uint32_t d = 0; d < 3; ++d) {
+    if (step.grid()->Get(d) == 0 || step.block()->Get(d) == 0)
+      return Status::error(where + ": grid and block dimensions must be positive");
+    threads *= step.block()->Get(d);
+  }
+  if (threads > 1024 || step.grid()->Get(1) > 65535 || step.grid()->Get(2) > 65535)
+    return Status::error(where + ": launch shape exceeds the CUDA limits (1024 threads per "
+                                 "block, grid y and z at most 65535)");
+  if (step.shared_bytes() > kMaxSharedBytes)
+    return Status::error(where + ": " + std::to_string(step.shared_bytes()) +
+                         " bytes of shared memory exceed " + std::to_string(kMaxSharedBytes));
+  if (step.grid_token_axis() > 3 || (step.grid_token_axis() != 0 && step.tokens_per_block() == 0))
+    return Status::error(where + ": grid_token_axis must be 0..3, with tokens_per_block > 0");
+  if (step.workspace_bytes_per_token() > kMaxScratchPerToken ||
+      step.counters_per_token() > kMaxScratchPerToken)
+    return Status::error(where + ": workspace or counters per token exceed 1 GiB");
+  return Status::ok();
+}
+
 } // namespace
 
 OpSignature opSignature(fb::OpKind op) {
@@ -220,16 +292,7 @@ Status checkStep(const fb::Plan &plan, const fb::Program &program, const fb::Ste
     if (step.kernel() != -1)
       return Status::error(where + ": a CPU step must not reference a kernel");
   } else {
-    bool found = false;
-    if (plan.modules() != nullptr)
-      for (const fb::KernelModule *m : *plan.modules())
-        if (m->target() == program.target() && m->functions() != nullptr &&
-            step.kernel() >= 0 && static_cast<uint32_t>(step.kernel()) < m->functions()->size())
-          found = true;
-    if (!found)
-      return Status::error(where + ": kernel index " + std::to_string(step.kernel()) +
-                           " has no function in a module for target " +
-                           fb::EnumNameTarget(program.target()));
+    LLMC_RETURN_IF_ERROR(checkGpuStep(plan, program, step, where));
   }
   return Status::ok();
 }
@@ -251,16 +314,27 @@ Status checkStepShapes(const fb::Plan &plan, const fb::Program &program, const f
   auto mismatch = [&](const std::string &what) {
     return Status::error(where + ": " + op + ": " + what);
   };
+  // Activations are F32; GPU programs may keep them in BF16 (their kernels are
+  // specialized for the dtypes). Token ids are I32, logits F32 everywhere.
+  bool gpu = program.target() != fb::Target::Cpu;
+  auto activation = [&](fb::DType t) {
+    return t == fb::DType::F32 || (gpu && t == fb::DType::BF16);
+  };
   for (int i = 0; i < static_cast<int>(step.inputs()->size()); ++i) {
     bool tokens = step.op() == fb::OpKind::Embedding;
-    fb::DType expected = tokens ? fb::DType::I32 : fb::DType::F32;
-    if (buffer(in(i))->dtype() != expected)
-      return mismatch("input " + std::to_string(i) + " has dtype " +
-                      fb::EnumNameDType(buffer(in(i))->dtype()) + ", expected " +
-                      fb::EnumNameDType(expected));
+    fb::DType t = buffer(in(i))->dtype();
+    if (tokens ? t != fb::DType::I32 : !activation(t))
+      return mismatch("input " + std::to_string(i) + " has dtype " + fb::EnumNameDType(t) +
+                      ", expected " +
+                      (tokens ? "I32"
+                       : gpu  ? "F32 or BF16"
+                              : "F32"));
   }
-  if (buffer(out)->dtype() != fb::DType::F32)
-    return mismatch("output buffer must be F32");
+  if (step.op() == fb::OpKind::Logits ? buffer(out)->dtype() != fb::DType::F32
+                                      : !activation(buffer(out)->dtype()))
+    return mismatch(step.op() == fb::OpKind::Logits ? "output buffer must be F32"
+                    : gpu                           ? "output buffer must be F32 or BF16"
+                                                    : "output buffer must be F32");
   if (step.weights() != nullptr)
     for (int i = 0; i < static_cast<int>(step.weights()->size()); ++i)
       if (!isFloatWeight(i))
@@ -367,8 +441,11 @@ Status checkPrograms(const fb::Plan &plan, const std::string &name) {
     if (program.buffers()->Get(program.token_buffer())->dtype() != fb::DType::I32 ||
         program.buffers()->Get(program.token_buffer())->width() != 1)
       return Status::error(where + ": the token buffer must be I32 with width 1");
-    if (program.buffers()->Get(program.logits_buffer())->width() != plan.model()->vocab_size())
-      return Status::error(where + ": the logits buffer must have width vocab_size");
+    if (program.buffers()->Get(program.logits_buffer())->width() != plan.model()->vocab_size() ||
+        program.buffers()->Get(program.logits_buffer())->dtype() != fb::DType::F32)
+      return Status::error(where + ": the logits buffer must be F32 with width vocab_size");
+    if (program.max_tokens() < 0 || (program.target() == fb::Target::Cpu && program.max_tokens()))
+      return Status::error(where + ": max_tokens must be 0 for CPU programs, >= 0 for GPU ones");
     for (uint32_t s = 0; s < program.steps()->size(); ++s) {
       const fb::Step &step = *program.steps()->Get(s);
       std::string stepWhere = where + " step " + str(s);
@@ -395,6 +472,7 @@ Status validatePlanImage(const uint8_t *data, uint64_t size, const std::string &
   const fb::Plan *plan = fb::GetPlan(metaBytes);
   LLMC_RETURN_IF_ERROR(checkModel(*plan, name));
   LLMC_RETURN_IF_ERROR(checkTensors(*plan, header.weightsSize, name));
+  LLMC_RETURN_IF_ERROR(checkKernelModules(*plan, name));
   LLMC_RETURN_IF_ERROR(checkPrograms(*plan, name));
   if (options.verifyWeights && header.weightsChecksum != 0 &&
       fnv1a64Words(data + header.weightsOffset, header.weightsSize) != header.weightsChecksum)
@@ -432,6 +510,21 @@ int Plan::findTensor(const std::string &name) const {
     if (tensors.Get(i)->name()->str() == name)
       return static_cast<int>(i);
   return -1;
+}
+
+const fb::KernelModule *Plan::module(fb::Target target) const { return findModule(*meta_, target); }
+
+const fb::Program *Plan::program(fb::Target target, fb::Phase phase, int64_t tokens) const {
+  const fb::Program *any = nullptr, *best = nullptr;
+  for (const fb::Program *p : *meta_->programs()) {
+    if (p->target() != target || p->phase() != phase)
+      continue;
+    if (p->max_tokens() == 0 && any == nullptr)
+      any = p;
+    else if (p->max_tokens() >= tokens && (best == nullptr || p->max_tokens() < best->max_tokens()))
+      best = p;
+  }
+  return best != nullptr ? best : any;
 }
 
 const fb::Program *Plan::program(fb::Target target, fb::Phase phase) const {

@@ -40,6 +40,11 @@ public:
   int findTensor(const std::string &name) const;
   // The program for (target, phase), or nullptr.
   const fb::Program *program(fb::Target target, fb::Phase phase) const;
+  // The program for (target, phase) that runs a step of `tokens` rows: the
+  // one with the smallest max_tokens >= tokens, else the one for any T.
+  const fb::Program *program(fb::Target target, fb::Phase phase, int64_t tokens) const;
+  // The kernel module of a GPU target, or nullptr.
+  const fb::KernelModule *module(fb::Target target) const;
 
 private:
   std::string path_;

@@ -1,0 +1,393 @@
+#include "cuda/kernel_gen.h"
+
+#include "kernels/common/rope.h"
+#include "plan/plan_format.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <cstring>
+#include <sstream>
+
+namespace llmc::cuda {
+namespace {
+
+constexpr int kSmCount = 132; // H100/H200 SXM: split work until the grid covers this twice
+
+std::string str(int64_t v) { return std::to_string(v); }
+
+int64_t roundUp(int64_t v, int64_t multiple) { return (v + multiple - 1) / multiple * multiple; }
+int64_t ceilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+// The short dtype tag used in kernel names.
+const char *tag(DType dtype) {
+  switch (dtype) {
+  case DType::F32:
+    return "f32";
+  case DType::F16:
+    return "f16";
+  case DType::BF16:
+    return "bf16";
+  default:
+    return "unsupported";
+  }
+}
+
+bool isFloat(DType t) { return t == DType::F32 || t == DType::F16 || t == DType::BF16; }
+
+// A float as an exact C++ literal (hex float) and as a name-safe tag.
+std::string floatLiteral(float v) {
+  char text[64];
+  std::snprintf(text, sizeof(text), "%af", static_cast<double>(v));
+  return text;
+}
+std::string floatTag(float v) {
+  uint32_t bits;
+  std::memcpy(&bits, &v, 4);
+  char text[16];
+  std::snprintf(text, sizeof(text), "%08x", bits);
+  return text;
+}
+
+// The largest number of elements per vector access: at most 16 bytes of
+// every dtype in `sizes`, and dividing `count`.
+int vectorWidth(int64_t count, std::initializer_list<size_t> sizes) {
+  size_t widest = 1;
+  for (size_t s : sizes)
+    widest = std::max(widest, s);
+  int vec = static_cast<int>(16 / widest);
+  while (vec > 1 && count % vec != 0)
+    vec /= 2;
+  return vec;
+}
+
+std::string bool01(bool b) { return b ? "true" : "false"; }
+
+// Assembles one translation unit: a header comment, includes, extra
+// declarations and an entry point forwarding to a template.
+std::string translationUnit(const std::string &name, const std::string &summary,
+                            const std::string &header, const std::string &declarations, int threads,
+                            const std::string &argsType, const std::string &call) {
+  std::ostringstream s;
+  s << "// llmc generated kernel: " << summary << "\n"
+    << "#include \"llmc/" << header << "\"\n\n"
+    << declarations << "extern \"C\" __global__ void __launch_bounds__(" << threads << ") " << name
+    << "(const llmc::abi::" << argsType << " args) {\n  " << call << ";\n}\n";
+  return s.str();
+}
+
+struct StepView {
+  const fb::PlanT &plan;
+  const fb::ProgramT &program;
+  const fb::StepT &step;
+  const ProgramShape &shape;
+
+  const fb::BufferT &buffer(int index) const { return *program.buffers.at(index); }
+  const fb::BufferT &input(int i) const { return buffer(step.inputs.at(i)); }
+  const fb::BufferT &output() const { return buffer(step.outputs.at(0)); }
+  const fb::TensorT &weight(int i) const { return *plan.tensors.at(step.weights.at(i)); }
+  DType dtype(const fb::BufferT &b) const { return static_cast<DType>(b.dtype); }
+  DType weightDType(int i) const { return static_cast<DType>(weight(i).dtype); }
+  std::string op() const { return fb::EnumNameOpKind(step.op); }
+};
+
+Status unsupported(const StepView &v, const std::string &why) {
+  return Status::error("no CUDA kernel for " + v.op() + ": " + why);
+}
+
+// Grid axis x covers the rows, `rowsPerBlock` per block.
+void perRowGrid(LaunchShape &l, uint32_t threads, uint32_t rowsPerBlock = 1) {
+  l.block = {threads, 1, 1};
+  l.grid = {1, 1, 1};
+  l.tokenAxis = 1;
+  l.tokensPerBlock = rowsPerBlock;
+}
+
+Expected<KernelInstance> embedding(const StepView &v) {
+  DType w = v.weightDType(0), a = v.dtype(v.output());
+  int64_t vocab = v.weight(0).shape.at(0), hidden = v.weight(0).shape.at(1);
+  int threads = static_cast<int>(std::clamp<int64_t>(roundUp(hidden, 32), 32, 256));
+  KernelInstance k;
+  k.name = "llmc_embedding_" + std::string(tag(a)) + "_w" + tag(w) + "_v" + str(vocab) + "_h" +
+           str(hidden);
+  k.source =
+      translationUnit(k.name, "Embedding table[" + str(vocab) + ", " + str(hidden) + "]",
+                      "elementwise.cuh", "", threads, "StepArgs",
+                      "llmc::dev::embedding<" + std::string(deviceType(w)) + ", " + deviceType(a) +
+                          ", " + str(hidden) + ", " + str(vocab) + ", " + str(threads) + ">(args)");
+  perRowGrid(k.launch, threads);
+  return k;
+}
+
+Expected<KernelInstance> rmsNorm(const StepView &v) {
+  DType a = v.dtype(v.output()), w = v.weightDType(0);
+  int64_t hidden = v.output().width;
+  float eps = static_cast<float>(v.step.float_params.at(0));
+  int threads = static_cast<int>(std::clamp<int64_t>(roundUp(ceilDiv(hidden, 8), 32), 32, 1024));
+  KernelInstance k;
+  k.name = "llmc_rms_norm_" + std::string(tag(a)) + "_w" + tag(w) + "_h" + str(hidden) + "_eps" +
+           floatTag(eps);
+  k.source = translationUnit(
+      k.name, "RMSNorm hidden " + str(hidden), "elementwise.cuh", "", threads, "StepArgs",
+      "llmc::dev::rmsNorm<" + std::string(deviceType(a)) + ", " + deviceType(w) + ", " +
+          str(hidden) + ", " + str(threads) + ">(args, " + floatLiteral(eps) + ")");
+  perRowGrid(k.launch, threads);
+  return k;
+}
+
+hd::RopeScaling ropeScaling(const fb::ModelInfoT &m) {
+  hd::RopeScaling s;
+  s.kind = static_cast<hd::RopeScalingKind>(static_cast<int>(m.rope_scaling));
+  s.factor = static_cast<float>(m.rope_factor);
+  s.lowFreqFactor = static_cast<float>(m.rope_low_freq_factor);
+  s.highFreqFactor = static_cast<float>(m.rope_high_freq_factor);
+  s.originalMaxPositions = static_cast<float>(m.rope_original_max_positions);
+  return s;
+}
+
+Expected<KernelInstance> rope(const StepView &v) {
+  DType a = v.dtype(v.output());
+  int64_t heads = v.step.int_params.at(0), dim = v.step.int_params.at(1);
+  const fb::ModelInfoT &m = *v.plan.model;
+  // The inverse frequencies, exactly as the CPU backend computes them
+  // (cpu::ropeInvFreqs), baked in as hex literals.
+  hd::RopeScaling scaling = ropeScaling(m);
+  std::ostringstream table;
+  uint64_t hash = 0xcbf29ce484222325ull;
+  table << "__device__ const float kInvFreq[" << dim / 2 << "] = {";
+  for (int i = 0; i < dim / 2; ++i) {
+    float f = hd::ropeInvFreq(i, static_cast<int>(dim), static_cast<float>(m.rope_theta), scaling);
+    table << (i ? ", " : "") << floatLiteral(f);
+    hash = fnv1a64(reinterpret_cast<const uint8_t *>(&f), sizeof(f), hash);
+  }
+  table << "};\n\n";
+  int threads = static_cast<int>(std::clamp<int64_t>(roundUp(heads * dim / 2, 32), 32, 256));
+  char hashTag[17];
+  std::snprintf(hashTag, sizeof(hashTag), "%08x", static_cast<uint32_t>(hash ^ (hash >> 32)));
+  KernelInstance k;
+  k.name =
+      "llmc_rope_" + std::string(tag(a)) + "_heads" + str(heads) + "_d" + str(dim) + "_f" + hashTag;
+  k.source = translationUnit(k.name,
+                             "RoPE " + str(heads) + " heads of " + str(dim) + ", theta " +
+                                 std::to_string(m.rope_theta),
+                             "elementwise.cuh", table.str(), threads, "StepArgs",
+                             "llmc::dev::rope<" + std::string(deviceType(a)) + ", " + str(heads) +
+                                 ", " + str(dim) + ", " + str(threads) + ">(args, kInvFreq)");
+  perRowGrid(k.launch, threads);
+  return k;
+}
+
+Expected<KernelInstance> pointwise(const StepView &v) {
+  DType a = v.dtype(v.output());
+  int64_t width = v.output().width;
+  const char *op = nullptr, *name = nullptr;
+  switch (v.step.op) {
+  case fb::OpKind::Add:
+    op = "Add", name = "add";
+    break;
+  case fb::OpKind::Mul:
+    op = "Mul", name = "mul";
+    break;
+  case fb::OpKind::Silu:
+    op = "Silu", name = "silu";
+    break;
+  case fb::OpKind::SwiGlu:
+    op = "SwiGlu", name = "swiglu";
+    break;
+  default:
+    return unsupported(v, "not a point-wise op");
+  }
+  int vec = vectorWidth(width, {dtypeSize(a)});
+  int threads = static_cast<int>(std::clamp<int64_t>(roundUp(width / vec, 32), 32, 256));
+  KernelInstance k;
+  k.name = "llmc_" + std::string(name) + "_" + tag(a) + "_w" + str(width);
+  k.source = translationUnit(k.name, std::string(op) + " over rows of " + str(width),
+                             "elementwise.cuh", "", threads, "StepArgs",
+                             "llmc::dev::pointwiseRows<llmc::dev::Pointwise::" + std::string(op) +
+                                 ", " + deviceType(a) + ", " + str(width) + ", " + str(vec) + ", " +
+                                 str(threads) + ">(args)");
+  perRowGrid(k.launch, threads);
+  return k;
+}
+
+// Linear and Logits: a GEMV for decode programs (few rows), else a GEMM.
+Expected<KernelInstance> linear(const StepView &v) {
+  bool logits = v.step.op == fb::OpKind::Logits;
+  DType a = v.dtype(v.input(0)), w = v.weightDType(0), out = v.dtype(v.output());
+  int64_t n = v.weight(0).shape.at(0), kDim = v.weight(0).shape.at(1);
+  bool accumulate = !logits && v.step.int_params.at(0) == 1;
+  bool bias = v.step.weights.size() == 2;
+  DType b = bias ? v.weightDType(1) : DType::F32;
+  if (n > INT32_MAX / 2 || kDim > INT32_MAX / 2)
+    return unsupported(v, "shape [" + str(n) + ", " + str(kDim) + "] too large");
+  std::string family = logits ? "logits" : "linear";
+  std::string suffix =
+      std::string(bias ? std::string("_bias") + tag(b) : "") + (accumulate ? "_acc" : "");
+  std::string types = std::string(deviceType(a)) + ", " + deviceType(w) + ", " + deviceType(out) +
+                      ", " + deviceType(b);
+  std::string flags = bool01(accumulate) + ", " + bool01(bias) + ", " + bool01(logits);
+  std::string dtypes = std::string(tag(a)) + (w != a ? std::string("_w") + tag(w) : "") +
+                       (out != a ? std::string("_o") + tag(out) : "");
+  std::string summary = (logits ? "Logits" : "Linear") + std::string(" [") + str(n) + ", " +
+                        str(kDim) + "], " + tag(w) + " weights";
+  KernelInstance k;
+  if (v.shape.maxTokens > 0) {
+    const int64_t tmax = v.shape.maxTokens, warps = 4, rows = 2;
+    const int unroll = tmax <= 4 ? 2 : 1;
+    int vec = vectorWidth(kDim, {dtypeSize(a), dtypeSize(w)});
+    int64_t blocks = ceilDiv(n, warps * rows), splitK = 1;
+    while (blocks * splitK < 2 * kSmCount && splitK < 16 && (kDim / vec) % (2 * splitK) == 0 &&
+           (kDim / vec) / (2 * splitK) >= 32 * unroll)
+      splitK *= 2;
+    k.name = "llmc_" + family + "_gemv_" + dtypes + "_n" + str(n) + "_k" + str(kDim) + "_t" +
+             str(tmax) + (splitK > 1 ? "_s" + str(splitK) : "") + suffix;
+    k.source =
+        translationUnit(k.name, summary + ", decode GEMV for T <= " + str(tmax), "gemv.cuh", "",
+                        static_cast<int>(warps * 32), "StepArgs",
+                        "llmc::dev::gemv<" + types + ", " + str(n) + ", " + str(kDim) + ", " +
+                            str(tmax) + ", " + str(rows) + ", " + str(warps) + ", " + str(splitK) +
+                            ", " + str(vec) + ", " + str(unroll) + ", " + flags + ">(args)");
+    k.launch.block = {static_cast<uint32_t>(warps * 32), 1, 1};
+    k.launch.grid = {static_cast<uint32_t>(blocks), static_cast<uint32_t>(splitK), 1};
+    if (splitK > 1) {
+      k.launch.workspaceBytesPerToken = static_cast<uint64_t>(splitK * n * 4);
+      k.launch.countersPerToken = static_cast<uint64_t>(blocks);
+    }
+    return k;
+  }
+  bool mma = a == DType::BF16 && w == DType::BF16 && kDim % 8 == 0;
+  int tile = mma ? 128 : 64;
+  k.name = "llmc_" + family + "_gemm_" + (mma ? "mma_" : "fma_") + dtypes + "_n" + str(n) + "_k" +
+           str(kDim) + suffix;
+  std::string call = mma ? "llmc::dev::gemmMma<" + std::string(deviceType(out)) + ", " +
+                               deviceType(b) + ", " + str(n) + ", " + str(kDim) + ", " + flags +
+                               ">(args)"
+                         : "llmc::dev::gemmFma<" + types + ", " + str(n) + ", " + str(kDim) + ", " +
+                               flags + ">(args)";
+  k.source = translationUnit(k.name, summary + (mma ? ", tensor-core GEMM" : ", FMA GEMM"),
+                             "gemm.cuh", "", 256, "StepArgs", call);
+  k.launch.block = {256, 1, 1};
+  k.launch.grid = {static_cast<uint32_t>(ceilDiv(n, tile)), 1, 1};
+  k.launch.tokenAxis = 2;
+  k.launch.tokensPerBlock = static_cast<uint32_t>(tile);
+  return k;
+}
+
+Expected<KernelInstance> attention(const StepView &v) {
+  DType a = v.dtype(v.output());
+  for (int i = 0; i < 3; ++i)
+    if (v.dtype(v.input(i)) != a)
+      return unsupported(v, "q, k, v and the output must share one dtype");
+  int64_t heads = v.step.int_params.at(1), kvHeads = v.step.int_params.at(2),
+          dim = v.step.int_params.at(3);
+  int64_t group = heads / kvHeads;
+  int64_t blockSize = v.plan.kv_cache->block_size;
+  int64_t maxSeq = v.plan.model->max_seq_len;
+  float scale = static_cast<float>(v.step.float_params.at(0));
+  const int warps = 4, chunk = 32;
+  int vec = vectorWidth(dim, {dtypeSize(a)});
+  // Prefill tiles of rows share each K/V chunk: 32 query vectors per block.
+  int64_t rowsPerBlock = v.shape.decode ? 1 : std::max<int64_t>(1, 32 / group);
+  int64_t splitLen = 0, splits = 1;
+  if (v.shape.decode) {
+    splitLen = std::max<int64_t>(8 * chunk, roundUp(ceilDiv(maxSeq, 32), chunk));
+    splits = ceilDiv(maxSeq, splitLen);
+  }
+  uint64_t sharedFloats = chunk * (dim + 1) + chunk * dim + rowsPerBlock * group * dim;
+  KernelInstance k;
+  k.name = "llmc_attention_" + std::string(v.shape.decode ? "decode_" : "prefill_") + tag(a) +
+           "_d" + str(dim) + "_g" + str(group) + "_kv" + str(kvHeads) + "_bs" + str(blockSize) +
+           "_bm" + str(rowsPerBlock) +
+           (splits > 1 ? "_s" + str(splits) + "x" + str(splitLen) : "") + "_sc" + floatTag(scale);
+  k.source = translationUnit(
+      k.name,
+      std::string(v.shape.decode ? "flash-decoding" : "tiled prefill") + " attention, " +
+          str(heads) + " heads / " + str(kvHeads) + " KV heads of " + str(dim),
+      "attention.cuh", "", warps * 32, "StepArgs",
+      "llmc::dev::attention<" + std::string(deviceType(a)) + ", " + str(dim) + ", " + str(group) +
+          ", " + str(kvHeads) + ", " + str(rowsPerBlock) + ", " + str(splits) + ", " +
+          str(splitLen) + ", " + str(blockSize) + ", " + str(vec) + ", " + str(warps) + ">(args, " +
+          floatLiteral(scale) + ")");
+  k.launch.block = {static_cast<uint32_t>(warps * 32), 1, 1};
+  k.launch.grid = {1, static_cast<uint32_t>(kvHeads), static_cast<uint32_t>(splits)};
+  k.launch.tokenAxis = 1;
+  k.launch.tokensPerBlock = static_cast<uint32_t>(rowsPerBlock);
+  k.launch.sharedBytes = static_cast<uint32_t>(sharedFloats * 4);
+  if (splits > 1) {
+    k.launch.workspaceBytesPerToken = static_cast<uint64_t>(heads * splits * (dim + 2) * 4);
+    k.launch.countersPerToken = static_cast<uint64_t>(kvHeads);
+  }
+  return k;
+}
+
+} // namespace
+
+const char *deviceType(DType dtype) {
+  switch (dtype) {
+  case DType::F32:
+    return "float";
+  case DType::F16:
+    return "llmc::dev::f16";
+  case DType::BF16:
+    return "llmc::dev::bf16";
+  default:
+    return "unsupported_dtype";
+  }
+}
+
+Expected<KernelInstance> kernelForStep(const fb::PlanT &plan, const fb::ProgramT &program,
+                                       const fb::StepT &step, const ProgramShape &shape) {
+  StepView v{plan, program, step, shape};
+  for (size_t i = 0; i < step.weights.size(); ++i)
+    if (!isFloat(v.weightDType(static_cast<int>(i))))
+      return unsupported(v, "weight '" + v.weight(static_cast<int>(i)).name + "' has dtype " +
+                                std::string(dtypeName(v.weightDType(static_cast<int>(i)))));
+  DType out = v.dtype(v.output());
+  bool logits = step.op == fb::OpKind::Logits;
+  if (logits ? out != DType::F32 : (out != DType::F32 && out != DType::BF16))
+    return unsupported(v, "output dtype " + std::string(dtypeName(out)));
+  switch (step.op) {
+  case fb::OpKind::Embedding:
+    return embedding(v);
+  case fb::OpKind::RmsNorm:
+    return rmsNorm(v);
+  case fb::OpKind::Linear:
+  case fb::OpKind::Logits:
+    return linear(v);
+  case fb::OpKind::Rope:
+    return rope(v);
+  case fb::OpKind::Attention:
+    return attention(v);
+  case fb::OpKind::Add:
+  case fb::OpKind::Mul:
+  case fb::OpKind::Silu:
+  case fb::OpKind::SwiGlu:
+    return pointwise(v);
+  }
+  return unsupported(v, "unknown op kind");
+}
+
+std::string syntheticFillKernelName(DType dtype) {
+  return std::string("llmc_synthetic_fill_") + tag(dtype);
+}
+
+KernelInstance syntheticFillKernel(DType dtype) {
+  KernelInstance k;
+  k.name = syntheticFillKernelName(dtype);
+  k.source =
+      translationUnit(k.name, std::string("synthetic weights, ") + tag(dtype), "elementwise.cuh",
+                      "", 256, "SyntheticFillArgs",
+                      "llmc::dev::syntheticFill<" + std::string(deviceType(dtype)) + ">(args)");
+  k.launch.block = {256, 1, 1};
+  return k;
+}
+
+KernelInstance argmaxKernel() {
+  KernelInstance k;
+  k.name = "llmc_argmax_f32";
+  k.source = translationUnit(k.name, "argmax over f32 logits rows", "elementwise.cuh", "", 1024,
+                             "ArgmaxArgs", "llmc::dev::argmaxRows<1024>(args)");
+  k.launch.block = {1024, 1, 1};
+  return k;
+}
+
+} // namespace llmc::cuda

@@ -1,0 +1,233 @@
+// Causal attention over the paged KV cache, for a batch step whose rows are
+// the new tokens of several sequences (prefill chunks and decode tokens).
+// Semantics are the CPU backend's (cpu/attention.h): the step's K/V rows go
+// into the cache, and row t attends to positions 0..positions[t] of its
+// sequence with scale * q . k scores and an online softmax
+// (kernels/common/online_softmax.h).
+//
+// Grid (ceil(T / BM), NKV, NSPLITS); one block handles BM query rows x the
+// GROUP query heads sharing KV head blockIdx.y (GQA: each K/V chunk is read
+// once for the whole group), over one split of the positions.
+//   prefill: BM > 1 rows (tiled), NSPLITS == 1;
+//   decode:  BM == 1, NSPLITS splits of SPLIT positions (flash-decoding):
+//            each split writes (max, sum, acc) to the workspace and the last
+//            split block to finish merges them in split order.
+// Positions before the sequence's first new row are read from the cache
+// through its block table; the step's own rows are read from the k/v inputs
+// (they are written to the cache by split 0 in the same launch, so no block
+// depends on another's cache writes).
+//
+// Per block, dynamic shared memory of (BN * (D + 1) + BN * D + BM * GROUP * D)
+// floats: a K chunk (rows padded against bank conflicts), a V chunk, the
+// queries. Warp w owns query vectors w, w + WARPS, ...; lane j scores
+// position j of a chunk of BN = 32; lane l accumulates dims l, l + 32, ...
+#pragma once
+
+#include "kernels/common/online_softmax.h"
+#include "llmc/common.cuh"
+
+namespace llmc::dev {
+
+// Copies VEC elements of T without conversion (one access).
+template <int VEC, class T> __device__ __forceinline__ void copyVec(T *dst, const T *src) {
+  using V = typename RawVec<VEC * sizeof(T)>::type;
+  *reinterpret_cast<V *>(dst) = *reinterpret_cast<const V *>(src);
+}
+
+template <class TA, int D, int GROUP, int NKV, int BM, int NSPLITS, int SPLIT, int BS, int VEC,
+          int WARPS>
+__device__ __forceinline__ void attention(const abi::StepArgs &a, float scale) {
+  static_assert(NSPLITS == 1 || BM == 1, "split positions only for one row per block");
+  static_assert(D % VEC == 0, "head dim must be whole vectors");
+  constexpr int BN = 32, kThreads = WARPS * 32;
+  constexpr int QV = BM * GROUP, QPW = (QV + WARPS - 1) / WARPS, DPL = (D + 31) / 32;
+  constexpr int kHeads = NKV * GROUP, kQWidth = kHeads * D, kKvWidth = NKV * D;
+  extern __shared__ float smem[];
+  float *ks = smem;              // [BN][D + 1]
+  float *vs = ks + BN * (D + 1); // [BN][D]
+  float *qs = vs + BN * D;       // [QV][D]
+
+  const int r0 = blockIdx.x * BM, kvh = blockIdx.y, split = blockIdx.z;
+  if (r0 >= a.rows)
+    return;
+  const int r1 = min(r0 + BM, a.rows);
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  const TA *q = static_cast<const TA *>(a.in[0]);
+  const TA *k = static_cast<const TA *>(a.in[1]);
+  const TA *v = static_cast<const TA *>(a.in[2]);
+  TA *keys = static_cast<TA *>(a.kvKeys);
+  TA *values = static_cast<TA *>(a.kvValues);
+  TA *out = static_cast<TA *>(a.out);
+
+  // Rows [segBegin, segEnd) of the tile belong to one sequence.
+  for (int segBegin = r0; segBegin < r1;) {
+    const int seq = a.rowSequence[segBegin];
+    const int seqFirst = a.seqFirstRow[seq];
+    const int segEnd = min(r1, seqFirst + a.seqNumRows[seq]);
+    const int firstPos = a.positions[seqFirst]; // positions of a sequence's rows are consecutive
+    const int lastPos = a.positions[segEnd - 1];
+    const int *table = a.blockTables + static_cast<i64>(seq) * a.blockTableStride;
+    auto slotOf = [&](int position) {
+      return (static_cast<i64>(table[position / BS]) * BS + position % BS) * kKvWidth + kvh * D;
+    };
+    __syncthreads(); // the previous segment is done with shared memory
+
+    if (split == 0)
+      for (int i = threadIdx.x * VEC; i < (segEnd - segBegin) * D; i += kThreads * VEC) {
+        const int row = segBegin + i / D, d = i % D;
+        const i64 slot = slotOf(a.positions[row]) + d;
+        const i64 src = static_cast<i64>(row) * kKvWidth + kvh * D + d;
+        copyVec<VEC>(keys + slot, k + src);
+        copyVec<VEC>(values + slot, v + src);
+      }
+    for (int i = threadIdx.x * VEC; i < QV * D; i += kThreads * VEC) {
+      const int qv = i / D, d = i % D, row = r0 + qv / GROUP;
+      float vals[VEC] = {};
+      if (row >= segBegin && row < segEnd)
+        loadVec<VEC>(q + static_cast<i64>(row) * kQWidth + (kvh * GROUP + qv % GROUP) * D + d,
+                     vals);
+#pragma unroll
+      for (int e = 0; e < VEC; ++e)
+        qs[i + e] = vals[e];
+    }
+
+    int pBegin = 0, pEnd = lastPos + 1;
+    if (NSPLITS > 1) {
+      pBegin = split * SPLIT;
+      pEnd = min(pEnd, pBegin + SPLIT);
+    }
+    hd::SoftmaxState state[QPW];
+    float acc[QPW][DPL];
+#pragma unroll
+    for (int iq = 0; iq < QPW; ++iq) {
+      state[iq] = hd::softmaxEmpty();
+#pragma unroll
+      for (int dd = 0; dd < DPL; ++dd)
+        acc[iq][dd] = 0.0f;
+    }
+
+    for (int c0 = pBegin; c0 < pEnd; c0 += BN) {
+      __syncthreads(); // queries written / previous chunk consumed
+      for (int i = threadIdx.x * VEC; i < BN * D; i += kThreads * VEC) {
+        const int j = i / D, d = i % D, p = c0 + j;
+        float kv[VEC] = {}, vv[VEC] = {};
+        if (p < pEnd) {
+          if (p < firstPos) {
+            const i64 slot = slotOf(p) + d;
+            loadVec<VEC>(keys + slot, kv);
+            loadVec<VEC>(values + slot, vv);
+          } else {
+            const i64 src = static_cast<i64>(seqFirst + (p - firstPos)) * kKvWidth + kvh * D + d;
+            loadVec<VEC>(k + src, kv);
+            loadVec<VEC>(v + src, vv);
+          }
+        }
+#pragma unroll
+        for (int e = 0; e < VEC; ++e) {
+          ks[j * (D + 1) + d + e] = kv[e];
+          vs[j * D + d + e] = vv[e];
+        }
+      }
+      __syncthreads();
+#pragma unroll
+      for (int iq = 0; iq < QPW; ++iq) {
+        const int qv = warp + iq * WARPS;
+        const int row = r0 + qv / GROUP;
+        if (qv >= QV || row < segBegin || row >= segEnd) // uniform over the warp
+          continue;
+        const int p = c0 + lane;
+        float score = -hd::infinity();
+        if (p < pEnd && p <= a.positions[row]) {
+          float dot = 0.0f;
+#pragma unroll 16
+          for (int d = 0; d < D; ++d)
+            dot += qs[qv * D + d] * ks[lane * (D + 1) + d];
+          score = scale * dot;
+        }
+        const float chunkMax = warpMax(score);
+        if (chunkMax == -hd::infinity()) // no visible position in this chunk
+          continue;
+        const float weight = hd::expF(score - chunkMax); // 0 for masked positions
+        const hd::SoftmaxMerge merged =
+            hd::softmaxMerge(state[iq], hd::SoftmaxState{chunkMax, warpSum(weight)});
+        state[iq] = merged.state;
+#pragma unroll
+        for (int dd = 0; dd < DPL; ++dd)
+          acc[iq][dd] *= merged.scaleA;
+        for (int j = 0; j < BN; ++j) {
+          const float pj = __shfl_sync(0xffffffffu, weight, j) * merged.scaleB;
+#pragma unroll
+          for (int dd = 0; dd < DPL; ++dd) {
+            const int d = lane + 32 * dd;
+            if (d < D)
+              acc[iq][dd] += pj * vs[j * D + d];
+          }
+        }
+      }
+    }
+
+    float *partials = static_cast<float *>(a.workspace); // [T, heads, NSPLITS, D + 2]
+#pragma unroll
+    for (int iq = 0; iq < QPW; ++iq) {
+      const int qv = warp + iq * WARPS;
+      const int row = r0 + qv / GROUP;
+      if (qv >= QV || row < segBegin || row >= segEnd)
+        continue;
+      const int head = kvh * GROUP + qv % GROUP;
+      if (NSPLITS == 1) {
+        const float inv = hd::softmaxInvSum(state[iq]);
+#pragma unroll
+        for (int dd = 0; dd < DPL; ++dd) {
+          const int d = lane + 32 * dd;
+          if (d < D)
+            out[static_cast<i64>(row) * kQWidth + head * D + d] = fromFloat<TA>(acc[iq][dd] * inv);
+        }
+      } else {
+        float *part =
+            partials + ((static_cast<i64>(row) * kHeads + head) * NSPLITS + split) * (D + 2);
+#pragma unroll
+        for (int dd = 0; dd < DPL; ++dd) {
+          const int d = lane + 32 * dd;
+          if (d < D)
+            part[d] = acc[iq][dd];
+        }
+        if (lane == 0) {
+          part[D] = state[iq].max;
+          part[D + 1] = state[iq].sum;
+        }
+      }
+    }
+
+    if (NSPLITS > 1) {
+      // BM == 1: the tile is one row.
+      if (!arriveLast(a.counters + r0 * NKV + kvh, NSPLITS))
+        return;
+      for (int g = warp; g < GROUP; g += WARPS) {
+        const int head = kvh * GROUP + g;
+        const float *part = partials + (static_cast<i64>(r0) * kHeads + head) * NSPLITS * (D + 2);
+        hd::SoftmaxState merged = hd::softmaxEmpty();
+        float total[DPL] = {};
+        for (int s = 0; s < NSPLITS; ++s, part += D + 2) {
+          const hd::SoftmaxMerge m = hd::softmaxMerge(
+              merged, hd::SoftmaxState{loadCoherent(part + D), loadCoherent(part + D + 1)});
+          merged = m.state;
+#pragma unroll
+          for (int dd = 0; dd < DPL; ++dd) {
+            const int d = lane + 32 * dd;
+            total[dd] = total[dd] * m.scaleA + (d < D ? loadCoherent(part + d) * m.scaleB : 0.0f);
+          }
+        }
+        const float inv = hd::softmaxInvSum(merged);
+#pragma unroll
+        for (int dd = 0; dd < DPL; ++dd) {
+          const int d = lane + 32 * dd;
+          if (d < D)
+            out[static_cast<i64>(r0) * kQWidth + head * D + d] = fromFloat<TA>(total[dd] * inv);
+        }
+      }
+    }
+    segBegin = segEnd;
+  }
+}
+
+} // namespace llmc::dev

@@ -1,0 +1,182 @@
+// Row-wise kernels: embedding gather, RMSNorm, RoPE, element-wise binary and
+// unary ops, argmax, and the synthetic-weight fill. One block per token row
+// (grid.x = T) unless noted; shapes are template constants.
+#pragma once
+
+#include "kernels/common/rope.h"
+#include "kernels/common/synthetic.h"
+#include "llmc/common.cuh"
+
+namespace llmc::dev {
+
+// out[t, :] = table[ids[t], :] for t < rows. An id outside [0, V) sets the
+// error flag (the runtime checks ids before launching; this is a backstop)
+// and yields a zero row.
+template <class TW, class TA, int H, int V, int BLOCK>
+__device__ __forceinline__ void embedding(const abi::StepArgs &a) {
+  const int t = blockIdx.x;
+  if (t >= a.rows)
+    return;
+  const int id = static_cast<const int *>(a.in[0])[t];
+  TA *out = static_cast<TA *>(a.out) + static_cast<i64>(t) * H;
+  const bool valid = id >= 0 && id < V;
+  if (!valid && threadIdx.x == 0 && a.errorFlag != nullptr)
+    atomicExch(a.errorFlag, abi::kErrorTokenOutOfRange);
+  const TW *row = static_cast<const TW *>(a.w[0]) + static_cast<i64>(valid ? id : 0) * H;
+  for (int i = threadIdx.x; i < H; i += BLOCK)
+    out[i] = fromFloat<TA>(valid ? toFloat(row[i]) : 0.0f);
+}
+
+// HF LlamaRMSNorm, as the CPU backend computes it:
+//   y = x * (1 / sqrt(mean(x^2) + eps)) * gamma.
+template <class TA, class TW, int H, int BLOCK>
+__device__ __forceinline__ void rmsNorm(const abi::StepArgs &a, float eps) {
+  constexpr int kPerThread = (H + BLOCK - 1) / BLOCK;
+  __shared__ float scratch[32];
+  const int t = blockIdx.x;
+  if (t >= a.rows)
+    return;
+  const TA *x = static_cast<const TA *>(a.in[0]) + static_cast<i64>(t) * H;
+  const TW *gamma = static_cast<const TW *>(a.w[0]);
+  TA *y = static_cast<TA *>(a.out) + static_cast<i64>(t) * H;
+  float values[kPerThread];
+  float sumSquares = 0.0f;
+#pragma unroll
+  for (int j = 0; j < kPerThread; ++j) {
+    const int i = threadIdx.x + j * BLOCK;
+    values[j] = i < H ? toFloat(x[i]) : 0.0f;
+    sumSquares += values[j] * values[j];
+  }
+  const float meanSquare = blockSum<BLOCK>(sumSquares, scratch) / static_cast<float>(H);
+  const float inv = 1.0f / hd::sqrtF(meanSquare + eps);
+#pragma unroll
+  for (int j = 0; j < kPerThread; ++j) {
+    const int i = threadIdx.x + j * BLOCK;
+    if (i < H)
+      y[i] = fromFloat<TA>(values[j] * inv * toFloat(gamma[i]));
+  }
+}
+
+// Rotary embedding in place on [rows, HEADS * D]: row t at positions[t].
+// invFreq [D / 2] is baked into the generated source (computed at build time
+// with rope.h, as the CPU backend computes it at load time).
+template <class TA, int HEADS, int D, int BLOCK>
+__device__ __forceinline__ void rope(const abi::StepArgs &a, const float *invFreq) {
+  constexpr int kHalf = D / 2;
+  __shared__ float cosSin[2 * kHalf];
+  const int t = blockIdx.x;
+  if (t >= a.rows)
+    return;
+  const int position = a.positions[t];
+  for (int i = threadIdx.x; i < kHalf; i += BLOCK) {
+    const float angle = hd::ropeAngle(position, invFreq[i]);
+    cosSin[i] = hd::cosF(angle);
+    cosSin[kHalf + i] = hd::sinF(angle);
+  }
+  __syncthreads();
+  TA *row = static_cast<TA *>(a.out) + static_cast<i64>(t) * HEADS * D;
+  for (int p = threadIdx.x; p < HEADS * kHalf; p += BLOCK) {
+    const int head = p / kHalf, i = p % kHalf;
+    TA *x = row + head * D;
+    float x0 = toFloat(x[i]), x1 = toFloat(x[i + kHalf]);
+    hd::ropeRotate(x0, x1, cosSin[i], cosSin[kHalf + i]);
+    x[i] = fromFloat<TA>(x0);
+    x[i + kHalf] = fromFloat<TA>(x1);
+  }
+}
+
+enum class Pointwise { Add, Mul, Silu, SwiGlu };
+
+__device__ __forceinline__ float silu(float x) { return x / (1.0f + hd::expF(-x)); }
+
+template <Pointwise OP> __device__ __forceinline__ float pointwise(float a, float b) {
+  switch (OP) {
+  case Pointwise::Add:
+    return a + b;
+  case Pointwise::Mul:
+    return a * b;
+  case Pointwise::Silu:
+    return silu(a);
+  case Pointwise::SwiGlu:
+    return silu(a) * b;
+  }
+  return 0.0f;
+}
+
+// out[t, :] = op(in0[t, :], in1[t, :]) over rows of W elements, VEC elements
+// per access (W % VEC == 0).
+template <Pointwise OP, class TA, int W, int VEC, int BLOCK>
+__device__ __forceinline__ void pointwiseRows(const abi::StepArgs &a) {
+  constexpr bool kBinary = OP != Pointwise::Silu;
+  const int t = blockIdx.x;
+  if (t >= a.rows)
+    return;
+  const i64 base = static_cast<i64>(t) * W;
+  const TA *x0 = static_cast<const TA *>(a.in[0]) + base;
+  const TA *x1 = kBinary ? static_cast<const TA *>(a.in[1]) + base : x0;
+  TA *y = static_cast<TA *>(a.out) + base;
+  for (int i = threadIdx.x * VEC; i < W; i += BLOCK * VEC) {
+    float u[VEC], v[VEC], r[VEC];
+    loadVec<VEC>(x0 + i, u);
+    if (kBinary)
+      loadVec<VEC>(x1 + i, v);
+#pragma unroll
+    for (int e = 0; e < VEC; ++e)
+      r[e] = pointwise<OP>(u[e], kBinary ? v[e] : 0.0f);
+    storeVec<VEC>(y + i, r);
+  }
+}
+
+// out[r] = the first index of the largest logit of row r (NaNs ignored; 0
+// for a row with no number above -inf), as cpu::argmax. One block per row.
+template <int BLOCK> __device__ __forceinline__ void argmaxRows(const abi::ArgmaxArgs &a) {
+  __shared__ float bestValues[BLOCK];
+  __shared__ int bestIndices[BLOCK];
+  const int r = blockIdx.x;
+  if (r >= a.rows)
+    return;
+  const float *row = a.logits + static_cast<i64>(r) * a.cols;
+  float best = -hd::infinity();
+  int bestIndex = 0x7fffffff;
+  for (int i = threadIdx.x; i < a.cols; i += BLOCK)
+    if (row[i] > best) { // strictly greater: the first of equal values wins
+      best = row[i];
+      bestIndex = i;
+    }
+  bestValues[threadIdx.x] = best;
+  bestIndices[threadIdx.x] = bestIndex;
+  __syncthreads();
+  for (int stride = BLOCK / 2; stride > 0; stride /= 2) {
+    if (threadIdx.x < stride) {
+      const float other = bestValues[threadIdx.x + stride];
+      const int otherIndex = bestIndices[threadIdx.x + stride];
+      if (other > bestValues[threadIdx.x] ||
+          (other == bestValues[threadIdx.x] && otherIndex < bestIndices[threadIdx.x])) {
+        bestValues[threadIdx.x] = other;
+        bestIndices[threadIdx.x] = otherIndex;
+      }
+    }
+    __syncthreads();
+  }
+  if (threadIdx.x == 0)
+    a.out[r] = bestIndices[0] == 0x7fffffff ? 0 : bestIndices[0];
+}
+
+// Synthetic weights: the same values as the CPU backend's fillSynthetic
+// (engine/weights.cpp), in a grid-stride loop.
+template <class T> __device__ __forceinline__ void syntheticFill(const abi::SyntheticFillArgs &a) {
+  const unsigned long long stride = static_cast<unsigned long long>(gridDim.x) * blockDim.x;
+  T *out = static_cast<T *>(a.out);
+  for (unsigned long long i =
+           static_cast<unsigned long long>(blockIdx.x) * blockDim.x + threadIdx.x;
+       i < a.count; i += stride) {
+    float value = 0.0f;
+    if (a.kind == 0)
+      value = a.stddev * hd::syntheticNormal(a.seed, a.first + i);
+    else if (a.kind == 1)
+      value = 1.0f;
+    out[i] = fromFloat<T>(value);
+  }
+}
+
+} // namespace llmc::dev

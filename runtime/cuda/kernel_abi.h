@@ -1,0 +1,59 @@
+// The calling convention between the CUDA backend (runtime/cuda) and the
+// kernels that codegen generates (codegen/cuda). Every step kernel takes one
+// StepArgs by value; what a kernel reads from it depends on its op kind
+// (engine.fbs). Shapes, dtypes and tile sizes are compile-time constants of
+// the kernel, so the struct only carries what changes between launches:
+// pointers, the token count and the batch's sequence layout.
+//
+// Compiled by the host compiler (runtime) and by NVRTC (generated kernels):
+// no standard library, fixed-width fields, explicit padding, so both sides
+// agree on the layout (checked by static_asserts on the host).
+#pragma once
+
+namespace llmc::abi {
+
+// One step launch. Pointers are device addresses.
+struct StepArgs {
+  const void *in[3];      // input buffers, row-major [rows, width] (arena + offset_per_token * T)
+  void *out;              // output buffer [rows, width]
+  const void *w[2];       // weights (Linear: W[N,K] and optional bias[N])
+  void *kvKeys;           // Attention: this layer's keys [numBlocks, blockSize, kvHeads, headDim]
+  void *kvValues;         // Attention: this layer's values, same layout
+  const int *positions;   // [T] position of each row in its sequence
+  const int *rowSequence; // [T] index of the sequence each row belongs to
+  const int *seqFirstRow; // [numSequences] first row of each sequence in this step
+  const int *seqNumRows;  // [numSequences] rows of each sequence in this step
+  const int *blockTables; // [numSequences, blockTableStride] KV block ids
+  const int *logitRows;   // Logits: [numLogitRows] rows whose logits are computed
+  void *workspace;        // scratch (split partial results), no initial contents
+  int *counters;          // zero-initialized; every kernel leaves them zero again
+  int *errorFlag;         // set to a non-zero code when a kernel meets bad input
+  int rows;               // T: tokens in this step
+  int numSequences;
+  int blockTableStride; // entries per sequence in blockTables
+  int numLogitRows;     // Logits: rows computed (the output holds them compacted)
+};
+
+// The synthetic-weight fill kernels (llmc_synthetic_fill_<dtype>): element i
+// of the output is value (first + i) of the tensor (kernels/common/synthetic.h).
+struct SyntheticFillArgs {
+  void *out;
+  unsigned long long count;
+  unsigned long long first;
+  unsigned long long seed;
+  float stddev;
+  int kind; // fb::SyntheticKind: 0 Normal, 1 Ones, 2 Zeros
+};
+
+// The argmax kernel (llmc_argmax_f32): out[r] = argmax of logits[r, 0..cols).
+struct ArgmaxArgs {
+  const float *logits;
+  int *out;
+  int rows;
+  int cols;
+};
+
+// Values written to *errorFlag.
+enum ErrorCode : int { kErrorNone = 0, kErrorTokenOutOfRange = 1 };
+
+} // namespace llmc::abi
