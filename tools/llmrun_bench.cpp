@@ -9,6 +9,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include <sys/resource.h>
+
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -79,6 +81,13 @@ double measureReadBandwidth(ThreadPool &pool) {
   return best;
 }
 
+// Peak resident set size of this process so far, in bytes.
+uint64_t peakRssBytes() {
+  struct rusage usage;
+  getrusage(RUSAGE_SELF, &usage);
+  return static_cast<uint64_t>(usage.ru_maxrss) * 1024;
+}
+
 } // namespace
 
 void registerBenchCommand(CLI::App &app, int &exitCode) {
@@ -141,6 +150,10 @@ void registerBenchCommand(CLI::App &app, int &exitCode) {
     uint64_t weightBytes = weightBytesPerDecodeStep(engine.plan());
     double decodeSteps = decodeTps / static_cast<double>(o->batch);
     double achievedGBs = weightBytes * decodeSteps / 1e9;
+    // Memory before the bandwidth probe (which allocates 1 GiB of its own).
+    uint64_t peakRss = peakRssBytes();
+    uint64_t kvBytes = static_cast<uint64_t>(engine.kvCache().bytes());
+    uint64_t planBytes = engine.plan().fileSize() + engine.weights().generatedBytes();
     ThreadPool pool(o->engine.threads);
     double machineGBs = o->noBandwidth ? 0.0 : measureReadBandwidth(pool);
     if (o->json) {
@@ -152,7 +165,10 @@ void registerBenchCommand(CLI::App &app, int &exitCode) {
                        {"weight_bytes_per_decode_step", weightBytes},
                        {"decode_weight_read_gb_per_second", achievedGBs},
                        {"machine_read_gb_per_second", machineGBs},
-                       {"fraction_of_bandwidth", machineGBs > 0 ? achievedGBs / machineGBs : 0.0}};
+                       {"fraction_of_bandwidth", machineGBs > 0 ? achievedGBs / machineGBs : 0.0},
+                       {"peak_rss_bytes", peakRss},
+                       {"plan_and_generated_weight_bytes", planBytes},
+                       {"kv_cache_bytes", kvBytes}};
       std::printf("%s\n", j.dump().c_str());
     } else {
       std::printf("batch %lld, prompt %lld, gen %lld, %d threads, median of %lld\n",
@@ -164,6 +180,9 @@ void registerBenchCommand(CLI::App &app, int &exitCode) {
       if (machineGBs > 0)
         std::printf("; machine %.2f GB/s, %.0f%%", machineGBs, 100.0 * achievedGBs / machineGBs);
       std::printf(")\n");
+      std::printf("memory   peak RSS %.1f MiB (plan + generated weights %.1f MiB, KV cache %.1f "
+                  "MiB, rest: activations, tokenizer, code)\n",
+                  peakRss / 1048576.0, planBytes / 1048576.0, kvBytes / 1048576.0);
     }
     exitCode = 0;
   });

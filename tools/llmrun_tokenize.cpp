@@ -4,6 +4,8 @@
 //   llmrun detokenize <...> --ids 1,2,3 [--skip-special] [--json]
 #include "llmrun_tokenize.h"
 
+#include "plan/plan.h"
+
 #include "cli_common.h"
 #include "llmrun_commands.h"
 #include "support/json.h"
@@ -27,10 +29,18 @@ Expected<Tokenizer> loadTokenizerFrom(const std::string &path) {
   }
   if (!fs::exists(path, error))
     return Status::error(path + ": no such file or folder");
-  if (fs::path(path).extension() != ".json")
-    return Status::error(path + ": expected a tokenizer.json file or a model folder holding one "
-                                "(reading the tokenizer of an engine plan is not supported yet)");
-  return Tokenizer::fromFile(path);
+  if (fs::path(path).extension() == ".json")
+    return Tokenizer::fromFile(path);
+  // Anything else must be an engine plan: its metadata embeds the tokenizer.
+  PlanLoadOptions options;
+  options.verifyWeights = false; // the tokenizer needs only the metadata
+  auto plan = Plan::open(path, options);
+  if (!plan)
+    return Status::error(plan.message() +
+                         " (expected a tokenizer.json, a model folder holding one, or an engine "
+                         "plan)");
+  return Tokenizer::fromJson(plan->meta().tokenizer()->tokenizer_json()->string_view(),
+                             path + ": embedded tokenizer");
 }
 
 namespace {

@@ -9,8 +9,9 @@
 
 namespace llmc {
 
-// Accepts a tokenizer.json file or a model folder that holds one. Anything
-// else (engine plans included, for now) is an error saying what was expected.
+// Accepts a tokenizer.json file, a model folder that holds one, or an engine
+// plan (whose metadata embeds its tokenizer). Anything else is an error
+// saying what was expected.
 Expected<Tokenizer> loadTokenizerFrom(const std::string &path);
 
 } // namespace llmc

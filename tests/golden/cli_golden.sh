@@ -54,4 +54,7 @@ PY
 "$LLMRUN" inspect "$WORK/s.plan" >"$WORK/inspect.txt"
 grep -q "LlamaForCausalLM: 5 layers, hidden 64" "$WORK/inspect.txt"
 "$LLMRUN" inspect "$WORK/s.plan" --json | python3 -c "import json,sys; j=json.load(sys.stdin); assert j['programs'][0]['steps'] > 0"
+# The plan carries its tokenizer: tokenize/detokenize read it from the plan.
+[[ "$("$LLMRUN" tokenize "$WORK/s.plan" --text "Once upon a time" --json)" == '{"ids":[1,403,407,261,378]}' ]]
+[[ "$("$LLMRUN" detokenize "$WORK/s.plan" --ids 403,407,261,378)" == "Once upon a time" ]]
 echo "1 passed, 0 failed"
