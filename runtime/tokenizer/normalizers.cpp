@@ -1,5 +1,9 @@
 #include "tokenizer/normalizers.h"
 
+#include <utf8proc.h>
+
+#include <cstdlib>
+
 namespace llmc::tok {
 
 Expected<Normalizer> Normalizer::fromJson(const Json &value, const JsonPath &at) {
@@ -36,8 +40,19 @@ Status Normalizer::parse(const Json &value, const JsonPath &at) {
     steps_.push_back({Kind::Replace, std::move(content), std::move(parsed)});
     return Status::ok();
   }
+  const std::pair<const char *, int> forms[] = {
+      {"NFC", UTF8PROC_STABLE | UTF8PROC_COMPOSE},
+      {"NFD", UTF8PROC_STABLE | UTF8PROC_DECOMPOSE},
+      {"NFKC", UTF8PROC_STABLE | UTF8PROC_COMPOSE | UTF8PROC_COMPAT},
+      {"NFKD", UTF8PROC_STABLE | UTF8PROC_DECOMPOSE | UTF8PROC_COMPAT}};
+  for (const auto &[name, options] : forms)
+    if (type == name) {
+      LLMC_RETURN_IF_ERROR(checkKeys(value, at, {"type"}));
+      steps_.push_back({Kind::UnicodeForm, "", Pattern(), options});
+      return Status::ok();
+    }
   return at.child("type").error("unsupported normalizer type '" + type +
-                                "' (supported: Prepend, Replace, Sequence)");
+                                "' (supported: Prepend, Replace, NFC, NFD, NFKC, NFKD, Sequence)");
 }
 
 void Normalizer::normalize(std::string &text) const {
@@ -51,6 +66,19 @@ void Normalizer::normalize(std::string &text) const {
     case Kind::Replace:
       text = step.pattern.replaceAll(text, step.text);
       break;
+    case Kind::UnicodeForm: {
+      // The text is valid UTF-8 here (encode repairs it first); on any
+      // utf8proc error the text is left as it is.
+      utf8proc_uint8_t *out = nullptr;
+      utf8proc_ssize_t n =
+          utf8proc_map(reinterpret_cast<const utf8proc_uint8_t *>(text.data()),
+                       static_cast<utf8proc_ssize_t>(text.size()), &out,
+                       static_cast<utf8proc_option_t>(step.utf8procOptions));
+      if (n >= 0)
+        text.assign(reinterpret_cast<const char *>(out), static_cast<size_t>(n));
+      std::free(out);
+      break;
+    }
     }
   }
 }

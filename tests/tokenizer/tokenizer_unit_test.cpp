@@ -89,6 +89,17 @@ TEST(ByteLevelTokenizer, IgnoreMerges) {
   EXPECT_EQ(make(json).encode("abc", false), Ids{kAbc});
 }
 
+// Qwen2's normalizer: NFC composes "e" + U+0301 into U+00E9 before BPE.
+TEST(ByteLevelTokenizer, NfcNormalizerComposes) {
+  Json json = byteLevelTokenizer();
+  Ids composed = make(json).encode("\xC3\xA9", false);
+  EXPECT_NE(make(json).encode("e\xCC\x81", false), composed);
+  json["normalizer"] = {{"type", "NFC"}};
+  EXPECT_EQ(make(json).encode("e\xCC\x81", false), composed);
+  json["normalizer"] = {{"type", "NFD"}};
+  EXPECT_EQ(make(json).encode("\xC3\xA9", false), make(json).encode("e\xCC\x81", false));
+}
+
 TEST(ByteLevelTokenizer, AddPrefixSpace) {
   Json json = byteLevelTokenizer();
   json["pre_tokenizer"]["add_prefix_space"] = true;
