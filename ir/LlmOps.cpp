@@ -392,6 +392,189 @@ LogicalResult LogitsOp::verify() {
                                "vocabulary rows", "input", getX());
 }
 
+//===----------------------------------------------------------------------===//
+// llm.fused_linear
+//===----------------------------------------------------------------------===//
+
+void FusedLinearOp::build(OpBuilder &builder, OperationState &state, Value x, ValueRange weights,
+                          ValueRange biases, Value norm, double eps, Value residual, bool swiglu) {
+  Type elementType = getElementTypeOrSelf(x.getType());
+  SmallVector<Type> results;
+  for (Value w : swiglu ? weights.take_front() : weights)
+    results.push_back(activationLike(x, matrixShape(w.getType()).first, elementType));
+  build(builder, state, results, x, weights, biases, norm, residual,
+        norm ? builder.getF64FloatAttr(eps) : FloatAttr(),
+        swiglu ? builder.getUnitAttr() : UnitAttr());
+}
+
+/// Weights: static [N_i, K] of one dtype; biases: none or one [N_i] each.
+static LogicalResult verifyFusedWeights(FusedLinearOp op, int64_t features) {
+  auto weights = op.getWeights();
+  if (weights.empty())
+    return op.emitOpError() << "needs at least one weight";
+  Type dtype = getElementTypeOrSelf(weights[0].getType());
+  for (auto [i, w] : llvm::enumerate(weights)) {
+    std::string name = "weight " + std::to_string(i);
+    if (failed(checkStaticShape(op, name, w)))
+      return failure();
+    if (int64_t cols = dimSize(w.getType(), 1); cols != features)
+      return op.emitOpError() << name << " has " << cols << " input features but input has "
+                              << features;
+    if (getElementTypeOrSelf(w.getType()) != dtype)
+      return op.emitOpError() << name << " element type " << getElementTypeOrSelf(w.getType())
+                              << " does not match weight 0 element type " << dtype
+                              << " (fused weights are stored as one tensor)";
+  }
+  auto biases = op.getBiases();
+  if (biases.empty())
+    return success();
+  if (biases.size() != weights.size())
+    return op.emitOpError() << "has " << biases.size() << " biases for " << weights.size()
+                            << " weights (one per weight, or none)";
+  Type biasType = getElementTypeOrSelf(biases[0].getType());
+  for (auto [i, b] : llvm::enumerate(biases)) {
+    int64_t size = dimSize(b.getType(), 0), rows = dimSize(weights[i].getType(), 0);
+    if (size != rows)
+      return op.emitOpError() << "bias " << i << " has " << size << " elements but weight " << i
+                              << " has " << rows << " output features";
+    if (getElementTypeOrSelf(b.getType()) != biasType)
+      return op.emitOpError() << "bias " << i << " element type "
+                              << getElementTypeOrSelf(b.getType())
+                              << " does not match bias 0 element type " << biasType;
+  }
+  return success();
+}
+
+/// The norm prologue: a weight [K] and eps > 0, both or neither.
+static LogicalResult verifyFusedNorm(FusedLinearOp op, int64_t features) {
+  Value norm = op.getNorm();
+  if (!norm && !op.getEpsAttr())
+    return success();
+  if (!norm || !op.getEpsAttr())
+    return op.emitOpError() << "norm weight and eps go together";
+  if (failed(checkStaticShape(op, "norm weight", norm)))
+    return failure();
+  if (int64_t size = dimSize(norm.getType(), 0); size != features)
+    return op.emitOpError() << "norm weight has " << size << " elements but input has " << features
+                            << " features";
+  return checkPositive(op, "eps", op.getEpsAttr().getValue());
+}
+
+LogicalResult FusedLinearOp::verify() {
+  if (failed(checkStaticFeatures(*this, "input", getX())))
+    return failure();
+  int64_t features = dimSize(getX().getType(), 1);
+  if (failed(verifyFusedWeights(*this, features)) || failed(verifyFusedNorm(*this, features)))
+    return failure();
+  auto weights = getWeights();
+  auto results = getResults();
+  SmallVector<int64_t> expected;
+  if (getSwiglu()) {
+    if (weights.size() != 2)
+      return emitOpError() << "swiglu needs 2 weights (gate, up), got " << weights.size();
+    int64_t gate = dimSize(weights[0].getType(), 0), up = dimSize(weights[1].getType(), 0);
+    if (gate != up)
+      return emitOpError() << "swiglu gate has " << gate << " output features but up has " << up;
+    if (!getBiases().empty())
+      return emitOpError() << "swiglu takes no biases";
+    expected.push_back(gate);
+  } else {
+    for (Value w : weights)
+      expected.push_back(dimSize(w.getType(), 0));
+  }
+  if (results.size() != expected.size())
+    return emitOpError() << "has " << results.size() << " results but expects " << expected.size();
+  for (auto [i, result] : llvm::enumerate(results)) {
+    if (failed(checkSameElementType(*this, "result", result, "input", getX())) ||
+        failed(checkStaticFeatures(*this, "result", result)) ||
+        failed(checkSameTokens(*this, "result", result, "input", getX())))
+      return failure();
+    if (int64_t got = dimSize(result.getType(), 1); got != expected[i])
+      return emitOpError() << "result " << i << " has " << got << " features but expects "
+                           << expected[i];
+  }
+  if (Value residual = getResidual()) {
+    if (results.size() != 1)
+      return emitOpError() << "residual needs exactly one result, got " << results.size();
+    return checkSameType(*this, "residual", residual, "result", results[0]);
+  }
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// llm.rope_attention
+//===----------------------------------------------------------------------===//
+
+void RopeAttentionOp::build(OpBuilder &builder, OperationState &state, Value q, Value k, Value v,
+                            Value positions, int64_t layer, int64_t numHeads, int64_t numKvHeads,
+                            int64_t headDim, double theta, RopeScalingAttr scaling, double scale,
+                            bool causal) {
+  build(builder, state, q.getType(), q, k, v, positions, builder.getI64IntegerAttr(layer),
+        builder.getI64IntegerAttr(numHeads), builder.getI64IntegerAttr(numKvHeads),
+        builder.getI64IntegerAttr(headDim), builder.getF64FloatAttr(theta), scaling,
+        builder.getF64FloatAttr(scale), causal ? builder.getUnitAttr() : UnitAttr());
+}
+
+LogicalResult RopeAttentionOp::verify() {
+  int64_t layer = getLayer(), numHeads = getNumHeads(), numKvHeads = getNumKvHeads(),
+          headDim = getHeadDim();
+  if (layer < 0)
+    return emitOpError() << "layer must be non-negative, got " << layer;
+  if (failed(checkPositive(*this, "num_heads", numHeads)) ||
+      failed(checkPositive(*this, "num_kv_heads", numKvHeads)) ||
+      failed(checkPositive(*this, "head_dim", headDim)) ||
+      failed(checkPositive(*this, "theta", getThetaAttr().getValue())) ||
+      failed(checkPositive(*this, "scale", getScaleAttr().getValue())))
+    return failure();
+  if (headDim % 2 != 0)
+    return emitOpError() << "head_dim must be even, got " << headDim;
+  if (numHeads % numKvHeads != 0)
+    return emitOpError() << "num_heads " << numHeads << " is not a multiple of num_kv_heads "
+                         << numKvHeads;
+  if (failed(checkHeadFeatures(*this, "q", getQ(), "num_heads", numHeads, headDim)) ||
+      failed(checkHeadFeatures(*this, "k", getK(), "num_kv_heads", numKvHeads, headDim)) ||
+      failed(checkHeadFeatures(*this, "v", getV(), "num_kv_heads", numKvHeads, headDim)))
+    return failure();
+  if (failed(checkSameElementType(*this, "k", getK(), "q", getQ())) ||
+      failed(checkSameElementType(*this, "v", getV(), "q", getQ())) ||
+      failed(checkSameTokens(*this, "k", getK(), "q", getQ())) ||
+      failed(checkSameTokens(*this, "v", getV(), "q", getQ())) ||
+      failed(checkSameTokens(*this, "positions", getPositions(), "q", getQ())))
+    return failure();
+  return checkSameType(*this, "result", getResult(), "q", getQ());
+}
+
+//===----------------------------------------------------------------------===//
+// llm.lm_head
+//===----------------------------------------------------------------------===//
+
+void LmHeadOp::build(OpBuilder &builder, OperationState &state, Value x, Value norm, Value weight,
+                     double eps) {
+  Type logits = activationLike(x, dimSize(weight.getType(), 0), builder.getF32Type());
+  Type ids = RankedTensorType::get({dimSize(x.getType(), 0)}, builder.getI32Type());
+  build(builder, state, logits, ids, x, norm, weight, builder.getF64FloatAttr(eps));
+}
+
+LogicalResult LmHeadOp::verify() {
+  if (failed(checkStaticFeatures(*this, "input", getX())) ||
+      failed(checkStaticShape(*this, "norm weight", getNorm())) ||
+      failed(checkStaticShape(*this, "weight", getWeight())))
+    return failure();
+  int64_t features = dimSize(getX().getType(), 1);
+  if (int64_t size = dimSize(getNorm().getType(), 0); size != features)
+    return emitOpError() << "norm weight has " << size << " elements but input has " << features
+                         << " features";
+  if (failed(checkPositive(*this, "eps", getEpsAttr().getValue())))
+    return failure();
+  if (int64_t hidden = dimSize(getWeight().getType(), 1); hidden != features)
+    return emitOpError() << "weight has " << hidden << " columns but input has " << features
+                         << " features";
+  if (failed(checkProjectionResult(*this, getLogits(), "weight", dimSize(getWeight().getType(), 0),
+                                   "vocabulary rows", "input", getX())))
+    return failure();
+  return checkSameTokens(*this, "ids", getIds(), "input", getX());
+}
+
 } // namespace llmc::llm
 
 #define GET_OP_CLASSES

@@ -258,4 +258,118 @@ def Llm_LogitsOp : Llm_Op<"logits", [Pure]> {
   ];
 }
 
+//===----------------------------------------------------------------------===//
+// Fused forms: produced by the fusion passes (passes/Fuse*.cpp), each lowered
+// to one step of the engine program. Their meaning is spelled out in terms of
+// the unfused ops, which is what the passes replace.
+//===----------------------------------------------------------------------===//
+
+def Llm_FusedLinearOp : Llm_Op<"fused_linear", [Pure, AttrSizedOperandSegments]> {
+  let summary = "One GEMM over the row-concatenated weights, with an optional RMSNorm "
+                "prologue and a SwiGLU or residual epilogue.";
+  let description = [{
+    x: [T, K]; weights W_i: [N_i, K], one dtype (the plan stores them as one
+    [sum N_i, K] tensor); biases, when present, one [N_i] per weight.
+
+    - `norm %g eps e`: x is first normalized, as `llm.rms_norm %x, %g eps e`.
+    - Without `swiglu`, result i is `llm.linear x, W_i (, b_i)`: [T, N_i]
+      (the q/k/v projections as one GEMM).
+    - `swiglu` (two weights of equal N, no biases): one result
+      `silu(x W_0^T) * (x W_1^T)`: [T, N] (gate and up projections).
+    - `residual %r` (one result): the result is `r + ...` (the residual add
+      of o_proj and down_proj); codegen updates r's buffer in place, so r
+      must not be used after this op.
+
+    ```
+    %q, %k, %v = llm.fused_linear %x, [%wq, %wk, %wv] norm %g eps 1.000000e-05
+        : tensor<?x64xf32>, [tensor<64x64xf32>, tensor<32x64xf32>, tensor<32x64xf32>] norm tensor<64xf32>
+        -> tensor<?x64xf32>, tensor<?x32xf32>, tensor<?x32xf32>
+    %a = llm.fused_linear %y, [%wg, %wu] swiglu
+        : tensor<?x64xf32>, [tensor<160x64xf32>, tensor<160x64xf32>] -> tensor<?x160xf32>
+    %h = llm.fused_linear %a, [%wd] residual %x
+        : tensor<?x160xf32>, [tensor<64x160xf32>] residual tensor<?x64xf32> -> tensor<?x64xf32>
+    ```
+  }];
+  let arguments = (ins Llm_Activation:$x, Variadic<Llm_FloatMatrix>:$weights,
+                       Variadic<Llm_FloatVector>:$biases, Optional<Llm_FloatVector>:$norm,
+                       Optional<Llm_Activation>:$residual, OptionalAttr<F64Attr>:$eps,
+                       UnitAttr:$swiglu);
+  let results = (outs Variadic<Llm_Activation>:$results);
+  let assemblyFormat = [{
+    $x `,` `[` $weights `]` (`bias` ` ` `[` $biases^ `]`)? (`norm` $norm^)? (`eps` $eps^)?
+    (`residual` $residual^)? (`swiglu` $swiglu^)? attr-dict
+    `:` type($x) `,` `[` type($weights) `]` (`bias` ` ` `[` type($biases)^ `]`)?
+    (`norm` type($norm)^)? (`residual` type($residual)^)? `->` type($results)
+  }];
+  let builders = [
+    // Result types from x and the weights: one [T, N_i] per weight, or one
+    // [T, N] with swiglu. `eps` is read only with a norm weight.
+    OpBuilder<(ins "::mlir::Value":$x, "::mlir::ValueRange":$weights,
+                   "::mlir::ValueRange":$biases, "::mlir::Value":$norm, "double":$eps,
+                   "::mlir::Value":$residual, "bool":$swiglu)>
+  ];
+}
+
+def Llm_RopeAttentionOp : Llm_Op<"rope_attention",
+    [MemoryEffects<[MemRead<Llm_KVCache>, MemWrite<Llm_KVCache>]>]> {
+  let summary = "RoPE of q and k, the KV-cache append and attention in one op.";
+  let description = [{
+    Equal to `llm.attention (llm.rope %q), (llm.rope %k), %v` with the rope
+    attributes (theta, scaling) shared by q and k: the rotated k goes straight
+    into the cache and the rotated q never leaves the kernel.
+
+    ```
+    %o = llm.rope_attention %q, %k, %v, %positions layer 0 num_heads 4 num_kv_heads 2 head_dim 16
+           theta 1.000000e+04 scale 2.500000e-01 causal
+           : tensor<?x64xf32>, tensor<?x32xf32>, tensor<?x32xf32>, tensor<?xi32>
+    ```
+  }];
+  let arguments = (ins Llm_Activation:$q, Llm_Activation:$k, Llm_Activation:$v,
+                       Llm_TokenIds:$positions, I64Attr:$layer, I64Attr:$num_heads,
+                       I64Attr:$num_kv_heads, I64Attr:$head_dim, F64Attr:$theta,
+                       OptionalAttr<Llm_RopeScalingAttr>:$scaling, F64Attr:$scale,
+                       UnitAttr:$causal);
+  let results = (outs Llm_Activation:$result);
+  let assemblyFormat = [{
+    $q `,` $k `,` $v `,` $positions `layer` $layer `num_heads` $num_heads
+    `num_kv_heads` $num_kv_heads `head_dim` $head_dim `theta` $theta (`scaling` $scaling^)?
+    `scale` $scale (`causal` $causal^)? attr-dict
+    `:` type($q) `,` type($k) `,` type($v) `,`
+    custom<WithResultType>(ref(type($q)), type($positions), type($result))
+  }];
+  let builders = [
+    OpBuilder<(ins "::mlir::Value":$q, "::mlir::Value":$k, "::mlir::Value":$v,
+                   "::mlir::Value":$positions, "int64_t":$layer, "int64_t":$numHeads,
+                   "int64_t":$numKvHeads, "int64_t":$headDim, "double":$theta,
+                   "RopeScalingAttr":$scaling, "double":$scale, "bool":$causal)>
+  ];
+}
+
+def Llm_LmHeadOp : Llm_Op<"lm_head", [Pure]> {
+  let summary = "Final RMSNorm, vocabulary projection and greedy argmax in one op.";
+  let description = [{
+    logits = `llm.logits (llm.rms_norm %x, %norm eps e), %weight`: [T, V];
+    ids[t] = the index of the largest logit of row t (the first on ties):
+    [T] i32. The runtime asks for one or the other: a greedy decode step
+    takes the ids and never writes the logits.
+
+    ```
+    %logits, %ids = llm.lm_head %x, %g, %w eps 1.000000e-05
+        : tensor<?x64xf32>, tensor<64xf32>, tensor<512x64xf32> -> tensor<?x512xf32>, tensor<?xi32>
+    ```
+  }];
+  let arguments = (ins Llm_Activation:$x, Llm_FloatVector:$norm, Llm_FloatMatrix:$weight,
+                       F64Attr:$eps);
+  let results = (outs Llm_Activation:$logits, Llm_TokenIds:$ids);
+  let assemblyFormat = [{
+    $x `,` $norm `,` $weight `eps` $eps attr-dict `:` type($x) `,` type($norm) `,`
+    type($weight) `->` type($logits) `,` type($ids)
+  }];
+  let builders = [
+    // Logits [T, V] f32 and ids [T] i32.
+    OpBuilder<(ins "::mlir::Value":$x, "::mlir::Value":$norm, "::mlir::Value":$weight,
+                   "double":$eps)>
+  ];
+}
+
 #endif // LLMC_IR_LLMOPS_TD

@@ -442,3 +442,282 @@ func.func @logits_q4(%x: tensor<?x64xf16>, %w: !llm.q4<128x64, group = 32>) {
   %l = "llm.logits"(%x, %w) : (tensor<?x64xf16>, !llm.q4<128x64, group = 32>) -> tensor<?x128xf32>
   return
 }
+
+// -----
+
+//===----------------------------------------------------------------------===//
+// llm.fused_linear
+//===----------------------------------------------------------------------===//
+
+func.func @fused_no_weight(%x: tensor<?x64xf32>) {
+  // expected-error @+1 {{'llm.fused_linear' op needs at least one weight}}
+  %y = "llm.fused_linear"(%x) {operand_segment_sizes = array<i32: 1, 0, 0, 0, 0>}
+      : (tensor<?x64xf32>) -> tensor<?x64xf32>
+  return
+}
+
+// -----
+
+func.func @fused_weight_cols(%x: tensor<?x64xf32>, %a: tensor<64x64xf32>, %b: tensor<32x32xf32>) {
+  // expected-error @+1 {{'llm.fused_linear' op weight 1 has 32 input features but input has 64}}
+  %p, %q = llm.fused_linear %x, [%a, %b] : tensor<?x64xf32>, [tensor<64x64xf32>, tensor<32x32xf32>]
+      -> tensor<?x64xf32>, tensor<?x32xf32>
+  return
+}
+
+// -----
+
+func.func @fused_weight_dtype(%x: tensor<?x64xf32>, %a: tensor<64x64xf32>, %b: tensor<32x64xf16>) {
+  // expected-error @+1 {{'llm.fused_linear' op weight 1 element type 'f16' does not match weight 0 element type 'f32' (fused weights are stored as one tensor)}}
+  %p, %q = llm.fused_linear %x, [%a, %b] : tensor<?x64xf32>, [tensor<64x64xf32>, tensor<32x64xf16>]
+      -> tensor<?x64xf32>, tensor<?x32xf32>
+  return
+}
+
+// -----
+
+func.func @fused_weight_dynamic(%x: tensor<?x64xf32>, %a: tensor<?x64xf32>) {
+  // expected-error @+1 {{'llm.fused_linear' op weight 0 must have a static shape, got 'tensor<?x64xf32>'}}
+  %p = llm.fused_linear %x, [%a] : tensor<?x64xf32>, [tensor<?x64xf32>] -> tensor<?x64xf32>
+  return
+}
+
+// -----
+
+func.func @fused_bias_count(%x: tensor<?x64xf32>, %a: tensor<64x64xf32>, %b: tensor<32x64xf32>,
+                            %ba: tensor<64xf32>) {
+  // expected-error @+1 {{'llm.fused_linear' op has 1 biases for 2 weights (one per weight, or none)}}
+  %p, %q = llm.fused_linear %x, [%a, %b] bias [%ba]
+      : tensor<?x64xf32>, [tensor<64x64xf32>, tensor<32x64xf32>] bias [tensor<64xf32>]
+      -> tensor<?x64xf32>, tensor<?x32xf32>
+  return
+}
+
+// -----
+
+func.func @fused_bias_size(%x: tensor<?x64xf32>, %a: tensor<64x64xf32>, %b: tensor<32x64xf32>,
+                           %ba: tensor<64xf32>, %bb: tensor<16xf32>) {
+  // expected-error @+1 {{'llm.fused_linear' op bias 1 has 16 elements but weight 1 has 32 output features}}
+  %p, %q = llm.fused_linear %x, [%a, %b] bias [%ba, %bb]
+      : tensor<?x64xf32>, [tensor<64x64xf32>, tensor<32x64xf32>] bias [tensor<64xf32>, tensor<16xf32>]
+      -> tensor<?x64xf32>, tensor<?x32xf32>
+  return
+}
+
+// -----
+
+func.func @fused_bias_dtype(%x: tensor<?x64xf32>, %a: tensor<64x64xf32>, %b: tensor<32x64xf32>,
+                            %ba: tensor<64xf32>, %bb: tensor<32xf16>) {
+  // expected-error @+1 {{'llm.fused_linear' op bias 1 element type 'f16' does not match bias 0 element type 'f32'}}
+  %p, %q = llm.fused_linear %x, [%a, %b] bias [%ba, %bb]
+      : tensor<?x64xf32>, [tensor<64x64xf32>, tensor<32x64xf32>] bias [tensor<64xf32>, tensor<32xf16>]
+      -> tensor<?x64xf32>, tensor<?x32xf32>
+  return
+}
+
+// -----
+
+func.func @fused_norm_without_eps(%x: tensor<?x64xf32>, %a: tensor<64x64xf32>, %g: tensor<64xf32>) {
+  // expected-error @+1 {{'llm.fused_linear' op norm weight and eps go together}}
+  %p = llm.fused_linear %x, [%a] norm %g : tensor<?x64xf32>, [tensor<64x64xf32>] norm tensor<64xf32>
+      -> tensor<?x64xf32>
+  return
+}
+
+// -----
+
+func.func @fused_norm_size(%x: tensor<?x64xf32>, %a: tensor<64x64xf32>, %g: tensor<32xf32>) {
+  // expected-error @+1 {{'llm.fused_linear' op norm weight has 32 elements but input has 64 features}}
+  %p = llm.fused_linear %x, [%a] norm %g eps 1.0e-5
+      : tensor<?x64xf32>, [tensor<64x64xf32>] norm tensor<32xf32> -> tensor<?x64xf32>
+  return
+}
+
+// -----
+
+func.func @fused_norm_eps(%x: tensor<?x64xf32>, %a: tensor<64x64xf32>, %g: tensor<64xf32>) {
+  // expected-error @+1 {{'llm.fused_linear' op eps must be positive, got 0}}
+  %p = llm.fused_linear %x, [%a] norm %g eps 0.0
+      : tensor<?x64xf32>, [tensor<64x64xf32>] norm tensor<64xf32> -> tensor<?x64xf32>
+  return
+}
+
+// -----
+
+func.func @fused_swiglu_count(%x: tensor<?x64xf32>, %a: tensor<64x64xf32>) {
+  // expected-error @+1 {{'llm.fused_linear' op swiglu needs 2 weights (gate, up), got 3}}
+  %p = llm.fused_linear %x, [%a, %a, %a] swiglu
+      : tensor<?x64xf32>, [tensor<64x64xf32>, tensor<64x64xf32>, tensor<64x64xf32>] -> tensor<?x64xf32>
+  return
+}
+
+// -----
+
+func.func @fused_swiglu_widths(%x: tensor<?x64xf32>, %g: tensor<160x64xf32>, %u: tensor<128x64xf32>) {
+  // expected-error @+1 {{'llm.fused_linear' op swiglu gate has 160 output features but up has 128}}
+  %p = llm.fused_linear %x, [%g, %u] swiglu
+      : tensor<?x64xf32>, [tensor<160x64xf32>, tensor<128x64xf32>] -> tensor<?x160xf32>
+  return
+}
+
+// -----
+
+func.func @fused_swiglu_bias(%x: tensor<?x64xf32>, %g: tensor<160x64xf32>, %b: tensor<160xf32>) {
+  // expected-error @+1 {{'llm.fused_linear' op swiglu takes no biases}}
+  %p = llm.fused_linear %x, [%g, %g] bias [%b, %b] swiglu
+      : tensor<?x64xf32>, [tensor<160x64xf32>, tensor<160x64xf32>] bias [tensor<160xf32>, tensor<160xf32>]
+      -> tensor<?x160xf32>
+  return
+}
+
+// -----
+
+func.func @fused_result_count(%x: tensor<?x64xf32>, %a: tensor<64x64xf32>) {
+  // expected-error @+1 {{'llm.fused_linear' op has 1 results but expects 2}}
+  %p = llm.fused_linear %x, [%a, %a] : tensor<?x64xf32>, [tensor<64x64xf32>, tensor<64x64xf32>]
+      -> tensor<?x64xf32>
+  return
+}
+
+// -----
+
+func.func @fused_result_width(%x: tensor<?x64xf32>, %a: tensor<64x64xf32>, %b: tensor<32x64xf32>) {
+  // expected-error @+1 {{'llm.fused_linear' op result 1 has 16 features but expects 32}}
+  %p, %q = llm.fused_linear %x, [%a, %b] : tensor<?x64xf32>, [tensor<64x64xf32>, tensor<32x64xf32>]
+      -> tensor<?x64xf32>, tensor<?x16xf32>
+  return
+}
+
+// -----
+
+func.func @fused_result_dtype(%x: tensor<?x64xf32>, %a: tensor<64x64xf32>) {
+  // expected-error @+1 {{'llm.fused_linear' op result element type 'f16' does not match input element type 'f32'}}
+  %p = llm.fused_linear %x, [%a] : tensor<?x64xf32>, [tensor<64x64xf32>] -> tensor<?x64xf16>
+  return
+}
+
+// -----
+
+func.func @fused_residual_results(%x: tensor<?x64xf32>, %a: tensor<64x64xf32>) {
+  // expected-error @+1 {{'llm.fused_linear' op residual needs exactly one result, got 2}}
+  %p, %q = llm.fused_linear %x, [%a, %a] residual %x
+      : tensor<?x64xf32>, [tensor<64x64xf32>, tensor<64x64xf32>] residual tensor<?x64xf32>
+      -> tensor<?x64xf32>, tensor<?x64xf32>
+  return
+}
+
+// -----
+
+func.func @fused_residual_type(%x: tensor<?x64xf32>, %a: tensor<32x64xf32>) {
+  // expected-error @+1 {{'llm.fused_linear' op residual type 'tensor<?x64xf32>' does not match result type 'tensor<?x32xf32>'}}
+  %p = llm.fused_linear %x, [%a] residual %x
+      : tensor<?x64xf32>, [tensor<32x64xf32>] residual tensor<?x64xf32> -> tensor<?x32xf32>
+  return
+}
+
+// -----
+
+//===----------------------------------------------------------------------===//
+// llm.rope_attention
+//===----------------------------------------------------------------------===//
+
+func.func @rope_attention_layer(%q: tensor<?x64xf32>, %k: tensor<?x32xf32>, %pos: tensor<?xi32>) {
+  // expected-error @+1 {{'llm.rope_attention' op layer must be non-negative, got -1}}
+  %o = llm.rope_attention %q, %k, %k, %pos layer -1 num_heads 4 num_kv_heads 2 head_dim 16
+      theta 1.0e4 scale 0.25 causal : tensor<?x64xf32>, tensor<?x32xf32>, tensor<?x32xf32>, tensor<?xi32>
+  return
+}
+
+// -----
+
+func.func @rope_attention_theta(%q: tensor<?x64xf32>, %k: tensor<?x32xf32>, %pos: tensor<?xi32>) {
+  // expected-error @+1 {{'llm.rope_attention' op theta must be positive, got 0}}
+  %o = llm.rope_attention %q, %k, %k, %pos layer 0 num_heads 4 num_kv_heads 2 head_dim 16
+      theta 0.0 scale 0.25 causal : tensor<?x64xf32>, tensor<?x32xf32>, tensor<?x32xf32>, tensor<?xi32>
+  return
+}
+
+// -----
+
+func.func @rope_attention_odd_dim(%q: tensor<?x63xf32>, %k: tensor<?x21xf32>, %pos: tensor<?xi32>) {
+  // expected-error @+1 {{'llm.rope_attention' op head_dim must be even, got 21}}
+  %o = llm.rope_attention %q, %k, %k, %pos layer 0 num_heads 3 num_kv_heads 1 head_dim 21
+      theta 1.0e4 scale 0.25 : tensor<?x63xf32>, tensor<?x21xf32>, tensor<?x21xf32>, tensor<?xi32>
+  return
+}
+
+// -----
+
+func.func @rope_attention_gqa(%q: tensor<?x64xf32>, %k: tensor<?x48xf32>, %pos: tensor<?xi32>) {
+  // expected-error @+1 {{'llm.rope_attention' op num_heads 4 is not a multiple of num_kv_heads 3}}
+  %o = llm.rope_attention %q, %k, %k, %pos layer 0 num_heads 4 num_kv_heads 3 head_dim 16
+      theta 1.0e4 scale 0.25 : tensor<?x64xf32>, tensor<?x48xf32>, tensor<?x48xf32>, tensor<?xi32>
+  return
+}
+
+// -----
+
+func.func @rope_attention_k(%q: tensor<?x64xf32>, %k: tensor<?x64xf32>, %pos: tensor<?xi32>) {
+  // expected-error @+1 {{'llm.rope_attention' op k has 64 features but num_kv_heads * head_dim = 2 * 16 = 32}}
+  %o = llm.rope_attention %q, %k, %k, %pos layer 0 num_heads 4 num_kv_heads 2 head_dim 16
+      theta 1.0e4 scale 0.25 : tensor<?x64xf32>, tensor<?x64xf32>, tensor<?x64xf32>, tensor<?xi32>
+  return
+}
+
+// -----
+
+func.func @rope_attention_positions(%q: tensor<5x64xf32>, %k: tensor<5x32xf32>, %pos: tensor<4xi32>) {
+  // expected-error @+1 {{'llm.rope_attention' op positions has 4 tokens but q has 5}}
+  %o = llm.rope_attention %q, %k, %k, %pos layer 0 num_heads 4 num_kv_heads 2 head_dim 16
+      theta 1.0e4 scale 0.25 : tensor<5x64xf32>, tensor<5x32xf32>, tensor<5x32xf32>, tensor<4xi32>
+  return
+}
+
+// -----
+
+//===----------------------------------------------------------------------===//
+// llm.lm_head
+//===----------------------------------------------------------------------===//
+
+func.func @lm_head_norm(%x: tensor<?x64xf32>, %g: tensor<32xf32>, %w: tensor<128x64xf32>) {
+  // expected-error @+1 {{'llm.lm_head' op norm weight has 32 elements but input has 64 features}}
+  %l, %i = llm.lm_head %x, %g, %w eps 1.0e-5
+      : tensor<?x64xf32>, tensor<32xf32>, tensor<128x64xf32> -> tensor<?x128xf32>, tensor<?xi32>
+  return
+}
+
+// -----
+
+func.func @lm_head_eps(%x: tensor<?x64xf32>, %g: tensor<64xf32>, %w: tensor<128x64xf32>) {
+  // expected-error @+1 {{'llm.lm_head' op eps must be positive, got -1}}
+  %l, %i = llm.lm_head %x, %g, %w eps -1.0
+      : tensor<?x64xf32>, tensor<64xf32>, tensor<128x64xf32> -> tensor<?x128xf32>, tensor<?xi32>
+  return
+}
+
+// -----
+
+func.func @lm_head_columns(%x: tensor<?x64xf32>, %g: tensor<64xf32>, %w: tensor<128x32xf32>) {
+  // expected-error @+1 {{'llm.lm_head' op weight has 32 columns but input has 64 features}}
+  %l, %i = llm.lm_head %x, %g, %w eps 1.0e-5
+      : tensor<?x64xf32>, tensor<64xf32>, tensor<128x32xf32> -> tensor<?x128xf32>, tensor<?xi32>
+  return
+}
+
+// -----
+
+func.func @lm_head_vocab(%x: tensor<?x64xf32>, %g: tensor<64xf32>, %w: tensor<128x64xf32>) {
+  // expected-error @+1 {{'llm.lm_head' op result has 100 features but weight has 128 vocabulary rows}}
+  %l, %i = llm.lm_head %x, %g, %w eps 1.0e-5
+      : tensor<?x64xf32>, tensor<64xf32>, tensor<128x64xf32> -> tensor<?x100xf32>, tensor<?xi32>
+  return
+}
+
+// -----
+
+func.func @lm_head_ids(%x: tensor<5x64xf32>, %g: tensor<64xf32>, %w: tensor<128x64xf32>) {
+  // expected-error @+1 {{'llm.lm_head' op ids has 4 tokens but input has 5}}
+  %l, %i = llm.lm_head %x, %g, %w eps 1.0e-5
+      : tensor<5x64xf32>, tensor<64xf32>, tensor<128x64xf32> -> tensor<5x128xf32>, tensor<4xi32>
+  return
+}

@@ -133,3 +133,51 @@ func.func @variants(%x: tensor<?x256xf16>, %t: tensor<5x64xbf16>, %pos: tensor<5
   %l = llm.logits %e, %table : tensor<5x64xf16>, tensor<100x64xbf16> -> tensor<5x100xf32>
   return
 }
+
+// Tests the fused forms the fusion passes produce: a q/k/v GEMM with a norm
+// prologue and Qwen2-style biases, a SwiGLU GEMM, residual epilogues, RoPE +
+// attention, and the LM head with its argmax.
+
+// CHECK-LABEL: func.func @fused
+// CHECK-SAME:    -> (tensor<?x128xf32>, tensor<?xi32>)
+func.func @fused(%h0: tensor<?x64xf32>, %positions: tensor<?xi32>) -> (tensor<?x128xf32>, tensor<?xi32>) {
+  %ln1 = llm.weight "ln1" : tensor<64xf32>
+  %wq = llm.weight "q" : tensor<64x64xf32>
+  %wk = llm.weight "k" : tensor<32x64xf32>
+  %wv = llm.weight "v" : tensor<32x64xf32>
+  %bq = llm.weight "bq" : tensor<64xf32>
+  %bk = llm.weight "bk" : tensor<32xf32>
+  %bv = llm.weight "bv" : tensor<32xf32>
+  // CHECK: %[[QKV:.*]]:3 = llm.fused_linear %{{.*}}, [%{{.*}}, %{{.*}}, %{{.*}}] bias [%{{.*}}, %{{.*}}, %{{.*}}] norm %{{.*}} eps 1.000000e-05 : tensor<?x64xf32>, [tensor<64x64xf32>, tensor<32x64xf32>, tensor<32x64xf32>] bias [tensor<64xf32>, tensor<32xf32>, tensor<32xf32>] norm tensor<64xf32> -> tensor<?x64xf32>, tensor<?x32xf32>, tensor<?x32xf32>{{$}}
+  %q, %k, %v = llm.fused_linear %h0, [%wq, %wk, %wv] bias [%bq, %bk, %bv] norm %ln1 eps 1.0e-5
+      : tensor<?x64xf32>, [tensor<64x64xf32>, tensor<32x64xf32>, tensor<32x64xf32>]
+        bias [tensor<64xf32>, tensor<32xf32>, tensor<32xf32>] norm tensor<64xf32>
+      -> tensor<?x64xf32>, tensor<?x32xf32>, tensor<?x32xf32>
+  // CHECK: %[[ATT:.*]] = llm.rope_attention %[[QKV]]#0, %[[QKV]]#1, %[[QKV]]#2, %{{.*}} layer 0 num_heads 4 num_kv_heads 2 head_dim 16 theta 5.000000e+05 scaling <llama3, factor = 8.000000e+00, low_freq_factor = 1.000000e+00, high_freq_factor = 4.000000e+00, original_max_position_embeddings = 8192> scale 2.500000e-01 causal : tensor<?x64xf32>, tensor<?x32xf32>, tensor<?x32xf32>, tensor<?xi32>{{$}}
+  %att = llm.rope_attention %q, %k, %v, %positions layer 0 num_heads 4 num_kv_heads 2 head_dim 16
+      theta 500000.0 scaling <llama3, factor = 8.0, low_freq_factor = 1.0, high_freq_factor = 4.0,
+                              original_max_position_embeddings = 8192>
+      scale 0.25 causal : tensor<?x64xf32>, tensor<?x32xf32>, tensor<?x32xf32>, tensor<?xi32>
+  %wo = llm.weight "o" : tensor<64x64xf32>
+  // CHECK: %[[H1:.*]] = llm.fused_linear %[[ATT]], [%{{.*}}] residual %{{.*}} : tensor<?x64xf32>, [tensor<64x64xf32>] residual tensor<?x64xf32> -> tensor<?x64xf32>{{$}}
+  %h1 = llm.fused_linear %att, [%wo] residual %h0
+      : tensor<?x64xf32>, [tensor<64x64xf32>] residual tensor<?x64xf32> -> tensor<?x64xf32>
+  %ln2 = llm.weight "ln2" : tensor<64xf32>
+  %wg = llm.weight "gate" : tensor<160x64xbf16>
+  %wu = llm.weight "up" : tensor<160x64xbf16>
+  // CHECK: %[[ACT:.*]] = llm.fused_linear %[[H1]], [%{{.*}}, %{{.*}}] norm %{{.*}} eps 1.000000e-05 swiglu : tensor<?x64xf32>, [tensor<160x64xbf16>, tensor<160x64xbf16>] norm tensor<64xf32> -> tensor<?x160xf32>{{$}}
+  %act = llm.fused_linear %h1, [%wg, %wu] norm %ln2 eps 1.0e-5 swiglu
+      : tensor<?x64xf32>, [tensor<160x64xbf16>, tensor<160x64xbf16>] norm tensor<64xf32>
+      -> tensor<?x160xf32>
+  %wd = llm.weight "down" : tensor<64x160xbf16>
+  // CHECK: %[[H2:.*]] = llm.fused_linear %[[ACT]], [%{{.*}}] residual %[[H1]] :
+  %h2 = llm.fused_linear %act, [%wd] residual %h1
+      : tensor<?x160xf32>, [tensor<64x160xbf16>] residual tensor<?x64xf32> -> tensor<?x64xf32>
+  %lnf = llm.weight "lnf" : tensor<64xf32>
+  %head = llm.weight "head" : tensor<128x64xf32>
+  // CHECK: %[[LOGITS:.*]], %[[IDS:.*]] = llm.lm_head %[[H2]], %{{.*}}, %{{.*}} eps 1.000000e-05 : tensor<?x64xf32>, tensor<64xf32>, tensor<128x64xf32> -> tensor<?x128xf32>, tensor<?xi32>{{$}}
+  // CHECK: return %[[LOGITS]], %[[IDS]]
+  %logits, %ids = llm.lm_head %h2, %lnf, %head eps 1.0e-5
+      : tensor<?x64xf32>, tensor<64xf32>, tensor<128x64xf32> -> tensor<?x128xf32>, tensor<?xi32>
+  return %logits, %ids : tensor<?x128xf32>, tensor<?xi32>
+}
