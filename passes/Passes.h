@@ -49,6 +49,25 @@ struct PruneReport {
 // llm-prune that also writes what it changed into `*report`.
 std::unique_ptr<mlir::Pass> createLlmPrune(PruneReport *report);
 
+// The fusion passes, each also writing a one-line summary of what it fused
+// into `*summary` (e.g. "5 q/k/v groups -> llm.fused_linear (15 llm.linear
+// merged)", or "nothing to fuse").
+std::unique_ptr<mlir::Pass> createLlmFuseQkv(std::string *summary);
+std::unique_ptr<mlir::Pass> createLlmFuseSwiglu(std::string *summary);
+std::unique_ptr<mlir::Pass> createLlmFuseHead(std::string *summary);
+std::unique_ptr<mlir::Pass> createLlmFuseNorm(std::string *summary);
+std::unique_ptr<mlir::Pass> createLlmFuseResidual(std::string *summary);
+std::unique_ptr<mlir::Pass> createLlmFuseRope(std::string *summary);
+
+// The fusion passes in the order the driver's fuse stage runs them, with the
+// names `llmc build --no-fuse=` takes.
+struct FusionPass {
+  const char *name;     // "qkv", "swiglu", "head", "norm", "residual", "rope"
+  const char *argument; // "llm-fuse-qkv", ...
+  std::unique_ptr<mlir::Pass> (*create)(std::string *summary);
+};
+const std::vector<FusionPass> &fusionPasses();
+
 #define GEN_PASS_REGISTRATION
 #include "passes/Passes.h.inc"
 
