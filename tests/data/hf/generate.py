@@ -145,6 +145,8 @@ def generate(name, cls, config, seed):
 
 def main():
     torch.use_deterministic_algorithms(True)
+    # Seeds follow the order of models(): append new models at the end, so
+    # that regenerating leaves the committed ones byte for byte the same.
     for seed, (name, (cls, config)) in enumerate(models().items(), start=1):
         generate(name, cls, config, seed)
     total = sum(f.stat().st_size for f in HERE.glob("*/*"))
