@@ -152,10 +152,18 @@ void registerBenchCommand(CLI::App &app, int &exitCode) {
     double achievedGBs = weightBytes * decodeSteps / 1e9;
     // Memory before the bandwidth probe (which allocates 1 GiB of its own).
     uint64_t peakRss = peakRssBytes();
-    uint64_t kvBytes = static_cast<uint64_t>(engine.kvCache().bytes());
-    uint64_t planBytes = engine.plan().fileSize() + engine.weights().generatedBytes();
+    uint64_t kvBytes = engine.backend().kvCacheBytes();
+    uint64_t planBytes = engine.plan().fileSize() + engine.backend().generatedWeightBytes();
     ThreadPool pool(o->engine.threads);
-    double machineGBs = o->noBandwidth ? 0.0 : measureReadBandwidth(pool);
+    // On a GPU, the ceiling is the device's memory, not the host's.
+    auto deviceGBs = o->noBandwidth ? Expected<double>(0.0) : engine.backend().memoryBandwidthGBs();
+    if (!deviceGBs) {
+      exitCode = cli::fail(deviceGBs.status());
+      return;
+    }
+    double machineGBs = o->noBandwidth    ? 0.0
+                        : *deviceGBs > 0.0 ? *deviceGBs
+                                          : measureReadBandwidth(pool);
     if (o->json) {
       nlohmann::json j{{"prompt_len", o->promptLen}, {"gen_len", o->genLen},
                        {"batch", o->batch}, {"repeats", o->repeats},

@@ -16,13 +16,21 @@ struct EngineFlags {
   int threads = 0;
   bool noVerify = false;
   std::string device = "auto";
+  double gpuMemoryFraction = 0.9;
+  bool noCudaGraphs = false;
 
   void add(CLI::App &command) {
     command.add_option("--threads", threads, "CPU threads (default: all cores)");
     command.add_flag("--no-verify", noVerify,
                      "Skip the weight checksum at load (large plans load faster)");
-    command.add_option("--device", device, "auto, cpu or cuda")
+    command.add_option("--device", device, "auto (a GPU when one can run the plan, else the CPU), "
+                                           "cpu or cuda")
         ->check(CLI::IsMember({"auto", "cpu", "cuda"}));
+    command.add_option("--gpu-memory-fraction", gpuMemoryFraction,
+                       "Share of the GPU's memory for weights, activations and the KV cache "
+                       "(default 0.9)")
+        ->check(CLI::Range(0.01, 1.0));
+    command.add_flag("--no-cuda-graphs", noCudaGraphs, "Launch decode steps one kernel at a time");
   }
 };
 
@@ -30,16 +38,20 @@ struct EngineFlags {
 inline Expected<std::unique_ptr<Engine>> loadEngine(const std::string &plan,
                                                     const EngineFlags &flags,
                                                     int64_t maxSequences, bool quiet = false) {
-  if (flags.device == "cuda")
-    return Status::error("--device cuda: this llmrun has no CUDA backend yet; use --device cpu");
   EngineOptions options;
+  options.device = flags.device;
+  options.gpuMemoryFraction = flags.gpuMemoryFraction;
+  options.cudaGraphs = !flags.noCudaGraphs;
   options.threads = flags.threads;
   options.verifyWeights = !flags.noVerify;
   options.maxSequences = maxSequences;
   LLMC_ASSIGN_OR_RETURN(std::unique_ptr<Engine> engine, Engine::load(plan, options));
   if (!quiet) {
-    std::fprintf(stderr, "llmrun: running on the CPU backend (%d threads)%s\n", engine->threads(),
-                 flags.device == "auto" ? "; no CUDA backend in this build" : "");
+    if (!engine->backendNotice().empty())
+      std::fprintf(stderr, "llmrun: %s (%d threads)\n", engine->backendNotice().c_str(),
+                   engine->threads());
+    else
+      std::fprintf(stderr, "llmrun: running on %s\n", engine->backend().description().c_str());
     if (engine->synthetic())
       std::fprintf(stderr, "llmrun: this plan has synthetic weights (seed %llu): the text is "
                            "meaningless; use it for speed, not quality\n",

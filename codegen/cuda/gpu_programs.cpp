@@ -147,8 +147,15 @@ Status addGpuTargets(PlanContents &contents, const GpuBuildOptions &options,
   InstanceTable table;
   std::vector<std::unique_ptr<fb::ProgramT>> programs;
   for (const Variant &v : programVariants()) {
-    LLMC_ASSIGN_OR_RETURN(auto program, buildProgram(plan, *cpu, v, activation, table));
-    programs.push_back(std::move(program));
+    auto program = buildProgram(plan, *cpu, v, activation, table);
+    if (!program && options.skipUnsupported) {
+      if (summary != nullptr)
+        summary->skipped = program.message();
+      return Status::ok(); // nothing added yet
+    }
+    if (!program)
+      return program.status();
+    programs.push_back(std::move(*program));
   }
   // Kernels the runtime calls by name: weight generation and greedy sampling.
   for (DType d : {DType::F32, DType::F16, DType::BF16})

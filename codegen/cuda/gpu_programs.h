@@ -25,6 +25,10 @@ struct GpuBuildOptions {
   std::function<void(const std::string &line)> warning;
   // Per-kernel details (registers, cache hits) for -v.
   std::function<void(const std::string &line)> verbose;
+  // A step no kernel family covers (a new op kind, an unsupported dtype):
+  // false fails the build; true adds no GPU target and says why in
+  // GpuBuildSummary::skipped (the default target list does this).
+  bool skipUnsupported = false;
 };
 
 struct GpuBuildSummary {
@@ -32,6 +36,7 @@ struct GpuBuildSummary {
   size_t compiled = 0;      // compilations run (all targets), the rest came from the cache
   size_t programs = 0;      // GPU programs added (all targets)
   uint64_t moduleBytes = 0; // all targets
+  std::string skipped;      // why no GPU target was added ("" when they were)
 };
 
 // The decode buckets: a decode program per bucket (T <= bucket) plus one

@@ -22,6 +22,7 @@ bool gpuCodegenAvailable() {
 Expected<TargetSelection> parseTargets(const std::string &list) {
   TargetSelection selection;
   if (list.empty()) {
+    selection.byDefault = true;
     if (gpuCodegenAvailable())
       selection.gpu = {fb::Target::Sm90a, fb::Target::Ptx};
     return selection;
@@ -64,12 +65,19 @@ Status runGpuStage(const TargetSelection &targets, PlanContents &contents,
     gpu.compile.progress = reporter.compileProgress;
     gpu.warning = reporter.warning;
     gpu.verbose = reporter.verbose;
+    gpu.skipUnsupported = targets.byDefault;
     cuda::GpuBuildSummary summary;
     LLMC_RETURN_IF_ERROR(cuda::addGpuTargets(contents, gpu, &summary));
     std::ostringstream s;
-    s << summary.kernels << " kernels x " << targets.gpu.size() << " targets (" << summary.compiled
-      << " compiled, the rest cached), " << summary.programs << " GPU programs, modules "
-      << summary.moduleBytes / 1024 << " KiB";
+    if (!summary.skipped.empty()) {
+      reporter.warning("no GPU targets in this plan: " + summary.skipped +
+                       " (pass --target to make this an error)");
+      s << "GPU targets skipped";
+    } else {
+      s << summary.kernels << " kernels x " << targets.gpu.size() << " targets ("
+        << summary.compiled << " compiled, the rest cached), " << summary.programs
+        << " GPU programs, modules " << summary.moduleBytes / 1024 << " KiB";
+    }
     detail = s.str();
   }
 #endif

@@ -15,6 +15,7 @@ namespace llmc {
 struct TargetSelection {
   bool cpu = true;
   std::vector<fb::Target> gpu; // Sm90a, Ptx
+  bool byDefault = false;      // no --target: GPU targets are added where possible
 };
 
 // True when this llmc was built with the CUDA toolkit (NVRTC).

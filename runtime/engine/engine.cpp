@@ -15,35 +15,14 @@ Expected<std::unique_ptr<Engine>> Engine::load(const std::string &planPath,
                         Tokenizer::fromJson(meta.tokenizer()->tokenizer_json()->string_view(),
                                             planPath + " (embedded tokenizer)"));
   engine->tokenizer_ = std::make_unique<Tokenizer>(std::move(tokenizer));
-  engine->pool_ = std::make_unique<ThreadPool>(options.threads);
-  LLMC_ASSIGN_OR_RETURN(engine->weights_, LoadedWeights::load(engine->plan_, *engine->pool_));
-
-  const fb::ModelInfo &m = *meta.model();
-  const fb::KvCacheInfo &kvInfo = *meta.kv_cache();
-  int64_t slots = options.kvCacheTokens > 0
-                      ? options.kvCacheTokens
-                      : m.max_seq_len() * std::max<int64_t>(1, options.maxSequences);
-  kv::KvCacheShape shape;
-  shape.numLayers = static_cast<int32_t>(m.num_layers());
-  shape.blockSize = static_cast<int32_t>(kvInfo.block_size());
-  shape.numBlocks = static_cast<int32_t>((slots + shape.blockSize - 1) / shape.blockSize + 1);
-  shape.kvHeads = static_cast<int32_t>(m.num_kv_heads());
-  shape.headDim = static_cast<int32_t>(m.head_dim());
-  LLMC_ASSIGN_OR_RETURN(kv::KvCache cache, kv::KvCache::create(shape));
-  engine->cache_ = std::make_unique<kv::KvCache>(std::move(cache));
-
-  LLMC_ASSIGN_OR_RETURN(CpuExecutor prefill,
-                        CpuExecutor::create(engine->plan_, engine->weights_, fb::Phase::Prefill));
-  LLMC_ASSIGN_OR_RETURN(CpuExecutor decode,
-                        CpuExecutor::create(engine->plan_, engine->weights_, fb::Phase::Decode));
-  engine->prefill_ = std::make_unique<CpuExecutor>(std::move(prefill));
-  engine->decode_ = std::make_unique<CpuExecutor>(std::move(decode));
+  LLMC_ASSIGN_OR_RETURN(engine->backend_,
+                        createBackend(engine->plan_, options, &engine->backendNotice_));
   return engine;
 }
 
 SequenceId Engine::addSequence() {
   SequenceId id = nextId_++;
-  sequences_.emplace(id, Sequence{kv::BlockTable(cache_->shape().blockSize), 0});
+  sequences_.emplace(id, Sequence{kv::BlockTable(backend_->blockSize()), 0});
   return id;
 }
 
@@ -51,7 +30,7 @@ Status Engine::releaseSequence(SequenceId id) {
   auto it = sequences_.find(id);
   if (it == sequences_.end())
     return Status::error("unknown sequence " + std::to_string(id));
-  Status status = it->second.blocks.releaseAll(cache_->pool());
+  Status status = it->second.blocks.releaseAll(backend_->blockPool());
   sequences_.erase(it);
   return status;
 }
@@ -83,20 +62,18 @@ Expected<const float *> Engine::step(const std::vector<SequenceTokens> &batch, b
   }
   for (size_t i = 0; i < batch.size(); ++i) {
     int64_t needed = members[i]->length + static_cast<int64_t>(batch[i].tokens.size());
-    Status reserved = members[i]->blocks.reserve(cache_->pool(), needed);
+    Status reserved = members[i]->blocks.reserve(backend_->blockPool(), needed);
     if (!reserved)
       return reserved.withContext("KV cache full");
   }
   StepInput input;
   tokens_.clear();
   positions_.clear();
-  bool anyPrefill = false;
   for (size_t i = 0; i < batch.size(); ++i) {
     StepSequence s;
     s.firstRow = static_cast<int64_t>(tokens_.size());
     s.numRows = static_cast<int64_t>(batch[i].tokens.size());
     s.blockTable = members[i]->blocks.blocks().data();
-    anyPrefill |= s.numRows > 1;
     for (int64_t t = 0; t < s.numRows; ++t) {
       tokens_.push_back(batch[i].tokens[t]);
       positions_.push_back(static_cast<int32_t>(members[i]->length + t));
@@ -109,8 +86,7 @@ Expected<const float *> Engine::step(const std::vector<SequenceTokens> &batch, b
   input.positions = positions_.data();
   input.numTokens = static_cast<int64_t>(tokens_.size());
   const float *logits = nullptr;
-  CpuExecutor &executor = anyPrefill ? *prefill_ : *decode_;
-  LLMC_RETURN_IF_ERROR(executor.run(*pool_, input, *cache_, &logits));
+  LLMC_RETURN_IF_ERROR(backend_->run(input, &logits));
   for (size_t i = 0; i < batch.size(); ++i)
     members[i]->length += static_cast<int64_t>(batch[i].tokens.size());
   return logits;

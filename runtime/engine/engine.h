@@ -1,17 +1,15 @@
-// A loaded engine plan, ready to run batches: the plan (mapped), its weights,
-// tokenizer, paged KV cache and the CPU executors for prefill and decode.
+// A loaded engine plan, ready to run batches: the plan (mapped), its
+// tokenizer, and a backend (engine/backend.h: the CPU, or a CUDA GPU) that
+// holds the weights, the paged KV cache and the program executors.
 //
 // Sequences are added, stepped (several per batch, each with any number of
 // new tokens) and released. Each sequence owns an append-only block table in
-// the shared block pool. The engine is single-threaded from the caller's
-// side; kernels use its thread pool.
+// the backend's block pool. The engine is single-threaded from the caller's
+// side; CPU kernels use the backend's thread pool.
 #pragma once
 
-#include "engine/cpu_executor.h"
-#include "engine/weights.h"
-#include "kv/kv_cache.h"
+#include "engine/backend.h"
 #include "plan/plan.h"
-#include "support/thread_pool.h"
 #include "tokenizer/tokenizer.h"
 
 #include <cstdint>
@@ -26,6 +24,10 @@ struct EngineOptions {
   int64_t kvCacheTokens = 0;  // token slots in the KV pool; 0: max_seq_len * maxSequences
   int64_t maxSequences = 1;   // used to size the KV pool when kvCacheTokens == 0
   bool verifyWeights = true;  // recompute the plan's weight checksum at load
+  std::string device = "cpu"; // "cpu", "cuda" or "auto" (CUDA when usable, else CPU)
+  int cudaDevice = 0;         // ordinal of the GPU
+  double gpuMemoryFraction = 0.9; // of the GPU's memory for weights, activations, KV cache
+  bool cudaGraphs = true;     // replay decode steps as CUDA graphs
 };
 
 using SequenceId = int64_t;
@@ -45,10 +47,12 @@ public:
   const fb::ModelInfo &model() const { return *plan_.meta().model(); }
   const Tokenizer &tokenizer() const { return *tokenizer_; }
   int64_t vocabSize() const { return model().vocab_size(); }
-  int threads() const { return pool_->numThreads(); }
+  int threads() const { return backend_->threads(); }
   bool synthetic() const { return plan_.meta().synthetic(); }
-  const kv::KvCache &kvCache() const { return *cache_; }
-  const LoadedWeights &weights() const { return weights_; }
+  const Backend &backend() const { return *backend_; }
+  Backend &backend() { return *backend_; }
+  // Why EngineOptions::device "auto" fell back to the CPU ("" otherwise).
+  const std::string &backendNotice() const { return backendNotice_; }
 
   SequenceId addSequence();
   Status releaseSequence(SequenceId id);
@@ -72,11 +76,8 @@ private:
 
   Plan plan_;
   std::unique_ptr<Tokenizer> tokenizer_;
-  std::unique_ptr<ThreadPool> pool_;
-  LoadedWeights weights_;
-  std::unique_ptr<kv::KvCache> cache_;
-  std::unique_ptr<CpuExecutor> prefill_;
-  std::unique_ptr<CpuExecutor> decode_;
+  std::unique_ptr<Backend> backend_;
+  std::string backendNotice_;
   std::map<SequenceId, Sequence> sequences_;
   SequenceId nextId_ = 1;
   std::vector<int32_t> tokens_, positions_;

@@ -33,6 +33,8 @@ public:
   uint64_t fileSize() const { return file_.size(); }
   uint64_t metadataSize() const { return metadataSize_; }
   uint64_t weightsSize() const { return weightsSize_; }
+  // The weight section as stored (weightsSize() bytes; empty for synthetic plans).
+  const uint8_t *weightSection() const { return weights_; }
 
   // The stored bytes of tensor `index` (nullptr for synthetic tensors).
   const uint8_t *tensorData(uint32_t index) const;

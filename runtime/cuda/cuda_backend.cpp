@@ -1,0 +1,438 @@
+#include "cuda/cuda_backend.h"
+
+#include "cuda/kernel_abi.h"
+#include "engine/engine.h"
+#include "plan/plan_format.h"
+#include "support/dtype.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+
+namespace llmc::cuda {
+namespace {
+
+constexpr uint32_t kDefaultSharedLimit = 48 * 1024; // above this a kernel must opt in
+constexpr int64_t kInitialRows = 4096;              // arena rows reserved at load
+
+std::string gib(uint64_t bytes) {
+  char text[32];
+  std::snprintf(text, sizeof(text), "%.2f GiB", bytes / double(uint64_t(1) << 30));
+  return text;
+}
+
+const char *dtypeTag(fb::DType t) {
+  switch (t) {
+  case fb::DType::F32:
+    return "f32";
+  case fb::DType::F16:
+    return "f16";
+  case fb::DType::BF16:
+    return "bf16";
+  default:
+    return "unsupported";
+  }
+}
+
+int64_t ceilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+} // namespace
+
+Expected<std::unique_ptr<CudaBackend>> CudaBackend::create(const Plan &plan,
+                                                           const EngineOptions &options) {
+  std::unique_ptr<CudaBackend> b(new CudaBackend());
+  b->plan_ = &plan;
+  b->useGraphs_ = options.cudaGraphs;
+  LLMC_ASSIGN_OR_RETURN(b->device_, Device::open(options.cudaDevice));
+  const DeviceInfo &info = b->device_->info();
+  auto has = [&](fb::Target t) {
+    return plan.module(t) != nullptr && plan.program(t, fb::Phase::Prefill) != nullptr &&
+           plan.program(t, fb::Phase::Decode, 1) != nullptr;
+  };
+  b->target_ = pickTarget(info, has(fb::Target::Sm90a), has(fb::Target::Ptx));
+  if (b->target_ == fb::Target::Cpu)
+    return Status::error(
+        plan.path() + ": no GPU code this device can run (" + info.name + ", compute capability " +
+        std::to_string(info.major) + "." + std::to_string(info.minor) + "; the plan has " +
+        (has(fb::Target::Sm90a) ? "sm_90a " : "") + (has(fb::Target::Ptx) ? "ptx " : "") +
+        "GPU programs); rebuild it with llmc build --target cpu,sm_90a,ptx");
+  const fb::ModelInfo &m = *plan.meta().model();
+  b->blockSize_ = static_cast<int32_t>(plan.meta().kv_cache()->block_size());
+  b->blockTableStride_ = ceilDiv(m.max_seq_len(), b->blockSize_);
+  for (const fb::Program *p : *plan.meta().programs()) {
+    if (p->target() != b->target_)
+      continue;
+    b->arenaBytesPerToken_ = std::max(b->arenaBytesPerToken_, p->arena_bytes_per_token());
+    for (const fb::Step *s : *p->steps()) {
+      b->workspacePerToken_ = std::max(b->workspacePerToken_, s->workspace_bytes_per_token());
+      b->countersPerToken_ = std::max(b->countersPerToken_, s->counters_per_token());
+    }
+  }
+  LLMC_RETURN_IF_ERROR(b->loadModule());
+  LLMC_RETURN_IF_ERROR(b->uploadWeights());
+  int64_t sequences = std::max<int64_t>(1, options.maxSequences);
+  LLMC_RETURN_IF_ERROR(b->ensureCapacity(
+      std::max<int64_t>(sequences, std::min(m.max_seq_len() * sequences, kInitialRows)),
+      sequences));
+  LLMC_RETURN_IF_ERROR(b->allocateKvCache(options));
+  LLMC_RETURN_IF_ERROR(b->device_->synchronize());
+  return b;
+}
+
+CudaBackend::~CudaBackend() {
+  if (device_ != nullptr)
+    (void)device_->synchronize();
+  dropGraphs();
+}
+
+void CudaBackend::dropGraphs() {
+  if (device_ != nullptr)
+    for (auto &[key, exec] : graphs_)
+      device_->api().graphExecDestroy(exec);
+  graphs_.clear();
+}
+
+std::string CudaBackend::description() const {
+  const DeviceInfo &info = device_->info();
+  return "the CUDA backend on " + info.name + " (compute " + std::to_string(info.major) + "." +
+         std::to_string(info.minor) + ", " + std::to_string(info.multiprocessors) + " SMs), " +
+         (target_ == fb::Target::Sm90a ? "sm_90a cubin" : "PTX JIT-compiled by the driver") +
+         ", KV cache " + std::to_string(blocks_->numBlocks()) + " blocks of " +
+         std::to_string(blockSize_) + " tokens (" + gib(kv_.bytes()) + ")";
+}
+
+Status CudaBackend::loadModule() {
+  const fb::KernelModule &module = *plan_->module(target_);
+  LLMC_ASSIGN_OR_RETURN(module_, device_->loadModule(module.image()->data(), module.image()->size(),
+                                                     plan_->path() + ": the " +
+                                                         fb::EnumNameTarget(target_) + " module"));
+  for (const auto *name : *module.functions()) {
+    LLMC_ASSIGN_OR_RETURN(CUfunction f, module_.function(name->str()));
+    functions_.push_back(f);
+  }
+  // Dynamic shared memory above 48 KiB must be opted into, per function.
+  std::vector<uint32_t> shared(functions_.size(), 0);
+  for (const fb::Program *p : *plan_->meta().programs())
+    if (p->target() == target_)
+      for (const fb::Step *s : *p->steps())
+        shared[s->kernel()] = std::max(shared[s->kernel()], s->shared_bytes());
+  const DriverApi &cu = device_->api();
+  for (size_t k = 0; k < functions_.size(); ++k) {
+    if (shared[k] <= kDefaultSharedLimit)
+      continue;
+    if (shared[k] > static_cast<uint32_t>(device_->info().maxSharedPerBlock))
+      return Status::error(plan_->path() + ": kernel " + module.functions()->Get(k)->str() +
+                           " needs " + std::to_string(shared[k]) +
+                           " bytes of shared memory; this GPU allows " +
+                           std::to_string(device_->info().maxSharedPerBlock));
+    LLMC_CU(cu.funcSetAttribute(functions_[k], kFuncAttrMaxDynamicSharedSizeBytes,
+                                static_cast<int>(shared[k])));
+  }
+  return Status::ok();
+}
+
+Status CudaBackend::uploadWeights() {
+  const auto &tensors = *plan_->meta().tensors();
+  tensors_.assign(tensors.size(), 0);
+  if (!plan_->meta().synthetic()) {
+    // The weight section as it is in the file: one allocation, one copy.
+    LLMC_ASSIGN_OR_RETURN(weights_, device_->allocate(plan_->weightsSize()));
+    LLMC_RETURN_IF_ERROR(
+        device_->upload(weights_.get(), plan_->weightSection(), plan_->weightsSize()));
+    for (uint32_t i = 0; i < tensors.size(); ++i)
+      tensors_[i] = weights_.get() + tensors.Get(i)->offset();
+    return Status::ok();
+  }
+  // Synthetic weights are generated on the device, as the CPU generates them.
+  std::vector<uint64_t> offsets(tensors.size());
+  uint64_t total = 0;
+  for (uint32_t i = 0; i < tensors.size(); ++i) {
+    offsets[i] = total = alignUp(total, kPlanWeightAlignment);
+    total += tensors.Get(i)->size();
+  }
+  LLMC_ASSIGN_OR_RETURN(weights_, device_->allocate(total));
+  const auto &names = *plan_->module(target_)->functions();
+  for (uint32_t i = 0; i < tensors.size(); ++i) {
+    const fb::Tensor &t = *tensors.Get(i);
+    tensors_[i] = weights_.get() + offsets[i];
+    std::string kernel = std::string("llmc_synthetic_fill_") + dtypeTag(t.dtype());
+    int index = -1;
+    for (uint32_t f = 0; f < names.size(); ++f)
+      if (names.Get(f)->str() == kernel)
+        index = static_cast<int>(f);
+    if (index < 0)
+      return Status::error(plan_->path() + ": the module lacks " + kernel +
+                           " to generate synthetic tensor '" + t.name()->str() + "'");
+    abi::SyntheticFillArgs args{};
+    args.out = reinterpret_cast<void *>(tensors_[i]);
+    args.count = t.size() / dtypeSize(static_cast<DType>(t.dtype()));
+    args.seed = t.synthetic()->seed();
+    args.stddev = t.synthetic()->std();
+    args.kind = static_cast<int>(t.synthetic()->kind());
+    uint32_t grid[3] = {static_cast<uint32_t>(std::min<uint64_t>(
+                            ceilDiv(static_cast<int64_t>(args.count), 256),
+                            static_cast<uint64_t>(device_->info().multiprocessors) * 16)),
+                        1, 1};
+    uint32_t block[3] = {256, 1, 1};
+    LLMC_RETURN_IF_ERROR(device_->launch(functions_[index], grid, block, 0, &args));
+  }
+  return device_->synchronize();
+}
+
+Status CudaBackend::allocateKvCache(const EngineOptions &options) {
+  const fb::ModelInfo &m = *plan_->meta().model();
+  // The cache holds what attention reads: the dtype of its k input.
+  fb::DType kvType = fb::DType::F32;
+  for (const fb::Step *s : *plan_->program(target_, fb::Phase::Prefill)->steps())
+    if (s->op() == fb::OpKind::Attention) {
+      kvType =
+          plan_->program(target_, fb::Phase::Prefill)->buffers()->Get(s->inputs()->Get(1))->dtype();
+      break;
+    }
+  uint64_t perLayerBlock = static_cast<uint64_t>(blockSize_) * m.num_kv_heads() * m.head_dim() *
+                           dtypeSize(static_cast<DType>(kvType));
+  uint64_t perBlock = perLayerBlock * 2 * m.num_layers();
+  uint64_t freeBytes = 0, totalBytes = 0;
+  LLMC_RETURN_IF_ERROR(device_->memoryInfo(&freeBytes, &totalBytes));
+  double fraction = options.gpuMemoryFraction;
+  if (!(fraction > 0.0 && fraction <= 1.0))
+    return Status::error("--gpu-memory-fraction " + std::to_string(fraction) +
+                         " must be in (0, 1]");
+  uint64_t budget = static_cast<uint64_t>(fraction * static_cast<double>(totalBytes));
+  uint64_t used = totalBytes - freeBytes;
+  int64_t fit = budget > used ? static_cast<int64_t>((budget - used) / perBlock) : 0;
+  int64_t slots = options.kvCacheTokens > 0
+                      ? options.kvCacheTokens
+                      : m.max_seq_len() * std::max<int64_t>(1, options.maxSequences);
+  int64_t wanted = ceilDiv(slots, blockSize_) + 1; // + the null block
+  int64_t oneSequence = blockTableStride_ + 1;
+  int64_t numBlocks = std::min(wanted, fit);
+  if (numBlocks < std::min(wanted, oneSequence))
+    return Status::error("--gpu-memory-fraction " + std::to_string(fraction) + " of " +
+                         gib(totalBytes) + " leaves " + gib(budget > used ? budget - used : 0) +
+                         " for the KV cache after " + gib(used) +
+                         " in use; one sequence of max_seq_len " + std::to_string(m.max_seq_len()) +
+                         " needs " + gib(perBlock * oneSequence) + " (raise the fraction)");
+  numBlocks = std::min<int64_t>(numBlocks, INT32_MAX);
+  kvLayerBytes_ = perLayerBlock * static_cast<uint64_t>(numBlocks);
+  LLMC_ASSIGN_OR_RETURN(kv_, device_->allocate(kvLayerBytes_ * 2 * m.num_layers()));
+  blocks_ = std::make_unique<kv::BlockPool>(static_cast<int32_t>(numBlocks));
+  return Status::ok();
+}
+
+Status CudaBackend::ensureCapacity(int64_t rows, int64_t sequences) {
+  if (rows <= capacityRows_ && sequences <= capacitySequences_)
+    return Status::ok();
+  rows = std::max(rows, capacityRows_);
+  sequences = std::max(sequences, capacitySequences_);
+  LLMC_RETURN_IF_ERROR(device_->synchronize());
+  dropGraphs(); // they hold the old addresses
+  arena_ = DeviceBuffer();
+  workspace_ = DeviceBuffer();
+  counters_ = DeviceBuffer();
+  metadata_ = DeviceBuffer();
+  LLMC_ASSIGN_OR_RETURN(arena_, device_->allocate(arenaBytesPerToken_ * rows));
+  LLMC_ASSIGN_OR_RETURN(workspace_,
+                        device_->allocate(std::max<uint64_t>(256, workspacePerToken_ * rows)));
+  uint64_t counterBytes = std::max<uint64_t>(256, countersPerToken_ * 4 * rows);
+  LLMC_ASSIGN_OR_RETURN(counters_, device_->allocate(counterBytes));
+  LLMC_RETURN_IF_ERROR(device_->zeroAsync(counters_.get(), counterBytes));
+  if (errorFlag_.get() == 0) {
+    LLMC_ASSIGN_OR_RETURN(errorFlag_, device_->allocate(256));
+    LLMC_RETURN_IF_ERROR(device_->zeroAsync(errorFlag_.get(), 256));
+  }
+  // int32 metadata: positions, row -> sequence, per sequence first row and
+  // rows, block tables, logit rows.
+  offPositions_ = 0;
+  offRowSequence_ = offPositions_ + rows;
+  offSeqFirst_ = offRowSequence_ + rows;
+  offSeqRows_ = offSeqFirst_ + sequences;
+  offTables_ = offSeqRows_ + sequences;
+  offLogitRows_ = offTables_ + sequences * blockTableStride_;
+  uint64_t total = offLogitRows_ + rows;
+  hostMetadata_.assign(total, 0);
+  LLMC_ASSIGN_OR_RETURN(metadata_, device_->allocate(total * 4));
+  capacityRows_ = rows;
+  capacitySequences_ = sequences;
+  return Status::ok();
+}
+
+Status CudaBackend::writeMetadata(const StepInput &input, int64_t logitRows) {
+  const int64_t rows = input.numTokens;
+  int32_t *h = hostMetadata_.data();
+  std::memcpy(h + offPositions_, input.positions, rows * 4);
+  for (size_t s = 0; s < input.sequences.size(); ++s) {
+    const StepSequence &seq = input.sequences[s];
+    for (int64_t r = seq.firstRow; r < seq.firstRow + seq.numRows; ++r)
+      h[offRowSequence_ + r] = static_cast<int32_t>(s);
+    h[offSeqFirst_ + s] = static_cast<int32_t>(seq.firstRow);
+    h[offSeqRows_ + s] = static_cast<int32_t>(seq.numRows);
+    int64_t lastPosition = input.positions[seq.firstRow + seq.numRows - 1];
+    int64_t used = lastPosition / blockSize_ + 1;
+    int32_t *table = h + offTables_ + s * blockTableStride_;
+    std::memcpy(table, seq.blockTable, used * 4);
+    std::fill(table + used, table + blockTableStride_, 0); // the null block
+  }
+  for (int64_t r = 0; r < logitRows; ++r)
+    h[offLogitRows_ + r] = static_cast<int32_t>(input.logitRows.empty() ? r : input.logitRows[r]);
+  return device_->uploadAsync(metadata_.get(), h, hostMetadata_.size() * sizeof(int32_t));
+}
+
+Status CudaBackend::launchProgram(const fb::Program &program, int64_t rows, int64_t logitRows,
+                                  int64_t sequences) {
+  auto metadata = [&](uint64_t offset) {
+    return reinterpret_cast<const int *>(metadata_.get() + offset * 4);
+  };
+  abi::StepArgs base{};
+  base.positions = metadata(offPositions_);
+  base.rowSequence = metadata(offRowSequence_);
+  base.seqFirstRow = metadata(offSeqFirst_);
+  base.seqNumRows = metadata(offSeqRows_);
+  base.blockTables = metadata(offTables_);
+  base.logitRows = metadata(offLogitRows_);
+  base.workspace = reinterpret_cast<void *>(workspace_.get());
+  base.counters = reinterpret_cast<int *>(counters_.get());
+  base.errorFlag = reinterpret_cast<int *>(errorFlag_.get());
+  base.rows = static_cast<int>(rows);
+  base.blockTableStride = static_cast<int>(blockTableStride_);
+  base.numLogitRows = static_cast<int>(logitRows);
+  base.numSequences = static_cast<int>(sequences);
+  auto bufferAt = [&](int index) {
+    return reinterpret_cast<void *>(arena_.get() +
+                                    program.buffers()->Get(index)->offset_per_token() * rows);
+  };
+  for (const fb::Step *step : *program.steps()) {
+    abi::StepArgs args = base;
+    for (uint32_t i = 0; i < step->inputs()->size(); ++i)
+      args.in[i] = bufferAt(step->inputs()->Get(i));
+    args.out = bufferAt(step->outputs()->Get(0));
+    if (step->weights() != nullptr)
+      for (uint32_t i = 0; i < step->weights()->size(); ++i)
+        args.w[i] = reinterpret_cast<const void *>(tensors_[step->weights()->Get(i)]);
+    if (step->op() == fb::OpKind::Attention) {
+      uint64_t layer = static_cast<uint64_t>(step->int_params()->Get(0));
+      args.kvKeys = reinterpret_cast<void *>(kv_.get() + (2 * layer) * kvLayerBytes_);
+      args.kvValues = reinterpret_cast<void *>(kv_.get() + (2 * layer + 1) * kvLayerBytes_);
+    }
+    uint32_t grid[3], block[3];
+    for (int d = 0; d < 3; ++d) {
+      grid[d] = step->grid()->Get(d);
+      block[d] = step->block()->Get(d);
+    }
+    if (step->grid_token_axis() != 0) {
+      int64_t stepRows = step->op() == fb::OpKind::Logits ? logitRows : rows;
+      grid[step->grid_token_axis() - 1] *=
+          static_cast<uint32_t>(ceilDiv(stepRows, step->tokens_per_block()));
+    }
+    LLMC_RETURN_IF_ERROR(
+        device_->launch(functions_[step->kernel()], grid, block, step->shared_bytes(), &args)
+            .withContext(std::string(fb::EnumNameOpKind(step->op())) + " step, kernel " +
+                         plan_->module(target_)->functions()->Get(step->kernel())->str()));
+  }
+  return Status::ok();
+}
+
+Status CudaBackend::runGraph(const fb::Program &program, int64_t rows) {
+  const DriverApi &cu = device_->api();
+  GraphKey key{&program, rows};
+  auto it = graphs_.find(key);
+  if (it == graphs_.end()) {
+    LLMC_CU(cu.streamBeginCapture(device_->stream(), kStreamCaptureModeThreadLocal));
+    Status launched = launchProgram(program, rows, rows, rows); // decode: one row per sequence
+    CUgraph graph = nullptr;
+    LLMC_CU(cu.streamEndCapture(device_->stream(), &graph));
+    if (!launched) {
+      cu.graphDestroy(graph);
+      return launched;
+    }
+    CUgraphExec exec = nullptr;
+    Status instantiated =
+        checkCall(cu.graphInstantiate(&exec, graph, 0), "cuGraphInstantiate", __FILE__, __LINE__);
+    cu.graphDestroy(graph);
+    LLMC_RETURN_IF_ERROR(instantiated);
+    it = graphs_.emplace(key, exec).first;
+  }
+  LLMC_CU(cu.graphLaunch(it->second, device_->stream()));
+  return Status::ok();
+}
+
+Expected<double> CudaBackend::memoryBandwidthGBs() {
+  const DriverApi &cu = device_->api();
+  const uint64_t bytes = uint64_t(1) << 30;
+  LLMC_ASSIGN_OR_RETURN(DeviceBuffer a, device_->allocate(bytes));
+  LLMC_ASSIGN_OR_RETURN(DeviceBuffer b, device_->allocate(bytes));
+  LLMC_RETURN_IF_ERROR(device_->zeroAsync(a.get(), bytes));
+  CUevent start = nullptr, stop = nullptr;
+  LLMC_CU(cu.eventCreate(&start, 0));
+  LLMC_CU(cu.eventCreate(&stop, 0));
+  double best = 0.0;
+  Status status = Status::ok();
+  for (int trial = 0; trial < 5 && status; ++trial) {
+    float ms = 0.0f;
+    status =
+        checkCall(cu.eventRecord(start, device_->stream()), "cuEventRecord", __FILE__, __LINE__);
+    if (status)
+      status = checkCall(cu.memcpyDtoDAsync(b.get(), a.get(), bytes, device_->stream()),
+                         "cuMemcpyDtoDAsync", __FILE__, __LINE__);
+    if (status)
+      status =
+          checkCall(cu.eventRecord(stop, device_->stream()), "cuEventRecord", __FILE__, __LINE__);
+    if (status)
+      status = checkCall(cu.eventSynchronize(stop), "cuEventSynchronize", __FILE__, __LINE__);
+    if (status)
+      status = checkCall(cu.eventElapsedTime(&ms, start, stop), "cuEventElapsedTime", __FILE__,
+                         __LINE__);
+    if (status && ms > 0.0f)
+      best = std::max(best, 2.0 * static_cast<double>(bytes) / (ms * 1e-3) / 1e9);
+  }
+  cu.eventDestroy(start);
+  cu.eventDestroy(stop);
+  LLMC_RETURN_IF_ERROR(status);
+  return best;
+}
+
+Status CudaBackend::run(const StepInput &input, const float **logits) {
+  const int64_t rows = input.numTokens;
+  if (rows <= 0)
+    return Status::error("a step needs at least one token");
+  const int64_t sequences = static_cast<int64_t>(input.sequences.size());
+  const int64_t logitRows =
+      input.logitRows.empty() ? rows : static_cast<int64_t>(input.logitRows.size());
+  const int64_t vocab = plan_->meta().model()->vocab_size();
+  for (int64_t t = 0; t < rows; ++t)
+    if (input.tokens[t] < 0 || input.tokens[t] >= vocab)
+      return Status::error("embedding: token id " + std::to_string(input.tokens[t]) +
+                           " at position " + std::to_string(t) + " is outside the vocabulary [0, " +
+                           std::to_string(vocab) + ")");
+  bool decode = true;
+  for (const StepSequence &s : input.sequences)
+    decode &= s.numRows == 1;
+  const fb::Program *program = decode ? plan_->program(target_, fb::Phase::Decode, rows)
+                                      : plan_->program(target_, fb::Phase::Prefill);
+  LLMC_RETURN_IF_ERROR(ensureCapacity(rows, sequences));
+  LLMC_RETURN_IF_ERROR(writeMetadata(input, logitRows));
+  const fb::Buffer &tokenBuffer = *program->buffers()->Get(program->token_buffer());
+  LLMC_RETURN_IF_ERROR(device_->uploadAsync(arena_.get() + tokenBuffer.offset_per_token() * rows,
+                                            input.tokens, rows * sizeof(int32_t)));
+  if (decode && useGraphs_ && logitRows == rows)
+    LLMC_RETURN_IF_ERROR(runGraph(*program, rows));
+  else
+    LLMC_RETURN_IF_ERROR(launchProgram(*program, rows, logitRows, sequences));
+  const fb::Buffer &logitsBuffer = *program->buffers()->Get(program->logits_buffer());
+  logits_.resize(static_cast<size_t>(logitRows * vocab));
+  LLMC_RETURN_IF_ERROR(device_->downloadAsync(logits_.data(),
+                                              arena_.get() + logitsBuffer.offset_per_token() * rows,
+                                              logits_.size() * sizeof(float)));
+  int32_t flag = 0;
+  LLMC_RETURN_IF_ERROR(device_->downloadAsync(&flag, errorFlag_.get(), sizeof(flag)));
+  LLMC_RETURN_IF_ERROR(device_->synchronize());
+  if (flag != abi::kErrorNone) {
+    LLMC_RETURN_IF_ERROR(device_->zeroAsync(errorFlag_.get(), sizeof(flag)));
+    return Status::error("a CUDA kernel reported bad input (error code " + std::to_string(flag) +
+                         ")");
+  }
+  *logits = logits_.data();
+  return Status::ok();
+}
+
+} // namespace llmc::cuda

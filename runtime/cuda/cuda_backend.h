@@ -1,0 +1,91 @@
+// The CUDA backend: runs a plan's GPU programs (sm_90a cubin on Hopper, the
+// portable PTX elsewhere) on one GPU through the dlopen'ed driver.
+//
+// At load: the module of the chosen target; the weights in one device
+// allocation (the plan's weight section with one copy, or generated on the
+// device by the synthetic-fill kernels); the KV block pool, sized from
+// EngineOptions::gpuMemoryFraction; the activation arena, scratch and the
+// per-step metadata (positions, sequences, block tables) for a capacity of
+// rows that grows on demand.
+//
+// A step: the metadata in one upload, then every step of the program that
+// fits (decode programs specialized for T <= 1..16, else the any-T ones),
+// launched on one stream with one StepArgs each (cuda/kernel_abi.h); decode
+// steps are captured once per (program, T) as a CUDA graph and replayed.
+// The logits rows come back with one download.
+#pragma once
+
+#include "cuda/device.h"
+#include "engine/backend.h"
+
+#include <map>
+
+namespace llmc::cuda {
+
+class CudaBackend : public Backend {
+public:
+  static Expected<std::unique_ptr<CudaBackend>> create(const Plan &plan,
+                                                       const EngineOptions &options);
+  ~CudaBackend() override;
+
+  std::string description() const override;
+  kv::BlockPool &blockPool() override { return *blocks_; }
+  int32_t blockSize() const override { return blockSize_; }
+  int threads() const override { return 0; }
+  uint64_t kvCacheBytes() const override { return kv_.bytes(); }
+  uint64_t generatedWeightBytes() const override { return 0; } // generated on the device
+  // Copies 1 GiB device to device a few times; (read + written bytes) / best time.
+  Expected<double> memoryBandwidthGBs() override;
+  Status run(const StepInput &input, const float **logits) override;
+
+  fb::Target target() const { return target_; }
+  const DeviceInfo &device() const { return device_->info(); }
+  int64_t graphsCaptured() const { return static_cast<int64_t>(graphs_.size()); }
+
+private:
+  CudaBackend() = default;
+
+  Status loadModule();
+  Status uploadWeights();
+  Status allocateKvCache(const EngineOptions &options);
+  Status ensureCapacity(int64_t rows, int64_t sequences);
+  Status writeMetadata(const StepInput &input, int64_t logitRows);
+  Status launchProgram(const fb::Program &program, int64_t rows, int64_t logitRows,
+                       int64_t sequences);
+  Status runGraph(const fb::Program &program, int64_t rows);
+
+  const Plan *plan_ = nullptr;
+  std::unique_ptr<Device> device_;
+  fb::Target target_ = fb::Target::Cpu;
+  Module module_;
+  std::vector<CUfunction> functions_; // module functions, by index
+  DeviceBuffer weights_;
+  std::vector<CUdeviceptr> tensors_; // device address of each plan tensor
+  DeviceBuffer kv_;                  // [layers][K, V][numBlocks * blockSize * kvHeads * headDim]
+  uint64_t kvLayerBytes_ = 0;        // one of K or V of one layer
+  std::unique_ptr<kv::BlockPool> blocks_;
+  int32_t blockSize_ = 16;
+  int64_t blockTableStride_ = 0; // max blocks per sequence
+  bool useGraphs_ = true;
+
+  // Sized for capacityRows_ rows / capacitySequences_ sequences.
+  int64_t capacityRows_ = 0, capacitySequences_ = 0;
+  uint64_t arenaBytesPerToken_ = 0, workspacePerToken_ = 0, countersPerToken_ = 0;
+  DeviceBuffer arena_, workspace_, counters_, metadata_, errorFlag_;
+  std::vector<int32_t> hostMetadata_; // staged, then uploaded with one copy
+  uint64_t offPositions_ = 0, offRowSequence_ = 0, offSeqFirst_ = 0, offSeqRows_ = 0,
+           offTables_ = 0, offLogitRows_ = 0; // int32 offsets into the metadata buffer
+  std::vector<float> logits_;                 // host [R, V]
+
+  struct GraphKey {
+    const fb::Program *program;
+    int64_t rows;
+    bool operator<(const GraphKey &o) const {
+      return program != o.program ? program < o.program : rows < o.rows;
+    }
+  };
+  std::map<GraphKey, CUgraphExec> graphs_;
+  void dropGraphs();
+};
+
+} // namespace llmc::cuda

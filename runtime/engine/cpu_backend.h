@@ -1,0 +1,39 @@
+// The CPU backend: the plan's CPU programs on a thread pool, weights used in
+// place from the mapped plan (generated once for synthetic plans), the KV
+// cache in host memory.
+#pragma once
+
+#include "engine/backend.h"
+#include "engine/weights.h"
+#include "kv/kv_cache.h"
+#include "support/thread_pool.h"
+
+namespace llmc {
+
+class CpuBackend : public Backend {
+public:
+  static Expected<std::unique_ptr<CpuBackend>> create(const Plan &plan,
+                                                      const EngineOptions &options);
+
+  std::string description() const override;
+  kv::BlockPool &blockPool() override { return cache_->pool(); }
+  int32_t blockSize() const override { return cache_->shape().blockSize; }
+  int threads() const override { return pool_->numThreads(); }
+  uint64_t kvCacheBytes() const override { return static_cast<uint64_t>(cache_->bytes()); }
+  uint64_t generatedWeightBytes() const override { return weights_.generatedBytes(); }
+  Status run(const StepInput &input, const float **logits) override;
+
+  const kv::KvCache &kvCache() const { return *cache_; }
+  const LoadedWeights &weights() const { return weights_; }
+
+private:
+  CpuBackend() = default;
+
+  std::unique_ptr<ThreadPool> pool_;
+  LoadedWeights weights_;
+  std::unique_ptr<kv::KvCache> cache_;
+  std::unique_ptr<CpuExecutor> prefill_;
+  std::unique_ptr<CpuExecutor> decode_;
+};
+
+} // namespace llmc
