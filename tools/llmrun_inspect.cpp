@@ -11,12 +11,14 @@
 namespace llmc {
 namespace {
 
-// Bytes of activations one step writes per token (its outputs' widths).
+// Bytes of activations one step writes per token (its outputs' widths). An
+// LmHead step writes its logits only when the runtime asks for them (not in
+// greedy decoding): only its ids count.
 uint64_t activationBytesPerToken(const fb::Program &program) {
   uint64_t bytes = 0;
   for (const fb::Step *step : *program.steps())
-    for (int b : *step->outputs()) {
-      const fb::Buffer &buffer = *program.buffers()->Get(b);
+    for (uint32_t i = step->op() == fb::OpKind::LmHead ? 1 : 0; i < step->outputs()->size(); ++i) {
+      const fb::Buffer &buffer = *program.buffers()->Get(step->outputs()->Get(i));
       bytes += buffer.width() * dtypeSize(static_cast<DType>(buffer.dtype()));
     }
   return bytes;

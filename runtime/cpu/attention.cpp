@@ -2,6 +2,7 @@
 
 #include "cpu/simd.h"
 #include "kernels/common/online_softmax.h"
+#include "kernels/common/rope.h"
 
 #include <algorithm>
 #include <cmath>
@@ -32,24 +33,40 @@ int64_t sequenceOfRow(const AttentionBatch &b, int64_t row) {
   return row < it->firstRow + it->numRows ? it - b.sequences : -1;
 }
 
+// Rotates `heads` heads of headDim from `in` into `out` with one row of a
+// RoPE table (cos then sin, headDim floats).
+void rotateHeads(const float *in, float *out, int64_t heads, int64_t headDim, const float *cosSin) {
+  const int64_t half = headDim / 2;
+  for (int64_t h = 0; h < heads; ++h)
+    for (int64_t i = 0; i < half; ++i) {
+      float x0 = in[h * headDim + i], x1 = in[h * headDim + half + i];
+      hd::ropeRotate(x0, x1, cosSin[i], cosSin[half + i]);
+      out[h * headDim + i] = x0;
+      out[h * headDim + half + i] = x1;
+    }
+}
+
 // Per-thread working memory of one (row, kv head) item, grown once.
 struct Scratch {
   std::vector<float> acc;               // [group, headDim] unnormalized outputs
   std::vector<float> scores;            // [group, blockSize] one block's exp(scores)
   std::vector<hd::SoftmaxState> states; // [group]
+  std::vector<float> q;                 // [group, headDim] rotated queries (RoPE prologue)
 
   void reserve(int64_t group, const kv::KvLayerView &cache) {
     acc.resize(std::max<size_t>(acc.size(), group * cache.headDim));
+    q.resize(std::max<size_t>(q.size(), group * cache.headDim));
     scores.resize(std::max<size_t>(scores.size(), group * cache.blockSize));
     states.resize(std::max<size_t>(states.size(), group));
   }
 };
 
 // Attention of `group` query heads (sharing kv head `kvHead`) of one row over
-// positions [0, lastPosition] of a sequence.
+// positions [0, lastPosition] of a sequence; qGroup [group, headDim] holds
+// their queries.
 void attendGroup(const detail::IsaOps &ops, const AttentionBatch &b, const kv::KvLayerView &cache,
-                 const int32_t *blockTable, int64_t row, int64_t lastPosition, int64_t kvHead,
-                 int64_t group, Scratch &scratch) {
+                 const int32_t *blockTable, const float *qGroup, int64_t row, int64_t lastPosition,
+                 int64_t kvHead, int64_t group, Scratch &scratch) {
   const int64_t dim = cache.headDim, bs = cache.blockSize;
   float *acc = scratch.acc.data();
   float *scores = scratch.scores.data();
@@ -63,7 +80,7 @@ void attendGroup(const detail::IsaOps &ops, const AttentionBatch &b, const kv::K
     const float *keys = cache.keys + base;     // count slots, stride kvStride
     const float *values = cache.values + base; // same
     for (int64_t g = 0; g < group; ++g) {
-      const float *q = b.q + row * b.ldq + (kvHead * group + g) * dim;
+      const float *q = qGroup + g * dim;
       float *s = scores + g * bs;
       float blockMax = -INFINITY;
       for (int64_t j = 0; j < count; ++j) {
@@ -105,7 +122,11 @@ void writeKvCache(ThreadPool &pool, const AttentionBatch &b, const kv::KvLayerVi
           if (s < 0)
             continue;
           int64_t slot = slotOffset(cache, b.sequences[s].blockTable, b.positions[row]);
-          std::memcpy(cache.keys + slot, b.k + row * b.ldk, rowFloats * sizeof(float));
+          if (b.ropeTable != nullptr)
+            rotateHeads(b.k + row * b.ldk, cache.keys + slot, cache.kvHeads, cache.headDim,
+                        b.ropeTable + b.positions[row] * cache.headDim);
+          else
+            std::memcpy(cache.keys + slot, b.k + row * b.ldk, rowFloats * sizeof(float));
           std::memcpy(cache.values + slot, b.v + row * b.ldv, rowFloats * sizeof(float));
         }
       },
@@ -140,7 +161,13 @@ void pagedAttention(ThreadPool &pool, const AttentionBatch &b, const kv::KvLayer
           const int64_t s = sequenceOfRow(b, row);
           if (s < 0)
             continue;
-          attendGroup(ops, b, cache, b.sequences[s].blockTable, row, b.positions[row], kvHead,
+          const float *q = b.q + row * b.ldq + kvHead * group * cache.headDim;
+          if (b.ropeTable != nullptr) {
+            rotateHeads(q, scratch.q.data(), group, cache.headDim,
+                        b.ropeTable + b.positions[row] * cache.headDim);
+            q = scratch.q.data();
+          }
+          attendGroup(ops, b, cache, b.sequences[s].blockTable, q, row, b.positions[row], kvHead,
                       group, scratch);
         }
       },

@@ -34,10 +34,15 @@ struct AttentionBatch {
   int64_t numSequences;
   int64_t heads; // a multiple of cache.kvHeads; head h reads kv head h / (heads / kvHeads)
   float scale;   // usually 1 / sqrt(headDim)
+  // The RoPE prologue (null: q and k are used as they are): q and k are
+  // rotated on the fly with row positions[t] of this table (cpu::ropeTable,
+  // rotaryDim = headDim), k as it is written to the cache; q and k themselves
+  // are left unchanged.
+  const float *ropeTable = nullptr;
 };
 
-// Copies the step's k and v rows into their cache slots (position p goes to
-// slot p % blockSize of block blockTable[p / blockSize]).
+// Copies the step's k (rotated with a ropeTable) and v rows into their cache
+// slots (position p goes to slot p % blockSize of block blockTable[p / blockSize]).
 void writeKvCache(ThreadPool &pool, const AttentionBatch &batch, const kv::KvLayerView &cache);
 
 // Writes the step's k/v into the cache, then for every row t and head h:

@@ -131,22 +131,28 @@ void ropeInvFreqs(int rotaryDim, float theta, const hd::RopeScaling &scaling, fl
     invFreq[i] = hd::ropeInvFreq(i, rotaryDim, theta, scaling);
 }
 
+std::vector<float> ropeTable(int64_t positions, int rotaryDim, const float *invFreq) {
+  const int64_t half = rotaryDim / 2;
+  std::vector<float> table(positions * rotaryDim);
+  for (int64_t p = 0; p < positions; ++p) {
+    float *row = table.data() + p * rotaryDim;
+    for (int64_t i = 0; i < half; ++i) {
+      float angle = hd::ropeAngle(static_cast<int>(p), invFreq[i]);
+      row[i] = hd::cosF(angle);
+      row[half + i] = hd::sinF(angle);
+    }
+  }
+  return table;
+}
+
 void rope(ThreadPool &pool, float *x, int64_t tokens, int64_t ldx, const RopeShape &shape,
-          const int32_t *positions, const float *invFreq) {
+          const int32_t *positions, const float *table) {
   const int64_t half = shape.rotaryDim / 2;
   pool.parallelFor(
       tokens,
       [&](int64_t begin, int64_t end) {
-        // cos/sin depend on (position, pair) only: computed once per token.
-        thread_local std::vector<float> cosSin;
-        if (static_cast<int64_t>(cosSin.size()) < 2 * half)
-          cosSin.resize(2 * half);
         for (int64_t t = begin; t < end; ++t) {
-          for (int64_t i = 0; i < half; ++i) {
-            float angle = hd::ropeAngle(positions[t], invFreq[i]);
-            cosSin[i] = hd::cosF(angle);
-            cosSin[half + i] = hd::sinF(angle);
-          }
+          const float *cosSin = table + positions[t] * shape.rotaryDim;
           for (int64_t h = 0; h < shape.heads; ++h) {
             float *head = x + t * ldx + h * shape.headDim;
             for (int64_t i = 0; i < half; ++i)

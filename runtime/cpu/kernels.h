@@ -10,6 +10,7 @@
 #include "support/thread_pool.h"
 
 #include <cstdint>
+#include <vector>
 
 namespace llmc::cpu {
 
@@ -48,6 +49,12 @@ void argmax(const float *x, int64_t rows, int64_t cols, int32_t *out);
 // invFreq[i] for i < rotaryDim / 2 (kernels/common/rope.h); computed once per model.
 void ropeInvFreqs(int rotaryDim, float theta, const hd::RopeScaling &scaling, float *invFreq);
 
+// The cos/sin table of positions [0, positions): row p (rotaryDim floats) is
+// cos(p * invFreq[i]) for i < rotaryDim / 2, then the sines, with the angle
+// and cos/sin taken in f32 as HF does. Built once per model at load, so no
+// step computes a cos or a sin.
+std::vector<float> ropeTable(int64_t positions, int rotaryDim, const float *invFreq);
+
 // Shape of a RoPE application: `heads` heads of `headDim` features per row,
 // of which the first `rotaryDim` (even, <= headDim) rotate.
 struct RopeShape {
@@ -58,8 +65,9 @@ struct RopeShape {
 
 // Rotates x in place: row t (x + t * ldx, ldx >= heads * headDim, so q and k
 // may live in one fused qkv buffer) at position positions[t]; pair i of each
-// head is (i, i + rotaryDim / 2) with angle positions[t] * invFreq[i].
+// head is (i, i + rotaryDim / 2) with angle positions[t] * invFreq[i], its
+// cos/sin read from row positions[t] of `table` (ropeTable).
 void rope(ThreadPool &pool, float *x, int64_t tokens, int64_t ldx, const RopeShape &shape,
-          const int32_t *positions, const float *invFreq);
+          const int32_t *positions, const float *table);
 
 } // namespace llmc::cpu

@@ -1,5 +1,6 @@
 #include "engine/cpu_executor.h"
 
+#include "cpu/fused.h"
 #include "cpu/kernels.h"
 #include "cpu/matmul.h"
 
@@ -41,9 +42,10 @@ Expected<CpuExecutor> CpuExecutor::create(const Plan &plan, const LoadedWeights 
     return Status::error(plan.path() + ": the plan has no CPU program for the " +
                          fb::EnumNamePhase(phase) + " phase (rebuild with --target cpu)");
   const fb::ModelInfo &m = *plan.meta().model();
-  exec.invFreq_.resize(m.head_dim() / 2);
+  std::vector<float> invFreq(m.head_dim() / 2);
   cpu::ropeInvFreqs(static_cast<int>(m.head_dim()), static_cast<float>(m.rope_theta()),
-                    ropeScaling(m), exec.invFreq_.data());
+                    ropeScaling(m), invFreq.data());
+  exec.ropeTable_ = cpu::ropeTable(m.max_seq_len(), static_cast<int>(m.head_dim()), invFreq.data());
   return exec;
 }
 
@@ -65,9 +67,12 @@ Status CpuExecutor::run(ThreadPool &pool, const StepInput &input, kv::KvCache &c
   for (const StepSequence &s : input.sequences)
     attentionSequences_.push_back({s.firstRow, s.numRows, s.blockTable});
   lastLogits_ = nullptr;
+  wroteIds_ = false;
   for (const fb::Step *step : *program_->steps())
     LLMC_RETURN_IF_ERROR(runStep(pool, *step, input, cache));
-  *logits = lastLogits_ != nullptr ? lastLogits_ : buffer(program_->logits_buffer(), tokens);
+  *logits = wroteIds_                ? nullptr
+            : lastLogits_ != nullptr ? lastLogits_
+                                     : buffer(program_->logits_buffer(), tokens);
   return Status::ok();
 }
 
@@ -97,7 +102,7 @@ Status CpuExecutor::runStep(ThreadPool &pool, const fb::Step &step, const StepIn
   }
   case fb::OpKind::Rope: {
     int64_t heads = step.int_params()->Get(0), dim = step.int_params()->Get(1);
-    cpu::rope(pool, out, T, heads * dim, {heads, dim, dim}, input.positions, invFreq_.data());
+    cpu::rope(pool, out, T, heads * dim, {heads, dim, dim}, input.positions, ropeTable_.data());
     return Status::ok();
   }
   case fb::OpKind::Attention: {
@@ -138,18 +143,120 @@ Status CpuExecutor::runStep(ThreadPool &pool, const fb::Step &step, const StepIn
       return Status::ok();
     }
     // Only the requested rows: decode needs one row per sequence, not T.
-    int64_t hidden = width(0), rows = static_cast<int64_t>(input.logitRows.size());
-    logitInput_.resize(rows * hidden);
-    for (int64_t r = 0; r < rows; ++r)
-      std::memcpy(&logitInput_[r * hidden], in(0) + input.logitRows[r] * hidden,
-                  hidden * sizeof(float));
+    int64_t rows = static_cast<int64_t>(input.logitRows.size());
+    const float *x = selectRows(step.inputs()->Get(0), T, input.logitRows);
     logits_.resize(rows * w.rows);
-    cpu::matmul(pool, logitInput_.data(), rows, w, nullptr, 0.0f, logits_.data());
+    cpu::matmul(pool, x, rows, w, nullptr, 0.0f, logits_.data());
     lastLogits_ = logits_.data();
     return Status::ok();
   }
+  case fb::OpKind::RmsNormLinear:
+  case fb::OpKind::LinearSwiGlu:
+  case fb::OpKind::RmsNormLinearSwiGlu:
+  case fb::OpKind::RopeAttention:
+  case fb::OpKind::RopeColumns:
+    return runFusedStep(pool, step, input, cache);
+  case fb::OpKind::LmHead:
+    return runLmHead(pool, step, input);
   }
   return Status::error("unknown op kind");
+}
+
+const float *CpuExecutor::selectRows(int index, int64_t tokens, const std::vector<int64_t> &rows) {
+  const float *x = buffer(index, tokens);
+  if (rows.empty())
+    return x;
+  int64_t width = program_->buffers()->Get(index)->width();
+  logitInput_.resize(rows.size() * width);
+  for (size_t r = 0; r < rows.size(); ++r)
+    std::memcpy(&logitInput_[r * width], x + rows[r] * width, width * sizeof(float));
+  return logitInput_.data();
+}
+
+Status CpuExecutor::runFusedStep(ThreadPool &pool, const fb::Step &step, const StepInput &input,
+                                 kv::KvCache &cache) {
+  int64_t T = input.numTokens;
+  auto in = [&](int i) { return buffer(step.inputs()->Get(i), T); };
+  auto width = [&](int i) { return program_->buffers()->Get(step.inputs()->Get(i))->width(); };
+  auto ints = [&](int i) { return step.int_params()->Get(i); };
+  auto weightIndex = [&](int i) { return static_cast<uint32_t>(step.weights()->Get(i)); };
+  float *out = buffer(step.outputs()->Get(0), T);
+  switch (step.op()) {
+  case fb::OpKind::RmsNormLinear: {
+    const float *bias = step.weights()->size() == 3
+                            ? static_cast<const float *>(weights_->data(weightIndex(2)))
+                            : nullptr;
+    cpu::rmsNormMatmul(pool, in(0), T, weights_->vector(weightIndex(0)),
+                       static_cast<float>(step.float_params()->Get(0)),
+                       weights_->matrix(weightIndex(1)), bias, static_cast<float>(ints(0)), out,
+                       normScratch_);
+    return Status::ok();
+  }
+  case fb::OpKind::LinearSwiGlu:
+    cpu::matmulSwiglu(pool, in(0), T, weights_->matrix(weightIndex(0)), out);
+    return Status::ok();
+  case fb::OpKind::RmsNormLinearSwiGlu:
+    cpu::rmsNormMatmulSwiglu(pool, in(0), T, weights_->vector(weightIndex(0)),
+                             static_cast<float>(step.float_params()->Get(0)),
+                             weights_->matrix(weightIndex(1)), out, normScratch_);
+    return Status::ok();
+  case fb::OpKind::RopeColumns: {
+    int64_t heads = ints(0), dim = ints(1);
+    cpu::rope(pool, out + ints(2), T, width(0), {heads, dim, dim}, input.positions,
+              ropeTable_.data());
+    return Status::ok();
+  }
+  case fb::OpKind::RopeAttention: {
+    // q, k and v may be column ranges of one packed qkv buffer.
+    cpu::AttentionBatch batch;
+    batch.q = in(0) + ints(4);
+    batch.ldq = width(0);
+    batch.k = in(1) + ints(5);
+    batch.ldk = width(1);
+    batch.v = in(2) + ints(6);
+    batch.ldv = width(2);
+    batch.out = out;
+    batch.ldo = program_->buffers()->Get(step.outputs()->Get(0))->width();
+    batch.positions = input.positions;
+    batch.sequences = attentionSequences_.data();
+    batch.numSequences = static_cast<int64_t>(attentionSequences_.size());
+    batch.heads = ints(1);
+    batch.scale = static_cast<float>(step.float_params()->Get(0));
+    batch.ropeTable = ints(7) != 0 ? ropeTable_.data() : nullptr;
+    cpu::pagedAttention(pool, batch, cache.layer(static_cast<int32_t>(ints(0))));
+    return Status::ok();
+  }
+  default:
+    return Status::error(std::string("internal: not a fused op kind: ") +
+                         fb::EnumNameOpKind(step.op()));
+  }
+}
+
+// Final norm + lm_head (+ argmax) over the requested rows only, compacted at
+// the top of the outputs: the ids when the caller decodes greedily (no
+// logits written), else the logits.
+Status CpuExecutor::runLmHead(ThreadPool &pool, const fb::Step &step, const StepInput &input) {
+  int64_t T = input.numTokens;
+  int64_t rows = input.logitRows.empty() ? T : static_cast<int64_t>(input.logitRows.size());
+  const float *x = selectRows(step.inputs()->Get(0), T, input.logitRows);
+  int64_t hidden = program_->buffers()->Get(step.inputs()->Get(0))->width();
+  if (static_cast<int64_t>(normScratch_.size()) < rows * hidden)
+    normScratch_.resize(rows * hidden);
+  auto weightIndex = [&](int i) { return static_cast<uint32_t>(step.weights()->Get(i)); };
+  cpu::rmsNorm(pool, x, rows, weights_->vector(weightIndex(0)),
+               static_cast<float>(step.float_params()->Get(0)), normScratch_.data());
+  cpu::WeightMatrix w = weights_->matrix(weightIndex(1));
+  if (input.greedyIds != nullptr) {
+    auto *ids = reinterpret_cast<int32_t *>(buffer(step.outputs()->Get(1), T));
+    cpu::matmulArgmax(pool, normScratch_.data(), rows, w, ids);
+    std::memcpy(input.greedyIds, ids, rows * sizeof(int32_t));
+    wroteIds_ = true;
+    return Status::ok();
+  }
+  float *logits = buffer(step.outputs()->Get(0), T);
+  cpu::matmul(pool, normScratch_.data(), rows, w, nullptr, 0.0f, logits);
+  lastLogits_ = logits;
+  return Status::ok();
 }
 
 } // namespace llmc

@@ -28,6 +28,12 @@ struct StepInput {
   // Rows whose logits are wanted, in order (e.g. the last row of each
   // sequence); empty means every row.
   std::vector<int64_t> logitRows;
+  // Greedy decoding: [R] receives the argmax id of each of those rows (the
+  // first largest logit) when the program computes ids itself (its last step
+  // is LmHead): then no logits are written and run() sets *logits to null.
+  // Otherwise run() returns the logits as usual and the caller takes the
+  // argmax.
+  int32_t *greedyIds = nullptr;
 };
 
 class CpuExecutor {
@@ -36,7 +42,8 @@ public:
                                       fb::Phase phase);
 
   // Runs the program. On success *logits points to [R, V] f32 logits (R =
-  // logitRows.size(), or T when empty), valid until the next run().
+  // logitRows.size(), or T when empty), valid until the next run(), or is
+  // null when the program wrote input.greedyIds instead.
   Status run(ThreadPool &pool, const StepInput &input, kv::KvCache &cache,
              const float **logits);
 
@@ -45,15 +52,24 @@ private:
                  kv::KvCache &cache);
   float *buffer(int index, int64_t tokens);
 
+  Status runFusedStep(ThreadPool &pool, const fb::Step &step, const StepInput &input,
+                      kv::KvCache &cache);
+  Status runLmHead(ThreadPool &pool, const fb::Step &step, const StepInput &input);
+  // The rows `rows` of buffer `index` ([rows.size(), width], gathered into
+  // logitInput_), or the whole buffer when `rows` is empty.
+  const float *selectRows(int index, int64_t tokens, const std::vector<int64_t> &rows);
+
   const Plan *plan_ = nullptr;
   const LoadedWeights *weights_ = nullptr;
   const fb::Program *program_ = nullptr;
-  std::vector<float> invFreq_;        // RoPE inverse frequencies [head_dim / 2]
+  std::vector<float> ropeTable_;      // [max_seq_len, head_dim] RoPE cos/sin (cpu::ropeTable)
   std::vector<uint8_t> arena_;        // activations: arena_bytes_per_token * T
-  std::vector<float> logitInput_;     // gathered rows for a selective Logits step
+  std::vector<float> logitInput_;     // gathered rows for a selective Logits or LmHead step
   std::vector<float> logits_;         // [R, V] when rows are selected
+  std::vector<float> normScratch_;    // normalized rows of a GEMM's norm prologue
   std::vector<cpu::AttentionSequence> attentionSequences_;
   const float *lastLogits_ = nullptr;
+  bool wroteIds_ = false; // an LmHead step wrote input.greedyIds
 };
 
 } // namespace llmc

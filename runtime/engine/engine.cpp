@@ -1,5 +1,7 @@
 #include "engine/engine.h"
 
+#include "cpu/kernels.h"
+
 #include <algorithm>
 
 namespace llmc {
@@ -41,6 +43,22 @@ int64_t Engine::sequenceLength(SequenceId id) const {
 }
 
 Expected<const float *> Engine::step(const std::vector<SequenceTokens> &batch, bool allLogits) {
+  const float *logits = nullptr;
+  LLMC_RETURN_IF_ERROR(runBatch(batch, allLogits, nullptr, &logits));
+  return logits;
+}
+
+Expected<const int32_t *> Engine::stepGreedy(const std::vector<SequenceTokens> &batch) {
+  greedyIds_.resize(batch.size());
+  const float *logits = nullptr;
+  LLMC_RETURN_IF_ERROR(runBatch(batch, /*allLogits=*/false, greedyIds_.data(), &logits));
+  if (logits != nullptr) // the program has no LmHead step: the argmax of its logits
+    cpu::argmax(logits, static_cast<int64_t>(batch.size()), vocabSize(), greedyIds_.data());
+  return greedyIds_.data();
+}
+
+Status Engine::runBatch(const std::vector<SequenceTokens> &batch, bool allLogits,
+                        int32_t *greedyIds, const float **logits) {
   if (batch.empty())
     return Status::error("empty batch");
   // Reserve KV blocks for every sequence first; all or nothing.
@@ -85,11 +103,11 @@ Expected<const float *> Engine::step(const std::vector<SequenceTokens> &batch, b
   input.tokens = tokens_.data();
   input.positions = positions_.data();
   input.numTokens = static_cast<int64_t>(tokens_.size());
-  const float *logits = nullptr;
-  LLMC_RETURN_IF_ERROR(backend_->run(input, &logits));
+  input.greedyIds = greedyIds;
+  LLMC_RETURN_IF_ERROR(backend_->run(input, logits));
   for (size_t i = 0; i < batch.size(); ++i)
     members[i]->length += static_cast<int64_t>(batch[i].tokens.size());
-  return logits;
+  return Status::ok();
 }
 
 } // namespace llmc

@@ -66,6 +66,13 @@ public:
   // has no room or a sequence would exceed max_seq_len.
   Expected<const float *> step(const std::vector<SequenceTokens> &batch, bool allLogits);
 
+  // Runs one batch step for greedy decoding: the result holds, per sequence,
+  // the id of the largest logit of its last new token (the first on ties),
+  // [batch.size()], valid until the next step. A plan whose program ends in
+  // the fused LmHead step computes these ids without writing any logits;
+  // otherwise they are the argmax of step()'s logits. Fails as step() does.
+  Expected<const int32_t *> stepGreedy(const std::vector<SequenceTokens> &batch);
+
 private:
   struct Sequence {
     kv::BlockTable blocks;
@@ -74,6 +81,10 @@ private:
 
   Engine() = default;
 
+  // step() and stepGreedy(): greedyIds null asks for logits.
+  Status runBatch(const std::vector<SequenceTokens> &batch, bool allLogits, int32_t *greedyIds,
+                  const float **logits);
+
   Plan plan_;
   std::unique_ptr<Tokenizer> tokenizer_;
   std::unique_ptr<Backend> backend_;
@@ -81,6 +92,7 @@ private:
   std::map<SequenceId, Sequence> sequences_;
   SequenceId nextId_ = 1;
   std::vector<int32_t> tokens_, positions_;
+  std::vector<int32_t> greedyIds_; // stepGreedy's result
 };
 
 } // namespace llmc

@@ -62,14 +62,29 @@ Expected<std::vector<GenerateResult>> generateBatch(Engine &engine,
       (void)engine.releaseSequence(r.id);
   };
 
+  // Plain greedy decoding needs only each sequence's argmax, which a fused
+  // plan computes without writing logits (Engine::stepGreedy).
+  const bool greedy = !options.keepAllLogits && options.sampling.temperature == 0.0f &&
+                      options.sampling.repetitionPenalty == 1.0f;
   GenerateTimings local;
   bool first = true;
   while (!batch.empty()) {
     auto start = Clock::now();
-    auto logits = engine.step(batch, options.keepAllLogits);
-    if (!logits) {
+    const float *logits = nullptr;
+    const int32_t *greedyIds = nullptr;
+    Status status = Status::ok();
+    if (greedy) {
+      auto ids = engine.stepGreedy(batch);
+      status = ids.status();
+      greedyIds = ids ? *ids : nullptr;
+    } else {
+      auto rows = engine.step(batch, options.keepAllLogits);
+      status = rows.status();
+      logits = rows ? *rows : nullptr;
+    }
+    if (!status) {
       releaseAll();
-      return logits.status();
+      return status;
     }
     double seconds = secondsSince(start);
     int64_t stepTokens = 0;
@@ -87,13 +102,14 @@ Expected<std::vector<GenerateResult>> generateBatch(Engine &engine,
       Running &r = running[index];
       GenerateResult &result = results[index];
       int64_t rows = options.keepAllLogits ? static_cast<int64_t>(entry.tokens.size()) : 1;
-      const float *rowLogits = *logits + (row + rows - 1) * vocab;
       if (options.keepAllLogits)
-        result.logits.insert(result.logits.end(), *logits + row * vocab,
-                             *logits + (row + rows) * vocab);
+        result.logits.insert(result.logits.end(), logits + row * vocab,
+                             logits + (row + rows) * vocab);
       row += rows;
-      int32_t token = r.sampler.sample(rowLogits, static_cast<int32_t>(vocab), r.seen.data(),
-                                       static_cast<int64_t>(r.seen.size()));
+      int32_t token =
+          greedy ? greedyIds[row - 1]
+                 : r.sampler.sample(logits + (row - 1) * vocab, static_cast<int32_t>(vocab),
+                                    r.seen.data(), static_cast<int64_t>(r.seen.size()));
       if (isStop(token, engine.model(), options)) {
         result.finishReason = "stop";
         continue;

@@ -248,6 +248,18 @@ OpSignature opSignature(fb::OpKind op) {
     return {2, 1, 0, 0, 0, 0};
   case fb::OpKind::Logits:
     return {1, 1, 1, 1, 0, 0};
+  case fb::OpKind::RmsNormLinear:
+    return {1, 1, 2, 3, 1, 1};
+  case fb::OpKind::LinearSwiGlu:
+    return {1, 1, 1, 1, 0, 0};
+  case fb::OpKind::RmsNormLinearSwiGlu:
+    return {1, 1, 2, 2, 0, 1};
+  case fb::OpKind::RopeAttention:
+    return {3, 1, 0, 0, 8, 1};
+  case fb::OpKind::RopeColumns:
+    return {1, 1, 0, 0, 3, 0};
+  case fb::OpKind::LmHead:
+    return {1, 2, 2, 2, 0, 1};
   }
   return {-1, -1, -1, -1, -1, -1};
 }
@@ -282,7 +294,7 @@ Status checkStep(const fb::Plan &plan, const fb::Program &program, const fb::Ste
       if (w < 0 || static_cast<uint32_t>(w) >= numTensors)
         return Status::error(where + ": " + op + " names tensor " + std::to_string(w) +
                              " but the plan has " + str(numTensors));
-  if (step.op() == fb::OpKind::Attention) {
+  if (step.op() == fb::OpKind::Attention || step.op() == fb::OpKind::RopeAttention) {
     int64_t layer = step.int_params()->Get(0);
     if (layer < 0 || layer >= plan.model()->num_layers())
       return Status::error(where + ": attention layer " + std::to_string(layer) +
@@ -294,6 +306,96 @@ Status checkStep(const fb::Plan &plan, const fb::Program &program, const fb::Ste
   } else {
     LLMC_RETURN_IF_ERROR(checkGpuStep(plan, program, step, where));
   }
+  return Status::ok();
+}
+
+// The GEMM kinds with a norm prologue and/or a SwiGLU epilogue: weights
+// ([gamma[K]], W[N,K] (, bias[N])) and widths as engine.fbs gives them.
+Status checkFusedLinear(const fb::Plan &plan, const fb::Program &program, const fb::Step &step,
+                        const std::string &where) {
+  auto width = [&](int b) { return program.buffers()->Get(b)->width(); };
+  auto shape = [&](int i) { return plan.tensors()->Get(step.weights()->Get(i))->shape(); };
+  auto fail = [&](const std::string &what) {
+    return Status::error(where + ": " + fb::EnumNameOpKind(step.op()) + ": " + what);
+  };
+  const bool norm = step.op() != fb::OpKind::LinearSwiGlu;
+  const bool swiglu = step.op() != fb::OpKind::RmsNormLinear;
+  const int in = step.inputs()->Get(0), out = step.outputs()->Get(0);
+  const int64_t k = width(in);
+  if (norm && (shape(0)->size() != 1 || shape(0)->Get(0) != k))
+    return fail("norm weight must be [K] for the input width K = " + std::to_string(k));
+  if (norm && !(step.float_params()->Get(0) > 0.0))
+    return fail("eps must be positive");
+  auto w = shape(norm ? 1 : 0);
+  if (w->size() != 2 || w->Get(1) != k)
+    return fail("weight must be [N, K] for the input width K = " + std::to_string(k));
+  const int64_t n = w->Get(0);
+  if (swiglu && n % 2 != 0)
+    return fail("weight must stack gate and up: [2I, K], got " + std::to_string(n) + " rows");
+  if (width(out) != (swiglu ? n / 2 : n))
+    return fail("output width " + std::to_string(width(out)) + " does not match the weight's " +
+                std::to_string(n) + " rows" + (swiglu ? " (gate and up)" : ""));
+  if (step.weights()->size() == 3 && (shape(2)->size() != 1 || shape(2)->Get(0) != n))
+    return fail("bias must be [N]");
+  if (!swiglu && step.int_params()->Get(0) != 0 && step.int_params()->Get(0) != 1)
+    return fail("accumulate must be 0 or 1");
+  if (in == out)
+    return fail("input and output must be different buffers");
+  return Status::ok();
+}
+
+// RopeAttention, RopeColumns and LmHead: head counts against the model,
+// column ranges inside their buffers, the ids output of LmHead.
+Status checkFusedAttentionOrHead(const fb::Plan &plan, const fb::Program &program,
+                                 const fb::Step &step, const std::string &where) {
+  auto buffer = [&](int b) { return program.buffers()->Get(b); };
+  auto ints = [&](int i) { return step.int_params()->Get(i); };
+  auto fail = [&](const std::string &what) {
+    return Status::error(where + ": " + fb::EnumNameOpKind(step.op()) + ": " + what);
+  };
+  // Columns [column, column + features) must lie inside buffer b.
+  auto inside = [&](int b, int64_t column, int64_t features) {
+    return column >= 0 && features > 0 && column <= buffer(b)->width() - features;
+  };
+  const fb::ModelInfo &m = *plan.model();
+  const int out = step.outputs()->Get(0);
+  if (step.op() == fb::OpKind::RopeColumns) {
+    if (step.inputs()->Get(0) != out || ints(0) <= 0 || ints(1) != m.head_dim() ||
+        !inside(out, ints(2), ints(0) * ints(1)))
+      return fail("must rotate heads of head_dim inside its buffer, in place");
+    return Status::ok();
+  }
+  if (step.op() == fb::OpKind::RopeAttention) {
+    const int64_t heads = ints(1), kvHeads = ints(2), dim = ints(3);
+    if (kvHeads != m.num_kv_heads() || dim != m.head_dim() || heads <= 0 || heads % kvHeads != 0)
+      return fail("head counts or head dim disagree with the model's KV cache");
+    if (!inside(step.inputs()->Get(0), ints(4), heads * dim) ||
+        !inside(step.inputs()->Get(1), ints(5), kvHeads * dim) ||
+        !inside(step.inputs()->Get(2), ints(6), kvHeads * dim) ||
+        buffer(out)->width() != heads * dim)
+      return fail("q/k/v columns lie outside their buffers or the output width is not heads * "
+                  "head_dim");
+    if (ints(7) != 0 && ints(7) != 1)
+      return fail("rope must be 0 or 1");
+    for (int i = 0; i < 3; ++i)
+      if (step.inputs()->Get(i) == out)
+        return fail("output must not alias an input");
+    return Status::ok();
+  }
+  // LmHead.
+  const int in = step.inputs()->Get(0), ids = step.outputs()->Get(1);
+  auto gamma = plan.tensors()->Get(step.weights()->Get(0))->shape();
+  auto w = plan.tensors()->Get(step.weights()->Get(1))->shape();
+  const int64_t hidden = buffer(in)->width();
+  if (gamma->size() != 1 || gamma->Get(0) != hidden || w->size() != 2 ||
+      w->Get(0) != m.vocab_size() || w->Get(1) != hidden || buffer(out)->width() != w->Get(0))
+    return fail("weights must be gamma [H] and [vocab_size, H], the output [T, vocab_size]");
+  if (buffer(ids)->dtype() != fb::DType::I32 || buffer(ids)->width() != 1)
+    return fail("the ids output must be I32 with width 1");
+  if (!(step.float_params()->Get(0) > 0.0))
+    return fail("eps must be positive");
+  if (in == out || in == ids || out == ids)
+    return fail("input and outputs must be different buffers");
   return Status::ok();
 }
 
@@ -330,11 +432,11 @@ Status checkStepShapes(const fb::Plan &plan, const fb::Program &program, const f
                        : gpu  ? "F32 or BF16"
                               : "F32"));
   }
-  if (step.op() == fb::OpKind::Logits ? buffer(out)->dtype() != fb::DType::F32
-                                      : !activation(buffer(out)->dtype()))
-    return mismatch(step.op() == fb::OpKind::Logits ? "output buffer must be F32"
-                    : gpu                           ? "output buffer must be F32 or BF16"
-                                                    : "output buffer must be F32");
+  bool logits = step.op() == fb::OpKind::Logits || step.op() == fb::OpKind::LmHead;
+  if (logits ? buffer(out)->dtype() != fb::DType::F32 : !activation(buffer(out)->dtype()))
+    return mismatch(logits ? "output buffer must be F32"
+                    : gpu  ? "output buffer must be F32 or BF16"
+                           : "output buffer must be F32");
   if (step.weights() != nullptr)
     for (int i = 0; i < static_cast<int>(step.weights()->size()); ++i)
       if (!isFloatWeight(i))
@@ -404,6 +506,14 @@ Status checkStepShapes(const fb::Plan &plan, const fb::Program &program, const f
     if (width(in(0)) != width(out))
       return mismatch("input and output must have the same width");
     return Status::ok();
+  case fb::OpKind::RmsNormLinear:
+  case fb::OpKind::LinearSwiGlu:
+  case fb::OpKind::RmsNormLinearSwiGlu:
+    return checkFusedLinear(plan, program, step, where);
+  case fb::OpKind::RopeAttention:
+  case fb::OpKind::RopeColumns:
+  case fb::OpKind::LmHead:
+    return checkFusedAttentionOrHead(plan, program, step, where);
   }
   return mismatch("unknown op");
 }
@@ -451,6 +561,11 @@ Status checkPrograms(const fb::Plan &plan, const std::string &name) {
       std::string stepWhere = where + " step " + str(s);
       LLMC_RETURN_IF_ERROR(checkStep(plan, program, step, stepWhere));
       LLMC_RETURN_IF_ERROR(checkStepShapes(plan, program, step, stepWhere));
+      // The runtime reads LmHead's outputs as the step's result.
+      if (step.op() == fb::OpKind::LmHead &&
+          (s + 1 != program.steps()->size() || step.outputs()->Get(0) != program.logits_buffer()))
+        return Status::error(stepWhere + ": LmHead must be the last step and write the " +
+                             "program's logits buffer");
     }
   }
   return Status::ok();

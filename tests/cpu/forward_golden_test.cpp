@@ -66,6 +66,7 @@ public:
                    .value()),
         invFreq_(kHeadDim / 2) {
     ropeInvFreqs(kHeadDim, 10000.0f, hd::RopeScaling{}, invFreq_.data());
+    ropeTable_ = ropeTable(kPositions, kHeadDim, invFreq_.data());
     kv::KvLayerView l0 = cache_.layer(0);
     std::fill(l0.keys, l0.keys + cache_.bytes() / sizeof(float), NAN); // every layer
   }
@@ -102,9 +103,9 @@ public:
       matmul(pool_, x.data(), T, w_.matrix(p + "self_attn.k_proj.weight"), nullptr, 0, k.data());
       matmul(pool_, x.data(), T, w_.matrix(p + "self_attn.v_proj.weight"), nullptr, 0, v.data());
       rope(pool_, q.data(), T, kHidden, {kHeads, kHeadDim, kHeadDim}, positions.data(),
-           invFreq_.data());
+           ropeTable_.data());
       rope(pool_, k.data(), T, kKvHeads * kHeadDim, {kKvHeads, kHeadDim, kHeadDim},
-           positions.data(), invFreq_.data());
+           positions.data(), ropeTable_.data());
       AttentionBatch batch{q.data(),
                            kHidden,
                            k.data(),
@@ -138,6 +139,7 @@ private:
   ThreadPool pool_{2};
   kv::KvCache cache_;
   std::vector<float> invFreq_;
+  std::vector<float> ropeTable_; // [kPositions, kHeadDim]
   std::vector<kv::BlockTable> tables_;
 };
 

@@ -150,13 +150,14 @@ TEST(Rope, MatchesHfFormulaWithLlama3ScalingAndPartialRotary) {
     const int64_t tokens = 9;
     std::vector<float> invFreq(c.rotaryDim / 2);
     ropeInvFreqs(static_cast<int>(c.rotaryDim), 500000.0f, c.scaling, invFreq.data());
+    std::vector<float> table = ropeTable(131072, static_cast<int>(c.rotaryDim), invFreq.data());
     std::vector<int32_t> positions(tokens);
     for (int32_t &p : positions)
       p = static_cast<int32_t>(rng() % 131072);
     positions[0] = 0;
     std::vector<float> x = test::randomFloats(rng, tokens * c.ld), original = x;
     rope(pool, x.data(), tokens, c.ld, {c.heads, c.headDim, c.rotaryDim}, positions.data(),
-         invFreq.data());
+         table.data());
     for (int64_t t = 0; t < tokens; ++t) {
       for (int64_t h = 0; h < c.heads; ++h) {
         const float *in = original.data() + t * c.ld + h * c.headDim;

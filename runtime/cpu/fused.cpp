@@ -1,0 +1,118 @@
+#include "cpu/fused.h"
+
+#include "cpu/kernels.h"
+#include "cpu/matmul.h"
+#include "cpu/simd.h"
+
+#include <algorithm>
+#include <cmath>
+
+namespace llmc::cpu {
+namespace {
+
+// Weight rows per block of the SwiGLU and argmax kernels: a tile of
+// tokens x kBlockRows products stays in L1/L2 next to the weights.
+constexpr int64_t kBlockRows = 64;
+
+// Rows [begin, begin + count) of w as a matrix of their own.
+WeightMatrix rowsOf(const WeightMatrix &w, int64_t begin, int64_t count) {
+  const char *base = static_cast<const char *>(w.data);
+  return {base + begin * w.cols * static_cast<int64_t>(dtypeSize(w.dtype)), w.dtype, count, w.cols};
+}
+
+// tile[tokens, rows.rows] = x . rows^T, on the calling thread.
+void product(const float *x, int64_t tokens, const WeightMatrix &rows, float *tile) {
+  const detail::MatmulProblem problem{x, tokens, rows, nullptr, 0.0f, tile};
+  detail::activeOps().matmulRows(problem, 0, rows.rows);
+}
+
+// Blocks of kBlockRows weight rows, at least ~64 KiB of weights per chunk
+// (matmul's rule) so that small layers do not wake every thread.
+int64_t blockGrain(const WeightMatrix &w, int64_t tokens) {
+  const int64_t rowBytes = w.cols * static_cast<int64_t>(dtypeSize(w.dtype));
+  return 64 * 1024 / (rowBytes * tokens * kBlockRows) + 1;
+}
+
+inline float siluOf(float x) { return x / (1.0f + std::exp(-x)); }
+
+} // namespace
+
+void rmsNormMatmul(ThreadPool &pool, const float *x, int64_t tokens, const WeightVector &gamma,
+                   float eps, const WeightMatrix &w, const float *bias, float beta, float *y,
+                   std::vector<float> &scratch) {
+  if (static_cast<int64_t>(scratch.size()) < tokens * w.cols)
+    scratch.resize(tokens * w.cols);
+  rmsNorm(pool, x, tokens, gamma, eps, scratch.data());
+  matmul(pool, scratch.data(), tokens, w, bias, beta, y);
+}
+
+void matmulSwiglu(ThreadPool &pool, const float *x, int64_t tokens, const WeightMatrix &w,
+                  float *y) {
+  const int64_t inter = w.rows / 2;
+  const int64_t blocks = (inter + kBlockRows - 1) / kBlockRows;
+  pool.parallelFor(
+      blocks,
+      [&](int64_t begin, int64_t end) {
+        thread_local std::vector<float> gate, up;
+        if (static_cast<int64_t>(gate.size()) < tokens * kBlockRows) {
+          gate.resize(tokens * kBlockRows);
+          up.resize(tokens * kBlockRows);
+        }
+        for (int64_t b = begin; b < end; ++b) {
+          const int64_t first = b * kBlockRows, count = std::min(kBlockRows, inter - first);
+          product(x, tokens, rowsOf(w, first, count), gate.data());
+          product(x, tokens, rowsOf(w, inter + first, count), up.data());
+          for (int64_t t = 0; t < tokens; ++t)
+            for (int64_t i = 0; i < count; ++i)
+              y[t * inter + first + i] = siluOf(gate[t * count + i]) * up[t * count + i];
+        }
+      },
+      blockGrain(w, tokens));
+}
+
+void rmsNormMatmulSwiglu(ThreadPool &pool, const float *x, int64_t tokens,
+                         const WeightVector &gamma, float eps, const WeightMatrix &w, float *y,
+                         std::vector<float> &scratch) {
+  if (static_cast<int64_t>(scratch.size()) < tokens * w.cols)
+    scratch.resize(tokens * w.cols);
+  rmsNorm(pool, x, tokens, gamma, eps, scratch.data());
+  matmulSwiglu(pool, scratch.data(), tokens, w, y);
+}
+
+void matmulArgmax(ThreadPool &pool, const float *x, int64_t rows, const WeightMatrix &w,
+                  int32_t *ids) {
+  struct Best {
+    float value;
+    int32_t index;
+  };
+  const int64_t blocks = (w.rows + kBlockRows - 1) / kBlockRows;
+  // One best per (block, row); merged in block order so the first index wins ties.
+  std::vector<Best> best(blocks * rows, Best{-INFINITY, -1});
+  pool.parallelFor(
+      blocks,
+      [&](int64_t begin, int64_t end) {
+        thread_local std::vector<float> tile;
+        if (static_cast<int64_t>(tile.size()) < rows * kBlockRows)
+          tile.resize(rows * kBlockRows);
+        for (int64_t b = begin; b < end; ++b) {
+          const int64_t first = b * kBlockRows, count = std::min(kBlockRows, w.rows - first);
+          product(x, rows, rowsOf(w, first, count), tile.data());
+          for (int64_t r = 0; r < rows; ++r) {
+            Best &mine = best[b * rows + r];
+            for (int64_t i = 0; i < count; ++i)
+              if (tile[r * count + i] > mine.value)
+                mine = {tile[r * count + i], static_cast<int32_t>(first + i)};
+          }
+        }
+      },
+      blockGrain(w, rows));
+  for (int64_t r = 0; r < rows; ++r) {
+    Best winner{-INFINITY, 0};
+    for (int64_t b = 0; b < blocks; ++b)
+      if (best[b * rows + r].value > winner.value)
+        winner = best[b * rows + r];
+    ids[r] = winner.index;
+  }
+}
+
+} // namespace llmc::cpu

@@ -1,0 +1,157 @@
+// The fused kernels (cpu/fused.h, the RoPE prologue of pagedAttention) give
+// bit for bit what the unfused kernels give in sequence, on every ISA and
+// weight dtype: the fused plan's logits equal the -O0 plan's because of it.
+#include "cpu/attention.h"
+#include "cpu/fused.h"
+#include "cpu/kernels.h"
+#include "cpu/matmul.h"
+#include "test_util.h"
+
+#include <cmath>
+
+namespace llmc::cpu {
+namespace {
+
+TEST(FusedKernels, MatmulSwigluEqualsMatmulThenSwiglu) {
+  ThreadPool pool(3);
+  std::mt19937 rng(11);
+  for (cpu::Isa isa : test::supportedIsas()) {
+    test::ScopedIsa scoped(isa);
+    for (DType dtype : test::kWeightDTypes)
+      for (int64_t tokens : {1, 3, 9}) {
+        const int64_t k = 40, inter = 150; // not multiples of the 64-row blocks
+        test::TestWeights w = test::makeWeights(rng, dtype, 2 * inter * k);
+        std::vector<float> x = test::randomFloats(rng, tokens * k, -2.0f, 2.0f);
+        std::vector<float> gateUp(tokens * 2 * inter), expected(tokens * inter),
+            got(tokens * inter);
+        matmul(pool, x.data(), tokens, w.matrix(2 * inter, k), nullptr, 0.0f, gateUp.data());
+        swigluFused(pool, gateUp.data(), tokens, inter, expected.data());
+        matmulSwiglu(pool, x.data(), tokens, w.matrix(2 * inter, k), got.data());
+        ASSERT_EQ(got, expected) << isaName(isa) << " " << dtypeName(dtype) << " T " << tokens;
+      }
+  }
+}
+
+TEST(FusedKernels, RmsNormMatmulEqualsRmsNormThenMatmulWithBiasAndResidual) {
+  ThreadPool pool(2);
+  std::mt19937 rng(12);
+  const int64_t tokens = 5, k = 24, n = 33;
+  test::TestWeights w = test::makeWeights(rng, DType::BF16, n * k);
+  test::TestWeights gamma = test::makeWeights(rng, DType::F32, k, 0.5f, 1.5f);
+  std::vector<float> x = test::randomFloats(rng, tokens * k), bias = test::randomFloats(rng, n);
+  std::vector<float> normed(tokens * k), residual = test::randomFloats(rng, tokens * n);
+  std::vector<float> expected = residual, got = residual, scratch;
+  rmsNorm(pool, x.data(), tokens, gamma.vector(), 1e-5f, normed.data());
+  matmul(pool, normed.data(), tokens, w.matrix(n, k), bias.data(), 1.0f, expected.data());
+  rmsNormMatmul(pool, x.data(), tokens, gamma.vector(), 1e-5f, w.matrix(n, k), bias.data(), 1.0f,
+                got.data(), scratch);
+  EXPECT_EQ(got, expected);
+  std::vector<float> swiglu(tokens * (n / 2)), gateUp(tokens * 2 * (n / 2));
+  test::TestWeights w2 = test::makeWeights(rng, DType::F16, 2 * (n / 2) * k);
+  matmul(pool, normed.data(), tokens, w2.matrix(2 * (n / 2), k), nullptr, 0.0f, gateUp.data());
+  swigluFused(pool, gateUp.data(), tokens, n / 2, swiglu.data());
+  std::vector<float> fused(swiglu.size());
+  rmsNormMatmulSwiglu(pool, x.data(), tokens, gamma.vector(), 1e-5f, w2.matrix(2 * (n / 2), k),
+                      fused.data(), scratch);
+  EXPECT_EQ(fused, swiglu);
+}
+
+TEST(FusedKernels, MatmulArgmaxIsTheArgmaxOfTheLogits) {
+  ThreadPool pool(3);
+  std::mt19937 rng(13);
+  const int64_t rows = 4, k = 16, vocab = 300;
+  test::TestWeights w = test::makeWeights(rng, DType::F32, vocab * k);
+  std::vector<float> x = test::randomFloats(rng, rows * k);
+  // Row 0's best logit appears twice (vocabulary rows 70 and 250 equal and
+  // scaled up): the first one wins. A NaN row never wins.
+  for (int64_t i = 0; i < k; ++i) {
+    w.f32[70 * k + i] = 4.0f * x[i];
+    w.f32[250 * k + i] = 4.0f * x[i];
+    w.f32[5 * k + i] = NAN;
+  }
+  for (cpu::Isa isa : test::supportedIsas()) {
+    test::ScopedIsa scoped(isa);
+    std::vector<float> logits(rows * vocab);
+    matmul(pool, x.data(), rows, w.matrix(vocab, k), nullptr, 0.0f, logits.data());
+    std::vector<int32_t> expected(rows), got(rows, -1);
+    argmax(logits.data(), rows, vocab, expected.data());
+    matmulArgmax(pool, x.data(), rows, w.matrix(vocab, k), got.data());
+    EXPECT_EQ(got, expected) << isaName(isa);
+    EXPECT_EQ(got[0], 70);
+  }
+}
+
+TEST(FusedKernels, MatmulArgmaxOfAllNanRowsIsZero) {
+  ThreadPool pool(1);
+  std::vector<float> w(8 * 4, NAN), x = {1, 2, 3, 4};
+  int32_t id = -1;
+  matmulArgmax(pool, x.data(), 1, {w.data(), DType::F32, 8, 4}, &id);
+  EXPECT_EQ(id, 0);
+}
+
+// The RoPE prologue of attention (q and k of one packed qkv buffer, GQA,
+// a prefill chunk then a decode token) gives what rope() then attention
+// give, and leaves q and k unrotated.
+TEST(FusedKernels, AttentionWithRopePrologueEqualsRopeThenAttention) {
+  ThreadPool pool(3);
+  std::mt19937 rng(14);
+  const int64_t heads = 4, kvHeads = 2, dim = 8, blockSize = 4, maxPositions = 32;
+  const int64_t qWidth = heads * dim, kvWidth = kvHeads * dim, ld = qWidth + 2 * kvWidth;
+  std::vector<float> invFreq(dim / 2);
+  ropeInvFreqs(dim, 10000.0f, hd::RopeScaling{}, invFreq.data());
+  std::vector<float> table = ropeTable(maxPositions, dim, invFreq.data());
+  auto makeCache = [&] {
+    return kv::KvCache::create({1, 8, static_cast<int32_t>(blockSize),
+                                static_cast<int32_t>(kvHeads), static_cast<int32_t>(dim)})
+        .value();
+  };
+  kv::KvCache fusedCache = makeCache(), plainCache = makeCache();
+  std::vector<int32_t> blockTable = {3, 1, 6, 2};
+  int64_t length = 0;
+  for (int64_t tokens : {7, 1, 1}) {
+    std::vector<float> qkv = test::randomFloats(rng, tokens * ld), rotated = qkv;
+    std::vector<int32_t> positions(tokens);
+    for (int64_t t = 0; t < tokens; ++t)
+      positions[t] = static_cast<int32_t>(length + t);
+    AttentionSequence seq{0, tokens, blockTable.data()};
+    rope(pool, rotated.data(), tokens, ld, {heads + kvHeads, dim, dim}, positions.data(),
+         table.data());
+    std::vector<float> expected(tokens * qWidth), got(tokens * qWidth);
+    AttentionBatch plain{rotated.data(),
+                         ld,
+                         rotated.data() + qWidth,
+                         ld,
+                         rotated.data() + qWidth + kvWidth,
+                         ld,
+                         expected.data(),
+                         qWidth,
+                         positions.data(),
+                         &seq,
+                         1,
+                         heads,
+                         0.3f};
+    pagedAttention(pool, plain, plainCache.layer(0));
+    std::vector<float> untouched = qkv;
+    AttentionBatch fused{qkv.data(),
+                         ld,
+                         qkv.data() + qWidth,
+                         ld,
+                         qkv.data() + qWidth + kvWidth,
+                         ld,
+                         got.data(),
+                         qWidth,
+                         positions.data(),
+                         &seq,
+                         1,
+                         heads,
+                         0.3f,
+                         table.data()};
+    pagedAttention(pool, fused, fusedCache.layer(0));
+    ASSERT_EQ(got, expected) << "step of " << tokens << " tokens";
+    ASSERT_EQ(qkv, untouched);
+    length += tokens;
+  }
+}
+
+} // namespace
+} // namespace llmc::cpu
