@@ -54,7 +54,7 @@ private:
     Status status = Status::ok();
     forward_.walk([&](llm::WeightOp op) {
       std::string name = op.getName().str();
-      if (!status || tensorIndex_.count(name))
+      if (!status || tensorIndex_.count(name) || onlyConcatenated(op))
         return;
       auto type = dyn_cast<mlir::RankedTensorType>(op.getType());
       if (!type) {
@@ -136,6 +136,8 @@ private:
   }
 
   Expected<std::unique_ptr<fb::StepT>> lowerOp(mlir::Operation *op, int step) {
+    if (isa<llm::FusedLinearOp, llm::RopeAttentionOp, llm::LmHeadOp>(op) || readsColumns(op))
+      return lowerFused(op, step);
     auto s = std::make_unique<fb::StepT>();
     auto input = [&](mlir::Value v) -> Status {
       LLMC_ASSIGN_OR_RETURN(int b, bufferOf(v, step));
@@ -202,6 +204,216 @@ private:
     return s;
   }
 
+  // --- Fused ops (passes/Fuse*.cpp) and the column slices they produce. ---
+
+  // A weight read only as one of several weights or biases of
+  // llm.fused_linear ops: the plan stores it inside their concatenation.
+  static bool onlyConcatenated(llm::WeightOp op) {
+    return !op->use_empty() && llvm::all_of(op->getUses(), [](mlir::OpOperand &use) {
+      auto fused = dyn_cast<llm::FusedLinearOp>(use.getOwner());
+      if (!fused || fused.getWeights().size() < 2)
+        return false;
+      // Operands: x, the weights, the biases, then norm and residual.
+      unsigned index = use.getOperandNumber();
+      return index >= 1 && index < 1 + fused.getWeights().size() + fused.getBiases().size();
+    });
+  }
+
+  // The plan tensor of `values` (llm.weight results) stored as one: the
+  // weight itself when there is one, else their row-concatenation, made on
+  // first use and named "<name>+<name>+...".
+  Expected<int> concatTensor(mlir::ValueRange values) {
+    if (values.size() == 1)
+      return weight(values[0]);
+    std::string name;
+    llvm::SmallVector<llm::WeightOp> parts;
+    for (mlir::Value v : values) {
+      parts.push_back(v.getDefiningOp<llm::WeightOp>());
+      name += (name.empty() ? "" : "+") + parts.back().getName().str();
+    }
+    if (auto it = tensorIndex_.find(name); it != tensorIndex_.end())
+      return it->second;
+    auto first = cast<mlir::RankedTensorType>(parts[0].getType());
+    LLMC_ASSIGN_OR_RETURN(fb::DType dtype,
+                          toPlanDType(first.getElementType(), "weight '" + name + "'"));
+    auto tensor = std::make_unique<fb::TensorT>();
+    tensor->name = name;
+    tensor->dtype = dtype;
+    tensor->shape.assign(first.getShape().begin(), first.getShape().end());
+    tensor->shape[0] = 0;
+    WeightSource source;
+    for (llm::WeightOp part : parts) {
+      auto type = cast<mlir::RankedTensorType>(part.getType());
+      tensor->shape[0] += type.getDimSize(0);
+      uint64_t elements = static_cast<uint64_t>(type.getNumElements());
+      source.elements += elements;
+      if (options_.syntheticSeed)
+        continue;
+      std::string partName = part.getName().str();
+      LLMC_ASSIGN_OR_RETURN(WeightSource stored, options_.resolveWeight(partName));
+      if (stored.elements != elements)
+        return Status::error("weight '" + partName + "': checkpoint has " +
+                             std::to_string(stored.elements) + " elements, IR expects " +
+                             std::to_string(elements));
+      source.parts.push_back(stored);
+    }
+    if (options_.syntheticSeed)
+      tensor->synthetic = std::make_unique<fb::SyntheticInitT>(
+          syntheticInitFor(name, first.getRank(), *options_.syntheticSeed));
+    if (first.getRank() == 2)
+      plan_.meta.weight_dtype = dtype;
+    int index = static_cast<int>(plan_.meta.tensors.size());
+    tensorIndex_[name] = index;
+    plan_.meta.tensors.push_back(std::move(tensor));
+    plan_.sources.push_back(std::move(source));
+    return index;
+  }
+
+  // A result of a multi-result llm.fused_linear is a column slice of its
+  // op's one output buffer: the column where it starts (0 for other values).
+  int64_t columnOf(mlir::Value value) const {
+    auto it = columns_.find(value.getAsOpaquePointer());
+    return it == columns_.end() ? 0 : it->second;
+  }
+
+  // Ops the unfused lowering handles, reading a column slice: rope and
+  // attention after llm-fuse-qkv without llm-fuse-rope.
+  bool readsColumns(mlir::Operation *op) const {
+    return llvm::any_of(op->getOperands(),
+                        [&](mlir::Value v) { return columns_.count(v.getAsOpaquePointer()) > 0; });
+  }
+
+  // A new buffer of `width` floats per token, first written at `step`.
+  int newBuffer(int64_t width, int step) {
+    auto buffer = std::make_unique<fb::BufferT>();
+    buffer->dtype = fb::DType::F32;
+    buffer->width = width;
+    buffer->name = "v" + std::to_string(buffers_.size());
+    buffers_.push_back(std::move(buffer));
+    lifetimes_.push_back({static_cast<uint64_t>(width) * 4, step, step});
+    return static_cast<int>(buffers_.size()) - 1;
+  }
+
+  // Whether `value` is read by no op after `op` (it is about to be updated in place).
+  static bool deadAfter(mlir::Value value, mlir::Operation *op) {
+    return llvm::all_of(value.getUsers(), [&](mlir::Operation *user) {
+      return user == op || user->isBeforeInBlock(op);
+    });
+  }
+
+  Expected<std::unique_ptr<fb::StepT>> lowerFused(mlir::Operation *op, int step) {
+    auto s = std::make_unique<fb::StepT>();
+    auto input = [&](mlir::Value v) -> Status {
+      LLMC_ASSIGN_OR_RETURN(int b, bufferOf(v, step));
+      s->inputs.push_back(b);
+      return Status::ok();
+    };
+    if (auto f = dyn_cast<llm::FusedLinearOp>(op)) {
+      LLMC_RETURN_IF_ERROR(lowerFusedLinear(f, step, *s));
+      return s;
+    }
+    if (auto h = dyn_cast<llm::LmHeadOp>(op)) {
+      s->op = fb::OpKind::LmHead;
+      LLMC_RETURN_IF_ERROR(input(h.getX()));
+      s->weights = {weight(h.getNorm()), weight(h.getWeight())};
+      s->float_params = {h.getEps().convertToDouble()};
+      for (mlir::Value result : h->getResults()) {
+        LLMC_ASSIGN_OR_RETURN(int b, bufferOf(result, step));
+        s->outputs.push_back(b);
+      }
+      return s;
+    }
+    if (auto r = dyn_cast<llm::RopeOp>(op)) {
+      // A q or k slice of a packed qkv buffer, rotated in place.
+      if (!r.getX().hasOneUse())
+        return Status::error("llm.rope works in place: its input must have no other use");
+      s->op = fb::OpKind::RopeColumns;
+      LLMC_RETURN_IF_ERROR(input(r.getX()));
+      s->outputs = s->inputs;
+      s->int_params = {static_cast<int64_t>(r.getNumHeads()), static_cast<int64_t>(r.getHeadDim()),
+                       columnOf(r.getX())};
+      aliasBuffer(r.getResult(), s->inputs[0], step);
+      columns_[r.getResult().getAsOpaquePointer()] = columnOf(r.getX());
+      return s;
+    }
+    // llm.rope_attention, or llm.attention reading slices: one RopeAttention.
+    auto ra = dyn_cast<llm::RopeAttentionOp>(op);
+    auto a = dyn_cast<llm::AttentionOp>(op);
+    if (!ra && !a)
+      return Status::error("no kernel for '" + op->getName().getStringRef().str() +
+                           "' reading a column slice of a fused q/k/v product");
+    s->op = fb::OpKind::RopeAttention;
+    for (int i = 0; i < 3; ++i)
+      LLMC_RETURN_IF_ERROR(input(op->getOperand(i)));
+    int64_t layer = ra ? ra.getLayer() : a.getLayer(),
+            heads = ra ? ra.getNumHeads() : a.getNumHeads(),
+            kvHeads = ra ? ra.getNumKvHeads() : a.getNumKvHeads(),
+            dim = ra ? ra.getHeadDim() : a.getHeadDim();
+    s->int_params = {layer,
+                     heads,
+                     kvHeads,
+                     dim,
+                     columnOf(op->getOperand(0)),
+                     columnOf(op->getOperand(1)),
+                     columnOf(op->getOperand(2)),
+                     ra ? 1 : 0};
+    s->float_params = {(ra ? ra.getScale() : a.getScale()).convertToDouble()};
+    LLMC_ASSIGN_OR_RETURN(int out, bufferOf(op->getResult(0), step));
+    s->outputs.push_back(out);
+    return s;
+  }
+
+  // One GEMM over the concatenated weights; the step kind says which
+  // prologue (norm) and epilogue (SwiGLU) it has. With a residual the GEMM
+  // accumulates into the residual's buffer (read-modify-write), so the
+  // result is that buffer, live from the residual's definition on.
+  Status lowerFusedLinear(llm::FusedLinearOp f, int step, fb::StepT &s) {
+    bool norm = static_cast<bool>(f.getNorm()), swiglu = f.getSwiglu();
+    s.op = norm ? (swiglu ? fb::OpKind::RmsNormLinearSwiGlu : fb::OpKind::RmsNormLinear)
+                : (swiglu ? fb::OpKind::LinearSwiGlu : fb::OpKind::Linear);
+    if (columns_.count(f.getX().getAsOpaquePointer()))
+      return Status::error("llm.fused_linear cannot read a column slice");
+    LLMC_ASSIGN_OR_RETURN(int x, bufferOf(f.getX(), step));
+    s.inputs.push_back(x);
+    if (norm) {
+      s.weights.push_back(weight(f.getNorm()));
+      s.float_params.push_back(f.getEpsAttr().getValueAsDouble());
+    }
+    LLMC_ASSIGN_OR_RETURN(int w, concatTensor(f.getWeights()));
+    s.weights.push_back(w);
+    if (!f.getBiases().empty()) {
+      LLMC_ASSIGN_OR_RETURN(int b, concatTensor(f.getBiases()));
+      s.weights.push_back(b);
+    }
+    mlir::Value residual = f.getResidual();
+    if (swiglu && (residual || !f.getBiases().empty()))
+      return Status::error("a SwiGLU GEMM has no residual or bias epilogue in the plan");
+    if (!swiglu)
+      s.int_params.push_back(residual ? 1 : 0);
+    if (residual) {
+      if (columns_.count(residual.getAsOpaquePointer()) || !deadAfter(residual, f))
+        return Status::error("llm.fused_linear: its residual is updated in place, so it must "
+                             "be a whole buffer that nothing reads afterwards");
+      LLMC_ASSIGN_OR_RETURN(int out, bufferOf(residual, step));
+      aliasBuffer(f.getResult(0), out, step);
+      s.outputs.push_back(out);
+      return Status::ok();
+    }
+    int64_t width = 0;
+    for (mlir::Value r : f.getResults())
+      width += cast<mlir::RankedTensorType>(r.getType()).getDimSize(1);
+    int out = newBuffer(width, step);
+    int64_t column = 0;
+    for (mlir::Value r : f.getResults()) {
+      aliasBuffer(r, out, step);
+      if (f.getNumResults() > 1)
+        columns_[r.getAsOpaquePointer()] = column;
+      column += cast<mlir::RankedTensorType>(r.getType()).getDimSize(1);
+    }
+    s.outputs.push_back(out);
+    return Status::ok();
+  }
+
   Expected<std::unique_ptr<fb::ProgramT>> buildProgram() {
     auto program = std::make_unique<fb::ProgramT>();
     program->target = fb::Target::Cpu;
@@ -213,9 +425,14 @@ private:
       if (isa<llm::WeightOp>(op))
         continue;
       if (auto ret = dyn_cast<mlir::func::ReturnOp>(op)) {
-        if (ret.getNumOperands() != 1)
-          return Status::error("@forward must return the logits");
-        LLMC_ASSIGN_OR_RETURN(program->logits_buffer, bufferOf(ret.getOperand(0), step));
+        // The logits, and after llm-fuse-head the greedy ids of the same lm_head.
+        mlir::Value logits = ret.getNumOperands() > 0 ? ret.getOperand(0) : mlir::Value();
+        auto head = logits ? logits.getDefiningOp<llm::LmHeadOp>() : llm::LmHeadOp();
+        if (ret.getNumOperands() != (head ? 2u : 1u) ||
+            (head && ret.getOperand(1) != head.getIds()))
+          return Status::error("@forward must return the logits (and after llm-fuse-head, the "
+                               "ids of the same llm.lm_head)");
+        LLMC_ASSIGN_OR_RETURN(program->logits_buffer, bufferOf(logits, step));
         continue;
       }
       LLMC_ASSIGN_OR_RETURN(std::unique_ptr<fb::StepT> s, lowerOp(&op, step));
@@ -235,6 +452,7 @@ private:
   PlanContents &plan_;
   std::map<std::string, int> tensorIndex_;
   std::map<const void *, int> bufferIndex_;
+  std::map<const void *, int64_t> columns_; // column slices of a packed buffer, by value
   std::vector<std::unique_ptr<fb::BufferT>> buffers_;
   std::vector<BufferLifetime> lifetimes_;
 };

@@ -20,7 +20,7 @@ uint64_t layoutTensors(PlanContents &contents) {
     fb::TensorT &t = *contents.meta.tensors[i];
     const WeightSource &src = contents.sources[i];
     t.size = src.elements * dtypeSize(static_cast<DType>(t.dtype));
-    if (src.data == nullptr) {
+    if (src.data == nullptr && src.parts.empty()) {
       t.offset = 0;
       continue;
     }
@@ -54,24 +54,32 @@ Status writeWeights(FILE *f, const PlanContents &contents, uint64_t sectionSize,
     }
     return Status::ok();
   };
-  for (size_t i = 0; i < contents.meta.tensors.size(); ++i) {
-    const fb::TensorT &t = *contents.meta.tensors[i];
-    const WeightSource &src = contents.sources[i];
-    if (src.data == nullptr)
-      continue;
-    LLMC_RETURN_IF_ERROR(pad(t.offset));
-    DType dst = static_cast<DType>(t.dtype);
+  // One stored source (or one part of a concatenated tensor), in chunks.
+  auto writeSource = [&](const WeightSource &src, DType dst, const std::string &name) -> Status {
     for (uint64_t done = 0; done < src.elements; done += kChunkElements) {
       uint64_t n = std::min(kChunkElements, src.elements - done);
-      LLMC_RETURN_IF_ERROR(convertElements(src.data + done * dtypeSize(src.dtype), src.dtype,
-                                           chunk.data(), dst, n)
-                               .withContext("tensor '" + t.name + "'"));
+      LLMC_RETURN_IF_ERROR(
+          convertElements(src.data + done * dtypeSize(src.dtype), src.dtype, chunk.data(), dst, n)
+              .withContext("tensor '" + name + "'"));
       LLMC_RETURN_IF_ERROR(writeAll(f, chunk.data(), n * dtypeSize(dst), path));
       hash.update(chunk.data(), n * dtypeSize(dst));
       written += n * dtypeSize(dst);
       if (progress)
         progress(written, sectionSize);
     }
+    return Status::ok();
+  };
+  for (size_t i = 0; i < contents.meta.tensors.size(); ++i) {
+    const fb::TensorT &t = *contents.meta.tensors[i];
+    const WeightSource &src = contents.sources[i];
+    if (src.data == nullptr && src.parts.empty())
+      continue;
+    LLMC_RETURN_IF_ERROR(pad(t.offset));
+    DType dst = static_cast<DType>(t.dtype);
+    if (src.parts.empty())
+      LLMC_RETURN_IF_ERROR(writeSource(src, dst, t.name));
+    for (const WeightSource &part : src.parts)
+      LLMC_RETURN_IF_ERROR(writeSource(part, dst, t.name));
   }
   LLMC_RETURN_IF_ERROR(pad(sectionSize));
   *checksum = hash.finish();

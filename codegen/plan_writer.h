@@ -16,12 +16,17 @@
 
 namespace llmc {
 
-// Where a plan tensor's bytes come from. data == nullptr: a synthetic tensor
-// (no bytes stored; the runtime generates it from its SyntheticInit).
+// Where a plan tensor's bytes come from. data == nullptr and no parts: a
+// synthetic tensor (no bytes stored; the runtime generates it from its
+// SyntheticInit).
 struct WeightSource {
   const uint8_t *data = nullptr;
   DType dtype = DType::F32; // dtype of `data`
   uint64_t elements = 0;
+  // A tensor stored as the concatenation of several sources, one after the
+  // other (fused q/k/v or gate/up weights: their rows stacked); data is
+  // then null and `elements` their sum.
+  std::vector<WeightSource> parts;
 };
 
 struct PlanContents {

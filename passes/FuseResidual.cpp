@@ -20,7 +20,8 @@ namespace llmc {
 namespace {
 
 /// A GEMM whose only use is the add: an llm.linear with stored weights, or a
-/// single-result llm.fused_linear without a residual yet.
+/// single-result llm.fused_linear without a residual yet (nor a SwiGLU
+/// epilogue: the plan's SwiGLU GEMMs do not accumulate).
 mlir::Operation *gemmOf(mlir::Value value) {
   mlir::Operation *op = value.getDefiningOp();
   if (!op || !op->hasOneUse())
@@ -31,7 +32,7 @@ mlir::Operation *gemmOf(mlir::Value value) {
                ? op
                : nullptr;
   if (auto fused = llvm::dyn_cast<llm::FusedLinearOp>(op))
-    return fused->getNumResults() == 1 && !fused.getResidual() ? op : nullptr;
+    return fused->getNumResults() == 1 && !fused.getResidual() && !fused.getSwiglu() ? op : nullptr;
   return nullptr;
 }
 

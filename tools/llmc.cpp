@@ -94,6 +94,12 @@ int main(int argc, char **argv) {
                     "Comma-separated targets: cpu, sm_90a (Hopper cubin), ptx (portable, sm_80+); "
                     "default: cpu plus the GPU targets when this llmc has NVRTC");
   build->add_option("-j,--jobs", options.jobs, "Threads compiling GPU kernels (default: all cores)");
+  build->add_option("-O", options.optimizationLevel,
+                    "Optimization level: 0 runs no fusion pass, 1 (default) all of them");
+  build
+      ->add_option("--no-fuse", options.noFuse,
+                   "Comma-separated fusions to skip: qkv, swiglu, head, norm, residual, rope")
+      ->delimiter(',');
 
   if (int code = llmc::cli::parseArgs(app, argc, argv); code >= 0)
     return code;

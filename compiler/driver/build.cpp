@@ -19,8 +19,10 @@
 #include <mlir/Pass/PassManager.h>
 #include <mlir/Transforms/Passes.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <set>
 #include <sstream>
 
 #ifndef LLMC_VERSION
@@ -149,6 +151,63 @@ Expected<mlir::OwningOpRef<mlir::ModuleOp>> buildModelGraph(mlir::MLIRContext &c
                        "' is registered but has no graph builder in the driver");
 }
 
+// The fusion passes to run, in order: none with -O0, else all but those
+// --no-fuse names (unknown names are an error that lists the valid ones).
+Expected<std::vector<FusionPass>> selectFusions(const BuildOptions &options) {
+  std::string valid;
+  for (const FusionPass &pass : fusionPasses())
+    valid += (valid.empty() ? "" : ", ") + std::string(pass.name);
+  for (const std::string &name : options.noFuse)
+    if (std::none_of(fusionPasses().begin(), fusionPasses().end(),
+                     [&](const FusionPass &pass) { return name == pass.name; }))
+      return Status::error("--no-fuse: unknown fusion '" + name + "' (valid: " + valid + ")");
+  if (options.optimizationLevel < 0 || options.optimizationLevel > 1)
+    return Status::error("-O" + std::to_string(options.optimizationLevel) +
+                         " is not supported (-O0: no fusion, -O1: the default)");
+  std::vector<FusionPass> selected;
+  if (options.optimizationLevel == 0)
+    return selected;
+  for (const FusionPass &pass : fusionPasses())
+    if (std::find(options.noFuse.begin(), options.noFuse.end(), pass.name) == options.noFuse.end())
+      selected.push_back(pass);
+  return selected;
+}
+
+// "qkv, rope": the fusion passes not in `selected`.
+std::string skippedFusions(const std::vector<FusionPass> &selected) {
+  std::string names;
+  for (const FusionPass &pass : fusionPasses())
+    if (std::none_of(selected.begin(), selected.end(),
+                     [&](const FusionPass &s) { return s.argument == pass.argument; }))
+      names += (names.empty() ? "" : ", ") + std::string(pass.name);
+  return names;
+}
+
+// -v after lowering: the checkpoint tensors the plan does not store (an
+// unused lm_head of a tied model, tensors no op reads) and their bytes.
+void reportUnstored(const BuildReporter &reporter, const WeightSet &weights,
+                    const PlanContents &contents) {
+  std::set<std::string> stored;
+  for (const auto &tensor : contents.meta.tensors) {
+    std::string name = tensor->name; // a concatenation is "a+b+c"
+    for (size_t begin = 0, end = 0; begin <= name.size(); begin = end + 1) {
+      end = std::min(name.find('+', begin), name.size());
+      stored.insert(name.substr(begin, end - begin));
+    }
+  }
+  uint64_t bytes = 0, count = 0;
+  std::string names;
+  for (const auto &[name, tensor] : weights.all())
+    if (!stored.count(name)) {
+      bytes += tensor.byteSize;
+      ++count;
+      names += (names.empty() ? "" : ", ") + name;
+    }
+  if (count > 0)
+    reporter.verbose("prune: " + std::to_string(count) + " checkpoint tensors not stored (" +
+                     formatBytes(bytes) + "): " + names);
+}
+
 Status runPasses(mlir::MLIRContext &context, mlir::ModuleOp module, const BuildOptions &options,
                  const std::string &stage, const std::function<void(mlir::PassManager &)> &add) {
   mlir::PassManager pm(&context);
@@ -238,9 +297,20 @@ Status runBuild(const BuildOptions &options, const BuildReporter &reporter) {
                     std::to_string(pruned.droppedWeights.size()) + " weights (" +
                     formatBytes(pruned.droppedBytes()) + ") no longer needed");
   reportPrune(reporter, pruned, opsRemoved);
+  // --- fuse: the fusion passes that -O and --no-fuse leave on.
   start = Clock::now();
-  stages.finish("fuse", start, *module, "no fusion passes yet");
-  reporter.verbose("fuse: nothing to do (no fusion passes yet)");
+  LLMC_ASSIGN_OR_RETURN(std::vector<FusionPass> fusions, selectFusions(options));
+  std::vector<std::string> fused(fusions.size());
+  LLMC_RETURN_IF_ERROR(runPasses(context, *module, options, "fuse", [&](mlir::PassManager &pm) {
+    for (size_t i = 0; i < fusions.size(); ++i)
+      pm.addPass(fusions[i].create(&fused[i]));
+  }));
+  stages.finish("fuse", start, *module,
+                fusions.empty() ? "disabled" : std::to_string(countOps(*module)) + " ops left");
+  if (fusions.size() < fusionPasses().size())
+    reporter.verbose("fuse: skipped " + skippedFusions(fusions) + " (-O0 or --no-fuse)");
+  for (size_t i = 0; i < fusions.size(); ++i)
+    reporter.verbose(std::string("fuse: ") + fusions[i].argument + ": " + fused[i]);
   start = Clock::now();
   stages.finish("quantize", start, *module, "not requested");
   reporter.verbose("quantize: nothing to do (no quantization requested)");
@@ -273,6 +343,8 @@ Status runBuild(const BuildOptions &options, const BuildReporter &reporter) {
                 std::to_string(program.steps.size()) + " steps per token, " +
                     std::to_string(program.buffers.size()) + " buffers in " +
                     std::to_string(program.arena_bytes_per_token) + " arena bytes per token");
+  if (weights)
+    reportUnstored(reporter, *weights, contents);
 
   LLMC_RETURN_IF_ERROR(runGpuStage(targets, contents, options, reporter));
 

@@ -3,7 +3,8 @@
 //   import    model.json / config.json / HF dir -> validated spec, weights,
 //             tokenizer -> `llm` IR (models/<arch>_graph.cpp)
 //   prune     dead values and duplicate weights removed (canonicalize, cse)
-//   fuse      kernel fusion passes (filled in by the fusion work)
+//   fuse      the fusion passes (passes/Fuse*.cpp): -O0 skips them all,
+//             --no-fuse single ones
 //   quantize  AWQ / RTN int4 (filled in by the quantization work)
 //   lower     IR -> engine program + memory plan (codegen/) -> plan file
 //   codegen   CUDA kernels per GPU target (codegen/cuda, NVRTC)
@@ -17,6 +18,7 @@
 #include <functional>
 #include <optional>
 #include <string>
+#include <vector>
 
 namespace llmc {
 
@@ -33,6 +35,8 @@ struct BuildOptions {
   std::string commandLine;                // recorded in the plan's provenance
   std::string targets;                    // --target: "cpu,sm_90a,ptx" subset ("" = default)
   int jobs = 0;                           // kernel compile threads (0 = all cores)
+  int optimizationLevel = 1;              // -O0: no fusion; -O1 (default): every fusion pass
+  std::vector<std::string> noFuse;        // --no-fuse: qkv, swiglu, head, norm, residual, rope
 };
 
 // Where the driver reports progress and results (the CLI prints them).

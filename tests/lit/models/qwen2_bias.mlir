@@ -25,11 +25,8 @@
 // VERBOSE-NEXT: llmc: stage prune {{.*}} 0 ops removed, 0 weights ({{.*}}) no longer needed
 // VERBOSE-NEXT: llmc: prune: llm-prune nothing to do
 // VERBOSE-NEXT: llmc: prune: canonicalize + cse removed 0 more ops
-// VERBOSE-NEXT: llmc: stage fuse
-// VERBOSE-NEXT: llmc: fuse: nothing to do
-// VERBOSE-NEXT: llmc: stage quantize
-// VERBOSE-NEXT: llmc: quantize: nothing to do
-// VERBOSE-NEXT: llmc: stage lower
+// VERBOSE:      llmc: fuse: llm-fuse-qkv: 3 q/k/v groups -> llm.fused_linear (9 llm.linear merged)
+// VERBOSE:      llmc: stage lower {{.*}} 17 steps per token
 // VERBOSE:      llmc: wrote {{.*}}.plan: {{.*}} synthetic
 
 // CHECK-LABEL: func.func @forward(%arg0: tensor<?xi32>, %arg1: tensor<?xi32>) -> tensor<?x128xf32>

@@ -32,15 +32,14 @@ func.func @residual(%h0: tensor<?x64xf32>, %att: tensor<?x64xf32>, %act: tensor<
 // Tests the cases that must not fire: the residual read after the add (it
 // would see the updated buffer); the GEMM result used twice; the residual
 // being the GEMM's own input; the residual a function argument (no buffer
-// of its own); a multi-result fused_linear; a swiglu-less add of two
-// non-GEMMs.
+// of its own); a multi-result fused_linear; a SwiGLU GEMM.
 
 // REPORT: remark: llm-fuse-residual: nothing to fuse
 // CHECK-LABEL: func.func @no_fusion
 // CHECK-NOT: residual
 func.func @no_fusion(%x: tensor<?x64xf32>, %att: tensor<?x64xf32>)
     -> (tensor<?x64xf32>, tensor<?x64xf32>, tensor<?x64xf32>, tensor<?x64xf32>, tensor<?x64xf32>,
-        tensor<?x64xf32>, tensor<?x64xf32>) {
+        tensor<?x64xf32>, tensor<?x64xf32>, tensor<?x64xf32>) {
   %w = llm.weight "w" : tensor<64x64xf32>
   %r1 = llm.silu %x : tensor<?x64xf32>
   %o1 = llm.linear %att, %w : tensor<?x64xf32>, tensor<64x64xf32> -> tensor<?x64xf32>
@@ -62,7 +61,12 @@ func.func @no_fusion(%x: tensor<?x64xf32>, %att: tensor<?x64xf32>)
   %p5, %q5 = llm.fused_linear %att, [%w, %w]
       : tensor<?x64xf32>, [tensor<64x64xf32>, tensor<64x64xf32>] -> tensor<?x64xf32>, tensor<?x64xf32>
   %h5 = llm.add %r5, %p5 : tensor<?x64xf32>
-  return %h1, %late, %h2, %o2, %h3, %h4, %h5
+
+  %r6 = llm.silu %att : tensor<?x64xf32>
+  %a6 = llm.fused_linear %att, [%w, %w] swiglu
+      : tensor<?x64xf32>, [tensor<64x64xf32>, tensor<64x64xf32>] -> tensor<?x64xf32>
+  %h6 = llm.add %r6, %a6 : tensor<?x64xf32>
+  return %h1, %late, %h2, %o2, %h3, %h4, %h5, %h6
       : tensor<?x64xf32>, tensor<?x64xf32>, tensor<?x64xf32>, tensor<?x64xf32>, tensor<?x64xf32>,
-        tensor<?x64xf32>, tensor<?x64xf32>
+        tensor<?x64xf32>, tensor<?x64xf32>, tensor<?x64xf32>
 }
