@@ -3,6 +3,7 @@
 #include "cpu/fused.h"
 #include "cpu/kernels.h"
 #include "cpu/matmul.h"
+#include "cpu/matmul_q4.h"
 
 #include <cmath>
 #include <cstring>
@@ -98,6 +99,18 @@ Status CpuExecutor::runStep(ThreadPool &pool, const fb::Step &step, const StepIn
       bias = static_cast<const float *>(weights_->data(weightIndex(1)));
     cpu::matmul(pool, in(0), T, weights_->matrix(weightIndex(0)), bias,
                 static_cast<float>(step.int_params()->Get(0)), out);
+    return Status::ok();
+  }
+  case fb::OpKind::LinearQ4: {
+    // Weights: qweight, scales, zeros (, bias); the plan validator checked their shapes.
+    cpu::Q4Matrix w{static_cast<const uint32_t *>(weights_->data(weightIndex(0))),
+                    static_cast<const uint16_t *>(weights_->data(weightIndex(1))),
+                    static_cast<const uint16_t *>(weights_->data(weightIndex(2))), outWidth,
+                    width(0), step.int_params()->Get(1)};
+    const float *bias = step.weights()->size() == 4
+                            ? static_cast<const float *>(weights_->data(weightIndex(3)))
+                            : nullptr;
+    cpu::matmulQ4(pool, in(0), T, w, bias, static_cast<float>(step.int_params()->Get(0)), out);
     return Status::ok();
   }
   case fb::OpKind::Rope: {

@@ -1,5 +1,6 @@
 #include "plan/plan.h"
 
+#include "kernels/common/q4_layout.h"
 #include "plan/plan_format.h"
 
 #include <algorithm>
@@ -248,6 +249,8 @@ OpSignature opSignature(fb::OpKind op) {
     return {2, 1, 0, 0, 0, 0};
   case fb::OpKind::Logits:
     return {1, 1, 1, 1, 0, 0};
+  case fb::OpKind::LinearQ4:
+    return {1, 1, 3, 4, 2, 0};
   case fb::OpKind::RmsNormLinear:
     return {1, 1, 2, 3, 1, 1};
   case fb::OpKind::LinearSwiGlu:
@@ -306,6 +309,57 @@ Status checkStep(const fb::Plan &plan, const fb::Program &program, const fb::Ste
   } else {
     LLMC_RETURN_IF_ERROR(checkGpuStep(plan, program, step, where));
   }
+  return Status::ok();
+}
+
+std::string describeTensor(const fb::Tensor &t) {
+  std::string text = std::string(fb::EnumNameDType(t.dtype())) + " [";
+  for (uint32_t i = 0; i < t.shape()->size(); ++i)
+    text += (i ? ", " : "") + std::to_string(t.shape()->Get(i));
+  return text + "]";
+}
+
+// LinearQ4: the int4 tensors (kernels/common/q4_layout.h) must have the
+// dtypes and shapes the kernels index by, for K = input width, N = output
+// width and the step's group size G.
+Status checkLinearQ4(const fb::Plan &plan, const fb::Program &program, const fb::Step &step,
+                     const std::string &where) {
+  auto width = [&](int b) { return program.buffers()->Get(b)->width(); };
+  auto tensor = [&](int i) { return plan.tensors()->Get(step.weights()->Get(i)); };
+  auto fail = [&](const std::string &what) { return Status::error(where + ": LinearQ4: " + what); };
+  const int in = step.inputs()->Get(0), out = step.outputs()->Get(0);
+  const int64_t k = width(in), n = width(out), group = step.int_params()->Get(1);
+  if (!hd::q4ValidGroupSize(group))
+    return fail("group size " + std::to_string(group) + " is not a positive multiple of 32");
+  const int64_t groups = hd::q4NumGroups(k, group);
+  const struct {
+    fb::DType dtype;
+    int64_t cols;
+    const char *what;
+  } parts[] = {{fb::DType::I32, hd::q4WordsPerRow(k), "packed int4 words"},
+               {fb::DType::F16, groups, "scales"},
+               {fb::DType::F16, groups, "zeros"}};
+  for (int i = 0; i < 3; ++i) {
+    const fb::Tensor &t = *tensor(i);
+    if (t.dtype() != parts[i].dtype || t.shape()->size() != 2 || t.shape()->Get(0) != n ||
+        t.shape()->Get(1) != parts[i].cols)
+      return fail("tensor '" + t.name()->str() + "' (" + parts[i].what + ") must be " +
+                  fb::EnumNameDType(parts[i].dtype) + " [" + std::to_string(n) + ", " +
+                  std::to_string(parts[i].cols) + "] for K = " + std::to_string(k) +
+                  " in groups of " + std::to_string(group) + " (" + std::to_string(groups) +
+                  " groups), got " + describeTensor(t));
+  }
+  if (step.weights()->size() == 4) {
+    const fb::Tensor &bias = *tensor(3);
+    if (bias.dtype() != fb::DType::F32 || bias.shape()->size() != 1 || bias.shape()->Get(0) != n)
+      return fail("bias '" + bias.name()->str() + "' must be F32 [" + std::to_string(n) +
+                  "], got " + describeTensor(bias));
+  }
+  int64_t accumulate = step.int_params()->Get(0);
+  if (accumulate != 0 && accumulate != 1)
+    return fail("accumulate must be 0 or 1");
+  if (in == out)
+    return fail("input and output must be different buffers");
   return Status::ok();
 }
 
@@ -437,7 +491,7 @@ Status checkStepShapes(const fb::Plan &plan, const fb::Program &program, const f
     return mismatch(logits ? "output buffer must be F32"
                     : gpu  ? "output buffer must be F32 or BF16"
                            : "output buffer must be F32");
-  if (step.weights() != nullptr)
+  if (step.weights() != nullptr && step.op() != fb::OpKind::LinearQ4) // int4: checkLinearQ4
     for (int i = 0; i < static_cast<int>(step.weights()->size()); ++i)
       if (!isFloatWeight(i))
         return mismatch("weight " + std::to_string(i) + " must be F32, F16 or BF16");
@@ -476,6 +530,8 @@ Status checkStepShapes(const fb::Plan &plan, const fb::Program &program, const f
       return mismatch("input and output must be different buffers");
     return Status::ok();
   }
+  case fb::OpKind::LinearQ4:
+    return checkLinearQ4(plan, program, step, where);
   case fb::OpKind::Rope: {
     int64_t heads = step.int_params()->Get(0), dim = step.int_params()->Get(1);
     if (in(0) != out || heads <= 0 || dim != m.head_dim() || width(out) != heads * dim)
