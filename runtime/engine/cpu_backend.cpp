@@ -24,10 +24,11 @@ Expected<std::unique_ptr<CpuBackend>> CpuBackend::create(const Plan &plan,
   shape.headDim = static_cast<int32_t>(m.head_dim());
   LLMC_ASSIGN_OR_RETURN(kv::KvCache cache, kv::KvCache::create(shape));
   backend->cache_ = std::make_unique<kv::KvCache>(std::move(cache));
-  LLMC_ASSIGN_OR_RETURN(CpuExecutor prefill,
-                        CpuExecutor::create(plan, backend->weights_, fb::Phase::Prefill));
+  auto ropeTable = CpuExecutor::ropeTableFor(plan); // one table for both programs
+  LLMC_ASSIGN_OR_RETURN(CpuExecutor prefill, CpuExecutor::create(plan, backend->weights_,
+                                                                 fb::Phase::Prefill, ropeTable));
   LLMC_ASSIGN_OR_RETURN(CpuExecutor decode,
-                        CpuExecutor::create(plan, backend->weights_, fb::Phase::Decode));
+                        CpuExecutor::create(plan, backend->weights_, fb::Phase::Decode, ropeTable));
   backend->prefill_ = std::make_unique<CpuExecutor>(std::move(prefill));
   backend->decode_ = std::make_unique<CpuExecutor>(std::move(decode));
   return backend;

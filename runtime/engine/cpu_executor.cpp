@@ -33,8 +33,18 @@ hd::RopeScaling ropeScaling(const fb::ModelInfo &m) {
 
 } // namespace
 
+std::shared_ptr<const std::vector<float>> CpuExecutor::ropeTableFor(const Plan &plan) {
+  const fb::ModelInfo &m = *plan.meta().model();
+  std::vector<float> invFreq(m.head_dim() / 2);
+  cpu::ropeInvFreqs(static_cast<int>(m.head_dim()), static_cast<float>(m.rope_theta()),
+                    ropeScaling(m), invFreq.data());
+  return std::make_shared<const std::vector<float>>(
+      cpu::ropeTable(m.max_seq_len(), static_cast<int>(m.head_dim()), invFreq.data()));
+}
+
 Expected<CpuExecutor> CpuExecutor::create(const Plan &plan, const LoadedWeights &weights,
-                                          fb::Phase phase) {
+                                          fb::Phase phase,
+                                          std::shared_ptr<const std::vector<float>> ropeTable) {
   CpuExecutor exec;
   exec.plan_ = &plan;
   exec.weights_ = &weights;
@@ -42,11 +52,7 @@ Expected<CpuExecutor> CpuExecutor::create(const Plan &plan, const LoadedWeights 
   if (exec.program_ == nullptr)
     return Status::error(plan.path() + ": the plan has no CPU program for the " +
                          fb::EnumNamePhase(phase) + " phase (rebuild with --target cpu)");
-  const fb::ModelInfo &m = *plan.meta().model();
-  std::vector<float> invFreq(m.head_dim() / 2);
-  cpu::ropeInvFreqs(static_cast<int>(m.head_dim()), static_cast<float>(m.rope_theta()),
-                    ropeScaling(m), invFreq.data());
-  exec.ropeTable_ = cpu::ropeTable(m.max_seq_len(), static_cast<int>(m.head_dim()), invFreq.data());
+  exec.ropeTable_ = ropeTable ? std::move(ropeTable) : ropeTableFor(plan);
   return exec;
 }
 
@@ -115,7 +121,7 @@ Status CpuExecutor::runStep(ThreadPool &pool, const fb::Step &step, const StepIn
   }
   case fb::OpKind::Rope: {
     int64_t heads = step.int_params()->Get(0), dim = step.int_params()->Get(1);
-    cpu::rope(pool, out, T, heads * dim, {heads, dim, dim}, input.positions, ropeTable_.data());
+    cpu::rope(pool, out, T, heads * dim, {heads, dim, dim}, input.positions, ropeTable_->data());
     return Status::ok();
   }
   case fb::OpKind::Attention: {
@@ -216,7 +222,7 @@ Status CpuExecutor::runFusedStep(ThreadPool &pool, const fb::Step &step, const S
   case fb::OpKind::RopeColumns: {
     int64_t heads = ints(0), dim = ints(1);
     cpu::rope(pool, out + ints(2), T, width(0), {heads, dim, dim}, input.positions,
-              ropeTable_.data());
+              ropeTable_->data());
     return Status::ok();
   }
   case fb::OpKind::RopeAttention: {
@@ -235,7 +241,7 @@ Status CpuExecutor::runFusedStep(ThreadPool &pool, const fb::Step &step, const S
     batch.numSequences = static_cast<int64_t>(attentionSequences_.size());
     batch.heads = ints(1);
     batch.scale = static_cast<float>(step.float_params()->Get(0));
-    batch.ropeTable = ints(7) != 0 ? ropeTable_.data() : nullptr;
+    batch.ropeTable = ints(7) != 0 ? ropeTable_->data() : nullptr;
     cpu::pagedAttention(pool, batch, cache.layer(static_cast<int32_t>(ints(0))));
     return Status::ok();
   }

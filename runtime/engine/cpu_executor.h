@@ -9,6 +9,7 @@
 #include "support/thread_pool.h"
 
 #include <cstdint>
+#include <memory>
 #include <vector>
 
 namespace llmc {
@@ -38,8 +39,15 @@ struct StepInput {
 
 class CpuExecutor {
 public:
-  static Expected<CpuExecutor> create(const Plan &plan, const LoadedWeights &weights,
-                                      fb::Phase phase);
+  // `ropeTable` (ropeTableFor(plan)) may be shared by the executors of one
+  // plan; null builds the executor's own.
+  static Expected<CpuExecutor>
+  create(const Plan &plan, const LoadedWeights &weights, fb::Phase phase,
+         std::shared_ptr<const std::vector<float>> ropeTable = nullptr);
+
+  // The model's RoPE cos/sin table, [max_seq_len, head_dim] (cpu::ropeTable
+  // with its theta and scaling), built once at load.
+  static std::shared_ptr<const std::vector<float>> ropeTableFor(const Plan &plan);
 
   // Runs the program. On success *logits points to [R, V] f32 logits (R =
   // logitRows.size(), or T when empty), valid until the next run(), or is
@@ -62,7 +70,8 @@ private:
   const Plan *plan_ = nullptr;
   const LoadedWeights *weights_ = nullptr;
   const fb::Program *program_ = nullptr;
-  std::vector<float> ropeTable_;      // [max_seq_len, head_dim] RoPE cos/sin (cpu::ropeTable)
+  // RoPE cos/sin [max_seq_len, head_dim], shared by the executors of a plan.
+  std::shared_ptr<const std::vector<float>> ropeTable_;
   std::vector<uint8_t> arena_;        // activations: arena_bytes_per_token * T
   std::vector<float> logitInput_;     // gathered rows for a selective Logits or LmHead step
   std::vector<float> logits_;         // [R, V] when rows are selected
