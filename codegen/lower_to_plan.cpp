@@ -1,6 +1,7 @@
 #include "lower_to_plan.h"
 
 #include "ir/LlmOps.h"
+#include "kernels/common/q4_layout.h"
 #include "kernels/common/synthetic.h"
 #include "memory_planner.h"
 #include "plan/plan_format.h"
@@ -56,11 +57,11 @@ private:
       std::string name = op.getName().str();
       if (!status || tensorIndex_.count(name) || onlyConcatenated(op))
         return;
-      auto type = dyn_cast<mlir::RankedTensorType>(op.getType());
-      if (!type) {
-        status = Status::error("weight '" + name + "': quantized weights are not lowered yet");
+      if (auto q4 = dyn_cast<llm::Q4Type>(op.getType())) {
+        status = addQ4Tensors(name, q4);
         return;
       }
+      auto type = cast<mlir::RankedTensorType>(op.getType());
       auto dtype = toPlanDType(type.getElementType(), "weight '" + name + "'");
       if (!dtype) {
         status = dtype.status();
@@ -92,11 +93,48 @@ private:
           return;
         }
       }
+      if (type.getRank() == 2)
+        plan_.meta.weight_dtype = *dtype;
       tensorIndex_[name] = static_cast<int>(plan_.meta.tensors.size());
       plan_.meta.tensors.push_back(std::move(tensor));
       plan_.sources.push_back(source);
     });
     return status;
+  }
+
+  // An int4 weight: three stored tensors in the layout of
+  // kernels/common/q4_layout.h, from the resolver (quantization needs real
+  // values, so the driver materializes synthetic weights before it).
+  Status addQ4Tensors(const std::string &name, llm::Q4Type type) {
+    const int64_t rows = type.getRows(), cols = type.getCols(), group = type.getGroupSize();
+    if (!hd::q4ValidGroupSize(group))
+      return Status::error("weight '" + name + "': int4 group size " + std::to_string(group) +
+                           " is not a positive multiple of 32");
+    if (!options_.resolveWeight)
+      return Status::error("weight '" + name + "': int4 weights need stored values, not " +
+                           "--synthetic-weights generation");
+    const int64_t groups = hd::q4NumGroups(cols, group);
+    tensorIndex_[name] = static_cast<int>(plan_.meta.tensors.size());
+    const std::pair<Q4Part, fb::DType> parts[] = {{Q4Part::Weight, fb::DType::I32},
+                                                  {Q4Part::Scales, fb::DType::F16},
+                                                  {Q4Part::Zeros, fb::DType::F16}};
+    for (auto [part, dtype] : parts) {
+      auto tensor = std::make_unique<fb::TensorT>();
+      tensor->name = q4TensorName(name, part);
+      tensor->dtype = dtype;
+      tensor->shape = {rows, part == Q4Part::Weight ? hd::q4WordsPerRow(cols) : groups};
+      LLMC_ASSIGN_OR_RETURN(WeightSource source, options_.resolveWeight(tensor->name));
+      uint64_t elements = static_cast<uint64_t>(tensor->shape[0] * tensor->shape[1]);
+      if (source.elements != elements || source.dtype != static_cast<DType>(dtype))
+        return Status::error("weight '" + tensor->name + "': has " +
+                             std::to_string(source.elements) + " " +
+                             std::string(dtypeName(source.dtype)) + " elements, the int4 " +
+                             "layout expects " + std::to_string(elements) + " " +
+                             fb::EnumNameDType(dtype));
+      plan_.meta.tensors.push_back(std::move(tensor));
+      plan_.sources.push_back(source);
+    }
+    return Status::ok();
   }
 
   // Buffer of an SSA value, created on first sight.
@@ -162,9 +200,16 @@ private:
       s->op = fb::OpKind::Linear;
       LLMC_RETURN_IF_ERROR(input(l.getX()));
       s->weights.push_back(weight(l.getWeight()));
+      if (auto q4 = dyn_cast<llm::Q4Type>(l.getWeight().getType())) {
+        // qweight, scales, zeros (consecutive tensors), then the bias.
+        s->op = fb::OpKind::LinearQ4;
+        s->weights.push_back(s->weights.back() + 1);
+        s->weights.push_back(s->weights.back() + 1);
+        s->int_params.push_back(q4.getGroupSize());
+      }
       if (l.getBias())
         s->weights.push_back(weight(l.getBias()));
-      s->int_params.push_back(0);
+      s->int_params.insert(s->int_params.begin(), 0);
     } else if (auto r = dyn_cast<llm::RopeOp>(op)) {
       s->op = fb::OpKind::Rope;
       LLMC_RETURN_IF_ERROR(input(r.getX()));
@@ -493,6 +538,18 @@ std::unique_ptr<fb::ModelInfoT> modelInfo(const ModelConfig &c, int64_t maxSeqLe
 
 } // namespace
 
+std::string q4TensorName(const std::string &weight, Q4Part part) {
+  switch (part) {
+  case Q4Part::Weight:
+    return weight + ".qweight";
+  case Q4Part::Scales:
+    return weight + ".scales";
+  case Q4Part::Zeros:
+    return weight + ".zeros";
+  }
+  return weight;
+}
+
 fb::SyntheticInitT syntheticInitFor(const std::string &name, int64_t rank, uint64_t seed) {
   fb::SyntheticInitT init;
   auto endsWith = [&](const std::string &suffix) {
@@ -519,6 +576,7 @@ Expected<PlanContents> lowerToPlan(mlir::ModuleOp module, const LoweringOptions 
   if (options.config == nullptr)
     return Status::error("internal: lowering needs the model config");
   PlanContents plan;
+  plan.meta.weight_dtype = fb::DType::F32; // the float matrices' dtype, set by the lowering
   LLMC_RETURN_IF_ERROR(Lowering(forward, options, plan).run());
   const ModelConfig &c = *options.config;
   plan.meta.model = modelInfo(c, options.maxSeqLen);
@@ -537,10 +595,6 @@ Expected<PlanContents> lowerToPlan(mlir::ModuleOp module, const LoweringOptions 
   plan.meta.provenance->created_unix = static_cast<int64_t>(std::time(nullptr));
   plan.meta.synthetic = options.syntheticSeed.has_value();
   plan.meta.synthetic_seed = options.syntheticSeed.value_or(0);
-  plan.meta.weight_dtype = fb::DType::F32;
-  for (const auto &t : plan.meta.tensors)
-    if (t->shape.size() == 2)
-      plan.meta.weight_dtype = t->dtype;
   return plan;
 }
 

@@ -36,6 +36,13 @@ struct LoweringOptions {
 
 Expected<PlanContents> lowerToPlan(mlir::ModuleOp module, const LoweringOptions &options);
 
+// The plan tensors of an int4 weight named `weight` in the IR (!llm.q4; the
+// layout is runtime/kernels/common/q4_layout.h): "<weight>.qweight" (I32),
+// "<weight>.scales" and "<weight>.zeros" (F16). A LinearQ4 step names them in
+// this order.
+enum class Q4Part { Weight, Scales, Zeros };
+std::string q4TensorName(const std::string &weight, Q4Part part);
+
 // The SyntheticInit rule for a weight: ones for norm scales, zeros for
 // biases, normal(0, 0.02) for matrices; the stream seed mixes the plan seed
 // with the tensor name, so a tensor's values do not depend on its position.

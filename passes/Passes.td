@@ -254,4 +254,62 @@ def LlmFuseRope : Llm_FusionPass<"llm-fuse-rope",
   }];
 }
 
+//===----------------------------------------------------------------------===//
+// Quantization. The driver runs it after prune and before fuse (fusion
+// patterns then see the int4 linears); the data behind the names it writes
+// comes from compiler/quantize/ (calibration, AWQ search, packing).
+//===----------------------------------------------------------------------===//
+
+def LlmQuantize : Pass<"llm-quantize", "mlir::ModuleOp"> {
+  let summary = "Turns the weights of llm.linear ops into int4 (!llm.q4) and, for AWQ, "
+                "renames the weights that absorb the activation-aware scales.";
+  let description = [{
+    Every `llm.linear` with a float weight `<p>.weight : tensor<NxKx..>` gets
+    `llm.weight "<p>" : !llm.q4<NxK, group = G>` (asymmetric int4, an f16
+    scale and zero per row and group of G input columns; the last group may
+    be shorter). `llm.logits` and `llm.embedding` keep their float tables.
+
+    With `method=awq` the linears that read one input form a group (q/k/v,
+    gate/up, o_proj, down_proj). Its per-input-channel scales s multiply the
+    weights' columns and divide the op producing the input, which must be
+    the group's alone: an `llm.rms_norm` (its weight), the up projection
+    under `llm.mul` (its rows and bias), or v's projection under
+    `llm.attention` (its rows and bias; with GQA the query heads of a kv
+    head share scales). Each weight whose values that changes, and is not
+    itself becoming int4, is renamed `<name>.awq_scaled`. Groups without
+    such a producer are only rounded. `scales-only=true` folds the scales
+    but keeps float weights (every rescaled weight renamed): the function
+    must not change.
+
+    Before (`method=awq group-size=32`):
+
+    ```mlir
+    %g = llm.weight "input_layernorm.weight" : tensor<64xf32>
+    %x = llm.rms_norm %h, %g eps 1.0e-5 : tensor<?x64xf32>, tensor<64xf32>
+    %wq = llm.weight "q_proj.weight" : tensor<64x64xf32>
+    %q = llm.linear %x, %wq : tensor<?x64xf32>, tensor<64x64xf32> -> tensor<?x64xf32>
+    ```
+
+    After (the driver supplies the scaled norm and the packed q_proj):
+
+    ```mlir
+    %g = llm.weight "input_layernorm.weight.awq_scaled" : tensor<64xf32>
+    %x = llm.rms_norm %h, %g eps 1.0e-5 : tensor<?x64xf32>, tensor<64xf32>
+    %wq = llm.weight "q_proj" : !llm.q4<64x64, group = 32>
+    %q = llm.linear %x, %wq : tensor<?x64xf32>, !llm.q4<64x64, group = 32> -> tensor<?x64xf32>
+    ```
+  }];
+  let dependentDialects = ["llmc::llm::LlmDialect"];
+  let options = [
+    Option<"method", "method", "std::string", /*default=*/"\"rtn\"",
+           "rtn (round to nearest) or awq (activation-aware scales, Lin et al. 2024)">,
+    Option<"groupSize", "group-size", "int64_t", /*default=*/"128",
+           "Input columns per scale and zero point">,
+    Option<"scalesOnly", "scales-only", "bool", /*default=*/"false",
+           "AWQ: fold the scales (renaming the weights) but keep float weights">,
+    Option<"report", "report", "bool", /*default=*/"false",
+           "Emit a remark on the module that says what was quantized">,
+  ];
+}
+
 #endif // LLMC_PASSES_TD

@@ -2,6 +2,7 @@
 #include "cli_common.h"
 #include "driver/build.h"
 
+#include <chrono>
 #include <cstdio>
 #include <unistd.h>
 
@@ -50,6 +51,45 @@ void printCompileProgress(size_t done, size_t total) {
     std::fprintf(stderr, "llmc: compiled %zu kernels\n", total);
   }
 }
+
+// Quantize-stage work (calibration, AWQ search, packing): a bar with an ETA
+// from the task's elapsed time on a terminal, else a line when a task ends.
+class TaskProgressPrinter {
+public:
+  void operator()(const std::string &task, uint64_t done, uint64_t total) {
+    auto now = std::chrono::steady_clock::now();
+    if (task != task_ || done == 0) {
+      task_ = task;
+      start_ = now;
+      lastDraw_ = now - std::chrono::seconds(1);
+    }
+    double elapsed = std::chrono::duration<double>(now - start_).count();
+    if (!isatty(STDERR_FILENO)) {
+      if (done == total)
+        std::fprintf(stderr, "llmc: %s: %llu/%llu in %.1f s\n", task.c_str(),
+                     static_cast<unsigned long long>(done), static_cast<unsigned long long>(total),
+                     elapsed);
+      return;
+    }
+    if (done != total && now - lastDraw_ < std::chrono::milliseconds(100))
+      return;
+    lastDraw_ = now;
+    int filled = total > 0 ? static_cast<int>(done * 25 / total) : 25;
+    char eta[32] = "";
+    if (done > 0 && done < total)
+      std::snprintf(eta, sizeof(eta), ", ETA %.0f s", elapsed * (total - done) / done);
+    std::fprintf(stderr, "\rllmc: %-12s [%.*s%*s] %llu/%llu, %.0f s%s   ", task.c_str(), filled,
+                 "#########################", 25 - filled, "",
+                 static_cast<unsigned long long>(done), static_cast<unsigned long long>(total),
+                 elapsed, eta);
+    if (done == total)
+      std::fprintf(stderr, "\n");
+  }
+
+private:
+  std::string task_;
+  std::chrono::steady_clock::time_point start_, lastDraw_;
+};
 
 std::string joinArgs(int argc, char **argv) {
   std::string line;
@@ -101,6 +141,16 @@ int main(int argc, char **argv) {
                    "Comma-separated fusions to skip: qkv, swiglu, head, norm, residual, rope")
       ->delimiter(',');
 
+  build->add_option("--quantize", options.quantize,
+                    "int4 weights for the linear layers: rtn (round to nearest) or awq "
+                    "(activation-aware, needs --calib)");
+  build->add_option("--group-size", options.groupSize,
+                    "int4 input columns per f16 scale and zero point: 32, 64 or 128 (default)");
+  build->add_option("--calib", options.calibFile, "AWQ calibration text (UTF-8)");
+  build->add_option("--calib-tokens", options.calibTokens,
+                    "Calibration tokens AWQ reads from --calib (default 8192)");
+  build->add_flag("--awq-clip", options.awqClip, "AWQ: also search a clipping range per group");
+
   if (int code = llmc::cli::parseArgs(app, argc, argv); code >= 0)
     return code;
 
@@ -133,6 +183,10 @@ int main(int argc, char **argv) {
   reporter.ir = [](const std::string &text) { std::fputs(text.c_str(), stdout); };
   reporter.progress = [&](uint64_t done, uint64_t total) { progress(done, total); };
   reporter.compileProgress = [](size_t done, size_t total) { printCompileProgress(done, total); };
+  TaskProgressPrinter taskProgress;
+  reporter.taskProgress = [&](const std::string &task, uint64_t done, uint64_t total) {
+    taskProgress(task, done, total);
+  };
   llmc::Status status = llmc::runBuild(options, reporter);
   if (!status)
     return llmc::cli::fail(status);

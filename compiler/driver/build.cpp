@@ -1,5 +1,6 @@
 #include "driver/build.h"
 #include "driver/gpu_stage.h"
+#include "driver/quantize_stage.h"
 
 #include "frontend/model_spec.h"
 #include "frontend/safetensors.h"
@@ -297,6 +298,27 @@ Status runBuild(const BuildOptions &options, const BuildReporter &reporter) {
                     std::to_string(pruned.droppedWeights.size()) + " weights (" +
                     formatBytes(pruned.droppedBytes()) + ") no longer needed");
   reportPrune(reporter, pruned, opsRemoved);
+
+  // --- quantize: int4 weights (RTN, or AWQ with calibration), before fusion
+  // so that the fusion passes see the int4 linears.
+  start = Clock::now();
+  LLMC_ASSIGN_OR_RETURN(QuantizeOutcome quantized,
+                        prepareQuantization(*module, weights ? &*weights : nullptr, tokenizer,
+                                            maxSeqLen, options, reporter));
+  if (options.quantize.empty()) {
+    stages.finish("quantize", start, *module, "not requested");
+    reporter.verbose("quantize: nothing to do (no quantization requested)");
+  } else {
+    std::string summary;
+    LLMC_RETURN_IF_ERROR(runPasses(context, *module, options, "quantize",
+                                   [&](mlir::PassManager &pm) {
+                                     pm.addPass(createLlmQuantize(quantized.config, &summary));
+                                   }));
+    stages.finish("quantize", start, *module, summary + "; " + quantized.detail);
+    for (const std::string &line : describeQuantization(quantized))
+      reporter.verbose(line);
+  }
+
   // --- fuse: the fusion passes that -O and --no-fuse leave on.
   start = Clock::now();
   LLMC_ASSIGN_OR_RETURN(std::vector<FusionPass> fusions, selectFusions(options));
@@ -311,9 +333,6 @@ Status runBuild(const BuildOptions &options, const BuildReporter &reporter) {
     reporter.verbose("fuse: skipped " + skippedFusions(fusions) + " (-O0 or --no-fuse)");
   for (size_t i = 0; i < fusions.size(); ++i)
     reporter.verbose(std::string("fuse: ") + fusions[i].argument + ": " + fused[i]);
-  start = Clock::now();
-  stages.finish("quantize", start, *module, "not requested");
-  reporter.verbose("quantize: nothing to do (no quantization requested)");
 
   // --- lower: program + memory plan, then the plan file.
   start = Clock::now();
@@ -331,6 +350,10 @@ Status runBuild(const BuildOptions &options, const BuildReporter &reporter) {
       uint64_t elements = t->byteSize / dtypeSize(t->dtype);
       return WeightSource{t->data, t->dtype, elements};
     };
+  }
+  if (quantized.source) { // it serves every tensor, synthetic ones materialized
+    lowering.syntheticSeed.reset();
+    lowering.resolveWeight = quantized.weightResolver();
   }
   lowering.llmcVersion = LLMC_VERSION;
   lowering.sourceModel = options.input;
@@ -355,7 +378,7 @@ Status runBuild(const BuildOptions &options, const BuildReporter &reporter) {
   std::ostringstream done;
   done << "wrote " << options.output << ": " << formatBytes(written.fileSize) << " ("
        << contents.meta.tensors.size() << " tensors, weights " << dtype
-       << (options.syntheticSeed ? ", synthetic" : "") << ", metadata "
+       << (contents.meta.synthetic ? ", synthetic" : "") << ", metadata "
        << formatBytes(written.metadataSize) << ") in " << seconds << " s";
   reporter.info(done.str());
   return Status::ok();

@@ -3,9 +3,10 @@
 //   import    model.json / config.json / HF dir -> validated spec, weights,
 //             tokenizer -> `llm` IR (models/<arch>_graph.cpp)
 //   prune     dead values and duplicate weights removed (canonicalize, cse)
+//   quantize  --quantize rtn|awq: int4 linear weights (llm-quantize), AWQ
+//             calibration on the CPU kernels (driver/quantize_stage.h)
 //   fuse      the fusion passes (passes/Fuse*.cpp): -O0 skips them all,
 //             --no-fuse single ones
-//   quantize  AWQ / RTN int4 (filled in by the quantization work)
 //   lower     IR -> engine program + memory plan (codegen/) -> plan file
 //   codegen   CUDA kernels per GPU target (codegen/cuda, NVRTC)
 //
@@ -37,6 +38,13 @@ struct BuildOptions {
   int jobs = 0;                           // kernel compile threads (0 = all cores)
   int optimizationLevel = 1;              // -O0: no fusion; -O1 (default): every fusion pass
   std::vector<std::string> noFuse;        // --no-fuse: qkv, swiglu, head, norm, residual, rope
+  std::string quantize;                   // --quantize: "" (none), "rtn" or "awq"
+  int64_t groupSize = 128;                // --group-size: int4 columns per scale/zero
+  std::string calibFile;                  // --calib: AWQ calibration text
+  int64_t calibTokens = 8192;             // --calib-tokens: calibration ids used
+  bool awqClip = false;                   // --awq-clip: AWQ's weight clipping search
+  bool awqScalesOnly = false;             // tests: fold AWQ scales, keep float weights
+  std::optional<float> awqFixedAlpha;     // tests: this alpha instead of the search
 };
 
 // Where the driver reports progress and results (the CLI prints them).
@@ -47,6 +55,8 @@ struct BuildReporter {
   std::function<void(const std::string &text)> ir;       // printed IR
   std::function<void(uint64_t done, uint64_t total)> progress; // weight bytes written
   std::function<void(size_t done, size_t total)> compileProgress; // GPU kernels compiled
+  // Long quantize-stage work: "calibrating" (tokens), "AWQ search" (groups), ...
+  std::function<void(const std::string &task, uint64_t done, uint64_t total)> taskProgress;
 };
 
 Status runBuild(const BuildOptions &options, const BuildReporter &reporter);

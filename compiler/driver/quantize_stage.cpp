@@ -1,0 +1,198 @@
+#include "driver/quantize_stage.h"
+
+#include "ir/LlmOps.h"
+#include "kernels/common/q4_layout.h"
+#include "kernels/common/synthetic.h"
+#include "quantize/calibration.h"
+#include "quantize/interpreter.h"
+#include "support/mapped_file.h"
+
+#include <mlir/Dialect/Func/IR/FuncOps.h>
+
+#include <algorithm>
+#include <cstdio>
+
+namespace llmc {
+namespace {
+
+Status checkOptions(const BuildOptions &o) {
+  if (o.quantize.empty()) {
+    if (!o.calibFile.empty() || o.awqClip)
+      return Status::error("--calib and --awq-clip need --quantize awq");
+    return Status::ok();
+  }
+  if (o.quantize != "rtn" && o.quantize != "awq")
+    return Status::error("--quantize '" + o.quantize + "' is not supported; use rtn or awq");
+  if (!hd::q4ValidGroupSize(o.groupSize))
+    return Status::error("--group-size " + std::to_string(o.groupSize) +
+                         " is not a positive multiple of 32 (use 32, 64 or 128)");
+  if (o.quantize == "awq" && o.calibFile.empty())
+    return Status::error("--quantize awq needs calibration text: --calib FILE");
+  if (o.quantize == "rtn" && (!o.calibFile.empty() || o.awqClip))
+    return Status::error("--calib and --awq-clip apply to --quantize awq only");
+  if (o.calibTokens < 2)
+    return Status::error("--calib-tokens " + std::to_string(o.calibTokens) +
+                         " is too small (at least 2; a few thousand is typical)");
+  return Status::ok();
+}
+
+// The float weights the IR names: views of the checkpoint, or the values
+// the runtime would generate for a --synthetic-weights plan.
+Expected<std::unique_ptr<quant::WeightTable>>
+collectSourceWeights(mlir::ModuleOp module, const WeightSet *weights, uint64_t syntheticSeed) {
+  auto table = std::make_unique<quant::WeightTable>();
+  Status status = Status::ok();
+  module.walk([&](llm::WeightOp op) {
+    std::string name = op.getName().str();
+    auto type = llvm::dyn_cast<mlir::RankedTensorType>(op.getType());
+    if (!status || !type || table->find(name) != nullptr)
+      return;
+    std::vector<int64_t> shape(type.getShape().begin(), type.getShape().end());
+    if (weights != nullptr) {
+      const TensorView *t = weights->find(name);
+      if (t == nullptr) {
+        status = Status::error("weight '" + name + "' is not in the checkpoint");
+        return;
+      }
+      table->addView(name, t->data, t->dtype, shape);
+      return;
+    }
+    fb::SyntheticInitT init = syntheticInitFor(name, type.getRank(), syntheticSeed);
+    std::vector<float> values(type.getNumElements());
+    for (size_t i = 0; i < values.size(); ++i)
+      values[i] = init.kind == fb::SyntheticKind::Normal
+                      ? init.std * hd::syntheticNormal(init.seed, i)
+                  : init.kind == fb::SyntheticKind::Ones ? 1.0f
+                                                         : 0.0f;
+    table->addOwned(name, std::move(values), shape);
+  });
+  if (!status)
+    return status;
+  return table;
+}
+
+// Tokenizes --calib and runs the model over it (quant::calibrate).
+Expected<std::vector<quant::GroupActivations>>
+runCalibration(quant::ForwardInterpreter &model, const std::vector<LinearGroup> &groups,
+               const Tokenizer &tokenizer, const quant::CalibrationOptions &calib,
+               const BuildOptions &options, const quant::Progress &progress, std::string *detail) {
+  LLMC_ASSIGN_OR_RETURN(std::string text, readTextFile(options.calibFile));
+  std::vector<int32_t> ids = tokenizer.encode(text, false);
+  auto activations = quant::calibrate(model, groups, ids, tokenizer.bosId(), calib, progress);
+  if (!activations)
+    return activations.status().withContext(options.calibFile);
+  *detail = "calibrated on " +
+            std::to_string(std::min<int64_t>(static_cast<int64_t>(ids.size()), calib.maxTokens)) +
+            " tokens of " + options.calibFile;
+  return activations;
+}
+
+// Totals over groups, weighted by their norms: sum(err) / sum(norm).
+struct Totals {
+  double rtnOutput = 0, output = 0, outputNorm = 0, rtnWeight = 0, weight = 0, weightNorm = 0;
+  explicit Totals(const std::vector<quant::GroupReport> &groups) {
+    for (const quant::GroupReport &g : groups) {
+      rtnOutput += g.rtnOutputError;
+      output += g.outputError;
+      outputNorm += g.outputNorm;
+      rtnWeight += g.rtnWeightError;
+      weight += g.weightError;
+      weightNorm += g.weightNorm;
+    }
+  }
+};
+
+std::string ratio(double err, double norm) {
+  char text[32];
+  std::snprintf(text, sizeof(text), "%.3e", norm > 0 ? err / norm : 0.0);
+  return text;
+}
+
+} // namespace
+
+WeightResolver QuantizeOutcome::weightResolver() const {
+  const quant::WeightTable *first = derived.get(), *second = source.get();
+  return [first, second](const std::string &name) -> Expected<WeightSource> {
+    const quant::WeightEntry *e = first->find(name);
+    if (e == nullptr)
+      e = second->find(name);
+    if (e == nullptr)
+      return Status::error("weight '" + name + "' is neither in the checkpoint nor made by " +
+                           "the quantize stage");
+    return WeightSource{static_cast<const uint8_t *>(e->data), e->dtype, e->elements()};
+  };
+}
+
+Expected<QuantizeOutcome> prepareQuantization(mlir::ModuleOp module, const WeightSet *weights,
+                                              const Tokenizer &tokenizer, int64_t maxSeqLen,
+                                              const BuildOptions &options,
+                                              const BuildReporter &reporter) {
+  LLMC_RETURN_IF_ERROR(checkOptions(options));
+  QuantizeOutcome outcome;
+  if (options.quantize.empty())
+    return outcome;
+  auto forward = module.lookupSymbol<mlir::func::FuncOp>("forward");
+  if (!forward)
+    return Status::error("the module has no func.func @forward");
+  outcome.config.method = options.quantize == "awq" ? QuantizeMethod::Awq : QuantizeMethod::Rtn;
+  outcome.config.groupSize = options.groupSize;
+  outcome.config.scalesOnly = options.awqScalesOnly;
+  LLMC_ASSIGN_OR_RETURN(outcome.source,
+                        collectSourceWeights(module, weights, options.syntheticSeed.value_or(0)));
+  outcome.derived = std::make_unique<quant::WeightTable>();
+
+  ThreadPool pool(0);
+  quant::Progress progress = [&](const std::string &task, uint64_t done, uint64_t total) {
+    if (reporter.taskProgress)
+      reporter.taskProgress(task, done, total);
+  };
+  std::vector<LinearGroup> groups = findLinearGroups(forward);
+  std::vector<quant::GroupActivations> activations;
+  std::unique_ptr<quant::ForwardInterpreter> model;
+  if (outcome.config.method == QuantizeMethod::Awq) {
+    quant::CalibrationOptions calib;
+    calib.maxTokens = options.calibTokens;
+    calib.window = std::min<int64_t>(512, maxSeqLen);
+    LLMC_ASSIGN_OR_RETURN(
+        model, quant::ForwardInterpreter::create(forward, *outcome.source, pool,
+                                                 std::max(calib.window, calib.sampleRows)));
+    LLMC_ASSIGN_OR_RETURN(activations, runCalibration(*model, groups, tokenizer, calib, options,
+                                                      progress, &outcome.detail));
+  }
+  quant::QuantizeSettings settings;
+  settings.config = outcome.config;
+  settings.clip = options.awqClip;
+  settings.fixedAlpha = options.awqFixedAlpha;
+  LLMC_ASSIGN_OR_RETURN(outcome.groups,
+                        quant::quantizeGroups(groups, activations.empty() ? nullptr : &activations,
+                                              model.get(), *outcome.source, settings, pool,
+                                              *outcome.derived, progress));
+  Totals totals(outcome.groups);
+  std::string errors = "weight error " + ratio(totals.weight, totals.weightNorm);
+  if (outcome.config.method == QuantizeMethod::Awq)
+    errors = "output error " + ratio(totals.output, totals.outputNorm) + " (RTN " +
+             ratio(totals.rtnOutput, totals.outputNorm) + "), " + errors + " (RTN " +
+             ratio(totals.rtnWeight, totals.weightNorm) + ")";
+  outcome.detail = outcome.detail.empty() ? errors : outcome.detail + "; " + errors;
+  return outcome;
+}
+
+std::vector<std::string> describeQuantization(const QuantizeOutcome &outcome) {
+  std::vector<std::string> lines;
+  const bool awq = outcome.config.method == QuantizeMethod::Awq;
+  for (const quant::GroupReport &g : outcome.groups) {
+    char alpha[32];
+    std::snprintf(alpha, sizeof(alpha), "%.2f", g.alpha);
+    std::string line = "quantize:   " + g.label + ": ";
+    if (awq)
+      line += (g.scaled ? "alpha " + std::string(alpha) : "not scalable (RTN)") +
+              ", output error " + ratio(g.outputError, g.outputNorm) + " (RTN " +
+              ratio(g.rtnOutputError, g.outputNorm) + "), ";
+    line += "weight error " + ratio(g.weightError, g.weightNorm) + " (RTN " +
+            ratio(g.rtnWeightError, g.weightNorm) + ")";
+    lines.push_back(line);
+  }
+  return lines;
+}
+
+} // namespace llmc

@@ -1,0 +1,63 @@
+// AWQ (Lin et al., "AWQ: Activation-aware Weight Quantization", MLSys 2024)
+// and round-to-nearest, on the groups of linears of passes/Quantize.h.
+//
+// Per group with calibration data: for alpha = i / grid (i < grid),
+//   s = max(meanAbs(x)^alpha, 1e-4), s /= sqrt(max(s) * min(s)),
+// quantize W * diag(s) group-wise, and measure the group's output error
+// || X W^T - X (Q(W s) / s)^T ||^2 on the sampled input rows X; keep the
+// best alpha (alpha = 0 is RTN, so AWQ never does worse on X; the output is
+// the group's block output where there is one, see quantizeGroups). The scales
+// then fold into the group's sink (rms_norm weight, or the rows and bias of
+// the producing linear), and with clipping each (row, group) of the scaled
+// weights may be clamped to [-r max|w|, r max|w|], r = 1 - i / 20 (i < 10),
+// keeping the r whose error on X is smallest (q/k projections excepted).
+#pragma once
+
+#include "passes/Quantize.h"
+#include "quantize/calibration.h"
+#include "quantize/interpreter.h"
+#include "quantize/weight_table.h"
+#include "support/thread_pool.h"
+
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace llmc::quant {
+
+struct QuantizeSettings {
+  QuantizeConfig config;           // method, group size, scales only
+  bool clip = false;               // --awq-clip
+  int gridPoints = 20;             // alphas 0, 1/20, ..., 19/20
+  std::optional<float> fixedAlpha; // tests: use this alpha, no search
+};
+
+// What happened to one group, for `llmc build -v` and docs/quantization.md.
+// Errors are relative: output ||Y - Yq||^2 / ||Y||^2 on the sampled rows,
+// weight ||W - W_eff||_F^2 / ||W||_F^2 with W_eff the dequantized weights
+// unscaled (what the int4 model computes with). Without calibration (RTN)
+// only the weight errors are known.
+struct GroupReport {
+  std::string label;
+  bool scaled = false;
+  float alpha = 0.0f;
+  double rtnOutputError = 0, outputError = 0;
+  double rtnWeightError = 0, weightError = 0;
+  double weightNorm = 0; // ||W||_F^2 of the group, to weight averages
+  double outputNorm = 0; // ||Y||^2
+};
+
+// Computes every tensor the quantize pass's rewritten IR names (q4 parts
+// "<p>.qweight/.scales/.zeros", "<name>.awq_scaled") from the float weights
+// in `source`, into `out`. AWQ needs `activations` (one per group) and the
+// calibrated `model`, which evaluates a group's block output (AWQ's
+// "module to inspect": attention + o_proj after q/k/v, the MLP after
+// gate/up; other groups are measured on their own outputs). RTN needs
+// neither; with them it also reports output errors.
+Expected<std::vector<GroupReport>>
+quantizeGroups(const std::vector<LinearGroup> &groups,
+               const std::vector<GroupActivations> *activations, ForwardInterpreter *model,
+               const WeightTable &source, const QuantizeSettings &settings, ThreadPool &pool,
+               WeightTable &out, const Progress &progress = nullptr);
+
+} // namespace llmc::quant

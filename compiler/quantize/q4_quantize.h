@@ -1,0 +1,44 @@
+// Round-to-nearest int4 quantization of float matrices into the plan layout
+// (runtime/kernels/common/q4_layout.h), as AWQ's pseudo_quantize_tensor with
+// zero points: per row and group of G columns, with lo = min(min(w), 0) and
+// hi = max(max(w), 0),
+//   scale = max(hi - lo, 1e-5) / 15   (then rounded to f16)
+//   zero  = clamp(-round(lo / scale), 0, 15)
+//   q     = clamp(round(w / scale) + zero, 0, 15),  w ~ (q - zero) * scale.
+// Unlike AWQ, the range always includes 0 (as PyTorch's observers do): a
+// group of equal values, such as a ragged last group of one column, would
+// otherwise dequantize to about 1e-5 whatever its value; now every value is
+// within half a step and 0 is exact.
+// The f16 scale is what q and zero are computed with, so dequantizing the
+// stored values gives exactly what fakeQuantize returns.
+#pragma once
+
+#include "support/thread_pool.h"
+
+#include <cstdint>
+#include <vector>
+
+namespace llmc::quant {
+
+struct Q4Tensor {
+  int64_t rows = 0, cols = 0, groupSize = 0;
+  std::vector<uint32_t> qweight; // [rows, q4WordsPerRow(cols)]
+  std::vector<uint16_t> scales;  // [rows, groups] f16
+  std::vector<uint16_t> zeros;   // [rows, groups] f16
+};
+
+// Quantizes w [rows, cols] (row-major f32), rows in parallel.
+Q4Tensor quantizeQ4(ThreadPool &pool, const float *w, int64_t rows, int64_t cols,
+                    int64_t groupSize);
+
+// w[i] for i < count, quantized as one group and dequantized back into out
+// (out may equal w).
+void fakeQuantizeGroup(const float *w, int64_t count, float *out);
+
+// Every group of a row [cols], quantized and dequantized into out.
+void fakeQuantizeRow(const float *w, int64_t cols, int64_t groupSize, float *out);
+
+// The stored tensor dequantized: [rows, cols] f32.
+std::vector<float> dequantizeQ4(const Q4Tensor &q);
+
+} // namespace llmc::quant

@@ -1,0 +1,124 @@
+// The loader's checks of int4 linear steps (LinearQ4, engine.fbs): a tiny
+// plan with one int4 projection loads, and each corruption of its tensors
+// or parameters is rejected with a message that names the file, the step,
+// the tensor and what the layout expects.
+#include "common/test_paths.h"
+#include "kernels/common/q4_layout.h"
+#include "plan/plan_fixture.h"
+
+namespace llmc {
+namespace {
+
+using test::kHidden;
+
+// The fixture's plan with its [8, 8] projection in int4, groups of 32
+// (one ragged group of 8 columns per row).
+struct Q4Plan {
+  test::TinyPlan tiny;
+  std::vector<uint32_t> qweight;
+  std::vector<uint16_t> scales, zeros;
+};
+
+std::unique_ptr<Q4Plan> makeQ4Plan() {
+  auto p = std::make_unique<Q4Plan>();
+  p->tiny = test::makeTinyPlan();
+  fb::PlanT &meta = p->tiny.contents.meta;
+  const int64_t words = hd::q4WordsPerRow(kHidden);
+  p->qweight.assign(kHidden * words, 0x76543210u);
+  p->scales.assign(kHidden, hd::f32ToF16(0.01f));
+  p->zeros.assign(kHidden, hd::f32ToF16(8.0f));
+  // Tensor 2 ("proj") becomes proj.qweight; scales and zeros are 3 and 4.
+  meta.tensors[2] = test::tensor("proj.qweight", {kHidden, words});
+  meta.tensors[2]->dtype = fb::DType::I32;
+  meta.tensors.push_back(test::tensor("proj.scales", {kHidden, 1}));
+  meta.tensors.push_back(test::tensor("proj.zeros", {kHidden, 1}));
+  meta.tensors[3]->dtype = meta.tensors[4]->dtype = fb::DType::F16;
+  auto &sources = p->tiny.contents.sources;
+  sources[2] = {reinterpret_cast<const uint8_t *>(p->qweight.data()), DType::I32,
+                p->qweight.size()};
+  sources.push_back({reinterpret_cast<const uint8_t *>(p->scales.data()), DType::F16, kHidden});
+  sources.push_back({reinterpret_cast<const uint8_t *>(p->zeros.data()), DType::F16, kHidden});
+  for (auto &program : meta.programs) {
+    fb::StepT &linear = *program->steps[2];
+    linear.op = fb::OpKind::LinearQ4;
+    linear.weights = {2, 3, 4};
+    linear.int_params = {0, 32};
+  }
+  return p;
+}
+
+std::string writeQ4Plan(const std::string &name) {
+  auto p = makeQ4Plan();
+  std::string path = test::scratchDir("q4-plan-" + name) + "/tiny.plan";
+  auto written = writePlan(path, p->tiny.contents);
+  EXPECT_TRUE(written.isOk()) << written.message();
+  return path;
+}
+
+// Opens the plan after `mutate` edited its metadata; returns the error.
+std::string corrupt(const std::string &name, const std::function<void(fb::PlanT &)> &mutate) {
+  std::string path = writeQ4Plan(name);
+  test::rewriteMetadata(path, mutate);
+  auto plan = Plan::open(path);
+  EXPECT_FALSE(plan.isOk()) << name << " was accepted";
+  std::string message = plan.isOk() ? "" : plan.message();
+  EXPECT_NE(message.find(path), std::string::npos) << message;
+  return message;
+}
+
+void expectContains(const std::string &message, const std::string &part) {
+  EXPECT_NE(message.find(part), std::string::npos) << "'" << part << "' not in: " << message;
+}
+
+TEST(Q4Plan, ValidPlanLoads) {
+  auto plan = Plan::open(writeQ4Plan("valid"));
+  ASSERT_TRUE(plan.isOk()) << plan.message();
+  EXPECT_EQ(plan->meta().programs()->Get(0)->steps()->Get(2)->op(), fb::OpKind::LinearQ4);
+}
+
+TEST(Q4Plan, CorruptionsAreNamed) {
+  // A group count that does not match K and G (shape and size kept consistent).
+  expectContains(corrupt("groups",
+                         [](fb::PlanT &m) {
+                           m.tensors[3]->shape = {kHidden, 2};
+                           m.tensors[3]->size = kHidden * 2 * 2;
+                         }),
+                 "step 2: LinearQ4: tensor 'proj.scales' (scales) must be F16 [8, 1] for K = 8 "
+                 "in groups of 32 (1 groups), got F16 [8, 2]");
+  expectContains(corrupt("group-size",
+                         [](fb::PlanT &m) {
+                           for (auto &p : m.programs)
+                             p->steps[2]->int_params[1] = 48;
+                         }),
+                 "LinearQ4: group size 48 is not a positive multiple of 32");
+  expectContains(
+      corrupt("qweight-dtype", [](fb::PlanT &m) { m.tensors[2]->dtype = fb::DType::F32; }),
+      "tensor 'proj.qweight' (packed int4 words) must be I32 [8, 4]");
+  expectContains(corrupt("words",
+                         [](fb::PlanT &m) {
+                           m.tensors[2]->shape = {kHidden, 2};
+                           m.tensors[2]->size = kHidden * 2 * 4;
+                         }),
+                 "got I32 [8, 2]");
+  expectContains(corrupt("no-zeros",
+                         [](fb::PlanT &m) {
+                           for (auto &p : m.programs)
+                             p->steps[2]->weights = {2, 3};
+                         }),
+                 "LinearQ4 has the wrong number of inputs, outputs, weights or parameters");
+  expectContains(corrupt("bias",
+                         [](fb::PlanT &m) {
+                           for (auto &p : m.programs)
+                             p->steps[2]->weights = {2, 3, 4, 3};
+                         }),
+                 "bias 'proj.scales' must be F32 [8], got F16 [8, 1]");
+  expectContains(corrupt("accumulate",
+                         [](fb::PlanT &m) {
+                           for (auto &p : m.programs)
+                             p->steps[2]->int_params[0] = 2;
+                         }),
+                 "LinearQ4: accumulate must be 0 or 1");
+}
+
+} // namespace
+} // namespace llmc

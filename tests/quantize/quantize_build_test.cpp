@@ -1,0 +1,235 @@
+// `llmc build --quantize` end to end through the driver and the CPU engine,
+// on the tiny Qwen2 of tests/data/hf (GQA 4/2, q/k/v biases, intermediate
+// 96: a ragged last group at G = 64): folding AWQ's scales leaves the
+// function unchanged, int4 plans hold the documented tensors and compute
+// the float model with their dequantized weights, and bad options are named.
+#include "common/test_paths.h"
+#include "driver/build.h"
+#include "engine/engine.h"
+#include "frontend/model_spec.h"
+#include "frontend/weight_check.h"
+#include "ir/LlmOps.h"
+#include "kernels/common/q4_layout.h"
+#include "models/llama_graph.h"
+#include "plan/plan.h"
+#include "quantize/interpreter.h"
+#include "quantize/q4_quantize.h"
+
+#include <mlir/Dialect/Func/IR/FuncOps.h>
+#include <mlir/IR/MLIRContext.h>
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <fstream>
+
+namespace llmc {
+namespace {
+
+// max(a, b), or NaN when b is NaN, so that a NaN fails the comparison after.
+double largerOrNan(double a, double b) { return b <= a ? a : b; }
+
+const std::vector<int32_t> kPrompt = {0, 421, 17, 256, 3, 98, 511, 77, 140, 302, 5, 64, 64, 200};
+
+std::string calibrationFile() {
+  static std::string path;
+  if (path.empty()) {
+    path = test::scratchDir("quantize-calib") + "/calib.txt";
+    std::ofstream out(path);
+    for (int i = 0; i < 40; ++i)
+      out << "The quick brown fox " << i << " jumps over the lazy dog; a cat naps in the sun. ";
+  }
+  return path;
+}
+
+BuildOptions qwen2(const std::string &plan) {
+  BuildOptions options;
+  options.input = test::testDataPath("hf/qwen2");
+  options.output = test::scratchDir("quantize-" + plan) + "/" + plan + ".plan";
+  options.dtype = "f32";
+  options.targets = "cpu";
+  return options;
+}
+
+Status build(const BuildOptions &options) {
+  BuildReporter quiet;
+  quiet.info = quiet.warning = quiet.verbose = quiet.ir = [](const std::string &) {};
+  return runBuild(options, quiet);
+}
+
+// Logits [prompt, V] of one prefill step.
+std::vector<float> logitsOf(const std::string &plan) {
+  auto engine = Engine::load(plan, EngineOptions{});
+  EXPECT_TRUE(engine.isOk()) << engine.message();
+  if (!engine.isOk())
+    return {};
+  SequenceId seq = (*engine)->addSequence();
+  auto logits = (*engine)->step({{seq, kPrompt}}, /*allLogits=*/true);
+  EXPECT_TRUE(logits.isOk()) << logits.message();
+  if (!logits.isOk())
+    return {};
+  return std::vector<float>(*logits, *logits + kPrompt.size() * (*engine)->vocabSize());
+}
+
+std::vector<float> tensorValues(const std::string &planPath, const std::string &name) {
+  auto plan = Plan::open(planPath);
+  EXPECT_TRUE(plan.isOk()) << plan.message();
+  int index = plan.isOk() ? plan->findTensor(name) : -1;
+  EXPECT_GE(index, 0) << name;
+  if (index < 0)
+    return {};
+  const fb::Tensor *t = plan->meta().tensors()->Get(index);
+  const float *data = reinterpret_cast<const float *>(plan->tensorData(index));
+  return std::vector<float>(data, data + t->size() / 4);
+}
+
+TEST(QuantizeBuild, FoldingAwqScalesKeepsTheFunction) {
+  BuildOptions reference = qwen2("f32");
+  ASSERT_TRUE(build(reference).isOk());
+  BuildOptions folded = qwen2("awq-scales-only");
+  folded.quantize = "awq";
+  folded.calibFile = calibrationFile();
+  folded.awqScalesOnly = true;
+  folded.awqFixedAlpha = 0.5f; // scales far from 1, whatever the search would pick
+  Status status = build(folded);
+  ASSERT_TRUE(status.isOk()) << status.message();
+
+  // The scales did change the weights: the norm was divided by them.
+  std::vector<float> norm = tensorValues(reference.output, "model.layers.0.input_layernorm.weight");
+  std::vector<float> scaled =
+      tensorValues(folded.output, "model.layers.0.input_layernorm.weight.awq_scaled");
+  ASSERT_EQ(norm.size(), scaled.size());
+  double largest = 0;
+  for (size_t i = 0; i < norm.size(); ++i)
+    largest = std::max(largest, std::fabs(double(scaled[i]) / norm[i] - 1.0));
+  EXPECT_GT(largest, 0.1);
+
+  std::vector<float> a = logitsOf(reference.output), b = logitsOf(folded.output);
+  ASSERT_EQ(a.size(), b.size());
+  double maxDiff = 0, maxAbs = 0;
+  for (size_t i = 0; i < a.size(); ++i) {
+    maxDiff = largerOrNan(maxDiff, std::fabs(double(a[i]) - b[i]));
+    maxAbs = std::max(maxAbs, std::fabs(double(a[i])));
+  }
+  EXPECT_LT(maxDiff, 1e-5) << "largest logit " << maxAbs;
+}
+
+// The float model of tests/data/hf/qwen2 with the weights an int4 plan
+// holds: each "<p>.qweight/.scales/.zeros" dequantized as "<p>.weight", each
+// "<name>.awq_scaled" as "<name>". Logits [prompt, V] by the calibration
+// interpreter.
+std::vector<float> dequantizedModelLogits(const std::string &planPath, int64_t groupSize) {
+  auto spec = loadModelSpec(test::testDataPath("hf/qwen2"));
+  auto weights = openModelWeights(*spec);
+  auto plan = Plan::open(planPath);
+  EXPECT_TRUE(spec.isOk() && weights.isOk() && plan.isOk());
+  if (!spec.isOk() || !weights.isOk() || !plan.isOk())
+    return {};
+  quant::WeightTable table;
+  for (const auto &[name, t] : weights->all())
+    table.addView(name, t.data, t.dtype, t.shape);
+  const auto &tensors = *plan->meta().tensors();
+  auto data = [&](const std::string &name) { return plan->tensorData(plan->findTensor(name)); };
+  for (uint32_t i = 0; i < tensors.size(); ++i) {
+    llvm::StringRef name = tensors.Get(i)->name()->string_view();
+    if (name.consume_back(".awq_scaled")) {
+      const float *v = reinterpret_cast<const float *>(plan->tensorData(i));
+      table.addOwned(name.str(), std::vector<float>(v, v + tensors.Get(i)->shape()->Get(0)),
+                     {tensors.Get(i)->shape()->Get(0)});
+    } else if (name.consume_back(".qweight")) {
+      const std::string base = name.str();
+      const std::vector<int64_t> shape = weights->find(base + ".weight")->shape;
+      quant::Q4Tensor q;
+      q.rows = shape[0];
+      q.cols = shape[1];
+      int64_t groups =
+          plan->meta().tensors()->Get(plan->findTensor(base + ".scales"))->shape()->Get(1);
+      q.groupSize = groupSize;
+      const int64_t words = hd::q4WordsPerRow(q.cols);
+      const uint32_t *w = reinterpret_cast<const uint32_t *>(data(base + ".qweight"));
+      const uint16_t *sc = reinterpret_cast<const uint16_t *>(data(base + ".scales"));
+      const uint16_t *z = reinterpret_cast<const uint16_t *>(data(base + ".zeros"));
+      q.qweight.assign(w, w + q.rows * words);
+      q.scales.assign(sc, sc + q.rows * groups);
+      q.zeros.assign(z, z + q.rows * groups);
+      table.addOwned(base + ".weight", quant::dequantizeQ4(q), shape);
+    }
+  }
+  mlir::MLIRContext context;
+  context.loadDialect<llm::LlmDialect, mlir::func::FuncDialect>();
+  auto module =
+      buildLlamaGraph(context, spec->config, GraphOptions{mlir::Float32Type::get(&context)});
+  ThreadPool pool(2);
+  auto model = quant::ForwardInterpreter::create(
+      (*module)->lookupSymbol<mlir::func::FuncOp>("forward"), table, pool, 64);
+  EXPECT_TRUE(model.isOk()) << model.message();
+  auto logits = (*model)->run(kPrompt);
+  EXPECT_TRUE(logits.isOk()) << logits.message();
+  return logits.isOk() ? *logits : std::vector<float>();
+}
+
+// The plan stores int4 linears as qweight/scales/zeros in the documented
+// shapes, and the engine's int4 path computes what the float model does
+// with the dequantized weights (and, for AWQ, the scaled norms and biases).
+TEST(QuantizeBuild, Int4PlansComputeTheDequantizedModel) {
+  for (auto [method, group] : {std::pair<const char *, int64_t>{"rtn", 32}, {"awq", 64}}) {
+    BuildOptions options = qwen2(std::string(method) + std::to_string(group));
+    options.quantize = method;
+    options.groupSize = group;
+    if (options.quantize == "awq")
+      options.calibFile = calibrationFile();
+    Status status = build(options);
+    ASSERT_TRUE(status.isOk()) << status.message();
+
+    auto plan = Plan::open(options.output);
+    ASSERT_TRUE(plan.isOk()) << plan.message();
+    // down_proj: [64, 96], so 96 = 64 + 32 columns at G = 64.
+    const std::string down = "model.layers.1.mlp.down_proj";
+    int q = plan->findTensor(down + ".qweight"), s = plan->findTensor(down + ".scales");
+    ASSERT_GE(q, 0);
+    ASSERT_GE(s, 0);
+    EXPECT_EQ(plan->meta().tensors()->Get(q)->shape()->Get(1), hd::q4WordsPerRow(96));
+    EXPECT_EQ(plan->meta().tensors()->Get(s)->shape()->Get(1), hd::q4NumGroups(96, group));
+    EXPECT_EQ(plan->findTensor(down + ".weight"), -1);
+    int linearQ4 = 0;
+    for (const fb::Step *step : *plan->meta().programs()->Get(0)->steps())
+      linearQ4 += step->op() == fb::OpKind::LinearQ4;
+    EXPECT_EQ(linearQ4, 2 * 7) << method; // q, k, v, o, gate, up, down per layer
+
+    std::vector<float> got = logitsOf(options.output);
+    std::vector<float> expected = dequantizedModelLogits(options.output, group);
+    ASSERT_EQ(got.size(), expected.size());
+    double maxDiff = 0;
+    for (size_t i = 0; i < got.size(); ++i)
+      maxDiff = largerOrNan(maxDiff, std::fabs(double(got[i]) - expected[i]));
+    EXPECT_LT(maxDiff, 1e-4) << method << " group " << group;
+  }
+}
+
+TEST(QuantizeBuild, OptionErrorsNameTheOption) {
+  auto failure = [](const std::function<void(BuildOptions &)> &edit) {
+    BuildOptions options = qwen2("bad");
+    edit(options);
+    return build(options).message();
+  };
+  EXPECT_NE(failure([](BuildOptions &o) { o.quantize = "awq"; }).find("--calib FILE"),
+            std::string::npos);
+  EXPECT_NE(failure([](BuildOptions &o) {
+              o.quantize = "rtn";
+              o.groupSize = 48;
+            }).find("--group-size 48 is not a positive multiple of 32"),
+            std::string::npos);
+  EXPECT_NE(failure([](BuildOptions &o) { o.quantize = "gptq"; }).find("--quantize 'gptq'"),
+            std::string::npos);
+  EXPECT_NE(failure([](BuildOptions &o) { o.calibFile = "x.txt"; }).find("need --quantize awq"),
+            std::string::npos);
+  EXPECT_NE(failure([](BuildOptions &o) {
+              o.quantize = "awq";
+              o.calibFile = "/nonexistent/calib.txt";
+            }).find("/nonexistent/calib.txt"),
+            std::string::npos);
+}
+
+} // namespace
+} // namespace llmc

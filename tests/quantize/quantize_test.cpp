@@ -1,0 +1,215 @@
+// The quantizer's parts without the driver: round-to-nearest int4 packing
+// (bounds, pad nibbles, ragged groups), the linear groups and scale sinks
+// the quantize pass and the AWQ search share, and the calibration
+// interpreter against transformers' logits of a tiny Qwen2 (tests/data/hf).
+#include "common/test_paths.h"
+#include "frontend/model_spec.h"
+#include "frontend/weight_check.h"
+#include "kernels/common/q4_layout.h"
+#include "models/llama_graph.h"
+#include "passes/Quantize.h"
+#include "quantize/interpreter.h"
+#include "quantize/q4_quantize.h"
+#include "support/json.h"
+#include "support/mapped_file.h"
+
+#include <mlir/Dialect/Func/IR/FuncOps.h>
+#include <mlir/IR/MLIRContext.h>
+#include <mlir/Parser/Parser.h>
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <random>
+
+namespace llmc {
+namespace {
+
+// max(a, b), or NaN when b is NaN, so that a NaN fails the comparison after.
+double largerOrNan(double a, double b) { return b <= a ? a : b; }
+
+std::vector<float> randomMatrix(int64_t n, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::normal_distribution<float> dist(0.0f, 0.02f);
+  std::vector<float> w(n);
+  for (float &v : w)
+    v = dist(rng);
+  return w;
+}
+
+TEST(QuantizeRtn, StaysWithinHalfAStepAndPadsWithZeroPoints) {
+  ThreadPool pool(2);
+  for (auto [rows, cols, group] : {std::tuple<int64_t, int64_t, int64_t>{7, 172, 32},
+                                   {5, 172, 64},
+                                   {3, 64, 128},
+                                   {2, 33, 32}}) {
+    std::vector<float> w = randomMatrix(rows * cols, static_cast<uint32_t>(cols + group));
+    w[5] = 0.5f; // an outlier widens its group's step
+    quant::Q4Tensor q = quant::quantizeQ4(pool, w.data(), rows, cols, group);
+    const int64_t words = hd::q4WordsPerRow(cols), groups = hd::q4NumGroups(cols, group);
+    ASSERT_EQ(static_cast<int64_t>(q.qweight.size()), rows * words);
+    ASSERT_EQ(static_cast<int64_t>(q.scales.size()), rows * groups);
+    std::vector<float> back = quant::dequantizeQ4(q);
+    std::vector<float> fake(cols);
+    for (int64_t n = 0; n < rows; ++n) {
+      quant::fakeQuantizeRow(w.data() + n * cols, cols, group, fake.data());
+      for (int64_t k = 0; k < cols; ++k) {
+        float step = hd::f16ToF32(q.scales[n * groups + k / group]);
+        ASSERT_LE(std::fabs(back[n * cols + k] - w[n * cols + k]), 0.51f * step)
+            << "row " << n << " column " << k << " of " << cols << ", group " << group;
+        ASSERT_EQ(fake[k], back[n * cols + k]) << "fake quantization differs from the stored";
+      }
+      // Columns past K dequantize to exactly zero.
+      for (int64_t k = cols; k < words * 8; ++k)
+        ASSERT_EQ(hd::q4At(q.qweight.data() + n * words, k),
+                  static_cast<int>(hd::f16ToF32(q.zeros[n * groups + groups - 1])));
+    }
+  }
+}
+
+// AWQ's formula without 0 in the range would give 15 * 1e-5 / 15 here.
+TEST(QuantizeRtn, ConstantGroupsKeepTheirValue) {
+  ThreadPool pool(1);
+  std::vector<float> w(64, 0.25f);
+  quant::Q4Tensor q = quant::quantizeQ4(pool, w.data(), 1, 64, 32);
+  for (float v : quant::dequantizeQ4(q)) // 15 f16 steps: f16's relative precision, 2^-11
+    EXPECT_NEAR(v, 0.25f, 0.25f / 2048);
+}
+
+// One GQA layer with a v bias (as the lit test quantize.mlir).
+constexpr const char *kLayer = R"mlir(
+func.func @forward(%tokens: tensor<?xi32>, %pos: tensor<?xi32>) -> tensor<?x64xf32> {
+  %emb = llm.weight "embed" : tensor<128x64xf32>
+  %h0 = llm.embedding %tokens, %emb : tensor<?xi32>, tensor<128x64xf32> -> tensor<?x64xf32>
+  %g1 = llm.weight "ln1" : tensor<64xf32>
+  %x = llm.rms_norm %h0, %g1 eps 1.0e-5 : tensor<?x64xf32>, tensor<64xf32>
+  %wq = llm.weight "q.weight" : tensor<64x64xf32>
+  %q = llm.linear %x, %wq : tensor<?x64xf32>, tensor<64x64xf32> -> tensor<?x64xf32>
+  %wk = llm.weight "k.weight" : tensor<32x64xf32>
+  %k = llm.linear %x, %wk : tensor<?x64xf32>, tensor<32x64xf32> -> tensor<?x32xf32>
+  %wv = llm.weight "v.weight" : tensor<32x64xf32>
+  %bv = llm.weight "v.bias" : tensor<32xf32>
+  %v = llm.linear %x, %wv, %bv : tensor<?x64xf32>, tensor<32x64xf32>, tensor<32xf32> -> tensor<?x32xf32>
+  %qr = llm.rope %q, %pos num_heads 4 head_dim 16 theta 1.0e4 : tensor<?x64xf32>, tensor<?xi32>
+  %kr = llm.rope %k, %pos num_heads 2 head_dim 16 theta 1.0e4 : tensor<?x32xf32>, tensor<?xi32>
+  %att = llm.attention %qr, %kr, %v layer 0 num_heads 4 num_kv_heads 2 head_dim 16 scale 0.25 causal
+      : tensor<?x64xf32>, tensor<?x32xf32>, tensor<?x32xf32>
+  %wo = llm.weight "o.weight" : tensor<64x64xf32>
+  %o = llm.linear %att, %wo : tensor<?x64xf32>, tensor<64x64xf32> -> tensor<?x64xf32>
+  %h1 = llm.add %h0, %o : tensor<?x64xf32>
+  %g2 = llm.weight "ln2" : tensor<64xf32>
+  %y = llm.rms_norm %h1, %g2 eps 1.0e-5 : tensor<?x64xf32>, tensor<64xf32>
+  %wg = llm.weight "gate.weight" : tensor<48x64xf32>
+  %gate = llm.linear %y, %wg : tensor<?x64xf32>, tensor<48x64xf32> -> tensor<?x48xf32>
+  %wu = llm.weight "up.weight" : tensor<48x64xf32>
+  %up = llm.linear %y, %wu : tensor<?x64xf32>, tensor<48x64xf32> -> tensor<?x48xf32>
+  %act = llm.silu %gate : tensor<?x48xf32>
+  %prod = llm.mul %act, %up : tensor<?x48xf32>
+  %wd = llm.weight "down.weight" : tensor<64x48xf32>
+  %down = llm.linear %prod, %wd : tensor<?x48xf32>, tensor<64x48xf32> -> tensor<?x64xf32>
+  %h2 = llm.add %h1, %down : tensor<?x64xf32>
+  return %h2 : tensor<?x64xf32>
+}
+)mlir";
+
+std::string weightOf(llm::LinearOp linear) {
+  return linear.getWeight().getDefiningOp<llm::WeightOp>().getName().str();
+}
+
+TEST(LinearGroups, FindTheFourGroupsOfALayerAndWhereTheirScalesFold) {
+  mlir::MLIRContext context;
+  context.loadDialect<llm::LlmDialect, mlir::func::FuncDialect>();
+  auto module = mlir::parseSourceString<mlir::ModuleOp>(kLayer, &context);
+  ASSERT_TRUE(module);
+  auto forward = module->lookupSymbol<mlir::func::FuncOp>("forward");
+  std::vector<LinearGroup> groups = findLinearGroups(forward);
+  ASSERT_EQ(groups.size(), 4u);
+
+  EXPECT_EQ(groups[0].label(), "{q,k,v}");
+  EXPECT_EQ(groups[0].sink, ScaleSink::RmsNorm);
+  EXPECT_EQ(groups[0].sinkChannels, 64);
+  EXPECT_TRUE(feedsAttentionScores(groups[0].linears[0]));  // q
+  EXPECT_TRUE(feedsAttentionScores(groups[0].linears[1]));  // k
+  EXPECT_FALSE(feedsAttentionScores(groups[0].linears[2])); // v
+
+  // o_proj: v's rows absorb the scales, tied over the 2 query heads per kv head.
+  EXPECT_EQ(groups[1].label(), "o");
+  ASSERT_EQ(groups[1].sink, ScaleSink::Linear);
+  EXPECT_EQ(weightOf(llvm::cast<llm::LinearOp>(groups[1].sinkOp)), "v.weight");
+  EXPECT_EQ(groups[1].sinkChannels, 32);
+  EXPECT_EQ(groups[1].headsPerKvHead, 2);
+  EXPECT_EQ(groups[1].sinkChannel(5), 5);       // head 0 -> kv head 0
+  EXPECT_EQ(groups[1].sinkChannel(16 + 5), 5);  // head 1 -> kv head 0
+  EXPECT_EQ(groups[1].sinkChannel(32 + 5), 21); // head 2 -> kv head 1
+
+  EXPECT_EQ(groups[2].label(), "{gate,up}");
+  EXPECT_EQ(groups[2].sink, ScaleSink::RmsNorm);
+  EXPECT_EQ(groups[3].label(), "down");
+  ASSERT_EQ(groups[3].sink, ScaleSink::Linear);
+  EXPECT_EQ(weightOf(llvm::cast<llm::LinearOp>(groups[3].sinkOp)), "up.weight");
+  EXPECT_EQ(groups[3].sinkChannel(47), 47);
+}
+
+TEST(LinearGroups, NoSinkWhenTheInputHasAnotherUser) {
+  mlir::MLIRContext context;
+  context.loadDialect<llm::LlmDialect, mlir::func::FuncDialect>();
+  auto module = mlir::parseSourceString<mlir::ModuleOp>(R"mlir(
+func.func @forward(%h: tensor<?x64xf32>) -> tensor<?x64xf32> {
+  %g = llm.weight "n" : tensor<64xf32>
+  %x = llm.rms_norm %h, %g eps 1.0e-5 : tensor<?x64xf32>, tensor<64xf32>
+  %w = llm.weight "w" : tensor<64x64xf32>
+  %y = llm.linear %x, %w : tensor<?x64xf32>, tensor<64x64xf32> -> tensor<?x64xf32>
+  %s = llm.add %x, %y : tensor<?x64xf32>
+  return %s : tensor<?x64xf32>
+}
+)mlir",
+                                                        &context);
+  ASSERT_TRUE(module);
+  std::vector<LinearGroup> groups =
+      findLinearGroups(module->lookupSymbol<mlir::func::FuncOp>("forward"));
+  ASSERT_EQ(groups.size(), 1u);
+  EXPECT_EQ(groups[0].sink, ScaleSink::None);
+}
+
+// The calibration interpreter runs the tiny Qwen2 (GQA, q/k/v biases, tied
+// embeddings) as transformers does: every logit within 1e-4.
+TEST(ForwardInterpreter, MatchesTransformersOnATinyQwen2) {
+  const std::string dir = test::testDataPath("hf/qwen2");
+  auto spec = loadModelSpec(dir);
+  ASSERT_TRUE(spec.isOk()) << spec.message();
+  auto weights = openModelWeights(*spec);
+  ASSERT_TRUE(weights.isOk()) << weights.message();
+  mlir::MLIRContext context;
+  context.loadDialect<llm::LlmDialect, mlir::func::FuncDialect>();
+  auto module =
+      buildLlamaGraph(context, spec->config, GraphOptions{mlir::Float32Type::get(&context)});
+  ASSERT_TRUE(module.isOk()) << module.message();
+  quant::WeightTable table;
+  for (const auto &[name, t] : weights->all())
+    table.addView(name, t.data, t.dtype, t.shape);
+
+  auto json = readTextFile(dir + "/logits.json");
+  ASSERT_TRUE(json.isOk());
+  auto ref = parseJson(*json, "logits.json");
+  ASSERT_TRUE(ref.isOk());
+  std::vector<int32_t> ids = (*ref)["ids"].get<std::vector<int32_t>>();
+  auto golden = MappedFile::open(dir + "/logits.f32");
+  ASSERT_TRUE(golden.isOk());
+  const float *expected = reinterpret_cast<const float *>(golden->data());
+
+  ThreadPool pool(2);
+  auto model = quant::ForwardInterpreter::create(
+      (*module)->lookupSymbol<mlir::func::FuncOp>("forward"), table, pool, 64);
+  ASSERT_TRUE(model.isOk()) << model.message();
+  auto logits = (*model)->run(ids);
+  ASSERT_TRUE(logits.isOk()) << logits.message();
+  ASSERT_EQ(logits->size(), ids.size() * 512);
+  double maxDiff = 0;
+  for (size_t i = 0; i < logits->size(); ++i)
+    maxDiff = largerOrNan(maxDiff, std::fabs(double((*logits)[i]) - expected[i]));
+  EXPECT_LT(maxDiff, 1e-4);
+}
+
+} // namespace
+} // namespace llmc
