@@ -144,34 +144,49 @@ hd::RopeScaling ropeScaling(const fb::ModelInfoT &m) {
   return s;
 }
 
-Expected<KernelInstance> rope(const StepView &v) {
-  DType a = v.dtype(v.output());
-  int64_t heads = v.step.int_params.at(0), dim = v.step.int_params.at(1);
-  const fb::ModelInfoT &m = *v.plan.model;
-  // The inverse frequencies, exactly as the CPU backend computes them
-  // (cpu::ropeInvFreqs), baked in as hex literals.
+// The inverse frequencies of the model's RoPE, exactly as the CPU backend
+// computes them (cpu::ropeInvFreqs), as a __device__ table named `name`,
+// and a short hash of them for kernel names.
+std::string invFreqTable(const fb::ModelInfoT &m, int64_t dim, const std::string &name,
+                         std::string *hashTag) {
   hd::RopeScaling scaling = ropeScaling(m);
   std::ostringstream table;
   uint64_t hash = 0xcbf29ce484222325ull;
-  table << "__device__ const float kInvFreq[" << dim / 2 << "] = {";
+  table << "__device__ const float " << name << "[" << dim / 2 << "] = {";
   for (int i = 0; i < dim / 2; ++i) {
     float f = hd::ropeInvFreq(i, static_cast<int>(dim), static_cast<float>(m.rope_theta), scaling);
     table << (i ? ", " : "") << floatLiteral(f);
     hash = fnv1a64(reinterpret_cast<const uint8_t *>(&f), sizeof(f), hash);
   }
   table << "};\n\n";
-  int threads = static_cast<int>(std::clamp<int64_t>(roundUp(heads * dim / 2, 32), 32, 256));
-  char hashTag[17];
-  std::snprintf(hashTag, sizeof(hashTag), "%08x", static_cast<uint32_t>(hash ^ (hash >> 32)));
+  char text[17];
+  std::snprintf(text, sizeof(text), "%08x", static_cast<uint32_t>(hash ^ (hash >> 32)));
+  *hashTag = text;
+  return table.str();
+}
+
+// Rope (in place on [T, heads * D]) and RopeColumns (heads from a column of
+// a wider buffer).
+Expected<KernelInstance> rope(const StepView &v) {
+  DType a = v.dtype(v.output());
+  int64_t heads = v.step.int_params.at(0), dim = v.step.int_params.at(1);
+  bool columns = v.step.op == fb::OpKind::RopeColumns;
+  int64_t column = columns ? v.step.int_params.at(2) : 0;
+  int64_t stride = v.output().width;
   KernelInstance k;
-  k.name =
-      "llmc_rope_" + std::string(tag(a)) + "_heads" + str(heads) + "_d" + str(dim) + "_f" + hashTag;
-  k.source = translationUnit(k.name,
-                             "RoPE " + str(heads) + " heads of " + str(dim) + ", theta " +
-                                 std::to_string(m.rope_theta),
-                             "elementwise.cuh", table.str(), threads, "StepArgs",
-                             "llmc::dev::rope<" + std::string(deviceType(a)) + ", " + str(heads) +
-                                 ", " + str(dim) + ", " + str(threads) + ">(args, kInvFreq)");
+  std::string hashTag;
+  int threads = static_cast<int>(std::clamp<int64_t>(roundUp(heads * dim / 2, 32), 32, 256));
+  k.name = "llmc_rope_" + std::string(tag(a)) + "_heads" + str(heads) + "_d" + str(dim) +
+           (columns ? "_w" + str(stride) + "_c" + str(column) : "");
+  std::string table = invFreqTable(*v.plan.model, dim, "kInvFreq", &hashTag);
+  k.name += "_f" + hashTag;
+  k.source = translationUnit(
+      k.name,
+      "RoPE " + str(heads) + " heads of " + str(dim) + " from column " + str(column) + " of " +
+          str(stride) + ", theta " + std::to_string(v.plan.model->rope_theta),
+      "elementwise.cuh", table, threads, "StepArgs",
+      "llmc::dev::rope<" + std::string(deviceType(a)) + ", " + str(heads) + ", " + str(dim) + ", " +
+          str(stride) + ", " + str(column) + ", " + str(threads) + ">(args, kInvFreq)");
   perRowGrid(k.launch, threads);
   return k;
 }
@@ -209,82 +224,151 @@ Expected<KernelInstance> pointwise(const StepView &v) {
   return k;
 }
 
-// Linear and Logits: a GEMV for decode programs (few rows), else a GEMM.
+// How a linear-family op kind is fused (gemv.cuh, gemm.cuh).
+struct LinearForm {
+  const char *family;
+  bool norm = false, swiglu = false, gather = false, q4 = false;
+  int matrix = 0;          // weight index of W (or of qweight)
+  int biasWeights = 0;     // weight count that includes a bias
+  bool accumulate = false; // int_params[0] is the accumulate flag
+};
+
+LinearForm linearForm(fb::OpKind op) {
+  switch (op) {
+  case fb::OpKind::Logits:
+    return {"logits", false, false, true, false, 0, 99, false};
+  case fb::OpKind::LmHead:
+    return {"lm_head", true, false, true, false, 1, 99, false};
+  case fb::OpKind::RmsNormLinear:
+    return {"norm_linear", true, false, false, false, 1, 3, true};
+  case fb::OpKind::LinearSwiGlu:
+    return {"linear_swiglu", false, true, false, false, 0, 99, false};
+  case fb::OpKind::RmsNormLinearSwiGlu:
+    return {"norm_linear_swiglu", true, true, false, false, 1, 99, false};
+  case fb::OpKind::LinearQ4:
+    return {"linear_q4", false, false, false, true, 0, 4, true};
+  default:
+    return {"linear", false, false, false, false, 0, 2, true};
+  }
+}
+
+// The linear family: a GEMV for decode programs (few rows), else a GEMM.
 Expected<KernelInstance> linear(const StepView &v) {
-  bool logits = v.step.op == fb::OpKind::Logits;
-  DType a = v.dtype(v.input(0)), w = v.weightDType(0), out = v.dtype(v.output());
-  int64_t n = v.weight(0).shape.at(0), kDim = v.weight(0).shape.at(1);
-  bool accumulate = !logits && v.step.int_params.at(0) == 1;
-  bool bias = v.step.weights.size() == 2;
-  DType b = bias ? v.weightDType(1) : DType::F32;
-  if (n > INT32_MAX / 2 || kDim > INT32_MAX / 2)
+  const LinearForm f = linearForm(v.step.op);
+  DType a = v.dtype(v.input(0)), w = v.weightDType(f.matrix), out = v.dtype(v.output());
+  DType g = f.norm ? v.weightDType(0) : DType::F32;
+  int64_t kDim = v.input(0).width;
+  int64_t n = f.q4 ? v.output().width : v.weight(f.matrix).shape.at(0) / (f.swiglu ? 2 : 1);
+  int64_t group = f.q4 ? v.step.int_params.at(1) : 0;
+  bool accumulate = f.accumulate && v.step.int_params.at(0) == 1;
+  bool bias = static_cast<int>(v.step.weights.size()) == f.biasWeights;
+  DType b = bias ? v.weightDType(f.biasWeights - 1) : DType::F32;
+  float eps = f.norm ? static_cast<float>(v.step.float_params.at(0)) : 0.0f;
+  if (n > INT32_MAX / 4 || kDim > INT32_MAX / 4)
     return unsupported(v, "shape [" + str(n) + ", " + str(kDim) + "] too large");
-  std::string family = logits ? "logits" : "linear";
-  std::string suffix =
-      std::string(bias ? std::string("_bias") + tag(b) : "") + (accumulate ? "_acc" : "");
-  std::string types = std::string(deviceType(a)) + ", " + deviceType(w) + ", " + deviceType(out) +
-                      ", " + deviceType(b);
-  std::string flags = bool01(accumulate) + ", " + bool01(bias) + ", " + bool01(logits);
-  std::string dtypes = std::string(tag(a)) + (w != a ? std::string("_w") + tag(w) : "") +
+  if (f.q4 && (group <= 0 || group % 32 != 0))
+    return unsupported(v, "int4 group size " + str(group) + " is not a multiple of 32");
+  std::string suffix = std::string(bias ? std::string("_bias") + tag(b) : "") +
+                       (accumulate ? "_acc" : "") + (f.norm ? "_eps" + floatTag(eps) : "");
+  std::string dtypes = std::string(tag(a)) +
+                       (f.q4     ? "_wq4g" + str(group)
+                        : w != a ? std::string("_w") + tag(w)
+                                 : "") +
                        (out != a ? std::string("_o") + tag(out) : "");
-  std::string summary = (logits ? "Logits" : "Linear") + std::string(" [") + str(n) + ", " +
-                        str(kDim) + "], " + tag(w) + " weights";
+  std::string summary = std::string(fb::EnumNameOpKind(v.step.op)) + " [" + str(n) + ", " +
+                        str(kDim) + "], " + (f.q4 ? "int4" : tag(w)) + " weights";
+  std::string weightType = f.q4 ? "float" : deviceType(w);
+  std::string types = std::string(deviceType(a)) + ", " + weightType + ", " + deviceType(out) +
+                      ", " + deviceType(b) + ", " + deviceType(g);
+  std::string flags = bool01(accumulate) + ", " + bool01(bias) + ", " + bool01(f.gather) + ", " +
+                      bool01(f.norm) + ", " + bool01(f.swiglu);
+  std::string epsArg = floatLiteral(eps);
   KernelInstance k;
+  if (v.shape.maxTokens > 0 && f.q4) {
+    const int64_t tmax = v.shape.maxTokens, warps = 4, rows = tmax <= 4 ? 2 : 1;
+    k.name = "llmc_" + std::string(f.family) + "_gemv_" + dtypes + "_n" + str(n) + "_k" +
+             str(kDim) + "_t" + str(tmax) + suffix;
+    k.source =
+        translationUnit(k.name, summary + ", decode GEMV for T <= " + str(tmax), "gemv.cuh", "",
+                        static_cast<int>(warps * 32), "StepArgs",
+                        "llmc::dev::gemvQ4<" + std::string(deviceType(a)) + ", " + deviceType(out) +
+                            ", " + deviceType(b) + ", " + str(n) + ", " + str(kDim) + ", " +
+                            str(group) + ", " + str(tmax) + ", " + str(rows) + ", " + str(warps) +
+                            ", " + bool01(accumulate) + ", " + bool01(bias) + ">(args)");
+    k.launch.block = {static_cast<uint32_t>(warps * 32), 1, 1};
+    k.launch.grid = {static_cast<uint32_t>(ceilDiv(n, warps * rows)), 1, 1};
+    return k;
+  }
   if (v.shape.maxTokens > 0) {
-    const int64_t tmax = v.shape.maxTokens, warps = 4, rows = 2;
+    const int64_t tmax = v.shape.maxTokens, warps = 4, rows = f.swiglu ? 1 : 2;
     const int unroll = tmax <= 4 ? 2 : 1;
-    int vec = vectorWidth(kDim, {dtypeSize(a), dtypeSize(w)});
+    int vec = f.norm ? vectorWidth(kDim, {dtypeSize(a), dtypeSize(w), dtypeSize(g)})
+                     : vectorWidth(kDim, {dtypeSize(a), dtypeSize(w)});
     int64_t blocks = ceilDiv(n, warps * rows), splitK = 1;
     while (blocks * splitK < 2 * kSmCount && splitK < 16 && (kDim / vec) % (2 * splitK) == 0 &&
            (kDim / vec) / (2 * splitK) >= 32 * unroll)
       splitK *= 2;
-    k.name = "llmc_" + family + "_gemv_" + dtypes + "_n" + str(n) + "_k" + str(kDim) + "_t" +
-             str(tmax) + (splitK > 1 ? "_s" + str(splitK) : "") + suffix;
-    k.source =
-        translationUnit(k.name, summary + ", decode GEMV for T <= " + str(tmax), "gemv.cuh", "",
-                        static_cast<int>(warps * 32), "StepArgs",
-                        "llmc::dev::gemv<" + types + ", " + str(n) + ", " + str(kDim) + ", " +
-                            str(tmax) + ", " + str(rows) + ", " + str(warps) + ", " + str(splitK) +
-                            ", " + str(vec) + ", " + str(unroll) + ", " + flags + ">(args)");
+    k.name = "llmc_" + std::string(f.family) + "_gemv_" + dtypes + "_n" + str(n) + "_k" +
+             str(kDim) + "_t" + str(tmax) + (splitK > 1 ? "_s" + str(splitK) : "") + suffix;
+    k.source = translationUnit(k.name, summary + ", decode GEMV for T <= " + str(tmax), "gemv.cuh",
+                               "", static_cast<int>(warps * 32), "StepArgs",
+                               "llmc::dev::gemv<" + types + ", " + str(n) + ", " + str(kDim) +
+                                   ", " + str(tmax) + ", " + str(rows) + ", " + str(warps) + ", " +
+                                   str(splitK) + ", " + str(vec) + ", " + str(unroll) + ", " +
+                                   flags + ">(args, " + epsArg + ")");
     k.launch.block = {static_cast<uint32_t>(warps * 32), 1, 1};
     k.launch.grid = {static_cast<uint32_t>(blocks), static_cast<uint32_t>(splitK), 1};
     if (splitK > 1) {
-      k.launch.workspaceBytesPerToken = static_cast<uint64_t>(splitK * n * 4);
+      int64_t weightRows = f.swiglu ? 2 * n : n;
+      k.launch.workspaceBytesPerToken =
+          static_cast<uint64_t>((splitK * weightRows + blocks * splitK) * 4);
       k.launch.countersPerToken = static_cast<uint64_t>(blocks);
     }
     return k;
   }
-  bool mma = a == DType::BF16 && w == DType::BF16 && kDim % 8 == 0;
+  bool mma = !f.q4 && a == DType::BF16 && w == DType::BF16 && kDim % 8 == 0 &&
+             (!f.norm || g == DType::F32);
   int tile = mma ? 128 : 64;
-  k.name = "llmc_" + family + "_gemm_" + (mma ? "mma_" : "fma_") + dtypes + "_n" + str(n) + "_k" +
-           str(kDim) + suffix;
+  int outCols = f.swiglu ? tile / 2 : tile;
+  k.name = "llmc_" + std::string(f.family) + "_gemm_" + (mma ? "mma_" : "fma_") + dtypes + "_n" +
+           str(n) + "_k" + str(kDim) + suffix;
   std::string call = mma ? "llmc::dev::gemmMma<" + std::string(deviceType(out)) + ", " +
-                               deviceType(b) + ", " + str(n) + ", " + str(kDim) + ", " + flags +
-                               ">(args)"
+                               deviceType(b) + ", " + deviceType(g) + ", " + str(n) + ", " +
+                               str(kDim) + ", " + flags + ">(args, " + epsArg + ")"
                          : "llmc::dev::gemmFma<" + types + ", " + str(n) + ", " + str(kDim) + ", " +
-                               flags + ">(args)";
+                               str(group) + ", " + flags + ">(args, " + epsArg + ")";
   k.source = translationUnit(k.name, summary + (mma ? ", tensor-core GEMM" : ", FMA GEMM"),
                              "gemm.cuh", "", 256, "StepArgs", call);
   k.launch.block = {256, 1, 1};
-  k.launch.grid = {static_cast<uint32_t>(ceilDiv(n, tile)), 1, 1};
+  k.launch.grid = {static_cast<uint32_t>(ceilDiv(n, outCols)), 1, 1};
   k.launch.tokenAxis = 2;
   k.launch.tokensPerBlock = static_cast<uint32_t>(tile);
   return k;
 }
 
+// Attention and RopeAttention (q, k, v from columns of possibly packed
+// buffers; RoPE on the fly).
 Expected<KernelInstance> attention(const StepView &v) {
   DType a = v.dtype(v.output());
   for (int i = 0; i < 3; ++i)
     if (v.dtype(v.input(i)) != a)
       return unsupported(v, "q, k, v and the output must share one dtype");
+  bool fused = v.step.op == fb::OpKind::RopeAttention;
   int64_t heads = v.step.int_params.at(1), kvHeads = v.step.int_params.at(2),
           dim = v.step.int_params.at(3);
+  int64_t qCol = fused ? v.step.int_params.at(4) : 0, kCol = fused ? v.step.int_params.at(5) : 0,
+          vCol = fused ? v.step.int_params.at(6) : 0;
+  bool rope = fused && v.step.int_params.at(7) != 0;
+  int64_t qStride = v.input(0).width, kStride = v.input(1).width, vStride = v.input(2).width;
   int64_t group = heads / kvHeads;
   int64_t blockSize = v.plan.kv_cache->block_size;
   int64_t maxSeq = v.plan.model->max_seq_len;
   float scale = static_cast<float>(v.step.float_params.at(0));
   const int warps = 4, chunk = 32;
   int vec = vectorWidth(dim, {dtypeSize(a)});
+  for (int64_t x : {qStride, kStride, vStride, qCol, kCol, vCol})
+    while (vec > 1 && x % vec != 0)
+      vec /= 2;
   // Prefill tiles of rows share each K/V chunk: 32 query vectors per block.
   int64_t rowsPerBlock = v.shape.decode ? 1 : std::max<int64_t>(1, 32 / group);
   int64_t splitLen = 0, splits = 1;
@@ -293,20 +377,32 @@ Expected<KernelInstance> attention(const StepView &v) {
     splits = ceilDiv(maxSeq, splitLen);
   }
   uint64_t sharedFloats = chunk * (dim + 1) + chunk * dim + rowsPerBlock * group * dim;
+  std::string table, hashTag;
+  if (rope)
+    table = invFreqTable(*v.plan.model, dim, "kInvFreq", &hashTag);
+  else
+    table = "__device__ const float kInvFreq[1] = {0.0f};\n\n";
   KernelInstance k;
   k.name = "llmc_attention_" + std::string(v.shape.decode ? "decode_" : "prefill_") + tag(a) +
            "_d" + str(dim) + "_g" + str(group) + "_kv" + str(kvHeads) + "_bs" + str(blockSize) +
            "_bm" + str(rowsPerBlock) +
-           (splits > 1 ? "_s" + str(splits) + "x" + str(splitLen) : "") + "_sc" + floatTag(scale);
-  k.source = translationUnit(
-      k.name,
-      std::string(v.shape.decode ? "flash-decoding" : "tiled prefill") + " attention, " +
-          str(heads) + " heads / " + str(kvHeads) + " KV heads of " + str(dim),
-      "attention.cuh", "", warps * 32, "StepArgs",
-      "llmc::dev::attention<" + std::string(deviceType(a)) + ", " + str(dim) + ", " + str(group) +
-          ", " + str(kvHeads) + ", " + str(rowsPerBlock) + ", " + str(splits) + ", " +
-          str(splitLen) + ", " + str(blockSize) + ", " + str(vec) + ", " + str(warps) + ">(args, " +
-          floatLiteral(scale) + ")");
+           (splits > 1 ? "_s" + str(splits) + "x" + str(splitLen) : "") + "_sc" + floatTag(scale) +
+           (fused ? "_q" + str(qStride) + "c" + str(qCol) + "_k" + str(kStride) + "c" + str(kCol) +
+                        "_v" + str(vStride) + "c" + str(vCol)
+                  : "") +
+           (rope ? "_rope" + hashTag : "");
+  k.source = translationUnit(k.name,
+                             std::string(v.shape.decode ? "flash-decoding" : "tiled prefill") +
+                                 " attention, " + str(heads) + " heads / " + str(kvHeads) +
+                                 " KV heads of " + str(dim) + (rope ? ", RoPE on the fly" : ""),
+                             "attention.cuh", table, warps * 32, "StepArgs",
+                             "llmc::dev::attention<" + std::string(deviceType(a)) + ", " +
+                                 str(dim) + ", " + str(group) + ", " + str(kvHeads) + ", " +
+                                 str(rowsPerBlock) + ", " + str(splits) + ", " + str(splitLen) +
+                                 ", " + str(blockSize) + ", " + str(vec) + ", " + str(warps) +
+                                 ", " + str(qStride) + ", " + str(kStride) + ", " + str(vStride) +
+                                 ", " + str(qCol) + ", " + str(kCol) + ", " + str(vCol) + ", " +
+                                 bool01(rope) + ">(args, " + floatLiteral(scale) + ", kInvFreq)");
   k.launch.block = {static_cast<uint32_t>(warps * 32), 1, 1};
   k.launch.grid = {1, static_cast<uint32_t>(kvHeads), static_cast<uint32_t>(splits)};
   k.launch.tokenAxis = 1;
@@ -337,12 +433,13 @@ const char *deviceType(DType dtype) {
 Expected<KernelInstance> kernelForStep(const fb::PlanT &plan, const fb::ProgramT &program,
                                        const fb::StepT &step, const ProgramShape &shape) {
   StepView v{plan, program, step, shape};
-  for (size_t i = 0; i < step.weights.size(); ++i)
-    if (!isFloat(v.weightDType(static_cast<int>(i))))
-      return unsupported(v, "weight '" + v.weight(static_cast<int>(i)).name + "' has dtype " +
-                                std::string(dtypeName(v.weightDType(static_cast<int>(i)))));
+  if (step.op != fb::OpKind::LinearQ4) // int4 tensors: qweight I32, scales/zeros F16
+    for (size_t i = 0; i < step.weights.size(); ++i)
+      if (!isFloat(v.weightDType(static_cast<int>(i))))
+        return unsupported(v, "weight '" + v.weight(static_cast<int>(i)).name + "' has dtype " +
+                                  std::string(dtypeName(v.weightDType(static_cast<int>(i)))));
   DType out = v.dtype(v.output());
-  bool logits = step.op == fb::OpKind::Logits;
+  bool logits = step.op == fb::OpKind::Logits || step.op == fb::OpKind::LmHead;
   if (logits ? out != DType::F32 : (out != DType::F32 && out != DType::BF16))
     return unsupported(v, "output dtype " + std::string(dtypeName(out)));
   switch (step.op) {
@@ -352,10 +449,17 @@ Expected<KernelInstance> kernelForStep(const fb::PlanT &plan, const fb::ProgramT
     return rmsNorm(v);
   case fb::OpKind::Linear:
   case fb::OpKind::Logits:
+  case fb::OpKind::LinearQ4:
+  case fb::OpKind::RmsNormLinear:
+  case fb::OpKind::LinearSwiGlu:
+  case fb::OpKind::RmsNormLinearSwiGlu:
+  case fb::OpKind::LmHead:
     return linear(v);
   case fb::OpKind::Rope:
+  case fb::OpKind::RopeColumns:
     return rope(v);
   case fb::OpKind::Attention:
+  case fb::OpKind::RopeAttention:
     return attention(v);
   case fb::OpKind::Add:
   case fb::OpKind::Mul:

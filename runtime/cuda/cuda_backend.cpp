@@ -109,6 +109,8 @@ Status CudaBackend::loadModule() {
   for (const auto *name : *module.functions()) {
     LLMC_ASSIGN_OR_RETURN(CUfunction f, module_.function(name->str()));
     functions_.push_back(f);
+    if (name->str() == "llmc_argmax_f32")
+      argmax_ = f;
   }
   // Dynamic shared memory above 48 KiB must be opted into, per function.
   std::vector<uint32_t> shared(functions_.size(), 0);
@@ -231,7 +233,9 @@ Status CudaBackend::ensureCapacity(int64_t rows, int64_t sequences) {
   workspace_ = DeviceBuffer();
   counters_ = DeviceBuffer();
   metadata_ = DeviceBuffer();
+  ids_ = DeviceBuffer();
   LLMC_ASSIGN_OR_RETURN(arena_, device_->allocate(arenaBytesPerToken_ * rows));
+  LLMC_ASSIGN_OR_RETURN(ids_, device_->allocate(rows * sizeof(int32_t)));
   LLMC_ASSIGN_OR_RETURN(workspace_,
                         device_->allocate(std::max<uint64_t>(256, workspacePerToken_ * rows)));
   uint64_t counterBytes = std::max<uint64_t>(256, countersPerToken_ * 4 * rows);
@@ -419,10 +423,22 @@ Status CudaBackend::run(const StepInput &input, const float **logits) {
   else
     LLMC_RETURN_IF_ERROR(launchProgram(*program, rows, logitRows, sequences));
   const fb::Buffer &logitsBuffer = *program->buffers()->Get(program->logits_buffer());
-  logits_.resize(static_cast<size_t>(logitRows * vocab));
-  LLMC_RETURN_IF_ERROR(device_->downloadAsync(logits_.data(),
-                                              arena_.get() + logitsBuffer.offset_per_token() * rows,
-                                              logits_.size() * sizeof(float)));
+  CUdeviceptr deviceLogits = arena_.get() + logitsBuffer.offset_per_token() * rows;
+  // Greedy decoding downloads R ids instead of R x V logits.
+  const bool greedy = input.greedyIds != nullptr && argmax_ != nullptr;
+  if (greedy) {
+    abi::ArgmaxArgs args{reinterpret_cast<const float *>(deviceLogits),
+                         reinterpret_cast<int *>(ids_.get()), static_cast<int>(logitRows),
+                         static_cast<int>(vocab)};
+    uint32_t grid[3] = {static_cast<uint32_t>(logitRows), 1, 1}, block[3] = {1024, 1, 1};
+    LLMC_RETURN_IF_ERROR(device_->launch(argmax_, grid, block, 0, &args));
+    LLMC_RETURN_IF_ERROR(
+        device_->downloadAsync(input.greedyIds, ids_.get(), logitRows * sizeof(int32_t)));
+  } else {
+    logits_.resize(static_cast<size_t>(logitRows * vocab));
+    LLMC_RETURN_IF_ERROR(
+        device_->downloadAsync(logits_.data(), deviceLogits, logits_.size() * sizeof(float)));
+  }
   int32_t flag = 0;
   LLMC_RETURN_IF_ERROR(device_->downloadAsync(&flag, errorFlag_.get(), sizeof(flag)));
   LLMC_RETURN_IF_ERROR(device_->synchronize());
@@ -431,7 +447,7 @@ Status CudaBackend::run(const StepInput &input, const float **logits) {
     return Status::error("a CUDA kernel reported bad input (error code " + std::to_string(flag) +
                          ")");
   }
-  *logits = logits_.data();
+  *logits = greedy ? nullptr : logits_.data();
   return Status::ok();
 }
 

@@ -59,6 +59,7 @@ private:
   fb::Target target_ = fb::Target::Cpu;
   Module module_;
   std::vector<CUfunction> functions_; // module functions, by index
+  CUfunction argmax_ = nullptr;       // llmc_argmax_f32: greedy ids on the device
   DeviceBuffer weights_;
   std::vector<CUdeviceptr> tensors_; // device address of each plan tensor
   DeviceBuffer kv_;                  // [layers][K, V][numBlocks * blockSize * kvHeads * headDim]
@@ -71,7 +72,7 @@ private:
   // Sized for capacityRows_ rows / capacitySequences_ sequences.
   int64_t capacityRows_ = 0, capacitySequences_ = 0;
   uint64_t arenaBytesPerToken_ = 0, workspacePerToken_ = 0, countersPerToken_ = 0;
-  DeviceBuffer arena_, workspace_, counters_, metadata_, errorFlag_;
+  DeviceBuffer arena_, workspace_, counters_, metadata_, errorFlag_, ids_;
   std::vector<int32_t> hostMetadata_; // staged, then uploaded with one copy
   uint64_t offPositions_ = 0, offRowSequence_ = 0, offSeqFirst_ = 0, offSeqRows_ = 0,
            offTables_ = 0, offLogitRows_ = 0; // int32 offsets into the metadata buffer

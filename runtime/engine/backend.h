@@ -39,7 +39,8 @@ public:
 
   // Runs one batch step (StepInput: engine/cpu_executor.h). On success
   // *logits points to host [R, V] f32 logits (R = logitRows.size(), or T
-  // when empty), valid until the next run().
+  // when empty), valid until the next run(); or is null when the backend
+  // wrote input.greedyIds instead (the argmax of each of those rows).
   virtual Status run(const StepInput &input, const float **logits) = 0;
 };
 

@@ -17,6 +17,11 @@
 // (they are written to the cache by split 0 in the same launch, so no block
 // depends on another's cache writes).
 //
+// q, k and v are read from column QC, KC, VC on of rows of QS, KS, VS
+// elements (a packed qkv buffer, RopeAttention), the output is [T, heads * D].
+// With ROPE, q and the new k rows are rotated on the fly (invFreq baked
+// into the kernel), k before it is written to the cache, as the CPU does.
+//
 // Per block, dynamic shared memory of (BN * (D + 1) + BN * D + BM * GROUP * D)
 // floats: a K chunk (rows padded against bank conflicts), a V chunk, the
 // queries. Warp w owns query vectors w, w + WARPS, ...; lane j scores
@@ -24,6 +29,7 @@
 #pragma once
 
 #include "kernels/common/online_softmax.h"
+#include "kernels/common/rope.h"
 #include "llmc/common.cuh"
 
 namespace llmc::dev {
@@ -34,14 +40,32 @@ template <int VEC, class T> __device__ __forceinline__ void copyVec(T *dst, cons
   *reinterpret_cast<V *>(dst) = *reinterpret_cast<const V *>(src);
 }
 
+// Rotates the pairs (i, i + D / 2) of `rows` head vectors of D floats in
+// shared memory (row j at `position(j)`, skipped when it returns < 0).
+template <int D, int THREADS, class PositionOf>
+__device__ __forceinline__ void ropeInShared(float *vectors, int rows, const float *invFreq,
+                                             PositionOf position) {
+  for (int i = threadIdx.x; i < rows * (D / 2); i += THREADS) {
+    const int row = i / (D / 2), pair = i % (D / 2);
+    const int pos = position(row);
+    if (pos < 0)
+      continue;
+    const float angle = hd::ropeAngle(pos, invFreq[pair]);
+    hd::ropeRotate(vectors[row * D + pair], vectors[row * D + pair + D / 2], hd::cosF(angle),
+                   hd::sinF(angle));
+  }
+}
+
 template <class TA, int D, int GROUP, int NKV, int BM, int NSPLITS, int SPLIT, int BS, int VEC,
-          int WARPS>
-__device__ __forceinline__ void attention(const abi::StepArgs &a, float scale) {
+          int WARPS, int QS, int KS, int VS, int QC, int KC, int VC, bool ROPE>
+__device__ __forceinline__ void attention(const abi::StepArgs &a, float scale,
+                                          const float *invFreq) {
   static_assert(NSPLITS == 1 || BM == 1, "split positions only for one row per block");
   static_assert(D % VEC == 0, "head dim must be whole vectors");
   constexpr int BN = 32, kThreads = WARPS * 32;
   constexpr int QV = BM * GROUP, QPW = (QV + WARPS - 1) / WARPS, DPL = (D + 31) / 32;
-  constexpr int kHeads = NKV * GROUP, kQWidth = kHeads * D, kKvWidth = NKV * D;
+  constexpr int kHeads = NKV * GROUP, kOutWidth = kHeads * D, kKvWidth = NKV * D;
+  static_assert(!ROPE || D % 2 == 0, "RoPE pairs");
   extern __shared__ float smem[];
   float *ks = smem;              // [BN][D + 1]
   float *vs = ks + BN * (D + 1); // [BN][D]
@@ -72,23 +96,42 @@ __device__ __forceinline__ void attention(const abi::StepArgs &a, float scale) {
     };
     __syncthreads(); // the previous segment is done with shared memory
 
-    if (split == 0)
+    if (split == 0) {
       for (int i = threadIdx.x * VEC; i < (segEnd - segBegin) * D; i += kThreads * VEC) {
         const int row = segBegin + i / D, d = i % D;
         const i64 slot = slotOf(a.positions[row]) + d;
-        const i64 src = static_cast<i64>(row) * kKvWidth + kvh * D + d;
-        copyVec<VEC>(keys + slot, k + src);
-        copyVec<VEC>(values + slot, v + src);
+        copyVec<VEC>(values + slot, v + static_cast<i64>(row) * VS + VC + kvh * D + d);
+        if (!ROPE)
+          copyVec<VEC>(keys + slot, k + static_cast<i64>(row) * KS + KC + kvh * D + d);
       }
+      if (ROPE) // the cache holds rotated keys
+        for (int i = threadIdx.x; i < (segEnd - segBegin) * (D / 2); i += kThreads) {
+          const int row = segBegin + i / (D / 2), pair = i % (D / 2);
+          const TA *src = k + static_cast<i64>(row) * KS + KC + kvh * D;
+          float k0 = toFloat(src[pair]), k1 = toFloat(src[pair + D / 2]);
+          const float angle = hd::ropeAngle(a.positions[row], invFreq[pair]);
+          hd::ropeRotate(k0, k1, hd::cosF(angle), hd::sinF(angle));
+          const i64 slot = slotOf(a.positions[row]);
+          keys[slot + pair] = fromFloat<TA>(k0);
+          keys[slot + pair + D / 2] = fromFloat<TA>(k1);
+        }
+    }
     for (int i = threadIdx.x * VEC; i < QV * D; i += kThreads * VEC) {
       const int qv = i / D, d = i % D, row = r0 + qv / GROUP;
       float vals[VEC] = {};
       if (row >= segBegin && row < segEnd)
-        loadVec<VEC>(q + static_cast<i64>(row) * kQWidth + (kvh * GROUP + qv % GROUP) * D + d,
+        loadVec<VEC>(q + static_cast<i64>(row) * QS + QC + (kvh * GROUP + qv % GROUP) * D + d,
                      vals);
 #pragma unroll
       for (int e = 0; e < VEC; ++e)
         qs[i + e] = vals[e];
+    }
+    if (ROPE) {
+      __syncthreads();
+      ropeInShared<D, kThreads>(qs, QV, invFreq, [&](int qv) {
+        const int row = r0 + qv / GROUP;
+        return row >= segBegin && row < segEnd ? a.positions[row] : -1;
+      });
     }
 
     int pBegin = 0, pEnd = lastPos + 1;
@@ -117,9 +160,9 @@ __device__ __forceinline__ void attention(const abi::StepArgs &a, float scale) {
             loadVec<VEC>(keys + slot, kv);
             loadVec<VEC>(values + slot, vv);
           } else {
-            const i64 src = static_cast<i64>(seqFirst + (p - firstPos)) * kKvWidth + kvh * D + d;
-            loadVec<VEC>(k + src, kv);
-            loadVec<VEC>(v + src, vv);
+            const i64 row = seqFirst + (p - firstPos);
+            loadVec<VEC>(k + row * KS + KC + kvh * D + d, kv);
+            loadVec<VEC>(v + row * VS + VC + kvh * D + d, vv);
           }
         }
 #pragma unroll
@@ -129,6 +172,17 @@ __device__ __forceinline__ void attention(const abi::StepArgs &a, float scale) {
         }
       }
       __syncthreads();
+      if (ROPE && c0 + BN > firstPos) { // the step's own keys, not rotated yet (pitch D + 1)
+        for (int i = threadIdx.x; i < BN * (D / 2); i += kThreads) {
+          const int j = i / (D / 2), pair = i % (D / 2), p = c0 + j;
+          if (p < firstPos || p >= pEnd)
+            continue;
+          const float angle = hd::ropeAngle(p, invFreq[pair]);
+          hd::ropeRotate(ks[j * (D + 1) + pair], ks[j * (D + 1) + pair + D / 2], hd::cosF(angle),
+                         hd::sinF(angle));
+        }
+        __syncthreads();
+      }
 #pragma unroll
       for (int iq = 0; iq < QPW; ++iq) {
         const int qv = warp + iq * WARPS;
@@ -180,7 +234,8 @@ __device__ __forceinline__ void attention(const abi::StepArgs &a, float scale) {
         for (int dd = 0; dd < DPL; ++dd) {
           const int d = lane + 32 * dd;
           if (d < D)
-            out[static_cast<i64>(row) * kQWidth + head * D + d] = fromFloat<TA>(acc[iq][dd] * inv);
+            out[static_cast<i64>(row) * kOutWidth + head * D + d] =
+                fromFloat<TA>(acc[iq][dd] * inv);
         }
       } else {
         float *part =
@@ -222,7 +277,7 @@ __device__ __forceinline__ void attention(const abi::StepArgs &a, float scale) {
         for (int dd = 0; dd < DPL; ++dd) {
           const int d = lane + 32 * dd;
           if (d < D)
-            out[static_cast<i64>(r0) * kQWidth + head * D + d] = fromFloat<TA>(total[dd] * inv);
+            out[static_cast<i64>(r0) * kOutWidth + head * D + d] = fromFloat<TA>(total[dd] * inv);
         }
       }
     }

@@ -57,10 +57,12 @@ __device__ __forceinline__ void rmsNorm(const abi::StepArgs &a, float eps) {
   }
 }
 
-// Rotary embedding in place on [rows, HEADS * D]: row t at positions[t].
-// invFreq [D / 2] is baked into the generated source (computed at build time
-// with rope.h, as the CPU backend computes it at load time).
-template <class TA, int HEADS, int D, int BLOCK>
+// Rotary embedding in place: heads [0, HEADS) of D features from column COL
+// of rows of STRIDE elements (Rope: COL 0, STRIDE HEADS * D; RopeColumns: q
+// or k of a packed qkv buffer); row t at positions[t]. invFreq [D / 2] is
+// baked into the generated source (computed at build time with rope.h, as
+// the CPU backend computes it at load time).
+template <class TA, int HEADS, int D, int STRIDE, int COL, int BLOCK>
 __device__ __forceinline__ void rope(const abi::StepArgs &a, const float *invFreq) {
   constexpr int kHalf = D / 2;
   __shared__ float cosSin[2 * kHalf];
@@ -74,7 +76,7 @@ __device__ __forceinline__ void rope(const abi::StepArgs &a, const float *invFre
     cosSin[kHalf + i] = hd::sinF(angle);
   }
   __syncthreads();
-  TA *row = static_cast<TA *>(a.out) + static_cast<i64>(t) * HEADS * D;
+  TA *row = static_cast<TA *>(a.out) + static_cast<i64>(t) * STRIDE + COL;
   for (int p = threadIdx.x; p < HEADS * kHalf; p += BLOCK) {
     const int head = p / kHalf, i = p % kHalf;
     TA *x = row + head * D;

@@ -1,54 +1,83 @@
-// The decode linear layer: y[T, N] = x[T, K] . W[N, K]^T (+ bias[N]) (+ y),
-// for few tokens (T <= TMAX, a template constant): a memory-bound GEMV that
-// streams each weight row once for all T tokens.
+// The decode linear layers: y[T, N] = x[T, K] . W[N, K]^T for few tokens
+// (T <= TMAX, a template constant): memory-bound GEMVs that stream each
+// weight row once for all T tokens, with the fused forms' prologue and
+// epilogues:
+//   NORM    x is RMS-normalized first (RmsNormLinear, LmHead): x * gamma
+//           enters the dot products and the row's 1 / rms scales the result;
+//   SWIGLU  W = [gate; up] is [2N, K]; y = silu(x . gate^T) * (x . up^T);
+//   BIAS, ACCUM (y += ...), GATHER (Logits, LmHead: token t reads x row
+//           logitRows[t], numLogitRows tokens, the output compacted).
 //
-// Each warp owns R consecutive weight rows; its lanes walk K in VEC-element
-// vectors (one 16-byte load each), UNROLL vectors per row in flight before
-// the first use. Accumulation is f32 in registers acc[R][TMAX], reduced over
-// the warp at the end. Split-K (grid.y = SPLITK > 1, chosen when the grid
-// would not fill the GPU) gives each block K / SPLITK columns; blocks write
-// f32 partials to the workspace and the last block of a row group sums them
-// in split order (deterministic) and applies the epilogue.
-//
-// GATHER (Logits): token t of the output reads x row logitRows[t] and there
-// are numLogitRows tokens; the output is compacted [numLogitRows, N].
+// Each warp owns R consecutive output rows (2R weight rows with SWIGLU); its
+// lanes walk K in VEC-element vectors (one 16-byte load each), UNROLL
+// vectors per row in flight before the first use. Accumulation is f32 in
+// registers, reduced over the warp at the end. Split-K (grid.y = SPLITK > 1,
+// chosen when the grid would not fill the GPU) gives each block K / SPLITK
+// columns; blocks write f32 partials (and NORM's partial sums of squares)
+// to the workspace, and the last block of a row group sums them in split
+// order (deterministic) and applies the epilogue.
 #pragma once
 
+#include "kernels/common/int4.h"
 #include "llmc/common.cuh"
 
 namespace llmc::dev {
 
+__device__ __forceinline__ float siluOf(float x) { return x / (1.0f + hd::expF(-x)); }
+
 // The epilogue of output element (t, n): bias, residual accumulation, store.
 template <class TO, class TB, bool ACCUM, bool BIAS>
-__device__ __forceinline__ void linearStore(const abi::StepArgs &a, int t, int n, int N, float y) {
-  TO *out = static_cast<TO *>(a.out) + static_cast<i64>(t) * N + n;
+__device__ __forceinline__ void linearStore(void *output, const void *bias, int t, int n, int N,
+                                            float y) {
+  TO *out = static_cast<TO *>(output) + static_cast<i64>(t) * N + n;
   if (BIAS)
-    y += toFloat(static_cast<const TB *>(a.w[1])[n]);
+    y += toFloat(static_cast<const TB *>(bias)[n]);
   if (ACCUM)
     y += toFloat(*out);
   *out = fromFloat<TO>(y);
 }
 
-template <class TA, class TW, class TO, class TB, int N, int K, int TMAX, int R, int WARPS,
-          int SPLITK, int VEC, int UNROLL, bool ACCUM, bool BIAS, bool GATHER>
-__device__ __forceinline__ void gemv(const abi::StepArgs &a) {
+// Where a linear-family step finds its operands (engine.fbs): with NORM the
+// weights are gamma, W (, bias); else W (, bias).
+template <bool NORM> struct LinearOperands {
+  static constexpr int kMatrix = NORM ? 1 : 0;
+  static constexpr int kBias = kMatrix + 1;
+};
+
+// 1 / rms of a row from its sum of squares, as cpu::rmsNorm computes it.
+__device__ __forceinline__ float invRms(float sumSquares, int k, float eps) {
+  return 1.0f / hd::sqrtF(sumSquares / static_cast<float>(k) + eps);
+}
+
+template <class TA, class TW, class TO, class TB, class TG, int N, int K, int TMAX, int R,
+          int WARPS, int SPLITK, int VEC, int UNROLL, bool ACCUM, bool BIAS, bool GATHER, bool NORM,
+          bool SWIGLU>
+__device__ __forceinline__ void gemv(const abi::StepArgs &a, float eps) {
   static_assert(K % (SPLITK * VEC) == 0, "K must split into whole vectors");
-  constexpr int kSliceK = K / SPLITK;  // columns per split
-  constexpr int kVecs = kSliceK / VEC; // vectors per row and split
-  constexpr int kRowsPerBlock = WARPS * R;
+  constexpr int kSliceK = K / SPLITK;             // columns per split
+  constexpr int kVecs = kSliceK / VEC;            // vectors per row and split
+  constexpr int kRowsPerBlock = WARPS * R;        // output rows
+  constexpr int WR = SWIGLU ? 2 * R : R;          // weight rows per warp
+  constexpr int kWeightRows = SWIGLU ? 2 * N : N; // rows of W
+  using Ops = LinearOperands<NORM>;
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
   const int rowBase = blockIdx.x * kRowsPerBlock + warp * R;
   const int split = blockIdx.y;
   const int tokens = GATHER ? a.numLogitRows : a.rows;
   const TA *x = static_cast<const TA *>(a.in[0]);
-  const TW *w = static_cast<const TW *>(a.w[0]);
+  const TW *w = static_cast<const TW *>(a.w[Ops::kMatrix]);
+  const TG *gamma = NORM ? static_cast<const TG *>(a.w[0]) : nullptr;
   const int colBase = split * kSliceK;
 
-  // Rows past N (the last block) read row N - 1 and are never stored.
-  const TW *wRow[R];
+  // Weight row r of the warp: output row rowBase + r (gate), or with
+  // SWIGLU r >= R: up row N + rowBase + r - R. Rows past N read row N - 1
+  // (of their half) and are never stored.
+  const TW *wRow[WR];
 #pragma unroll
-  for (int r = 0; r < R; ++r)
-    wRow[r] = w + static_cast<i64>(min(rowBase + r, N - 1)) * K + colBase;
+  for (int r = 0; r < WR; ++r) {
+    const int out = min(rowBase + (r % R), N - 1);
+    wRow[r] = w + static_cast<i64>(r < R ? out : N + out) * K + colBase;
+  }
   const TA *xRow[TMAX];
 #pragma unroll
   for (int t = 0; t < TMAX; ++t) {
@@ -56,20 +85,24 @@ __device__ __forceinline__ void gemv(const abi::StepArgs &a) {
     xRow[t] = x + static_cast<i64>(row) * K + colBase;
   }
 
-  float acc[R][TMAX];
+  float acc[WR][TMAX];
+  float sumSquares[TMAX];
 #pragma unroll
-  for (int r = 0; r < R; ++r)
+  for (int t = 0; t < TMAX; ++t) {
+    sumSquares[t] = 0.0f;
 #pragma unroll
-    for (int t = 0; t < TMAX; ++t)
+    for (int r = 0; r < WR; ++r)
       acc[r][t] = 0.0f;
+  }
 
   for (int v0 = lane; v0 < kVecs; v0 += 32 * UNROLL) {
-    float wv[UNROLL][R][VEC];
+    float wv[UNROLL][WR][VEC];
+    float gv[UNROLL][VEC];
 #pragma unroll
     for (int u = 0; u < UNROLL; ++u) {
       const int v = v0 + u * 32;
 #pragma unroll
-      for (int r = 0; r < R; ++r) {
+      for (int r = 0; r < WR; ++r) {
         if (v < kVecs) {
           loadVec<VEC>(wRow[r] + v * VEC, wv[u][r]);
         } else {
@@ -78,6 +111,9 @@ __device__ __forceinline__ void gemv(const abi::StepArgs &a) {
             wv[u][r][e] = 0.0f;
         }
       }
+      if constexpr (NORM)
+        if (v < kVecs)
+          loadVec<VEC>(gamma + colBase + v * VEC, gv[u]);
     }
 #pragma unroll
     for (int t = 0; t < TMAX; ++t) {
@@ -89,8 +125,15 @@ __device__ __forceinline__ void gemv(const abi::StepArgs &a) {
         if (v < kVecs) {
           float xv[VEC];
           loadVec<VEC>(xRow[t] + v * VEC, xv);
+          if (NORM) {
 #pragma unroll
-          for (int r = 0; r < R; ++r)
+            for (int e = 0; e < VEC; ++e) {
+              sumSquares[t] += xv[e] * xv[e];
+              xv[e] *= gv[u][e];
+            }
+          }
+#pragma unroll
+          for (int r = 0; r < WR; ++r)
 #pragma unroll
             for (int e = 0; e < VEC; ++e)
               acc[r][t] += wv[u][r][e] * xv[e];
@@ -100,28 +143,46 @@ __device__ __forceinline__ void gemv(const abi::StepArgs &a) {
   }
 
 #pragma unroll
-  for (int r = 0; r < R; ++r)
+  for (int t = 0; t < TMAX; ++t) {
+    if (NORM)
+      sumSquares[t] = warpSum(sumSquares[t]);
 #pragma unroll
-    for (int t = 0; t < TMAX; ++t)
+    for (int r = 0; r < WR; ++r)
       acc[r][t] = warpSum(acc[r][t]);
+  }
 
-  // Lane (r * TMAX + t) % 32 stores element (t, rowBase + r): the indices
+  const void *bias = BIAS ? a.w[Ops::kBias] : nullptr;
+  // Lane (r * TMAX + t) % 32 handles output (t, rowBase + r): the indices
   // stay compile-time constants, so acc stays in registers.
-  float *partials = static_cast<float *>(a.workspace); // [SPLITK, tokens, N]
+  float *partials = static_cast<float *>(a.workspace); // [SPLITK, tokens, kWeightRows]
 #pragma unroll
   for (int r = 0; r < R; ++r)
 #pragma unroll
     for (int t = 0; t < TMAX; ++t) {
       const int n = rowBase + r;
-      if (t < tokens && n < N && lane == (r * TMAX + t) % 32) {
-        if (SPLITK == 1)
-          linearStore<TO, TB, ACCUM, BIAS>(a, t, n, N, acc[r][t]);
-        else
-          partials[(static_cast<i64>(split) * tokens + t) * N + n] = acc[r][t];
+      if (t >= tokens || n >= N || lane != (r * TMAX + t) % 32)
+        continue;
+      if (SPLITK == 1) {
+        const float scale = NORM ? invRms(sumSquares[t], K, eps) : 1.0f;
+        const float y =
+            SWIGLU ? siluOf(acc[r][t] * scale) * (acc[R + r][t] * scale) : acc[r][t] * scale;
+        linearStore<TO, TB, ACCUM, BIAS>(a.out, bias, t, n, N, y);
+      } else {
+        float *part = partials + (static_cast<i64>(split) * tokens + t) * kWeightRows;
+        part[n] = acc[r][t];
+        if (SWIGLU)
+          part[N + n] = acc[R + r][t];
       }
     }
   if (SPLITK == 1)
     return;
+  // NORM: this split's sums of squares, [gridDim.x, SPLITK, tokens] after the partials.
+  float *squares = partials + static_cast<i64>(SPLITK) * tokens * kWeightRows;
+  if (NORM && warp == 0)
+#pragma unroll
+    for (int t = 0; t < TMAX; ++t)
+      if (t < tokens && lane == t % 32)
+        squares[(static_cast<i64>(blockIdx.x) * SPLITK + split) * tokens + t] = sumSquares[t];
   if (!arriveLast(a.counters + blockIdx.x, SPLITK))
     return;
   const int firstRow = blockIdx.x * kRowsPerBlock;
@@ -129,11 +190,99 @@ __device__ __forceinline__ void gemv(const abi::StepArgs &a) {
     const int n = firstRow + i % kRowsPerBlock, t = i / kRowsPerBlock;
     if (n >= N)
       continue;
-    float y = 0.0f;
-    for (int s = 0; s < SPLITK; ++s)
-      y += loadCoherent(partials + (static_cast<i64>(s) * tokens + t) * N + n);
-    linearStore<TO, TB, ACCUM, BIAS>(a, t, n, N, y);
+    float gate = 0.0f, up = 0.0f, ss = 0.0f;
+    for (int s = 0; s < SPLITK; ++s) {
+      const float *part = partials + (static_cast<i64>(s) * tokens + t) * kWeightRows;
+      gate += loadCoherent(part + n);
+      if (SWIGLU)
+        up += loadCoherent(part + N + n);
+      if (NORM)
+        ss += loadCoherent(squares + (static_cast<i64>(blockIdx.x) * SPLITK + s) * tokens + t);
+    }
+    const float scale = NORM ? invRms(ss, K, eps) : 1.0f;
+    const float y = SWIGLU ? siluOf(gate * scale) * (up * scale) : gate * scale;
+    linearStore<TO, TB, ACCUM, BIAS>(a.out, bias, t, n, N, y);
   }
+}
+
+// W4A16: y[T, N] = x[T, K] . W^T (+ bias) (+ y) with W in the int4 layout
+// of kernels/common/q4_layout.h (weights qweight, scales, zeros (, bias)).
+// A lane's 16-byte load is 32 columns of one group: one scale, one zero.
+// Each warp owns R rows; no split-K (the 4x smaller rows fill the GPU with
+// more rows per block instead).
+template <class TA, class TO, class TB, int N, int K, int G, int TMAX, int R, int WARPS, bool ACCUM,
+          bool BIAS>
+__device__ __forceinline__ void gemvQ4(const abi::StepArgs &a) {
+  static_assert(G % 32 == 0, "groups are whole 32-column loads");
+  constexpr int kWords = (K + 31) / 32 * 4; // u32 per stored row
+  constexpr int kGroups = (K + G - 1) / G;
+  constexpr int kLoads = kWords / 4;                        // 16-byte loads per row
+  constexpr int kPiece = 16 / static_cast<int>(sizeof(TA)); // x elements per 16-byte load
+  constexpr bool kAligned = K % kPiece == 0;                // x rows allow 16-byte loads
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  const int rowBase = (blockIdx.x * WARPS + warp) * R;
+  const int tokens = a.rows;
+  const TA *x = static_cast<const TA *>(a.in[0]);
+  const uint4 *q = static_cast<const uint4 *>(a.w[0]);
+  const u16 *scales = static_cast<const u16 *>(a.w[1]);
+  const u16 *zeros = static_cast<const u16 *>(a.w[2]);
+  float acc[R][TMAX];
+#pragma unroll
+  for (int r = 0; r < R; ++r)
+#pragma unroll
+    for (int t = 0; t < TMAX; ++t)
+      acc[r][t] = 0.0f;
+  for (int l = lane; l < kLoads; l += 32) {
+    const int k0 = l * 32, group = k0 / G;
+    float wq[R][32];
+#pragma unroll
+    for (int r = 0; r < R; ++r) {
+      const int n = min(rowBase + r, N - 1);
+      const uint4 words = q[static_cast<i64>(n) * kLoads + l];
+      const float scale = hd::f16ToF32(scales[static_cast<i64>(n) * kGroups + group]);
+      const float zero = hd::f16ToF32(zeros[static_cast<i64>(n) * kGroups + group]);
+      const u32 word[4] = {words.x, words.y, words.z, words.w};
+#pragma unroll
+      for (int j = 0; j < 32; ++j)
+        wq[r][j] = (static_cast<float>(hd::int4Unpack(word[j / 8], j % 8)) - zero) * scale;
+    }
+#pragma unroll
+    for (int t = 0; t < TMAX; ++t) {
+      if (t >= tokens)
+        break;
+      const TA *xr = x + static_cast<i64>(t) * K + k0;
+      float xv[32];
+      if constexpr (kAligned) {
+#pragma unroll
+        for (int c = 0; c < 32 / kPiece; ++c) {
+          float piece[kPiece] = {};
+          if (k0 + c * kPiece < K)
+            loadVec<kPiece>(xr + c * kPiece, piece);
+#pragma unroll
+          for (int e = 0; e < kPiece; ++e)
+            xv[c * kPiece + e] = piece[e];
+        }
+      } else {
+#pragma unroll
+        for (int j = 0; j < 32; ++j)
+          xv[j] = k0 + j < K ? toFloat(xr[j]) : 0.0f;
+      }
+#pragma unroll
+      for (int r = 0; r < R; ++r)
+#pragma unroll
+        for (int j = 0; j < 32; ++j)
+          acc[r][t] += wq[r][j] * xv[j];
+    }
+  }
+#pragma unroll
+  for (int r = 0; r < R; ++r)
+#pragma unroll
+    for (int t = 0; t < TMAX; ++t) {
+      acc[r][t] = warpSum(acc[r][t]);
+      const int n = rowBase + r;
+      if (t < tokens && n < N && lane == (r * TMAX + t) % 32)
+        linearStore<TO, TB, ACCUM, BIAS>(a.out, BIAS ? a.w[3] : nullptr, t, n, N, acc[r][t]);
+    }
 }
 
 } // namespace llmc::dev
