@@ -324,7 +324,9 @@ Status CudaBackend::launchProgram(const fb::Program &program, int64_t rows, int6
       block[d] = step->block()->Get(d);
     }
     if (step->grid_token_axis() != 0) {
-      int64_t stepRows = step->op() == fb::OpKind::Logits ? logitRows : rows;
+      // Logits and LmHead compute only the requested rows.
+      bool gathered = step->op() == fb::OpKind::Logits || step->op() == fb::OpKind::LmHead;
+      int64_t stepRows = gathered ? logitRows : rows;
       grid[step->grid_token_axis() - 1] *=
           static_cast<uint32_t>(ceilDiv(stepRows, step->tokens_per_block()));
     }

@@ -23,8 +23,10 @@ struct Built {
   std::vector<std::string> warnings;
 };
 
-// Builds (once per test binary) a synthetic plan for every target.
-const Built &buildPlan(const std::string &name, const char *config, const std::string &dtype) {
+// Builds (once per test binary) a synthetic plan for every target; `tweak`
+// adjusts the options (-O0, --quantize).
+const Built &buildPlan(const std::string &name, const char *config, const std::string &dtype,
+                       const std::function<void(BuildOptions &)> &tweak = nullptr) {
   static std::map<std::string, Built> built;
   auto it = built.find(name);
   if (it != built.end())
@@ -37,6 +39,8 @@ const Built &buildPlan(const std::string &name, const char *config, const std::s
   options.dtype = dtype;
   options.syntheticSeed = 7;
   options.targets = "cpu,sm_90a,ptx";
+  if (tweak)
+    tweak(options);
   BuildReporter reporter;
   reporter.info = reporter.verbose = reporter.ir = [](const std::string &) {};
   reporter.warning = [&b](const std::string &line) { b.warnings.push_back(line); };
@@ -86,6 +90,38 @@ TEST(CudaCodegen, Stories260kShapeF32CompilesForBothTargets) {
     EXPECT_NE(buffer->dtype(), fb::DType::BF16);
 }
 
+// Without fusion: the unfused families (RoPE, attention, point-wise, logits).
+TEST(CudaCodegen, Stories260kShapeUnfusedCompilesForBothTargets) {
+  const Built &b = buildPlan("stories-shape-O0", test::kStories260kShape, "f32",
+                             [](BuildOptions &o) { o.optimizationLevel = 0; });
+  expectCompleteGpuPlan(b.path);
+  EXPECT_TRUE(b.warnings.empty()) << b.warnings.front();
+  auto plan = Plan::open(b.path);
+  ASSERT_TRUE(plan.isOk());
+  std::set<std::string> families;
+  for (const auto *f : *plan->module(fb::Target::Ptx)->functions())
+    families.insert(f->str().substr(0, f->str().find('_', 5)));
+  for (const char *family : {"llmc_rope", "llmc_attention", "llmc_silu", "llmc_mul", "llmc_add",
+                             "llmc_logits", "llmc_rms", "llmc_linear", "llmc_embedding"})
+    EXPECT_TRUE(families.count(family)) << family;
+}
+
+// int4 weights (RTN, groups of 32): the W4A16 GEMV and the dequantizing GEMM.
+TEST(CudaCodegen, Stories260kShapeInt4CompilesForBothTargets) {
+  const Built &b =
+      buildPlan("stories-shape-q4", test::kStories260kShape, "f32", [](BuildOptions &o) {
+        o.quantize = "rtn";
+        o.groupSize = 32;
+      });
+  expectCompleteGpuPlan(b.path);
+  auto plan = Plan::open(b.path);
+  ASSERT_TRUE(plan.isOk());
+  int q4 = 0;
+  for (const auto *f : *plan->module(fb::Target::Sm90a)->functions())
+    q4 += f->str().find("_wq4g32_") != std::string::npos;
+  EXPECT_GE(q4, 6) << "GEMV buckets and the GEMM of the int4 linear layers";
+}
+
 TEST(CudaCodegen, Llama3_8bShapeBf16CompilesForBothTargetsWithoutSpills) {
   const Built &b = buildPlan("llama3-8b-shape", test::kLlama3_8bShape, "bf16");
   expectCompleteGpuPlan(b.path);
@@ -99,14 +135,63 @@ TEST(CudaCodegen, Llama3_8bShapeBf16CompilesForBothTargetsWithoutSpills) {
   int bf16 = 0;
   for (const fb::Buffer *buffer : *prefill->buffers())
     bf16 += buffer->dtype() == fb::DType::BF16;
-  EXPECT_GT(bf16, 400);
+  EXPECT_GT(bf16, 90); // fused: 162 steps, ~100 buffers
   EXPECT_EQ(prefill->buffers()->Get(prefill->logits_buffer())->dtype(), fb::DType::F32);
-  // The batch-1 decode GEMV of a 4096x4096 projection, named by its key.
+  // Kernels named by their specialization key: the batch-1 GEMV of o_proj
+  // with the residual add fused, the prefill gate/up GEMM with the norm
+  // prologue and SwiGLU epilogue.
   std::set<std::string> names;
   for (const auto *f : *plan->module(fb::Target::Sm90a)->functions())
     names.insert(f->str());
-  EXPECT_TRUE(names.count("llmc_linear_gemv_bf16_n4096_k4096_t1"));
-  EXPECT_TRUE(names.count("llmc_linear_gemm_mma_bf16_n14336_k4096"));
+  EXPECT_TRUE(names.count("llmc_linear_gemv_bf16_n4096_k4096_t1_acc"));
+  EXPECT_TRUE(names.count("llmc_norm_linear_swiglu_gemm_mma_bf16_n14336_k4096_eps3727c5ac"));
+}
+
+// The W4A16 GEMVs of an 8B-shape AWQ plan (group 128), without building one
+// (quantizing 8B synthetic weights takes minutes on the CPU).
+TEST(CudaCodegen, Llama3_8bShapeInt4GemvCompilesWithoutSpills) {
+  fb::PlanT plan;
+  plan.model = std::make_unique<fb::ModelInfoT>();
+  plan.kv_cache = std::make_unique<fb::KvCacheInfoT>();
+  fb::ProgramT program;
+  auto tensor = [&](fb::DType dtype, std::vector<int64_t> shape) {
+    auto t = std::make_unique<fb::TensorT>();
+    t->name = "t" + std::to_string(plan.tensors.size());
+    t->dtype = dtype;
+    t->shape = std::move(shape);
+    plan.tensors.push_back(std::move(t));
+    return static_cast<int>(plan.tensors.size()) - 1;
+  };
+  auto buffer = [&](int64_t width) {
+    auto b = std::make_unique<fb::BufferT>();
+    b->dtype = fb::DType::BF16;
+    b->width = width;
+    program.buffers.push_back(std::move(b));
+    return static_cast<int>(program.buffers.size()) - 1;
+  };
+  std::vector<cuda::KernelInstance> kernels;
+  for (auto [n, k] : {std::pair<int64_t, int64_t>{6144, 4096}, {4096, 14336}, {28672, 4096}})
+    for (int64_t tmax : {1, 16}) {
+      fb::StepT step;
+      step.op = fb::OpKind::LinearQ4;
+      step.inputs = {buffer(k)};
+      step.outputs = {buffer(n)};
+      step.weights = {tensor(fb::DType::I32, {n, k / 8}), tensor(fb::DType::F16, {n, k / 128}),
+                      tensor(fb::DType::F16, {n, k / 128})};
+      step.int_params = {1, 128};
+      cuda::ProgramShape shape;
+      shape.activation = DType::BF16;
+      shape.maxTokens = tmax;
+      shape.decode = true;
+      auto kernel = cuda::kernelForStep(plan, program, step, shape);
+      ASSERT_TRUE(kernel.isOk()) << kernel.message();
+      kernels.push_back(*kernel);
+    }
+  cuda::CompileOptions options;
+  auto compiled = cuda::compileKernels(kernels, fb::Target::Sm90a, options);
+  ASSERT_TRUE(compiled.isOk()) << compiled.message();
+  for (const cuda::CompiledKernel &k : *compiled)
+    EXPECT_FALSE(k.usage.spills()) << k.name << ": " << k.usage.registers << " registers";
 }
 
 // Source of a kernel that cannot compile.

@@ -1,0 +1,153 @@
+// stories260K end to end on the GPU (label gpu; skipped without one): the
+// f32 plan's logits match the CPU backend's, greedy decoding gives llama2.c
+// run.c's ids (../shared/golden), a batch gives each sequence's own ids.
+// The plan comes from $LLMC_TEST_PLAN_DIR/stories260k-f32.plan (carried to a
+// GPU machine that has no compiler), else is built here.
+#include "common/test_paths.h"
+#include "cuda/device.h"
+#include "engine/generate.h"
+#include "support/json.h"
+
+#ifdef LLMC_HAVE_DRIVER
+#include "driver/build.h"
+#endif
+
+#include <cmath>
+#include <cstdlib>
+
+namespace llmc {
+namespace {
+
+std::string planPath(std::string *why) {
+  if (const char *dir = std::getenv("LLMC_TEST_PLAN_DIR"))
+    return std::string(dir) + "/stories260k-f32.plan";
+#ifdef LLMC_HAVE_DRIVER
+  static std::string built;
+  if (!built.empty())
+    return built;
+  BuildOptions options;
+  options.input = test::sharedPath("models/stories260k");
+  options.output = test::scratchDir("gpu-e2e") + "/stories260k-f32.plan";
+  options.targets = "cpu,sm_90a,ptx";
+  BuildReporter quiet;
+  quiet.info = quiet.warning = quiet.verbose = quiet.ir = [](const std::string &) {};
+  Status status = runBuild(options, quiet);
+  if (!status) {
+    *why = status.message();
+    return "";
+  }
+  built = options.output;
+  return built;
+#else
+  *why = "set LLMC_TEST_PLAN_DIR to a folder holding stories260k-f32.plan";
+  return "";
+#endif
+}
+
+class GpuStories260k : public ::testing::Test {
+protected:
+  void SetUp() override {
+    std::string noGpu = cuda::Device::unavailableReason();
+    if (!noGpu.empty())
+      GTEST_SKIP() << "no usable GPU: " << noGpu;
+    LLMC_REQUIRE_SHARED("golden/stories260k_greedy.json");
+    if (std::getenv("LLMC_TEST_PLAN_DIR") == nullptr)
+      LLMC_REQUIRE_SHARED("models/stories260k/model.safetensors");
+    std::string why;
+    plan_ = planPath(&why);
+    ASSERT_FALSE(plan_.empty()) << why;
+  }
+
+  std::unique_ptr<Engine> load(const std::string &device, int64_t maxSequences = 1) {
+    EngineOptions options;
+    options.device = device;
+    options.maxSequences = maxSequences;
+    options.gpuMemoryFraction = 0.5;
+    auto engine = Engine::load(plan_, options);
+    EXPECT_TRUE(engine.isOk()) << engine.message();
+    return engine.isOk() ? std::move(*engine) : nullptr;
+  }
+
+  static Json runs() {
+    auto text = readTextFile(test::sharedPath("golden/stories260k_greedy.json"));
+    EXPECT_TRUE(text.isOk()) << text.message();
+    auto json = parseJson(*text, "stories260k_greedy.json");
+    EXPECT_TRUE(json.isOk()) << json.message();
+    return (*json)["runs"];
+  }
+
+  // run.c: greedy, 256 positions including the prompt, stops on BOS.
+  static GenerateOptions runcOptions(size_t promptLength) {
+    GenerateOptions options;
+    options.maxNewTokens = 256 - static_cast<int64_t>(promptLength);
+    options.sampling.temperature = 0.0f;
+    options.ignoreEos = true;
+    options.stopTokens = {1};
+    return options;
+  }
+
+  std::string plan_;
+};
+
+TEST_F(GpuStories260k, PrefillAndDecodeLogitsMatchTheCpu) {
+  auto cpu = load("cpu");
+  auto gpu = load("cuda");
+  ASSERT_TRUE(cpu && gpu);
+  std::vector<int32_t> ids = runs()[0]["prompt_ids"].get<std::vector<int32_t>>();
+  for (int32_t id : runs()[0]["generated_ids"].get<std::vector<int32_t>>())
+    ids.push_back(id);
+  const int64_t vocab = cpu->vocabSize(), prefill = 64, decode = 48;
+  ids.resize(prefill + decode);
+  SequenceId a = cpu->addSequence(), b = gpu->addSequence();
+  double maxDiff = 0.0;
+  auto compare = [&](const std::vector<int32_t> &tokens, bool all) {
+    auto want = cpu->step({{a, tokens}}, all);
+    ASSERT_TRUE(want.isOk()) << want.message();
+    std::vector<float> wantCopy(*want, *want + (all ? tokens.size() : 1) * vocab);
+    auto got = gpu->step({{b, tokens}}, all);
+    ASSERT_TRUE(got.isOk()) << got.message();
+    for (size_t i = 0; i < wantCopy.size(); ++i) {
+      ASSERT_FALSE(std::isnan((*got)[i])) << "logit " << i;
+      maxDiff = std::max(maxDiff, std::fabs(double((*got)[i]) - wantCopy[i]));
+    }
+  };
+  compare(std::vector<int32_t>(ids.begin(), ids.begin() + prefill), true);
+  for (int64_t t = prefill; t < prefill + decode; ++t)
+    compare({ids[t]}, false); // decode GEMVs, flash-decoding, CUDA graphs
+  std::printf("max |logit gpu - cpu| over %lld positions: %.3g\n",
+              static_cast<long long>(prefill + decode), maxDiff);
+  EXPECT_LT(maxDiff, 2e-3);
+}
+
+TEST_F(GpuStories260k, GreedyIdsMatchRunc) {
+  auto engine = load("cuda");
+  ASSERT_NE(engine, nullptr);
+  for (const Json &run : runs()) {
+    std::vector<int32_t> prompt = run["prompt_ids"].get<std::vector<int32_t>>();
+    auto results = generateBatch(*engine, {prompt}, runcOptions(prompt.size()));
+    ASSERT_TRUE(results.isOk()) << results.message();
+    EXPECT_EQ(results->front().ids, run["generated_ids"].get<std::vector<int32_t>>())
+        << "prompt: " << run["prompt"].get<std::string>();
+  }
+}
+
+TEST_F(GpuStories260k, BatchGivesEachSequenceItsOwnIds) {
+  const Json all = runs();
+  auto engine = load("cuda", static_cast<int64_t>(all.size()));
+  ASSERT_NE(engine, nullptr);
+  std::vector<std::vector<int32_t>> prompts;
+  for (const Json &run : all)
+    prompts.push_back(run["prompt_ids"].get<std::vector<int32_t>>());
+  GenerateOptions options = runcOptions(8);
+  options.maxNewTokens = 96;
+  auto together = generateBatch(*engine, prompts, options);
+  ASSERT_TRUE(together.isOk()) << together.message();
+  for (size_t i = 0; i < prompts.size(); ++i) {
+    auto alone = generateBatch(*engine, {prompts[i]}, options);
+    ASSERT_TRUE(alone.isOk()) << alone.message();
+    EXPECT_EQ((*together)[i].ids, alone->front().ids) << "sequence " << i;
+  }
+}
+
+} // namespace
+} // namespace llmc

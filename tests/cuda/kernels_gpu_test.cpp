@@ -1,0 +1,413 @@
+// Each CUDA kernel family against the CPU backend (label gpu; skipped
+// without a GPU): fresh random inputs, odd sizes, outputs poisoned with NaN
+// beforehand, f32 and bf16 activations (bf16 compared by relative norm).
+#include "cpu/attention.h"
+#include "cpu/kernels.h"
+#include "cpu/matmul.h"
+#include "cuda/gpu_test_util.h"
+#include "engine/weights.h"
+#include "kernels/common/rope.h"
+#include "kv/kv_cache.h"
+
+#include <algorithm>
+#include <numeric>
+
+namespace llmc::test {
+namespace {
+
+const DType kActivations[] = {DType::F32, DType::BF16};
+
+const char *name(DType t) { return t == DType::BF16 ? "bf16" : "f32"; }
+
+TEST(GpuKernels, EmbeddingGathersRows) {
+  LLMC_REQUIRE_GPU();
+  for (DType act : kActivations) {
+    const int64_t V = 37, H = 72, T = 5;
+    MiniPlan p;
+    int table = p.tensor(act, {V, H});
+    int ids = p.buffer(DType::I32, 1), out = p.buffer(act, H);
+    auto k = p.kernel(fb::OpKind::Embedding, {ids}, {out}, {table}, {}, {}, 0, false, act);
+    std::vector<float> tableValues = rounded(randomValues(V * H, 1), act);
+    std::vector<int32_t> tokens = {0, 36, 5, 5, 17};
+    auto dTable = toDevice(encode(tableValues, act));
+    auto dIds = toDevice(tokens);
+    auto dOut = poisoned(T * H, act);
+    abi::StepArgs args{};
+    args.in[0] = ptr(dIds);
+    args.out = ptr(dOut);
+    args.w[0] = ptr(dTable);
+    args.rows = T;
+    launchStep(k, args, T);
+    std::vector<float> got = fromDevice(dOut, T * H, act);
+    for (int64_t t = 0; t < T; ++t)
+      for (int64_t h = 0; h < H; ++h)
+        ASSERT_EQ(got[t * H + h], tableValues[tokens[t] * H + h]) << name(act) << " " << t;
+  }
+}
+
+TEST(GpuKernels, RmsNormMatchesCpu) {
+  LLMC_REQUIRE_GPU();
+  ThreadPool pool(1);
+  for (DType act : kActivations) {
+    const int64_t H = 200, T = 7;
+    MiniPlan p;
+    int gamma = p.tensor(DType::F32, {H});
+    int in = p.buffer(act, H), out = p.buffer(act, H);
+    auto k = p.kernel(fb::OpKind::RmsNorm, {in}, {out}, {gamma}, {}, {1e-5}, 0, false, act);
+    std::vector<float> x = rounded(randomValues(T * H, 2), act);
+    std::vector<float> g = randomValues(H, 3);
+    std::vector<float> want(T * H);
+    cpu::rmsNorm(pool, x.data(), T, {g.data(), DType::F32, H}, 1e-5f, want.data());
+    auto dX = toDevice(encode(x, act));
+    auto dG = toDevice(g);
+    auto dOut = poisoned(T * H, act);
+    abi::StepArgs args{};
+    args.in[0] = ptr(dX);
+    args.out = ptr(dOut);
+    args.w[0] = ptr(dG);
+    args.rows = T;
+    launchStep(k, args, T);
+    EXPECT_LT(relativeError(fromDevice(dOut, T * H, act), want), tolerance(act)) << name(act);
+  }
+}
+
+// Linear y (+)= x . W^T + bias through the decode GEMV (maxTokens > 0) or
+// the prefill GEMM (0), against cpu::matmul.
+void checkLinear(DType act, int64_t N, int64_t K, int64_t T, int64_t maxTokens, bool bias,
+                 bool accumulate) {
+  ThreadPool pool(1);
+  MiniPlan p;
+  int w = p.tensor(act, {N, K});
+  std::vector<int> weights = {w};
+  if (bias)
+    weights.push_back(p.tensor(DType::F32, {N}));
+  int in = p.buffer(act, K), out = p.buffer(act, N);
+  auto k = p.kernel(fb::OpKind::Linear, {in}, {out}, weights, {accumulate ? 1 : 0}, {}, maxTokens,
+                    maxTokens > 0, act);
+  std::vector<float> x = rounded(randomValues(T * K, 4), act);
+  std::vector<float> wv = rounded(randomValues(N * K, 5, 0.05f), act);
+  std::vector<float> b = randomValues(N, 6);
+  std::vector<float> y0 = rounded(randomValues(T * N, 7), act);
+  std::vector<float> want = y0;
+  cpu::matmul(pool, x.data(), T, {wv.data(), DType::F32, N, K}, bias ? b.data() : nullptr,
+              accumulate ? 1.0f : 0.0f, want.data());
+  auto dX = toDevice(encode(x, act));
+  auto dW = toDevice(encode(wv, act));
+  auto dB = toDevice(b);
+  auto dOut = accumulate ? toDevice(encode(y0, act)) : poisoned(T * N, act);
+  abi::StepArgs args{};
+  args.in[0] = ptr(dX);
+  args.out = ptr(dOut);
+  args.w[0] = ptr(dW);
+  args.w[1] = ptr(dB);
+  args.rows = static_cast<int>(T);
+  launchStep(k, args, T);
+  EXPECT_LT(relativeError(fromDevice(dOut, T * N, act), want), tolerance(act))
+      << k.name << " T=" << T;
+}
+
+TEST(GpuKernels, DecodeGemvMatchesCpu) {
+  LLMC_REQUIRE_GPU();
+  for (DType act : kActivations) {
+    checkLinear(act, 77, 136, 1, 1, false, false);
+    checkLinear(act, 77, 136, 3, 4, true, true); // T below the bucket
+    checkLinear(act, 130, 200, 16, 16, true, false);
+    checkLinear(act, 24, 4096, 2, 2, false, true); // few rows: split-K
+  }
+}
+
+TEST(GpuKernels, PrefillGemmMatchesCpu) {
+  LLMC_REQUIRE_GPU();
+  for (DType act : kActivations) {
+    checkLinear(act, 130, 200, 70, 0, true, false); // bf16: tensor cores (K % 8 == 0)
+    checkLinear(act, 67, 172, 129, 0, false, true); // bf16: FMA (K % 8 != 0)
+    checkLinear(act, 300, 64, 1, 0, false, false);
+  }
+}
+
+TEST(GpuKernels, LogitsGatherRequestedRows) {
+  LLMC_REQUIRE_GPU();
+  ThreadPool pool(1);
+  for (DType act : kActivations)
+    for (int64_t maxTokens : {4, 0}) {
+      const int64_t V = 301, H = 64, T = 9;
+      std::vector<int32_t> rows = {8, 0, 3};
+      MiniPlan p;
+      int w = p.tensor(act, {V, H});
+      int in = p.buffer(act, H), out = p.buffer(DType::F32, V);
+      auto k =
+          p.kernel(fb::OpKind::Logits, {in}, {out}, {w}, {}, {}, maxTokens, maxTokens > 0, act);
+      std::vector<float> x = rounded(randomValues(T * H, 8), act);
+      std::vector<float> wv = rounded(randomValues(V * H, 9, 0.1f), act);
+      std::vector<float> gathered;
+      for (int32_t r : rows)
+        gathered.insert(gathered.end(), x.begin() + r * H, x.begin() + (r + 1) * H);
+      std::vector<float> want(rows.size() * V);
+      cpu::matmul(pool, gathered.data(), static_cast<int64_t>(rows.size()),
+                  {wv.data(), DType::F32, V, H}, nullptr, 0.0f, want.data());
+      auto dX = toDevice(encode(x, act));
+      auto dW = toDevice(encode(wv, act));
+      auto dRows = toDevice(rows);
+      auto dOut = poisoned(T * V, DType::F32);
+      abi::StepArgs args{};
+      args.in[0] = ptr(dX);
+      args.out = ptr(dOut);
+      args.w[0] = ptr(dW);
+      args.rows = T;
+      args.logitRows = static_cast<const int *>(ptr(dRows));
+      args.numLogitRows = static_cast<int>(rows.size());
+      launchStep(k, args, static_cast<int64_t>(rows.size()));
+      std::vector<float> got = fromDevice(dOut, rows.size() * V, DType::F32);
+      EXPECT_LT(relativeError(got, want), act == DType::F32 ? 2e-5 : 1e-2) << k.name;
+    }
+}
+
+TEST(GpuKernels, RopeMatchesTheSharedMath) {
+  LLMC_REQUIRE_GPU();
+  for (DType act : kActivations) {
+    const int64_t heads = 3, D = 10, T = 4;
+    MiniPlan p;
+    int buf = p.buffer(act, heads * D);
+    auto k = p.kernel(fb::OpKind::Rope, {buf}, {buf}, {}, {heads, D}, {}, 0, false, act);
+    std::vector<float> x = rounded(randomValues(T * heads * D, 10), act);
+    std::vector<int32_t> positions = {0, 1, 77, 299};
+    std::vector<float> want = x;
+    for (int64_t t = 0; t < T; ++t)
+      for (int64_t h = 0; h < heads; ++h)
+        for (int i = 0; i < D / 2; ++i) {
+          float inv = hd::ropeInvFreq(i, static_cast<int>(D), 10000.0f, hd::RopeScaling{});
+          float angle = hd::ropeAngle(positions[t], inv);
+          float *head = &want[(t * heads + h) * D];
+          hd::ropeRotate(head[i], head[i + D / 2], hd::cosF(angle), hd::sinF(angle));
+        }
+    auto dX = toDevice(encode(x, act));
+    auto dPos = toDevice(positions);
+    abi::StepArgs args{};
+    args.in[0] = args.out = ptr(dX);
+    args.positions = static_cast<const int *>(ptr(dPos));
+    args.rows = T;
+    launchStep(k, args, T);
+    EXPECT_LT(relativeError(fromDevice(dX, x.size(), act), want), tolerance(act)) << k.name;
+  }
+}
+
+TEST(GpuKernels, PointwiseOpsMatchCpu) {
+  LLMC_REQUIRE_GPU();
+  ThreadPool pool(1);
+  for (DType act : kActivations)
+    for (fb::OpKind op : {fb::OpKind::Add, fb::OpKind::Mul, fb::OpKind::Silu, fb::OpKind::SwiGlu}) {
+      const int64_t W = 333, T = 3; // W odd: one element per access
+      bool binary = op != fb::OpKind::Silu;
+      MiniPlan p;
+      int a = p.buffer(act, W), b = p.buffer(act, W), out = p.buffer(act, W);
+      std::vector<int> inputs = binary ? std::vector<int>{a, b} : std::vector<int>{a};
+      auto k = p.kernel(op, inputs, {out}, {}, {}, {}, 0, false, act);
+      std::vector<float> x = rounded(randomValues(T * W, 11), act);
+      std::vector<float> y = rounded(randomValues(T * W, 12), act);
+      std::vector<float> want(T * W);
+      if (op == fb::OpKind::Add)
+        cpu::add(pool, x.data(), y.data(), want.data(), T * W);
+      else if (op == fb::OpKind::Mul)
+        cpu::mul(pool, x.data(), y.data(), want.data(), T * W);
+      else if (op == fb::OpKind::Silu)
+        cpu::silu(pool, x.data(), want.data(), T * W);
+      else
+        cpu::swiglu(pool, x.data(), y.data(), want.data(), T * W);
+      auto dA = toDevice(encode(x, act));
+      auto dB = toDevice(encode(y, act));
+      auto dOut = poisoned(T * W, act);
+      abi::StepArgs args{};
+      args.in[0] = ptr(dA);
+      args.in[1] = ptr(dB);
+      args.out = ptr(dOut);
+      args.rows = T;
+      launchStep(k, args, T);
+      EXPECT_LT(relativeError(fromDevice(dOut, T * W, act), want), tolerance(act)) << k.name;
+    }
+}
+
+// Paged attention of a batch of three sequences with cached history, random
+// block tables and NaN in every unused cache slot, against
+// cpu::pagedAttention; checks the outputs and the cache slots written.
+void checkAttention(DType act, bool decode) {
+  ThreadPool pool(1);
+  const int64_t heads = 8, kvHeads = 2, D = 64, bs = 16, numBlocks = 64, maxSeq = 300;
+  const std::vector<int64_t> past = {0, 37, 150};
+  const std::vector<int64_t> fresh =
+      decode ? std::vector<int64_t>{1, 1, 1} : std::vector<int64_t>{5, 20, 1};
+  MiniPlan p;
+  int q = p.buffer(act, heads * D), k = p.buffer(act, kvHeads * D), v = p.buffer(act, kvHeads * D);
+  int out = p.buffer(act, heads * D);
+  const double scale = 1.0 / std::sqrt(double(D));
+  auto kernel = p.kernel(fb::OpKind::Attention, {q, k, v}, {out}, {}, {0, heads, kvHeads, D},
+                         {scale}, decode ? 4 : 0, decode, act);
+  // Rows, positions, sequences and shuffled block tables.
+  std::vector<int32_t> positions, rowSequence, seqFirst, seqRows;
+  std::vector<cpu::AttentionSequence> sequences;
+  std::vector<int32_t> blockIds(numBlocks - 1);
+  std::iota(blockIds.begin(), blockIds.end(), 1);
+  std::shuffle(blockIds.begin(), blockIds.end(), std::mt19937(13));
+  const int64_t stride = (maxSeq + bs - 1) / bs;
+  std::vector<int32_t> tables(past.size() * stride, 0);
+  size_t nextBlock = 0;
+  for (size_t s = 0; s < past.size(); ++s) {
+    seqFirst.push_back(static_cast<int32_t>(positions.size()));
+    seqRows.push_back(static_cast<int32_t>(fresh[s]));
+    for (int64_t r = 0; r < fresh[s]; ++r) {
+      positions.push_back(static_cast<int32_t>(past[s] + r));
+      rowSequence.push_back(static_cast<int32_t>(s));
+    }
+    for (int64_t b = 0; b <= (past[s] + fresh[s] - 1) / bs; ++b)
+      tables[s * stride + b] = blockIds[nextBlock++];
+  }
+  const int64_t T = static_cast<int64_t>(positions.size());
+  for (size_t s = 0; s < past.size(); ++s)
+    sequences.push_back({seqFirst[s], seqRows[s], &tables[s * stride]});
+  // The caches: NaN everywhere, history at the sequences' past positions.
+  kv::KvCacheShape shape{1, static_cast<int32_t>(numBlocks), static_cast<int32_t>(bs),
+                         static_cast<int32_t>(kvHeads), static_cast<int32_t>(D)};
+  auto cache = kv::KvCache::create(shape);
+  ASSERT_TRUE(cache.isOk()) << cache.message();
+  kv::KvLayerView layer = cache->layer(0);
+  const int64_t slotFloats = kvHeads * D, cacheFloats = numBlocks * bs * slotFloats;
+  std::fill(layer.keys, layer.keys + cacheFloats, std::nanf(""));
+  std::fill(layer.values, layer.values + cacheFloats, std::nanf(""));
+  std::vector<float> history = rounded(randomValues(2 * cacheFloats, 14, 0.5f), act);
+  for (size_t s = 0; s < past.size(); ++s)
+    for (int64_t pos = 0; pos < past[s]; ++pos) {
+      int64_t slot = (tables[s * stride + pos / bs] * bs + pos % bs) * slotFloats;
+      std::copy(&history[slot], &history[slot] + slotFloats, layer.keys + slot);
+      std::copy(&history[cacheFloats + slot], &history[cacheFloats + slot] + slotFloats,
+                layer.values + slot);
+    }
+  std::vector<float> initialKeys(layer.keys, layer.keys + cacheFloats);
+  std::vector<float> initialValues(layer.values, layer.values + cacheFloats);
+  std::vector<float> qv = rounded(randomValues(T * heads * D, 15), act);
+  std::vector<float> kv = rounded(randomValues(T * kvHeads * D, 16), act);
+  std::vector<float> vv = rounded(randomValues(T * kvHeads * D, 17), act);
+  std::vector<float> want(T * heads * D, 0.0f);
+  cpu::AttentionBatch batch{};
+  batch.q = qv.data();
+  batch.ldq = heads * D;
+  batch.k = kv.data();
+  batch.ldk = kvHeads * D;
+  batch.v = vv.data();
+  batch.ldv = kvHeads * D;
+  batch.out = want.data();
+  batch.ldo = heads * D;
+  batch.positions = positions.data();
+  batch.sequences = sequences.data();
+  batch.numSequences = static_cast<int64_t>(sequences.size());
+  batch.heads = heads;
+  batch.scale = static_cast<float>(scale);
+  cpu::pagedAttention(pool, batch, layer);
+
+  auto dQ = toDevice(encode(qv, act));
+  auto dK = toDevice(encode(kv, act));
+  auto dV = toDevice(encode(vv, act));
+  auto dOut = poisoned(T * heads * D, act);
+  auto dKeys = toDevice(encode(initialKeys, act));
+  auto dValues = toDevice(encode(initialValues, act));
+  auto dPos = toDevice(positions);
+  auto dRowSeq = toDevice(rowSequence);
+  auto dFirst = toDevice(seqFirst);
+  auto dRows = toDevice(seqRows);
+  auto dTables = toDevice(tables);
+  abi::StepArgs args{};
+  args.in[0] = ptr(dQ);
+  args.in[1] = ptr(dK);
+  args.in[2] = ptr(dV);
+  args.out = ptr(dOut);
+  args.kvKeys = ptr(dKeys);
+  args.kvValues = ptr(dValues);
+  args.positions = static_cast<const int *>(ptr(dPos));
+  args.rowSequence = static_cast<const int *>(ptr(dRowSeq));
+  args.seqFirstRow = static_cast<const int *>(ptr(dFirst));
+  args.seqNumRows = static_cast<const int *>(ptr(dRows));
+  args.blockTables = static_cast<const int *>(ptr(dTables));
+  args.blockTableStride = static_cast<int>(stride);
+  args.numSequences = static_cast<int>(sequences.size());
+  args.rows = static_cast<int>(T);
+  launchStep(kernel, args, T);
+  EXPECT_LT(relativeError(fromDevice(dOut, T * heads * D, act), want), tolerance(act))
+      << kernel.name;
+  // The step's K/V landed in the same slots as on the CPU.
+  std::vector<float> keys = fromDevice(dKeys, cacheFloats, act);
+  std::vector<float> values = fromDevice(dValues, cacheFloats, act);
+  for (int64_t t = 0; t < T; ++t) {
+    int64_t s = rowSequence[t], pos = positions[t];
+    int64_t slot = (tables[s * stride + pos / bs] * bs + pos % bs) * slotFloats;
+    for (int64_t i = 0; i < slotFloats; ++i) {
+      ASSERT_EQ(keys[slot + i], layer.keys[slot + i]) << kernel.name << " row " << t;
+      ASSERT_EQ(values[slot + i], layer.values[slot + i]) << kernel.name << " row " << t;
+    }
+  }
+}
+
+TEST(GpuKernels, FlashDecodingAttentionMatchesCpu) {
+  LLMC_REQUIRE_GPU();
+  for (DType act : kActivations)
+    checkAttention(act, /*decode=*/true);
+}
+
+TEST(GpuKernels, TiledPrefillAttentionMatchesCpu) {
+  LLMC_REQUIRE_GPU();
+  for (DType act : kActivations)
+    checkAttention(act, /*decode=*/false);
+}
+
+TEST(GpuKernels, ArgmaxTakesTheFirstLargestAndIgnoresNan) {
+  LLMC_REQUIRE_GPU();
+  const int rows = 4, cols = 5003;
+  std::vector<float> logits = randomValues(rows * cols, 18);
+  logits[0 * cols + 100] = 50.0f; // a tie: the first wins
+  logits[0 * cols + 4000] = 50.0f;
+  logits[1 * cols + 7] = std::nanf("");
+  for (int c = 0; c < cols; ++c) // all -inf: index 0
+    logits[2 * cols + c] = -INFINITY;
+  logits[3 * cols + cols - 1] = 99.0f;
+  std::vector<int32_t> want(rows);
+  cpu::argmax(logits.data(), rows, cols, want.data());
+  cuda::KernelInstance k = cuda::argmaxKernel();
+  cuda::CUfunction f = loadKernel(k);
+  ASSERT_NE(f, nullptr);
+  auto dLogits = toDevice(logits);
+  auto dOut = toDevice(std::vector<int32_t>(rows, -1));
+  abi::ArgmaxArgs args{static_cast<const float *>(ptr(dLogits)), static_cast<int *>(ptr(dOut)),
+                       rows, cols};
+  uint32_t grid[3] = {rows, 1, 1}, block[3] = {1024, 1, 1};
+  ASSERT_TRUE(GpuContext::get().device->launch(f, grid, block, 0, &args).isOk());
+  std::vector<int32_t> got(rows);
+  ASSERT_TRUE(GpuContext::get().device->download(got.data(), dOut.get(), rows * 4).isOk());
+  EXPECT_EQ(got, want);
+}
+
+TEST(GpuKernels, SyntheticFillGivesTheCpuValues) {
+  LLMC_REQUIRE_GPU();
+  for (DType dtype : {DType::F32, DType::BF16}) {
+    const uint64_t count = 100003, first = 12345;
+    fb::SyntheticInitT init;
+    init.kind = fb::SyntheticKind::Normal;
+    init.std = 0.02f;
+    init.seed = 0x1234567890abcdefull;
+    flatbuffers::FlatBufferBuilder builder;
+    builder.Finish(fb::SyntheticInit::Pack(builder, &init));
+    const auto *packed = flatbuffers::GetRoot<fb::SyntheticInit>(builder.GetBufferPointer());
+    std::vector<uint8_t> want(count * dtypeSize(dtype));
+    fillSynthetic(*packed, dtype, first, count, want.data());
+    cuda::KernelInstance k = cuda::syntheticFillKernel(dtype);
+    cuda::CUfunction f = loadKernel(k);
+    ASSERT_NE(f, nullptr);
+    auto dOut = poisoned(count, dtype);
+    abi::SyntheticFillArgs args{ptr(dOut), count, first, init.seed, init.std, 0};
+    uint32_t grid[3] = {264, 1, 1}, block[3] = {256, 1, 1};
+    ASSERT_TRUE(GpuContext::get().device->launch(f, grid, block, 0, &args).isOk());
+    std::vector<float> got = fromDevice(dOut, count, dtype);
+    std::vector<float> expected = decode(want, dtype);
+    // Device logf/cosf may differ from the host's by an ulp or two.
+    EXPECT_LT(relativeError(got, expected), dtype == DType::F32 ? 1e-6 : 5e-3) << name(dtype);
+  }
+}
+
+} // namespace
+} // namespace llmc::test
