@@ -2,10 +2,13 @@
 // without a GPU): fresh random inputs, odd sizes, outputs poisoned with NaN
 // beforehand, f32 and bf16 activations (bf16 compared by relative norm).
 #include "cpu/attention.h"
+#include "cpu/fused.h"
 #include "cpu/kernels.h"
 #include "cpu/matmul.h"
+#include "cpu/matmul_q4.h"
 #include "cuda/gpu_test_util.h"
 #include "engine/weights.h"
+#include "kernels/common/q4_layout.h"
 #include "kernels/common/rope.h"
 #include "kv/kv_cache.h"
 
@@ -229,18 +232,29 @@ TEST(GpuKernels, PointwiseOpsMatchCpu) {
 // Paged attention of a batch of three sequences with cached history, random
 // block tables and NaN in every unused cache slot, against
 // cpu::pagedAttention; checks the outputs and the cache slots written.
-void checkAttention(DType act, bool decode) {
+// packed: q, k, v are column ranges of one qkv buffer and RopeAttention
+// rotates them on the fly (the CPU with its RoPE table).
+void checkAttention(DType act, bool decode, bool packed = false) {
   ThreadPool pool(1);
   const int64_t heads = 8, kvHeads = 2, D = 64, bs = 16, numBlocks = 64, maxSeq = 300;
   const std::vector<int64_t> past = {0, 37, 150};
   const std::vector<int64_t> fresh =
       decode ? std::vector<int64_t>{1, 1, 1} : std::vector<int64_t>{5, 20, 1};
   MiniPlan p;
-  int q = p.buffer(act, heads * D), k = p.buffer(act, kvHeads * D), v = p.buffer(act, kvHeads * D);
-  int out = p.buffer(act, heads * D);
+  const int64_t qkvWidth = (heads + 2 * kvHeads) * D;
   const double scale = 1.0 / std::sqrt(double(D));
-  auto kernel = p.kernel(fb::OpKind::Attention, {q, k, v}, {out}, {}, {0, heads, kvHeads, D},
-                         {scale}, decode ? 4 : 0, decode, act);
+  cuda::KernelInstance kernel;
+  if (packed) {
+    int qkv = p.buffer(act, qkvWidth), out = p.buffer(act, heads * D);
+    kernel = p.kernel(fb::OpKind::RopeAttention, {qkv, qkv, qkv}, {out}, {},
+                      {0, heads, kvHeads, D, 0, heads * D, (heads + kvHeads) * D, 1}, {scale},
+                      decode ? 4 : 0, decode, act);
+  } else {
+    int q = p.buffer(act, heads * D), k = p.buffer(act, kvHeads * D);
+    int v = p.buffer(act, kvHeads * D), out = p.buffer(act, heads * D);
+    kernel = p.kernel(fb::OpKind::Attention, {q, k, v}, {out}, {}, {0, heads, kvHeads, D}, {scale},
+                      decode ? 4 : 0, decode, act);
+  }
   // Rows, positions, sequences and shuffled block tables.
   std::vector<int32_t> positions, rowSequence, seqFirst, seqRows;
   std::vector<cpu::AttentionSequence> sequences;
@@ -285,14 +299,19 @@ void checkAttention(DType act, bool decode) {
   std::vector<float> qv = rounded(randomValues(T * heads * D, 15), act);
   std::vector<float> kv = rounded(randomValues(T * kvHeads * D, 16), act);
   std::vector<float> vv = rounded(randomValues(T * kvHeads * D, 17), act);
+  std::vector<float> qkv = rounded(randomValues(T * qkvWidth, 18), act);
   std::vector<float> want(T * heads * D, 0.0f);
+  std::vector<float> invFreq(D / 2);
+  cpu::ropeInvFreqs(static_cast<int>(D), 10000.0f, hd::RopeScaling{}, invFreq.data());
+  std::vector<float> table = cpu::ropeTable(maxSeq, static_cast<int>(D), invFreq.data());
   cpu::AttentionBatch batch{};
-  batch.q = qv.data();
-  batch.ldq = heads * D;
-  batch.k = kv.data();
-  batch.ldk = kvHeads * D;
-  batch.v = vv.data();
-  batch.ldv = kvHeads * D;
+  batch.q = packed ? qkv.data() : qv.data();
+  batch.ldq = packed ? qkvWidth : heads * D;
+  batch.k = packed ? qkv.data() + heads * D : kv.data();
+  batch.ldk = packed ? qkvWidth : kvHeads * D;
+  batch.v = packed ? qkv.data() + (heads + kvHeads) * D : vv.data();
+  batch.ldv = packed ? qkvWidth : kvHeads * D;
+  batch.ropeTable = packed ? table.data() : nullptr;
   batch.out = want.data();
   batch.ldo = heads * D;
   batch.positions = positions.data();
@@ -302,9 +321,9 @@ void checkAttention(DType act, bool decode) {
   batch.scale = static_cast<float>(scale);
   cpu::pagedAttention(pool, batch, layer);
 
-  auto dQ = toDevice(encode(qv, act));
-  auto dK = toDevice(encode(kv, act));
-  auto dV = toDevice(encode(vv, act));
+  auto dQ = toDevice(encode(packed ? qkv : qv, act));
+  auto dK = packed ? toDevice(encode(qkv, act)) : toDevice(encode(kv, act));
+  auto dV = packed ? toDevice(encode(qkv, act)) : toDevice(encode(vv, act));
   auto dOut = poisoned(T * heads * D, act);
   auto dKeys = toDevice(encode(initialKeys, act));
   auto dValues = toDevice(encode(initialValues, act));
@@ -331,17 +350,21 @@ void checkAttention(DType act, bool decode) {
   launchStep(kernel, args, T);
   EXPECT_LT(relativeError(fromDevice(dOut, T * heads * D, act), want), tolerance(act))
       << kernel.name;
-  // The step's K/V landed in the same slots as on the CPU.
+  // The step's K/V landed in the same slots as on the CPU (rotated keys:
+  // cos/sin may differ by an ulp between the device and the CPU's table).
   std::vector<float> keys = fromDevice(dKeys, cacheFloats, act);
   std::vector<float> values = fromDevice(dValues, cacheFloats, act);
+  std::vector<float> gotKeys, wantKeys;
   for (int64_t t = 0; t < T; ++t) {
     int64_t s = rowSequence[t], pos = positions[t];
     int64_t slot = (tables[s * stride + pos / bs] * bs + pos % bs) * slotFloats;
     for (int64_t i = 0; i < slotFloats; ++i) {
-      ASSERT_EQ(keys[slot + i], layer.keys[slot + i]) << kernel.name << " row " << t;
       ASSERT_EQ(values[slot + i], layer.values[slot + i]) << kernel.name << " row " << t;
+      gotKeys.push_back(keys[slot + i]);
+      wantKeys.push_back(layer.keys[slot + i]);
     }
   }
+  EXPECT_LE(relativeError(gotKeys, wantKeys), packed ? tolerance(act) : 0.0) << kernel.name;
 }
 
 TEST(GpuKernels, FlashDecodingAttentionMatchesCpu) {
@@ -354,6 +377,212 @@ TEST(GpuKernels, TiledPrefillAttentionMatchesCpu) {
   LLMC_REQUIRE_GPU();
   for (DType act : kActivations)
     checkAttention(act, /*decode=*/false);
+}
+
+TEST(GpuKernels, RopeAttentionOnPackedQkvMatchesCpu) {
+  LLMC_REQUIRE_GPU();
+  for (DType act : kActivations)
+    for (bool decode : {true, false})
+      checkAttention(act, decode, /*packed=*/true);
+}
+
+TEST(GpuKernels, RopeColumnsMatchesCpu) {
+  LLMC_REQUIRE_GPU();
+  ThreadPool pool(1);
+  for (DType act : kActivations) {
+    const int64_t heads = 2, D = 16, width = 96, column = 32, T = 5;
+    MiniPlan p;
+    int buf = p.buffer(act, width);
+    auto k =
+        p.kernel(fb::OpKind::RopeColumns, {buf}, {buf}, {}, {heads, D, column}, {}, 0, false, act);
+    std::vector<float> x = rounded(randomValues(T * width, 19), act);
+    std::vector<int32_t> positions = {3, 4, 5, 100, 250};
+    std::vector<float> invFreq(D / 2);
+    cpu::ropeInvFreqs(static_cast<int>(D), 10000.0f, hd::RopeScaling{}, invFreq.data());
+    std::vector<float> table = cpu::ropeTable(300, static_cast<int>(D), invFreq.data());
+    std::vector<float> want = x;
+    cpu::rope(pool, want.data() + column, T, width, {heads, D, D}, positions.data(), table.data());
+    auto dX = toDevice(encode(x, act));
+    auto dPos = toDevice(positions);
+    abi::StepArgs args{};
+    args.in[0] = args.out = ptr(dX);
+    args.positions = static_cast<const int *>(ptr(dPos));
+    args.rows = T;
+    launchStep(k, args, T);
+    EXPECT_LT(relativeError(fromDevice(dX, x.size(), act), want), tolerance(act)) << k.name;
+  }
+}
+
+// The fused linear kinds (RMSNorm prologue, SwiGLU epilogue) against the
+// CPU's fused kernels, through the GEMV (maxTokens > 0) or the GEMM.
+void checkFusedLinear(fb::OpKind op, DType act, int64_t N, int64_t K, int64_t T,
+                      int64_t maxTokens) {
+  ThreadPool pool(1);
+  const bool norm = op != fb::OpKind::LinearSwiGlu;
+  const bool swiglu = op != fb::OpKind::RmsNormLinear;
+  const int64_t rows = swiglu ? 2 * N : N; // weight rows
+  const float eps = 1e-5f;
+  MiniPlan p;
+  std::vector<int> weights;
+  if (norm)
+    weights.push_back(p.tensor(DType::F32, {K}));
+  weights.push_back(p.tensor(act, {rows, K}));
+  const bool bias = op == fb::OpKind::RmsNormLinear;
+  if (bias)
+    weights.push_back(p.tensor(DType::F32, {N}));
+  int in = p.buffer(act, K), out = p.buffer(act, N);
+  std::vector<int64_t> ints =
+      op == fb::OpKind::RmsNormLinear ? std::vector<int64_t>{1} : std::vector<int64_t>{};
+  std::vector<double> floats = norm ? std::vector<double>{eps} : std::vector<double>{};
+  auto k = p.kernel(op, {in}, {out}, weights, ints, floats, maxTokens, maxTokens > 0, act);
+  std::vector<float> x = rounded(randomValues(T * K, 20), act);
+  std::vector<float> gamma = randomValues(K, 21);
+  std::vector<float> w = rounded(randomValues(rows * K, 22, 0.05f), act);
+  std::vector<float> b = randomValues(N, 23);
+  std::vector<float> y0 = rounded(randomValues(T * N, 24), act);
+  std::vector<float> want = y0, scratch;
+  cpu::WeightMatrix matrix{w.data(), DType::F32, rows, K};
+  cpu::WeightVector g{gamma.data(), DType::F32, K};
+  if (op == fb::OpKind::RmsNormLinear)
+    cpu::rmsNormMatmul(pool, x.data(), T, g, eps, matrix, b.data(), 1.0f, want.data(), scratch);
+  else if (op == fb::OpKind::LinearSwiGlu)
+    cpu::matmulSwiglu(pool, x.data(), T, matrix, want.data());
+  else
+    cpu::rmsNormMatmulSwiglu(pool, x.data(), T, g, eps, matrix, want.data(), scratch);
+  auto dX = toDevice(encode(x, act));
+  auto dGamma = toDevice(gamma);
+  auto dW = toDevice(encode(w, act));
+  auto dB = toDevice(b);
+  auto dOut = bias ? toDevice(encode(y0, act)) : poisoned(T * N, act);
+  abi::StepArgs args{};
+  args.in[0] = ptr(dX);
+  args.out = ptr(dOut);
+  int slot = 0;
+  if (norm)
+    args.w[slot++] = ptr(dGamma);
+  args.w[slot++] = ptr(dW);
+  if (bias)
+    args.w[slot] = ptr(dB);
+  args.rows = static_cast<int>(T);
+  launchStep(k, args, T);
+  EXPECT_LT(relativeError(fromDevice(dOut, T * N, act), want), tolerance(act))
+      << k.name << " T=" << T;
+}
+
+TEST(GpuKernels, FusedLinearKindsMatchCpu) {
+  LLMC_REQUIRE_GPU();
+  for (DType act : kActivations)
+    for (fb::OpKind op :
+         {fb::OpKind::RmsNormLinear, fb::OpKind::LinearSwiGlu, fb::OpKind::RmsNormLinearSwiGlu}) {
+      checkFusedLinear(op, act, 77, 136, 1, 1);
+      checkFusedLinear(op, act, 77, 136, 3, 4);
+      checkFusedLinear(op, act, 24, 4096, 2, 2);  // split-K (norm sums carried across)
+      checkFusedLinear(op, act, 130, 200, 70, 0); // bf16: tensor cores
+      checkFusedLinear(op, act, 67, 172, 33, 0);  // FMA
+    }
+}
+
+TEST(GpuKernels, LmHeadNormalizesAndGathersRows) {
+  LLMC_REQUIRE_GPU();
+  ThreadPool pool(1);
+  for (DType act : kActivations)
+    for (int64_t maxTokens : {4, 0}) {
+      const int64_t V = 301, H = 64, T = 9;
+      const float eps = 1e-5f;
+      std::vector<int32_t> rows = {8, 0, 3};
+      MiniPlan p;
+      int gamma = p.tensor(DType::F32, {H}), w = p.tensor(act, {V, H});
+      int in = p.buffer(act, H), out = p.buffer(DType::F32, V), ids = p.buffer(DType::I32, 1);
+      auto k = p.kernel(fb::OpKind::LmHead, {in}, {out, ids}, {gamma, w}, {}, {eps}, maxTokens,
+                        maxTokens > 0, act);
+      std::vector<float> x = rounded(randomValues(T * H, 25), act);
+      std::vector<float> g = randomValues(H, 26);
+      std::vector<float> wv = rounded(randomValues(V * H, 27, 0.1f), act);
+      std::vector<float> gathered, normed(rows.size() * H), want(rows.size() * V);
+      for (int32_t r : rows)
+        gathered.insert(gathered.end(), x.begin() + r * H, x.begin() + (r + 1) * H);
+      cpu::rmsNorm(pool, gathered.data(), static_cast<int64_t>(rows.size()),
+                   {g.data(), DType::F32, H}, eps, normed.data());
+      cpu::matmul(pool, normed.data(), static_cast<int64_t>(rows.size()),
+                  {wv.data(), DType::F32, V, H}, nullptr, 0.0f, want.data());
+      auto dX = toDevice(encode(x, act));
+      auto dG = toDevice(g);
+      auto dW = toDevice(encode(wv, act));
+      auto dRows = toDevice(rows);
+      auto dOut = poisoned(T * V, DType::F32);
+      abi::StepArgs args{};
+      args.in[0] = ptr(dX);
+      args.out = ptr(dOut);
+      args.w[0] = ptr(dG);
+      args.w[1] = ptr(dW);
+      args.rows = T;
+      args.logitRows = static_cast<const int *>(ptr(dRows));
+      args.numLogitRows = static_cast<int>(rows.size());
+      launchStep(k, args, static_cast<int64_t>(rows.size()));
+      EXPECT_LT(relativeError(fromDevice(dOut, rows.size() * V, DType::F32), want),
+                act == DType::F32 ? 2e-5 : 1e-2)
+          << k.name;
+    }
+}
+
+// W4A16: random int4 weights in the plan layout (q4_layout.h), against
+// cpu::matmulQ4, through the GEMV and the dequantizing GEMM.
+void checkLinearQ4(DType act, int64_t N, int64_t K, int64_t G, int64_t T, int64_t maxTokens) {
+  ThreadPool pool(1);
+  const int64_t words = hd::q4WordsPerRow(K), groups = hd::q4NumGroups(K, G);
+  std::mt19937 rng(28);
+  std::vector<uint16_t> scales(N * groups), zeros(N * groups);
+  for (size_t i = 0; i < scales.size(); ++i) {
+    scales[i] = hd::f32ToF16(0.002f + 0.01f * static_cast<float>(rng() % 100) / 100.0f);
+    zeros[i] = hd::f32ToF16(static_cast<float>(rng() % 16));
+  }
+  std::vector<uint32_t> qweight(N * words, 0);
+  for (int64_t n = 0; n < N; ++n)
+    for (int64_t c = 0; c < words * 8; ++c) {
+      // Pad columns hold the last group's zero point: they dequantize to 0.
+      uint32_t q =
+          c < K ? rng() % 16 : static_cast<uint32_t>(hd::f16ToF32(zeros[n * groups + groups - 1]));
+      qweight[n * words + c / 8] |= q << (4 * (c % 8));
+    }
+  MiniPlan p;
+  int qw = p.tensor(DType::I32, {N, words}), sc = p.tensor(DType::F16, {N, groups}),
+      zr = p.tensor(DType::F16, {N, groups}), bias = p.tensor(DType::F32, {N});
+  int in = p.buffer(act, K), out = p.buffer(act, N);
+  auto k = p.kernel(fb::OpKind::LinearQ4, {in}, {out}, {qw, sc, zr, bias}, {1, G}, {}, maxTokens,
+                    maxTokens > 0, act);
+  std::vector<float> x = rounded(randomValues(T * K, 29), act);
+  std::vector<float> b = randomValues(N, 30);
+  std::vector<float> y0 = rounded(randomValues(T * N, 31), act);
+  std::vector<float> want = y0;
+  cpu::matmulQ4(pool, x.data(), T, {qweight.data(), scales.data(), zeros.data(), N, K, G}, b.data(),
+                1.0f, want.data());
+  auto dX = toDevice(encode(x, act));
+  auto dQ = toDevice(qweight);
+  auto dS = toDevice(scales);
+  auto dZ = toDevice(zeros);
+  auto dB = toDevice(b);
+  auto dOut = toDevice(encode(y0, act));
+  abi::StepArgs args{};
+  args.in[0] = ptr(dX);
+  args.out = ptr(dOut);
+  args.w[0] = ptr(dQ);
+  args.w[1] = ptr(dS);
+  args.w[2] = ptr(dZ);
+  args.w[3] = ptr(dB);
+  args.rows = static_cast<int>(T);
+  launchStep(k, args, T);
+  EXPECT_LT(relativeError(fromDevice(dOut, T * N, act), want), tolerance(act))
+      << k.name << " T=" << T;
+}
+
+TEST(GpuKernels, Int4LinearMatchesCpu) {
+  LLMC_REQUIRE_GPU();
+  for (DType act : kActivations) {
+    checkLinearQ4(act, 77, 256, 128, 1, 1);
+    checkLinearQ4(act, 77, 200, 32, 3, 4); // K not a multiple of 32: padded rows
+    checkLinearQ4(act, 130, 256, 64, 16, 16);
+    checkLinearQ4(act, 67, 200, 32, 70, 0); // prefill: dequantizing GEMM
+  }
 }
 
 TEST(GpuKernels, ArgmaxTakesTheFirstLargestAndIgnoresNan) {
