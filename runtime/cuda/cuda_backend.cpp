@@ -186,7 +186,7 @@ Status CudaBackend::allocateKvCache(const EngineOptions &options) {
   // The cache holds what attention reads: the dtype of its k input.
   fb::DType kvType = fb::DType::F32;
   for (const fb::Step *s : *plan_->program(target_, fb::Phase::Prefill)->steps())
-    if (s->op() == fb::OpKind::Attention) {
+    if (s->op() == fb::OpKind::Attention || s->op() == fb::OpKind::RopeAttention) {
       kvType =
           plan_->program(target_, fb::Phase::Prefill)->buffers()->Get(s->inputs()->Get(1))->dtype();
       break;
@@ -310,10 +310,10 @@ Status CudaBackend::launchProgram(const fb::Program &program, int64_t rows, int6
     for (uint32_t i = 0; i < step->inputs()->size(); ++i)
       args.in[i] = bufferAt(step->inputs()->Get(i));
     args.out = bufferAt(step->outputs()->Get(0));
-    if (step->weights() != nullptr)
-      for (uint32_t i = 0; i < step->weights()->size(); ++i)
+    if (step->weights() != nullptr) // at most 4 (the loader checks each op's weight count)
+      for (uint32_t i = 0; i < step->weights()->size() && i < 4; ++i)
         args.w[i] = reinterpret_cast<const void *>(tensors_[step->weights()->Get(i)]);
-    if (step->op() == fb::OpKind::Attention) {
+    if (step->op() == fb::OpKind::Attention || step->op() == fb::OpKind::RopeAttention) {
       uint64_t layer = static_cast<uint64_t>(step->int_params()->Get(0));
       args.kvKeys = reinterpret_cast<void *>(kv_.get() + (2 * layer) * kvLayerBytes_);
       args.kvValues = reinterpret_cast<void *>(kv_.get() + (2 * layer + 1) * kvLayerBytes_);

@@ -16,7 +16,9 @@ namespace llmc::abi {
 struct StepArgs {
   const void *in[3];      // input buffers, row-major [rows, width] (arena + offset_per_token * T)
   void *out;              // output buffer [rows, width]
-  const void *w[2];       // weights (Linear: W[N,K] and optional bias[N])
+  const void *w[4];       // the step's weights in engine.fbs order (Linear: W, bias;
+                          // RmsNormLinear: gamma, W, bias; LinearQ4: qweight, scales,
+                          // zeros, bias)
   void *kvKeys;           // Attention: this layer's keys [numBlocks, blockSize, kvHeads, headDim]
   void *kvValues;         // Attention: this layer's values, same layout
   const int *positions;   // [T] position of each row in its sequence

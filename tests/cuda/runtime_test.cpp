@@ -17,10 +17,12 @@ namespace llmc::cuda {
 namespace {
 
 // Pointers, then ints: the same layout for x86-64 and NVPTX64.
-static_assert(sizeof(abi::StepArgs) == 152, "StepArgs layout changed: update both sides");
-static_assert(offsetof(abi::StepArgs, out) == 24 && offsetof(abi::StepArgs, kvKeys) == 48 &&
-                  offsetof(abi::StepArgs, workspace) == 112 && offsetof(abi::StepArgs, rows) == 136,
+static_assert(sizeof(abi::StepArgs) == 168, "StepArgs layout changed: update both sides");
+static_assert(offsetof(abi::StepArgs, out) == 24 && offsetof(abi::StepArgs, kvKeys) == 64 &&
+                  offsetof(abi::StepArgs, workspace) == 128 && offsetof(abi::StepArgs, rows) == 152,
               "StepArgs field offsets");
+// Every op kind's weights fit (LinearQ4: qweight, scales, zeros, bias).
+static_assert(sizeof(abi::StepArgs::w) / sizeof(void *) == 4, "StepArgs weight slots");
 static_assert(sizeof(abi::SyntheticFillArgs) == 40, "SyntheticFillArgs layout");
 static_assert(sizeof(abi::ArgmaxArgs) == 24, "ArgmaxArgs layout");
 

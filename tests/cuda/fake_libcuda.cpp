@@ -1,0 +1,247 @@
+// A stand-in for libcuda.so.1 for the CUDA backend's host-side tests on a
+// machine without a GPU: device memory is host memory, copies are memcpy,
+// kernels do not run. Every launch of a step kernel is checked: its grid,
+// and that each pointer of its StepArgs lies inside a live allocation (the
+// backend's address arithmetic). Loaded through $LLMC_LIBCUDA; the test
+// reads what it saw through the fakeCuda* functions.
+#include "cuda/kernel_abi.h"
+
+#include <cstdint>
+#include <cstdlib>
+#include <cstring>
+#include <map>
+#include <mutex>
+#include <string>
+#include <vector>
+
+namespace {
+
+using CUresult = int;
+constexpr CUresult kOk = 0, kInvalidValue = 1, kOutOfMemory = 2, kNotFound = 500;
+
+struct State {
+  std::mutex mutex;
+  std::map<uintptr_t, size_t> allocations; // base -> bytes
+  std::vector<std::string> functions;      // CUfunction = index + 1
+  std::string error;                       // first violation seen
+  long launches = 0, graphLaunches = 0, graphsCaptured = 0;
+  bool capturing = false;
+  long capturedLaunches = 0;
+  uint64_t total = uint64_t(4) << 30;
+  uint64_t allocated = 0;
+};
+
+State &state() {
+  static State s;
+  return s;
+}
+
+void fail(const std::string &what) {
+  if (state().error.empty())
+    state().error = what;
+}
+
+bool inside(const void *p) {
+  auto v = reinterpret_cast<uintptr_t>(p);
+  auto &a = state().allocations;
+  auto it = a.upper_bound(v);
+  if (it == a.begin())
+    return false;
+  --it;
+  return v < it->first + it->second;
+}
+
+void checkStepArgs(const std::string &name, const llmc::abi::StepArgs &a) {
+  auto check = [&](const void *p, const char *field) {
+    if (p != nullptr && !inside(p))
+      fail(name + ": StepArgs." + field + " points outside every allocation");
+  };
+  for (int i = 0; i < 3; ++i)
+    check(a.in[i], "in");
+  check(a.out, "out");
+  for (int i = 0; i < 4; ++i)
+    check(a.w[i], "w");
+  check(a.kvKeys, "kvKeys");
+  check(a.kvValues, "kvValues");
+  check(a.positions, "positions");
+  check(a.rowSequence, "rowSequence");
+  check(a.seqFirstRow, "seqFirstRow");
+  check(a.seqNumRows, "seqNumRows");
+  check(a.blockTables, "blockTables");
+  check(a.logitRows, "logitRows");
+  check(a.workspace, "workspace");
+  check(a.counters, "counters");
+  check(a.errorFlag, "errorFlag");
+  if (a.rows <= 0 || a.numLogitRows <= 0 || a.numLogitRows > a.rows)
+    fail(name + ": rows " + std::to_string(a.rows) + ", logit rows " +
+         std::to_string(a.numLogitRows));
+  if (name.find("attention") != std::string::npos &&
+      (a.kvKeys == nullptr || a.kvValues == nullptr || a.blockTableStride <= 0))
+    fail(name + ": attention without its KV cache");
+}
+
+} // namespace
+
+extern "C" {
+
+// --- What the test reads. ---
+const char *fakeCudaError() { return state().error.c_str(); }
+long fakeCudaLaunches() { return state().launches; }
+long fakeCudaGraphLaunches() { return state().graphLaunches; }
+long fakeCudaGraphsCaptured() { return state().graphsCaptured; }
+
+// --- The driver API subset of runtime/cuda/driver.cpp. ---
+CUresult cuInit(unsigned) { return kOk; }
+CUresult cuDriverGetVersion(int *v) { return *v = 13000, kOk; }
+CUresult cuGetErrorName(CUresult, const char **name) { return *name = "CUDA_ERROR_FAKE", kOk; }
+CUresult cuGetErrorString(CUresult, const char **text) { return *text = "fake driver", kOk; }
+CUresult cuDeviceGetCount(int *count) { return *count = 1, kOk; }
+CUresult cuDeviceGet(int *device, int ordinal) { return *device = ordinal, kOk; }
+CUresult cuDeviceGetName(char *name, int length, int) {
+  std::strncpy(name, "Fake H200", length);
+  return kOk;
+}
+CUresult cuDeviceGetAttribute(int *value, int attribute, int) {
+  switch (attribute) {
+  case 16: // multiprocessors
+    return *value = 132, kOk;
+  case 75: // compute capability
+    return *value = 9, kOk;
+  case 76:
+    return *value = 0, kOk;
+  case 97: // opt-in shared memory per block
+    return *value = 232448, kOk;
+  default:
+    return *value = 0, kOk;
+  }
+}
+CUresult cuDeviceTotalMem_v2(size_t *bytes, int) { return *bytes = state().total, kOk; }
+CUresult cuDevicePrimaryCtxRetain(void **context, int) {
+  static int context_;
+  return *context = &context_, kOk;
+}
+CUresult cuDevicePrimaryCtxRelease_v2(int) { return kOk; }
+CUresult cuCtxSetCurrent(void *) { return kOk; }
+CUresult cuMemGetInfo_v2(size_t *free, size_t *total) {
+  *total = state().total;
+  *free = state().total - state().allocated;
+  return kOk;
+}
+CUresult cuMemAlloc_v2(unsigned long long *pointer, size_t bytes) {
+  std::lock_guard<std::mutex> lock(state().mutex);
+  if (state().allocated + bytes > state().total)
+    return kOutOfMemory;
+  void *p = std::calloc(1, bytes); // untouched pages cost nothing
+  if (p == nullptr)
+    return kOutOfMemory;
+  state().allocations[reinterpret_cast<uintptr_t>(p)] = bytes;
+  state().allocated += bytes;
+  *pointer = reinterpret_cast<uintptr_t>(p);
+  return kOk;
+}
+CUresult cuMemFree_v2(unsigned long long pointer) {
+  std::lock_guard<std::mutex> lock(state().mutex);
+  auto it = state().allocations.find(pointer);
+  if (it == state().allocations.end())
+    return fail("cuMemFree of an unknown pointer"), kInvalidValue;
+  state().allocated -= it->second;
+  state().allocations.erase(it);
+  std::free(reinterpret_cast<void *>(pointer));
+  return kOk;
+}
+CUresult copy(void *dst, const void *src, size_t bytes, const char *what) {
+  if (bytes > 0 && (!inside(dst) && !inside(src)))
+    fail(std::string(what) + ": neither side is device memory");
+  if (bytes > 0 && ((inside(dst) && !inside(static_cast<char *>(dst) + bytes - 1)) ||
+                    (inside(src) && !inside(static_cast<const char *>(src) + bytes - 1))))
+    fail(std::string(what) + ": runs past the end of an allocation");
+  std::memcpy(dst, src, bytes);
+  return kOk;
+}
+CUresult cuMemcpyHtoD_v2(unsigned long long dst, const void *src, size_t bytes) {
+  return copy(reinterpret_cast<void *>(dst), src, bytes, "cuMemcpyHtoD");
+}
+CUresult cuMemcpyDtoH_v2(void *dst, unsigned long long src, size_t bytes) {
+  return copy(dst, reinterpret_cast<const void *>(src), bytes, "cuMemcpyDtoH");
+}
+CUresult cuMemcpyHtoDAsync_v2(unsigned long long dst, const void *src, size_t bytes, void *) {
+  return cuMemcpyHtoD_v2(dst, src, bytes);
+}
+CUresult cuMemcpyDtoHAsync_v2(void *dst, unsigned long long src, size_t bytes, void *) {
+  return cuMemcpyDtoH_v2(dst, src, bytes);
+}
+CUresult cuMemcpyDtoDAsync_v2(unsigned long long dst, unsigned long long src, size_t bytes,
+                              void *) {
+  return copy(reinterpret_cast<void *>(dst), reinterpret_cast<const void *>(src), bytes,
+              "cuMemcpyDtoD");
+}
+CUresult cuMemsetD8Async(unsigned long long dst, unsigned char value, size_t bytes, void *) {
+  if (!inside(reinterpret_cast<void *>(dst)) || !inside(reinterpret_cast<char *>(dst) + bytes - 1))
+    fail("cuMemsetD8Async outside an allocation");
+  std::memset(reinterpret_cast<void *>(dst), value, bytes);
+  return kOk;
+}
+CUresult cuStreamCreate(void **stream, unsigned) {
+  static int stream_;
+  return *stream = &stream_, kOk;
+}
+CUresult cuStreamDestroy_v2(void *) { return kOk; }
+CUresult cuStreamSynchronize(void *) { return kOk; }
+CUresult cuModuleLoadDataEx(void **module, const void *image, unsigned, int *, void **) {
+  static int module_;
+  if (image == nullptr)
+    return kInvalidValue;
+  return *module = &module_, kOk;
+}
+CUresult cuModuleUnload(void *) { return kOk; }
+CUresult cuModuleGetFunction(void **function, void *, const char *name) {
+  std::lock_guard<std::mutex> lock(state().mutex);
+  state().functions.push_back(name);
+  *function = reinterpret_cast<void *>(state().functions.size());
+  return kOk;
+}
+CUresult cuFuncSetAttribute(void *, int, int value) { return value > 232448 ? kInvalidValue : kOk; }
+CUresult cuLaunchKernel(void *f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by,
+                        unsigned bz, unsigned shared, void *, void **params, void **) {
+  std::lock_guard<std::mutex> lock(state().mutex);
+  size_t index = reinterpret_cast<size_t>(f);
+  if (index == 0 || index > state().functions.size())
+    return fail("cuLaunchKernel of an unknown function"), kNotFound;
+  const std::string &name = state().functions[index - 1];
+  if (gx == 0 || gy == 0 || gz == 0 || gy > 65535 || gz > 65535 || bx * by * bz > 1024 ||
+      bx * by * bz == 0 || shared > 232448)
+    fail(name + ": bad launch shape");
+  bool step = name.rfind("llmc_synthetic_fill_", 0) != 0 && name != "llmc_argmax_f32";
+  if (step)
+    checkStepArgs(name, *static_cast<const llmc::abi::StepArgs *>(params[0]));
+  ++(state().capturing ? state().capturedLaunches : state().launches);
+  return kOk;
+}
+CUresult cuStreamBeginCapture_v2(void *, int) {
+  state().capturing = true;
+  state().capturedLaunches = 0;
+  return kOk;
+}
+CUresult cuStreamEndCapture(void *, void **graph) {
+  static int graph_;
+  state().capturing = false;
+  ++state().graphsCaptured;
+  return *graph = &graph_, kOk;
+}
+CUresult cuGraphInstantiateWithFlags(void **exec, void *, unsigned long long) {
+  static int exec_;
+  return *exec = &exec_, kOk;
+}
+CUresult cuGraphLaunch(void *, void *) { return ++state().graphLaunches, kOk; }
+CUresult cuGraphExecDestroy(void *) { return kOk; }
+CUresult cuGraphDestroy(void *) { return kOk; }
+CUresult cuEventCreate(void **event, unsigned) {
+  static int event_;
+  return *event = &event_, kOk;
+}
+CUresult cuEventDestroy_v2(void *) { return kOk; }
+CUresult cuEventRecord(void *, void *) { return kOk; }
+CUresult cuEventSynchronize(void *) { return kOk; }
+CUresult cuEventElapsedTime_v2(float *ms, void *, void *) { return *ms = 0.25f, kOk; }
+
+} // extern "C"
