@@ -49,7 +49,9 @@ timeout 300 ctest --test-dir "$BUILD" -L gpu -R cuda_ --output-on-failure --time
 timeout 60 "$BUILD/tests/cuda/cuda_runtime_test" >>"$OUT/gpu-tests.log" 2>&1 || TESTS=FAILED
 # A gpu test that skips here saw no usable GPU: that is a failure of this check.
 if [ "$TESTS" = ok ] && grep -q "(Skipped)" "$OUT/gpu-tests.log"; then
-  TESTS="SKIPPED ($(grep -m1 -o "no usable GPU.*" "$OUT/gpu-tests.log" || echo "see gpu-tests.log"))"
+  WHY=$("$BUILD/tests/cuda/cuda_kernels_gpu_test" --gtest_filter='*Embedding*' 2>&1 |
+        grep -m1 -o "no usable GPU.*")
+  TESTS="SKIPPED (${WHY:-see gpu-tests.log})"
 fi
 grep -E "^\[  (FAILED|SKIPPED|PASSED) |tests passed|max \|logit" "$OUT/gpu-tests.log" | sort -u
 LLMRUN=$BUILD/tools/llmrun
