@@ -13,21 +13,23 @@ namespace {
 // dequantizes row blocks once and reuses them for every token (prefill).
 constexpr int64_t kDecodeMaxTokens = 2;
 
-// x rearranged for the decode path: per 64-column block, nibble plane i
-// (columns 8j + i, j = 0..7) at offset 8i, zero beyond K; and the sum of x
-// over each group's columns, so that zero points apply once per group.
-void prepareDecodeInputs(const float *x, int64_t tokens, const Q4Matrix &w, int64_t blocks,
-                         std::vector<float> &planes, std::vector<float> &groupSums) {
-  const int64_t k = w.cols, groups = hd::q4NumGroups(k, w.groupSize);
-  planes.assign(tokens * blocks * 64, 0.0f);
+// x rearranged for the decode path: per block of 8 * lanes columns, nibble
+// plane i (columns 8j + i, j < lanes) at offset lanes * i, zero beyond K;
+// and the sum of x over each group's columns, so that zero points apply
+// once per group.
+void prepareDecodeInputs(const float *x, int64_t tokens, const Q4Matrix &w, int64_t lanes,
+                         int64_t blocks, std::vector<float> &planes,
+                         std::vector<float> &groupSums) {
+  const int64_t k = w.cols, groups = hd::q4NumGroups(k, w.groupSize), width = 8 * lanes;
+  planes.assign(tokens * blocks * width, 0.0f);
   groupSums.assign(tokens * groups, 0.0f);
   for (int64_t t = 0; t < tokens; ++t) {
     const float *row = x + t * k;
-    float *plane = planes.data() + t * blocks * 64;
+    float *plane = planes.data() + t * blocks * width;
     float *sums = groupSums.data() + t * groups;
     for (int64_t c = 0; c < k; ++c) {
       int64_t word = c / 8, nibble = c % 8;
-      plane[(word / 8) * 64 + nibble * 8 + word % 8] = row[c];
+      plane[(word / lanes) * width + nibble * lanes + word % lanes] = row[c];
       sums[c / w.groupSize] += row[c];
     }
   }
@@ -52,15 +54,25 @@ void matmulQ4(ThreadPool &pool, const float *x, int64_t tokens, const Q4Matrix &
               const float *bias, float beta, float *y) {
   if (tokens <= 0)
     return;
-  detail::Q4Problem problem{x, tokens, w, bias, beta, y, nullptr, nullptr, (w.cols + 63) / 64};
+  detail::Q4Problem problem{x, tokens, w, bias, beta, y, nullptr, nullptr, 0};
   void (*rows)(const detail::Q4Problem &, int64_t, int64_t) = detail::matmulQ4RowsScalar;
+  int64_t lanes = 0; // of the decode path's vectors; 0: no decode path
 #if defined(__x86_64__)
-  if (activeIsa() != Isa::Scalar)
+  if (activeIsa() != Isa::Scalar) {
     rows = detail::matmulQ4RowsAvx2;
+    lanes = 8;
+  }
+  // The AVX-512 kernel needs one group pattern for every block: G | 128 or 128 | G.
+  if (activeIsa() == Isa::Avx512 && tokens <= kDecodeMaxTokens &&
+      (128 % w.groupSize == 0 || w.groupSize % 128 == 0)) {
+    rows = detail::matmulQ4DecodeAvx512;
+    lanes = 16;
+  }
 #endif
   thread_local std::vector<float> planes, groupSums;
-  if (rows != detail::matmulQ4RowsScalar && tokens <= kDecodeMaxTokens) {
-    prepareDecodeInputs(x, tokens, w, problem.blocks, planes, groupSums);
+  if (lanes > 0 && tokens <= kDecodeMaxTokens) {
+    problem.blocks = (w.cols + 8 * lanes - 1) / (8 * lanes);
+    prepareDecodeInputs(x, tokens, w, lanes, problem.blocks, planes, groupSums);
     problem.xPlanes = planes.data();
     problem.xGroupSums = groupSums.data();
   }

@@ -4,11 +4,11 @@
 // written out whole.
 //
 // Decode (T = 1, 2) streams each packed row once for all tokens: nibble
-// planes of 64 columns at a time against a copy of x permuted to match, the
-// zero points folded in afterwards through per-group sums of x. Prefill
-// dequantizes a block of rows to f32 in L1/L2 and runs f32 tiles over every
-// token. Rows are split over the thread pool. Scalar and AVX2 paths; AVX-512
-// CPUs run the AVX2 one.
+// planes of 64 (AVX2) or 128 (AVX-512) columns at a time against a copy of x
+// permuted to match, the zero points folded in afterwards through per-group
+// sums of x. Prefill dequantizes a block of rows to f32 in L1/L2 and runs
+// f32 tiles over every token. Rows are split over the thread pool. Scalar,
+// AVX2 and (decode only) AVX-512 paths.
 #pragma once
 
 #include "support/status.h"
@@ -47,16 +47,20 @@ struct Q4Problem {
   Q4Matrix w;
   const float *bias;
   float beta;
-  float *y;                // [tokens, N]
-  const float *xPlanes;    // [tokens, blocks * 64]: per 64-column block, x[8j + i] at 8i + j
+  float *y; // [tokens, N]
+  // Decode only: x rearranged in blocks of B columns (B = 8 * lanes: 64
+  // for AVX2, 128 for AVX-512): [tokens, blocks * B], column 8j + i of a
+  // block at offset lanes * i + j; zero past K.
+  const float *xPlanes;
   const float *xGroupSums; // [tokens, groups]: sum of x over each group's columns
-  int64_t blocks;          // ceil(K / 64)
+  int64_t blocks;          // ceil(K / B)
 };
 
 // Rows [rowBegin, rowEnd) of y, per ISA.
 void matmulQ4RowsScalar(const Q4Problem &p, int64_t rowBegin, int64_t rowEnd);
 #if defined(__x86_64__)
-void matmulQ4RowsAvx2(const Q4Problem &p, int64_t rowBegin, int64_t rowEnd);
+void matmulQ4RowsAvx2(const Q4Problem &p, int64_t rowBegin, int64_t rowEnd);     // B = 64
+void matmulQ4DecodeAvx512(const Q4Problem &p, int64_t rowBegin, int64_t rowEnd); // B = 128
 #endif
 
 // y[t, n] = dot + bias + (beta ? y : 0).

@@ -3,6 +3,7 @@
 // 512 MiB so that decode reads them from DRAM. Reports the best of 5 trials
 // of 0.1 s in weights (millions of N x K elements) per second, and packed
 // GB/s for int4. Usage: bench_matmul_q4 [threads, default 2]
+#include "cpu/isa.h"
 #include "cpu/matmul.h"
 #include "cpu/matmul_q4.h"
 #include "kernels/common/q4_layout.h"
@@ -61,28 +62,32 @@ void benchShape(ThreadPool &pool, int64_t n, int64_t k, int64_t tokens) {
                 static_cast<long long>(k), static_cast<long long>(tokens),
                 rate * weights * tokens / 1e6, rate * bytes / 1e9);
   }
-  for (int64_t group : {32, 128}) {
-    int64_t words = llmc::hd::q4WordsPerRow(k), groups = llmc::hd::q4NumGroups(k, group);
-    size_t bytes = n * words * 4 + n * groups * 4;
-    size_t copies = std::max<size_t>(1, kSpanBytes / bytes);
-    std::vector<uint32_t> q(copies * n * words);
-    for (uint32_t &v : q)
-      v = static_cast<uint32_t>(rng());
-    std::vector<uint16_t> s(copies * n * groups, 0x2000), z(copies * n * groups, 0x4800);
-    double rate = callsPerSecond([&](int64_t i) {
-      size_t c = i % copies;
-      llmc::cpu::Q4Matrix w{q.data() + c * n * words,
-                            s.data() + c * n * groups,
-                            z.data() + c * n * groups,
-                            n,
-                            k,
-                            group};
-      llmc::cpu::matmulQ4(pool, x.data(), tokens, w, nullptr, 0.0f, y.data());
-    });
-    std::printf("q4g%-3lld N=%-6lld K=%-6lld T=%-3lld %8.0f Mweights/s %6.2f GB/s\n",
-                static_cast<long long>(group), static_cast<long long>(n), static_cast<long long>(k),
-                static_cast<long long>(tokens), rate * weights * tokens / 1e6, rate * bytes / 1e9);
-  }
+  for (llmc::cpu::Isa isa : {llmc::cpu::Isa::Avx2, llmc::cpu::Isa::Avx512})
+    for (int64_t group : {32, 128}) {
+      if (!llmc::cpu::setIsaForTesting(isa))
+        continue;
+      int64_t words = llmc::hd::q4WordsPerRow(k), groups = llmc::hd::q4NumGroups(k, group);
+      size_t bytes = n * words * 4 + n * groups * 4;
+      size_t copies = std::max<size_t>(1, kSpanBytes / bytes);
+      std::vector<uint32_t> q(copies * n * words);
+      for (uint32_t &v : q)
+        v = static_cast<uint32_t>(rng());
+      std::vector<uint16_t> s(copies * n * groups, 0x2000), z(copies * n * groups, 0x4800);
+      double rate = callsPerSecond([&](int64_t i) {
+        size_t c = i % copies;
+        llmc::cpu::Q4Matrix w{q.data() + c * n * words,
+                              s.data() + c * n * groups,
+                              z.data() + c * n * groups,
+                              n,
+                              k,
+                              group};
+        llmc::cpu::matmulQ4(pool, x.data(), tokens, w, nullptr, 0.0f, y.data());
+      });
+      std::printf("q4g%-3lld %-6s N=%-6lld K=%-6lld T=%-3lld %8.0f Mweights/s %6.2f GB/s\n",
+                  static_cast<long long>(group), llmc::cpu::isaName(isa), static_cast<long long>(n),
+                  static_cast<long long>(k), static_cast<long long>(tokens),
+                  rate * weights * tokens / 1e6, rate * bytes / 1e9);
+    }
 }
 
 } // namespace
