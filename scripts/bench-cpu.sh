@@ -30,9 +30,8 @@ echo "date: $(date -u +%Y-%m-%d), cpu: $(grep -m1 'model name' /proc/cpuinfo | c
 printf "%-18s %5s %12s %12s %10s %8s %10s\n" plan batch prefill_tok/s decode_tok/s decode_GB/s %bw peak_MiB
 for plan in "${plans[@]}"; do
   for batch in 1 8; do
-    gen=64
-    prompt=128
-    [[ $plan == stories* ]] && prompt=128
+    gen=32
+    prompt=64
     json=$("$LLMRUN" bench "$WORK/$plan.plan" --prompt-len $prompt --gen-len $gen --batch $batch \
       --repeats 3 --json)
     python3 - "$plan" "$batch" "$json" <<'PY'
