@@ -319,6 +319,28 @@ static LogicalResult checkHeadFeatures(Operation *op, StringRef name, Value valu
   return success();
 }
 
+// The q/k/v checks llm.attention and llm.rope_attention share. Grouped-query
+// attention: each kv head serves num_heads / num_kv_heads query heads; q has
+// num_heads x head_dim features, k and v num_kv_heads x head_dim, all with
+// one element type and one token count.
+template <typename AttentionLikeOp>
+static LogicalResult checkQkv(AttentionLikeOp op, int64_t numHeads, int64_t numKvHeads,
+                              int64_t headDim) {
+  if (numHeads % numKvHeads != 0)
+    return op.emitOpError() << "num_heads " << numHeads << " is not a multiple of num_kv_heads "
+                            << numKvHeads;
+  if (failed(checkHeadFeatures(op, "q", op.getQ(), "num_heads", numHeads, headDim)) ||
+      failed(checkHeadFeatures(op, "k", op.getK(), "num_kv_heads", numKvHeads, headDim)) ||
+      failed(checkHeadFeatures(op, "v", op.getV(), "num_kv_heads", numKvHeads, headDim)))
+    return failure();
+  if (failed(checkSameElementType(op, "k", op.getK(), "q", op.getQ())) ||
+      failed(checkSameElementType(op, "v", op.getV(), "q", op.getQ())) ||
+      failed(checkSameTokens(op, "k", op.getK(), "q", op.getQ())) ||
+      failed(checkSameTokens(op, "v", op.getV(), "q", op.getQ())))
+    return failure();
+  return success();
+}
+
 LogicalResult AttentionOp::verify() {
   int64_t layer = getLayer(), numHeads = getNumHeads(), numKvHeads = getNumKvHeads(),
           headDim = getHeadDim();
@@ -329,19 +351,7 @@ LogicalResult AttentionOp::verify() {
       failed(checkPositive(*this, "head_dim", headDim)) ||
       failed(checkPositive(*this, "scale", getScaleAttr().getValue())))
     return failure();
-  // Grouped-query attention: each kv head serves num_heads / num_kv_heads
-  // query heads.
-  if (numHeads % numKvHeads != 0)
-    return emitOpError() << "num_heads " << numHeads << " is not a multiple of num_kv_heads "
-                         << numKvHeads;
-  if (failed(checkHeadFeatures(*this, "q", getQ(), "num_heads", numHeads, headDim)) ||
-      failed(checkHeadFeatures(*this, "k", getK(), "num_kv_heads", numKvHeads, headDim)) ||
-      failed(checkHeadFeatures(*this, "v", getV(), "num_kv_heads", numKvHeads, headDim)))
-    return failure();
-  if (failed(checkSameElementType(*this, "k", getK(), "q", getQ())) ||
-      failed(checkSameElementType(*this, "v", getV(), "q", getQ())) ||
-      failed(checkSameTokens(*this, "k", getK(), "q", getQ())) ||
-      failed(checkSameTokens(*this, "v", getV(), "q", getQ())))
+  if (failed(checkQkv(*this, numHeads, numKvHeads, headDim)))
     return failure();
   return checkSameType(*this, "result", getResult(), "q", getQ());
 }
@@ -528,17 +538,7 @@ LogicalResult RopeAttentionOp::verify() {
     return failure();
   if (headDim % 2 != 0)
     return emitOpError() << "head_dim must be even, got " << headDim;
-  if (numHeads % numKvHeads != 0)
-    return emitOpError() << "num_heads " << numHeads << " is not a multiple of num_kv_heads "
-                         << numKvHeads;
-  if (failed(checkHeadFeatures(*this, "q", getQ(), "num_heads", numHeads, headDim)) ||
-      failed(checkHeadFeatures(*this, "k", getK(), "num_kv_heads", numKvHeads, headDim)) ||
-      failed(checkHeadFeatures(*this, "v", getV(), "num_kv_heads", numKvHeads, headDim)))
-    return failure();
-  if (failed(checkSameElementType(*this, "k", getK(), "q", getQ())) ||
-      failed(checkSameElementType(*this, "v", getV(), "q", getQ())) ||
-      failed(checkSameTokens(*this, "k", getK(), "q", getQ())) ||
-      failed(checkSameTokens(*this, "v", getV(), "q", getQ())) ||
+  if (failed(checkQkv(*this, numHeads, numKvHeads, headDim)) ||
       failed(checkSameTokens(*this, "positions", getPositions(), "q", getQ())))
     return failure();
   return checkSameType(*this, "result", getResult(), "q", getQ());
