@@ -314,7 +314,8 @@ Status runBuild(const BuildOptions &options, const BuildReporter &reporter) {
                                    [&](mlir::PassManager &pm) {
                                      pm.addPass(createLlmQuantize(quantized.config, &summary));
                                    }));
-    stages.finish("quantize", start, *module, summary + "; " + quantized.detail);
+    stages.finish("quantize", start, *module, summary);
+    reporter.info("quantize: " + quantized.detail);
     for (const std::string &line : describeQuantization(quantized))
       reporter.verbose(line);
   }

@@ -1,0 +1,132 @@
+// AWQ on stories260K (../shared): calibrated on the TinyStories train
+// excerpt, AWQ must beat round-to-nearest in NLL on the validation excerpt
+// at group sizes 32 and 64 (the perplexity protocol of ../shared/README.md),
+// and folding AWQ's scales without quantizing must leave the logits equal
+// within 1e-5 (real weights, GQA 8/4: the o_proj scales are tied per kv head).
+#include "common/test_paths.h"
+#include "driver/build.h"
+#include "engine/engine.h"
+#include "support/mapped_file.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdio>
+
+namespace llmc {
+namespace {
+
+BuildOptions stories(const std::string &plan) {
+  BuildOptions options;
+  options.input = test::sharedPath("models/stories260k");
+  options.output = test::scratchDir("quantize-golden-" + plan) + "/" + plan + ".plan";
+  options.targets = "cpu";
+  return options;
+}
+
+BuildOptions quantized(const std::string &method, int64_t group) {
+  BuildOptions options = stories(method + std::to_string(group));
+  options.quantize = method;
+  options.groupSize = group;
+  if (method == "awq") {
+    options.calibFile = test::sharedPath("text/tinystories_train_excerpt.txt");
+    options.calibTokens = 32768; // as docs/quantization.md; cheap for a 260K model
+  }
+  return options;
+}
+
+std::unique_ptr<Engine> buildAndLoad(const BuildOptions &options) {
+  BuildReporter quiet;
+  quiet.info = quiet.warning = quiet.verbose = quiet.ir = [](const std::string &) {};
+  Status status = runBuild(options, quiet);
+  EXPECT_TRUE(status.isOk()) << status.message();
+  if (!status.isOk())
+    return nullptr;
+  auto engine = Engine::load(options.output, EngineOptions{});
+  EXPECT_TRUE(engine.isOk()) << engine.message();
+  return engine.isOk() ? std::move(*engine) : nullptr;
+}
+
+// Mean NLL of the validation excerpt: windows of 511 ids fed as [BOS] +
+// window, every window id predicted (llmrun perplexity --ctx 512).
+double validationNll(Engine &engine) {
+  auto text = readTextFile(test::sharedPath("text/tinystories_valid_excerpt_small.txt"));
+  EXPECT_TRUE(text.isOk());
+  std::vector<int32_t> ids = engine.tokenizer().encode(*text, false);
+  const int64_t vocab = engine.vocabSize();
+  double total = 0;
+  int64_t predicted = 0;
+  for (size_t begin = 0; begin < ids.size(); begin += 511) {
+    size_t end = std::min(ids.size(), begin + 511);
+    if (end - begin < 2 && begin > 0)
+      break;
+    std::vector<int32_t> input{*engine.tokenizer().bosId()};
+    input.insert(input.end(), ids.begin() + begin, ids.begin() + end - 1);
+    SequenceId seq = engine.addSequence();
+    auto logits = engine.step({{seq, input}}, /*allLogits=*/true);
+    EXPECT_TRUE(logits.isOk()) << logits.message();
+    (void)engine.releaseSequence(seq);
+    if (!logits.isOk())
+      return 0;
+    for (size_t i = begin; i < end; ++i) {
+      const float *row = *logits + (i - begin) * vocab;
+      double top = *std::max_element(row, row + vocab), sum = 0;
+      for (int64_t v = 0; v < vocab; ++v)
+        sum += std::exp(double(row[v]) - top);
+      total += std::log(sum) + top - row[ids[i]];
+    }
+    predicted += static_cast<int64_t>(end - begin);
+  }
+  return total / predicted;
+}
+
+TEST(QuantizeGolden, AwqBeatsRoundToNearestOnStories260k) {
+  LLMC_REQUIRE_SHARED("models/stories260k/model.safetensors");
+  LLMC_REQUIRE_SHARED("text/tinystories_train_excerpt.txt");
+  LLMC_REQUIRE_SHARED("text/tinystories_valid_excerpt_small.txt");
+  auto f32 = buildAndLoad(stories("f32"));
+  ASSERT_NE(f32, nullptr);
+  const double reference = validationNll(*f32);
+  EXPECT_NEAR(reference, 1.7599, 5e-4); // ../shared/README.md
+  for (int64_t group : {32, 64}) {
+    auto rtn = buildAndLoad(quantized("rtn", group));
+    auto awq = buildAndLoad(quantized("awq", group));
+    ASSERT_NE(rtn, nullptr);
+    ASSERT_NE(awq, nullptr);
+    double rtnNll = validationNll(*rtn), awqNll = validationNll(*awq);
+    std::printf("group %lld: NLL f32 %.4f, RTN %.4f, AWQ %.4f\n", static_cast<long long>(group),
+                reference, rtnNll, awqNll);
+    EXPECT_LT(awqNll, rtnNll) << "group " << group;
+    EXPECT_GT(awqNll, reference);
+  }
+}
+
+TEST(QuantizeGolden, FoldedScalesKeepStories260kLogits) {
+  LLMC_REQUIRE_SHARED("models/stories260k/model.safetensors");
+  LLMC_REQUIRE_SHARED("text/tinystories_train_excerpt.txt");
+  auto f32 = buildAndLoad(stories("f32-fold"));
+  BuildOptions options = quantized("awq", 32);
+  options.output = test::scratchDir("quantize-golden-fold") + "/fold.plan";
+  options.awqScalesOnly = true;
+  options.awqFixedAlpha = 0.5f;
+  auto folded = buildAndLoad(options);
+  ASSERT_NE(f32, nullptr);
+  ASSERT_NE(folded, nullptr);
+  std::vector<int32_t> prompt = f32->tokenizer().encode("Once upon a time, there was a", true);
+  auto logitsOf = [&](Engine &engine) {
+    SequenceId seq = engine.addSequence();
+    auto logits = engine.step({{seq, prompt}}, /*allLogits=*/true);
+    EXPECT_TRUE(logits.isOk()) << logits.message();
+    return std::vector<float>(*logits, *logits + prompt.size() * engine.vocabSize());
+  };
+  std::vector<float> a = logitsOf(*f32), b = logitsOf(*folded);
+  double maxDiff = 0;
+  for (size_t i = 0; i < a.size(); ++i) {
+    double d = std::fabs(double(a[i]) - b[i]);
+    maxDiff = d <= maxDiff ? maxDiff : d; // a NaN propagates and fails below
+  }
+  EXPECT_LT(maxDiff, 1e-5);
+}
+
+} // namespace
+} // namespace llmc
