@@ -90,8 +90,14 @@ Expected<std::vector<GenerateResult>> generateBatch(Engine &engine,
     int64_t stepTokens = 0;
     for (const SequenceTokens &entry : batch)
       stepTokens += static_cast<int64_t>(entry.tokens.size());
-    (first ? local.prefillSeconds : local.decodeSeconds) += seconds;
-    (first ? local.prefillTokens : local.decodeTokens) += first ? stepTokens : batch.size();
+    // Decode steps feed one token per sequence, so stepTokens counts both phases.
+    if (first) {
+      local.prefillSeconds += seconds;
+      local.prefillTokens += stepTokens;
+    } else {
+      local.decodeSeconds += seconds;
+      local.decodeTokens += stepTokens;
+    }
 
     std::vector<SequenceTokens> next;
     int64_t row = 0;
