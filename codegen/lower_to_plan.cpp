@@ -103,16 +103,15 @@ private:
   }
 
   // An int4 weight: three stored tensors in the layout of
-  // kernels/common/q4_layout.h, from the resolver (quantization needs real
-  // values, so the driver materializes synthetic weights before it).
+  // kernels/common/q4_layout.h, from the resolver, or in a synthetic plan
+  // generated at load as the RTN coding of the synthetic float weight.
   Status addQ4Tensors(const std::string &name, llm::Q4Type type) {
     const int64_t rows = type.getRows(), cols = type.getCols(), group = type.getGroupSize();
     if (!hd::q4ValidGroupSize(group))
       return Status::error("weight '" + name + "': int4 group size " + std::to_string(group) +
                            " is not a positive multiple of 32");
-    if (!options_.resolveWeight)
-      return Status::error("weight '" + name + "': int4 weights need stored values, not " +
-                           "--synthetic-weights generation");
+    if (!options_.resolveWeight && !options_.syntheticSeed)
+      return Status::error("weight '" + name + "': int4 weights need stored values");
     const int64_t groups = hd::q4NumGroups(cols, group);
     tensorIndex_[name] = static_cast<int>(plan_.meta.tensors.size());
     const std::pair<Q4Part, fb::DType> parts[] = {{Q4Part::Weight, fb::DType::I32},
@@ -123,14 +122,22 @@ private:
       tensor->name = q4TensorName(name, part);
       tensor->dtype = dtype;
       tensor->shape = {rows, part == Q4Part::Weight ? hd::q4WordsPerRow(cols) : groups};
-      LLMC_ASSIGN_OR_RETURN(WeightSource source, options_.resolveWeight(tensor->name));
       uint64_t elements = static_cast<uint64_t>(tensor->shape[0] * tensor->shape[1]);
+      if (options_.syntheticSeed) {
+        tensor->synthetic = std::make_unique<fb::SyntheticInitT>(
+            syntheticQ4InitFor(name, part, cols, group, *options_.syntheticSeed));
+        WeightSource source;
+        source.elements = elements;
+        plan_.meta.tensors.push_back(std::move(tensor));
+        plan_.sources.push_back(source);
+        continue;
+      }
+      LLMC_ASSIGN_OR_RETURN(WeightSource source, options_.resolveWeight(tensor->name));
       if (source.elements != elements || source.dtype != static_cast<DType>(dtype))
-        return Status::error("weight '" + tensor->name + "': has " +
-                             std::to_string(source.elements) + " " +
-                             std::string(dtypeName(source.dtype)) + " elements, the int4 " +
-                             "layout expects " + std::to_string(elements) + " " +
-                             fb::EnumNameDType(dtype));
+        return Status::error(
+            "weight '" + tensor->name + "': has " + std::to_string(source.elements) + " " +
+            std::string(dtypeName(source.dtype)) + " elements, the int4 " + "layout expects " +
+            std::to_string(elements) + " " + fb::EnumNameDType(dtype));
       plan_.meta.tensors.push_back(std::move(tensor));
       plan_.sources.push_back(source);
     }
@@ -217,8 +224,7 @@ private:
         return Status::error("llm.rope works in place: its input must have no other use");
       aliasBuffer(r.getResult(), s->inputs[0], step);
       s->outputs.push_back(s->inputs[0]);
-      s->int_params = {static_cast<int64_t>(r.getNumHeads()),
-                       static_cast<int64_t>(r.getHeadDim())};
+      s->int_params = {static_cast<int64_t>(r.getNumHeads()), static_cast<int64_t>(r.getHeadDim())};
       return s;
     } else if (auto a = dyn_cast<llm::AttentionOp>(op)) {
       s->op = fb::OpKind::Attention;
@@ -564,8 +570,21 @@ fb::SyntheticInitT syntheticInitFor(const std::string &name, int64_t rank, uint6
     init.kind = fb::SyntheticKind::Normal;
     init.std = 0.02f;
   }
-  init.seed = hd::splitMix64(seed ^ fnv1a64(reinterpret_cast<const uint8_t *>(name.data()),
-                                            name.size()));
+  init.seed =
+      hd::splitMix64(seed ^ fnv1a64(reinterpret_cast<const uint8_t *>(name.data()), name.size()));
+  return init;
+}
+
+fb::SyntheticInitT syntheticQ4InitFor(const std::string &name, Q4Part part, int64_t cols,
+                                      int64_t groupSize, uint64_t seed) {
+  // The float weight's stream: the quantize pass named the int4 weight after
+  // "<name>.weight" (q4WeightName), the checkpoint name of Llama-family linears.
+  fb::SyntheticInitT init = syntheticInitFor(name + ".weight", 2, seed);
+  init.kind = part == Q4Part::Weight   ? fb::SyntheticKind::Q4Weight
+              : part == Q4Part::Scales ? fb::SyntheticKind::Q4Scales
+                                       : fb::SyntheticKind::Q4Zeros;
+  init.cols = cols;
+  init.group_size = groupSize;
   return init;
 }
 

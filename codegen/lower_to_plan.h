@@ -48,4 +48,10 @@ std::string q4TensorName(const std::string &weight, Q4Part part);
 // with the tensor name, so a tensor's values do not depend on its position.
 fb::SyntheticInitT syntheticInitFor(const std::string &name, int64_t rank, uint64_t seed);
 
+// The rule for one stored part of an int4 weight `name` ([rows, cols] in
+// groups of groupSize) of a synthetic plan: the RTN coding of the values
+// syntheticInitFor(name + ".weight", 2, seed) gives the float weight.
+fb::SyntheticInitT syntheticQ4InitFor(const std::string &name, Q4Part part, int64_t cols,
+                                      int64_t groupSize, uint64_t seed);
+
 } // namespace llmc

@@ -83,6 +83,11 @@ for b in 1 8 32 64; do
   bench "llama3-8b-shape bf16" "$L8B" "$b" 128 64
 done
 bench "llama3-8b-shape bf16" "$L8B" 1 2048 1
+Q8B=$PLANS/llama3-8b-shape-q4.plan
+for b in 1 8; do
+  bench "llama3-8b-shape int4" "$Q8B" "$b" 128 64
+done
+bench "llama3-8b-shape int4" "$Q8B" 1 2048 1
 
 say "done in $(elapsed) s; logs in $OUT"
 echo

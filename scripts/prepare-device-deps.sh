@@ -7,8 +7,10 @@
 #   .deps/lib       libpcre2-8.a, libutf8proc.a, libgtest.a, libgtest_main.a (static: nothing
 #                   to find at run time)
 #   .deps/share     nlohmann_json's CMake package
-#   .deps/plans     stories260k-f32.plan (real weights, fused and -O0) and
-#                   llama3-8b-shape-bf16.plan (synthetic weights), every target
+#   .deps/plans     stories260k-f32.plan (real weights, fused and -O0), stories260k-q4.plan
+#                   (int4 RTN, groups of 32), llama3-8b-shape-bf16.plan and
+#                   llama3-8b-shape-q4.plan (synthetic weights; int4 groups of 128, the AWQ
+#                   layout, generated on the GPU at load), every target
 #   .deps/shared    the stories260K golden ids, for the gpu tests
 # Run from anywhere on the development machine; needs a configured
 # compiler build (BUILD_DIR, default build-cuda) with the CUDA toolkit.
@@ -49,6 +51,8 @@ TARGETS=cpu,sm_90a,ptx
   --target "$TARGETS" 2>&1 | tail -1
 "$LLMC" build "$SHARED/models/stories260k" -o "$DEPS/plans/stories260k-f32-O0.plan" \
   --target "$TARGETS" -O0 2>&1 | tail -1
+"$LLMC" build "$SHARED/models/stories260k" -o "$DEPS/plans/stories260k-q4.plan" \
+  --target "$TARGETS" --quantize rtn --group-size 32 2>&1 | tail -1
 MODEL=$(mktemp -d)
 trap 'rm -rf "$MODEL"' EXIT
 cat >"$MODEL/config.json" <<'EOF'
@@ -64,6 +68,8 @@ EOF
 cp "$SHARED/models/stories260k/tokenizer.json" "$MODEL/"
 "$LLMC" build "$MODEL" -o "$DEPS/plans/llama3-8b-shape-bf16.plan" --dtype bf16 \
   --synthetic-weights --target "$TARGETS" 2>&1 | tail -1
+"$LLMC" build "$MODEL" -o "$DEPS/plans/llama3-8b-shape-q4.plan" --dtype bf16 \
+  --synthetic-weights --quantize rtn --group-size 128 --target "$TARGETS" 2>&1 | tail -1
 
 cp "$SHARED/golden/stories260k_greedy.json" "$DEPS/shared/golden/"
 say "done: $(du -sh "$DEPS" | cut -f1) in .deps (carry it: the device tool's carry [\".deps\"])"

@@ -120,6 +120,16 @@ Expected<std::unique_ptr<fb::ProgramT>> buildProgram(const fb::PlanT &plan, cons
   return program;
 }
 
+// True when the plan has int4 parts the runtime generates.
+bool hasSyntheticQ4(const fb::PlanT &plan) {
+  for (const auto &t : plan.tensors)
+    if (t->synthetic && (t->synthetic->kind == fb::SyntheticKind::Q4Weight ||
+                         t->synthetic->kind == fb::SyntheticKind::Q4Scales ||
+                         t->synthetic->kind == fb::SyntheticKind::Q4Zeros))
+      return true;
+  return false;
+}
+
 } // namespace
 
 const std::vector<int64_t> &decodeBuckets() {
@@ -160,6 +170,8 @@ Status addGpuTargets(PlanContents &contents, const GpuBuildOptions &options,
   // Kernels the runtime calls by name: weight generation and greedy sampling.
   for (DType d : {DType::F32, DType::F16, DType::BF16})
     LLMC_RETURN_IF_ERROR(table.add(syntheticFillKernel(d)).status());
+  if (hasSyntheticQ4(plan))
+    LLMC_RETURN_IF_ERROR(table.add(syntheticFillQ4Kernel()).status());
   LLMC_RETURN_IF_ERROR(table.add(argmaxKernel()).status());
 
   GpuBuildSummary local;

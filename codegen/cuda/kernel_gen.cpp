@@ -1,5 +1,6 @@
 #include "cuda/kernel_gen.h"
 
+#include "cuda/kernel_abi.h"
 #include "kernels/common/rope.h"
 #include "plan/plan_format.h"
 
@@ -481,6 +482,15 @@ KernelInstance syntheticFillKernel(DType dtype) {
       translationUnit(k.name, std::string("synthetic weights, ") + tag(dtype), "elementwise.cuh",
                       "", 256, "SyntheticFillArgs",
                       "llmc::dev::syntheticFill<" + std::string(deviceType(dtype)) + ">(args)");
+  k.launch.block = {256, 1, 1};
+  return k;
+}
+
+KernelInstance syntheticFillQ4Kernel() {
+  KernelInstance k;
+  k.name = abi::kSyntheticFillQ4Kernel;
+  k.source = translationUnit(k.name, "synthetic int4 weights (RTN coding)", "elementwise.cuh", "",
+                             256, "SyntheticFillArgs", "llmc::dev::syntheticFillQ4(args)");
   k.launch.block = {256, 1, 1};
   return k;
 }

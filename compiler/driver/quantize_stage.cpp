@@ -137,6 +137,13 @@ Expected<QuantizeOutcome> prepareQuantization(mlir::ModuleOp module, const Weigh
   outcome.config.method = options.quantize == "awq" ? QuantizeMethod::Awq : QuantizeMethod::Rtn;
   outcome.config.groupSize = options.groupSize;
   outcome.config.scalesOnly = options.awqScalesOnly;
+  if (options.syntheticSeed && outcome.config.method == QuantizeMethod::Rtn) {
+    // Nothing to compute here: the plan stays synthetic, its int4 tensors are
+    // generated at load time as the RTN coding of the generated float values
+    // (the bytes this stage would store), so an 8B shape builds in seconds.
+    outcome.detail = "synthetic weights: int4 generated at load time (RTN of the synthetic values)";
+    return outcome;
+  }
   LLMC_ASSIGN_OR_RETURN(outcome.source,
                         collectSourceWeights(module, weights, options.syntheticSeed.value_or(0)));
   outcome.derived = std::make_unique<quant::WeightTable>();

@@ -1,14 +1,11 @@
 // Round-to-nearest int4 quantization of float matrices into the plan layout
 // (runtime/kernels/common/q4_layout.h), as AWQ's pseudo_quantize_tensor with
-// zero points: per row and group of G columns, with lo = min(min(w), 0) and
-// hi = max(max(w), 0),
-//   scale = max(hi - lo, 1e-5) / 15   (then rounded to f16)
-//   zero  = clamp(-round(lo / scale), 0, 15)
-//   q     = clamp(round(w / scale) + zero, 0, 15),  w ~ (q - zero) * scale.
-// Unlike AWQ, the range always includes 0 (as PyTorch's observers do): a
-// group of equal values, such as a ragged last group of one column, would
-// otherwise dequantize to about 1e-5 whatever its value; now every value is
-// within half a step and 0 is exact.
+// zero points, per row and group of G columns; the rule is in
+// runtime/kernels/common/q4_rtn.h (shared with the synthetic int4 weights
+// the runtimes generate). Unlike AWQ, the range always includes 0 (as
+// PyTorch's observers do): a group of equal values, such as a ragged last
+// group of one column, would otherwise dequantize to about 1e-5 whatever its
+// value; now every value is within half a step and 0 is exact.
 // The f16 scale is what q and zero are computed with, so dequantizing the
 // stored values gives exactly what fakeQuantize returns.
 #pragma once

@@ -2,6 +2,8 @@
 
 #include "cuda/kernel_abi.h"
 #include "engine/engine.h"
+#include "engine/weights.h"
+#include "kernels/common/q4_layout.h"
 #include "plan/plan_format.h"
 #include "support/dtype.h"
 
@@ -157,7 +159,9 @@ Status CudaBackend::uploadWeights() {
   for (uint32_t i = 0; i < tensors.size(); ++i) {
     const fb::Tensor &t = *tensors.Get(i);
     tensors_[i] = weights_.get() + offsets[i];
-    std::string kernel = std::string("llmc_synthetic_fill_") + dtypeTag(t.dtype());
+    const bool q4 = isSyntheticQ4(t.synthetic()->kind());
+    std::string kernel = q4 ? abi::kSyntheticFillQ4Kernel
+                            : std::string("llmc_synthetic_fill_") + dtypeTag(t.dtype());
     int index = -1;
     for (uint32_t f = 0; f < names.size(); ++f)
       if (names.Get(f)->str() == kernel)
@@ -171,6 +175,12 @@ Status CudaBackend::uploadWeights() {
     args.seed = t.synthetic()->seed();
     args.stddev = t.synthetic()->std();
     args.kind = static_cast<int>(t.synthetic()->kind());
+    if (q4) { // one (row, group) cell per thread
+      args.cols = t.synthetic()->cols();
+      args.groupSize = t.synthetic()->group_size();
+      args.count =
+          static_cast<uint64_t>(t.shape()->Get(0) * hd::q4NumGroups(args.cols, args.groupSize));
+    }
     uint32_t grid[3] = {static_cast<uint32_t>(std::min<uint64_t>(
                             ceilDiv(static_cast<int64_t>(args.count), 256),
                             static_cast<uint64_t>(device_->info().multiprocessors) * 16)),

@@ -38,14 +38,22 @@ struct StepArgs {
 
 // The synthetic-weight fill kernels (llmc_synthetic_fill_<dtype>): element i
 // of the output is value (first + i) of the tensor (kernels/common/synthetic.h).
+// llmc_synthetic_fill_q4 (kinds 3..5): out is the whole int4 part and
+// [first, first + count) are (row, group) cells, cell = row * groups + group
+// (kernels/common/q4_rtn.h).
 struct SyntheticFillArgs {
   void *out;
   unsigned long long count;
   unsigned long long first;
   unsigned long long seed;
   float stddev;
-  int kind; // fb::SyntheticKind: 0 Normal, 1 Ones, 2 Zeros
+  int kind;       // fb::SyntheticKind: 0 Normal, 1 Ones, 2 Zeros, 3 Q4Weight, 4 Q4Scales, 5 Q4Zeros
+  long long cols; // Q4 kinds: K of the float matrix
+  long long groupSize; // Q4 kinds: G
 };
+#if !defined(__CUDACC_RTC__)
+inline constexpr const char *kSyntheticFillQ4Kernel = "llmc_synthetic_fill_q4";
+#endif
 
 // The argmax kernel (llmc_argmax_f32): out[r] = argmax of logits[r, 0..cols).
 struct ArgmaxArgs {

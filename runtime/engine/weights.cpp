@@ -1,9 +1,10 @@
 #include "engine/weights.h"
 
 #include "kernels/common/half.h"
-#include "kernels/common/synthetic.h"
+#include "kernels/common/q4_rtn.h"
 #include "plan/plan_format.h"
 
+#include <algorithm>
 #include <cstdlib>
 #include <cstring>
 
@@ -22,7 +23,7 @@ void fillSynthetic(const fb::SyntheticInit &init, DType dtype, uint64_t first, u
     case fb::SyntheticKind::Ones:
       value = 1.0f;
       break;
-    case fb::SyntheticKind::Zeros:
+    default: // Zeros (the Q4 kinds go to fillSyntheticQ4)
       value = 0.0f;
       break;
     }
@@ -35,6 +36,34 @@ void fillSynthetic(const fb::SyntheticInit &init, DType dtype, uint64_t first, u
       break;
     default:
       static_cast<float *>(out)[i] = value;
+      break;
+    }
+  }
+}
+
+bool isSyntheticQ4(fb::SyntheticKind kind) {
+  return kind == fb::SyntheticKind::Q4Weight || kind == fb::SyntheticKind::Q4Scales ||
+         kind == fb::SyntheticKind::Q4Zeros;
+}
+
+void fillSyntheticQ4(const fb::SyntheticInit &init, uint64_t firstCell, uint64_t cellCount,
+                     void *out) {
+  const hd::SyntheticQ4 q4{init.seed(), init.std(), init.cols(), init.group_size()};
+  const int64_t groups = hd::q4NumGroups(q4.cols, q4.groupSize);
+  const int64_t wordsPerRow = hd::q4WordsPerRow(q4.cols);
+  for (uint64_t cell = firstCell; cell < firstCell + cellCount; ++cell) {
+    const int64_t row = static_cast<int64_t>(cell) / groups,
+                  g = static_cast<int64_t>(cell) % groups;
+    const hd::Q4Code code = q4.code(row, g);
+    switch (init.kind()) {
+    case fb::SyntheticKind::Q4Weight:
+      q4.writeGroupWords(row, g, code, static_cast<uint32_t *>(out) + row * wordsPerRow);
+      break;
+    case fb::SyntheticKind::Q4Scales:
+      static_cast<uint16_t *>(out)[cell] = code.scale;
+      break;
+    default: // Q4Zeros
+      static_cast<uint16_t *>(out)[cell] = code.zero;
       break;
     }
   }
@@ -57,15 +86,23 @@ Expected<LoadedWeights> LoadedWeights::load(const Plan &plan, ThreadPool &pool) 
     if (memory == nullptr)
       return Status::error(plan.path() + ": cannot allocate " + std::to_string(bytes) +
                            " bytes for synthetic tensor '" + t.name()->str() + "'");
-    uint64_t count = t.size() / dtypeSize(dtype);
     const fb::SyntheticInit &init = *t.synthetic();
-    constexpr int64_t kGrain = 1 << 16;
-    pool.parallelFor(
-        static_cast<int64_t>(count),
-        [&](int64_t begin, int64_t end) {
-          fillSynthetic(init, dtype, begin, end - begin, memory + begin * dtypeSize(dtype));
-        },
-        kGrain);
+    if (isSyntheticQ4(init.kind())) {
+      // [rows, words or groups]: one cell per (row, group), each a group of normals.
+      const int64_t cells = t.shape()->Get(0) * hd::q4NumGroups(init.cols(), init.group_size());
+      pool.parallelFor(
+          cells,
+          [&](int64_t begin, int64_t end) { fillSyntheticQ4(init, begin, end - begin, memory); },
+          std::max<int64_t>(1, (1 << 16) / init.group_size()));
+    } else {
+      const uint64_t count = t.size() / dtypeSize(dtype);
+      pool.parallelFor(
+          static_cast<int64_t>(count),
+          [&](int64_t begin, int64_t end) {
+            fillSynthetic(init, dtype, begin, end - begin, memory + begin * dtypeSize(dtype));
+          },
+          1 << 16);
+    }
     weights.data_.push_back(memory);
     weights.generated_.emplace_back(memory);
     weights.generatedBytes_ += t.size();

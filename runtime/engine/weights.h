@@ -41,4 +41,13 @@ private:
 void fillSynthetic(const fb::SyntheticInit &init, DType dtype, uint64_t first, uint64_t count,
                    void *out);
 
+// The Q4Weight / Q4Scales / Q4Zeros kinds: fills the (row, group) cells
+// [firstCell, firstCell + cellCount) (cell = row * groups + group) of the
+// whole tensor `out` (kernels/common/q4_rtn.h).
+void fillSyntheticQ4(const fb::SyntheticInit &init, uint64_t firstCell, uint64_t cellCount,
+                     void *out);
+
+// True for the kinds fillSyntheticQ4 serves.
+bool isSyntheticQ4(fb::SyntheticKind kind);
+
 } // namespace llmc

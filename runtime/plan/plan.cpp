@@ -21,8 +21,8 @@ template <typename T> bool aligned(const flatbuffers::Vector<T> *v) {
   return v == nullptr || reinterpret_cast<uintptr_t>(v->data()) % alignof(T) == 0;
 }
 
-Status checkHeader(const uint8_t *data, uint64_t size, const std::string &name,
-                   bool verifyChecksum, PlanFileHeader *header) {
+Status checkHeader(const uint8_t *data, uint64_t size, const std::string &name, bool verifyChecksum,
+                   PlanFileHeader *header) {
   if (size < sizeof(PlanFileHeader))
     return Status::error(name + ": file is " + str(size) +
                          " bytes, shorter than the 64-byte plan header (truncated?)");
@@ -97,6 +97,35 @@ Status checkModel(const fb::Plan &plan, const std::string &name) {
   return Status::ok();
 }
 
+// A synthetic tensor's init rule; an int4 part (Q4*) must have the shape and
+// dtype of that part of a [rows, cols] matrix in groups of group_size.
+Status checkSyntheticInit(const fb::Tensor &t, const std::string &where) {
+  const fb::SyntheticInit &init = *t.synthetic();
+  if (init.kind() > fb::SyntheticKind::MAX)
+    return Status::error(where + ": unknown synthetic init kind " +
+                         str(static_cast<uint64_t>(init.kind())));
+  const bool words = init.kind() == fb::SyntheticKind::Q4Weight;
+  if (!words && init.kind() != fb::SyntheticKind::Q4Scales &&
+      init.kind() != fb::SyntheticKind::Q4Zeros)
+    return Status::ok();
+  const std::string kind = fb::EnumNameSyntheticKind(init.kind());
+  if (init.cols() <= 0 || init.cols() > (int64_t{1} << 40) ||
+      !hd::q4ValidGroupSize(init.group_size()))
+    return Status::error(where + ": synthetic " + kind + " init has cols " +
+                         std::to_string(init.cols()) + " and group_size " +
+                         std::to_string(init.group_size()) +
+                         " (want cols > 0, group_size a positive multiple of 32)");
+  const int64_t width =
+      words ? hd::q4WordsPerRow(init.cols()) : hd::q4NumGroups(init.cols(), init.group_size());
+  const fb::DType dtype = words ? fb::DType::I32 : fb::DType::F16;
+  if (t.shape()->size() != 2 || t.shape()->Get(1) != width || t.dtype() != dtype)
+    return Status::error(where + ": synthetic " + kind + " init for " +
+                         std::to_string(init.cols()) + " columns in groups of " +
+                         std::to_string(init.group_size()) + " needs a [rows, " + str(width) +
+                         "] " + fb::EnumNameDType(dtype) + " tensor");
+  return Status::ok();
+}
+
 Status checkTensors(const fb::Plan &plan, uint64_t weightsSize, const std::string &name) {
   if (plan.tensors() == nullptr)
     return Status::error(name + ": metadata has no tensor table");
@@ -130,8 +159,7 @@ Status checkTensors(const fb::Plan &plan, uint64_t weightsSize, const std::strin
     if (t->synthetic() != nullptr) {
       if (!plan.synthetic())
         return Status::error(where + ": synthetic init in a plan with real weights");
-      if (t->synthetic()->kind() > fb::SyntheticKind::MAX)
-        return Status::error(where + ": unknown synthetic init kind");
+      LLMC_RETURN_IF_ERROR(checkSyntheticInit(*t, where));
       continue;
     }
     if (plan.synthetic())
@@ -300,8 +328,7 @@ Status checkStep(const fb::Plan &plan, const fb::Program &program, const fb::Ste
   if (step.op() == fb::OpKind::Attention || step.op() == fb::OpKind::RopeAttention) {
     int64_t layer = step.int_params()->Get(0);
     if (layer < 0 || layer >= plan.model()->num_layers())
-      return Status::error(where + ": attention layer " + std::to_string(layer) +
-                           " out of range");
+      return Status::error(where + ": attention layer " + std::to_string(layer) + " out of range");
   }
   if (program.target() == fb::Target::Cpu) {
     if (step.kernel() != -1)
@@ -541,8 +568,7 @@ Status checkStepShapes(const fb::Plan &plan, const fb::Program &program, const f
   case fb::OpKind::Attention: {
     int64_t heads = step.int_params()->Get(1), kvHeads = step.int_params()->Get(2),
             dim = step.int_params()->Get(3);
-    if (kvHeads != m.num_kv_heads() || dim != m.head_dim() || heads <= 0 ||
-        heads % kvHeads != 0)
+    if (kvHeads != m.num_kv_heads() || dim != m.head_dim() || heads <= 0 || heads % kvHeads != 0)
       return mismatch("head counts or head dim disagree with the model's KV cache");
     if (width(in(0)) != heads * dim || width(in(1)) != kvHeads * dim ||
         width(in(2)) != kvHeads * dim || width(out) != heads * dim)
@@ -598,8 +624,8 @@ Status checkPrograms(const fb::Plan &plan, const std::string &name) {
                              str(program.arena_bytes_per_token()) + " bytes per token");
     }
     if (program.arena_bytes_per_token() > (uint64_t(1) << 32))
-      return Status::error(where + ": activation arena of " +
-                           str(program.arena_bytes_per_token()) + " bytes per token is too big");
+      return Status::error(where + ": activation arena of " + str(program.arena_bytes_per_token()) +
+                           " bytes per token is too big");
     for (int b : {program.token_buffer(), program.logits_buffer()})
       if (b < 0 || static_cast<uint32_t>(b) >= numBuffers)
         return Status::error(where + ": token or logits buffer index " + std::to_string(b) +

@@ -3,6 +3,7 @@
 // the loader accepts the result and rejects corrupt GPU fields, NVRTC
 // errors name the kernel, ptxas spills are found, the cache is used.
 #include "cuda/gpu_programs.h"
+#include "cuda/kernel_abi.h"
 #include "cuda/model_dirs.h"
 #include "driver/build.h"
 #include "plan/plan.h"
@@ -147,51 +148,34 @@ TEST(CudaCodegen, Llama3_8bShapeBf16CompilesForBothTargetsWithoutSpills) {
   EXPECT_TRUE(names.count("llmc_norm_linear_swiglu_gemm_mma_bf16_n14336_k4096_eps3727c5ac"));
 }
 
-// The W4A16 GEMVs of an 8B-shape AWQ plan (group 128), without building one
-// (quantizing 8B synthetic weights takes minutes on the CPU).
-TEST(CudaCodegen, Llama3_8bShapeInt4GemvCompilesWithoutSpills) {
-  fb::PlanT plan;
-  plan.model = std::make_unique<fb::ModelInfoT>();
-  plan.kv_cache = std::make_unique<fb::KvCacheInfoT>();
-  fb::ProgramT program;
-  auto tensor = [&](fb::DType dtype, std::vector<int64_t> shape) {
-    auto t = std::make_unique<fb::TensorT>();
-    t->name = "t" + std::to_string(plan.tensors.size());
-    t->dtype = dtype;
-    t->shape = std::move(shape);
-    plan.tensors.push_back(std::move(t));
-    return static_cast<int>(plan.tensors.size()) - 1;
-  };
-  auto buffer = [&](int64_t width) {
-    auto b = std::make_unique<fb::BufferT>();
-    b->dtype = fb::DType::BF16;
-    b->width = width;
-    program.buffers.push_back(std::move(b));
-    return static_cast<int>(program.buffers.size()) - 1;
-  };
-  std::vector<cuda::KernelInstance> kernels;
-  for (auto [n, k] : {std::pair<int64_t, int64_t>{6144, 4096}, {4096, 14336}, {28672, 4096}})
-    for (int64_t tmax : {1, 16}) {
-      fb::StepT step;
-      step.op = fb::OpKind::LinearQ4;
-      step.inputs = {buffer(k)};
-      step.outputs = {buffer(n)};
-      step.weights = {tensor(fb::DType::I32, {n, k / 8}), tensor(fb::DType::F16, {n, k / 128}),
-                      tensor(fb::DType::F16, {n, k / 128})};
-      step.int_params = {1, 128};
-      cuda::ProgramShape shape;
-      shape.activation = DType::BF16;
-      shape.maxTokens = tmax;
-      shape.decode = true;
-      auto kernel = cuda::kernelForStep(plan, program, step, shape);
-      ASSERT_TRUE(kernel.isOk()) << kernel.message();
-      kernels.push_back(*kernel);
-    }
-  cuda::CompileOptions options;
-  auto compiled = cuda::compileKernels(kernels, fb::Target::Sm90a, options);
-  ASSERT_TRUE(compiled.isOk()) << compiled.message();
-  for (const cuda::CompiledKernel &k : *compiled)
-    EXPECT_FALSE(k.usage.spills()) << k.name << ": " << k.usage.registers << " registers";
+// The int4 (AWQ layout, group 128) 8B-shape plan: with synthetic weights the
+// int4 parts are generated at load time, so it builds in seconds; every
+// kernel, the W4A16 GEMVs and GEMMs and the int4 fill included, compiles.
+TEST(CudaCodegen, Llama3_8bShapeInt4CompilesForBothTargetsWithoutSpills) {
+  const Built &b =
+      buildPlan("llama3-8b-shape-q4", test::kLlama3_8bShape, "bf16", [](BuildOptions &o) {
+        o.quantize = "rtn";
+        o.groupSize = 128;
+      });
+  expectCompleteGpuPlan(b.path);
+  for (const std::string &w : b.warnings)
+    ADD_FAILURE() << w;
+  auto plan = Plan::open(b.path);
+  ASSERT_TRUE(plan.isOk());
+  EXPECT_TRUE(plan->meta().synthetic());
+  EXPECT_EQ(plan->weightsSize(), 0u);
+  std::set<std::string> names;
+  for (const auto *f : *plan->module(fb::Target::Sm90a)->functions())
+    names.insert(f->str());
+  EXPECT_TRUE(names.count(abi::kSyntheticFillQ4Kernel));
+  int gemv = 0, gemm = 0;
+  for (const std::string &n : names) {
+    gemv += n.find("_wq4g128_") != std::string::npos && n.find("gemv") != std::string::npos;
+    gemm += n.find("_wq4g128_") != std::string::npos && n.find("gemm") != std::string::npos;
+  }
+  // q/k/v/o, gate/up and down: 4 shapes, each in 5 decode buckets and a GEMM.
+  EXPECT_GE(gemv, 4 * 5) << "W4A16 GEMVs";
+  EXPECT_GE(gemm, 4) << "int4 GEMMs";
 }
 
 // Source of a kernel that cannot compile.

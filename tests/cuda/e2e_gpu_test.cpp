@@ -1,8 +1,9 @@
 // stories260K end to end on the GPU (label gpu; skipped without one): the
 // f32 plan's logits match the CPU backend's, greedy decoding gives llama2.c
-// run.c's ids (../shared/golden), a batch gives each sequence's own ids.
-// The plan comes from $LLMC_TEST_PLAN_DIR/stories260k-f32.plan (carried to a
-// GPU machine that has no compiler), else is built here.
+// run.c's ids (../shared/golden), a batch gives each sequence's own ids; the
+// int4 plan (RTN, groups of 32: the W4A16 GEMVs and int4 GEMMs) matches the
+// CPU's int4 kernels. Plans come from $LLMC_TEST_PLAN_DIR/stories260k-<f32|q4>.plan
+// (carried to a GPU machine that has no compiler), else are built here.
 #include "common/test_paths.h"
 #include "cuda/device.h"
 #include "engine/generate.h"
@@ -14,21 +15,28 @@
 
 #include <cmath>
 #include <cstdlib>
+#include <map>
 
 namespace llmc {
 namespace {
 
-std::string planPath(std::string *why) {
+// variant: "f32", or "q4" (int4 RTN, groups of 32, f32 activations).
+std::string planPath(const std::string &variant, std::string *why) {
+  const std::string file = "stories260k-" + variant + ".plan";
   if (const char *dir = std::getenv("LLMC_TEST_PLAN_DIR"))
-    return std::string(dir) + "/stories260k-f32.plan";
+    return std::string(dir) + "/" + file;
 #ifdef LLMC_HAVE_DRIVER
-  static std::string built;
-  if (!built.empty())
-    return built;
+  static std::map<std::string, std::string> built;
+  if (built.count(variant))
+    return built[variant];
   BuildOptions options;
   options.input = test::sharedPath("models/stories260k");
-  options.output = test::scratchDir("gpu-e2e") + "/stories260k-f32.plan";
+  options.output = test::scratchDir("gpu-e2e") + "/" + file;
   options.targets = "cpu,sm_90a,ptx";
+  if (variant == "q4") {
+    options.quantize = "rtn";
+    options.groupSize = 32;
+  }
   BuildReporter quiet;
   quiet.info = quiet.warning = quiet.verbose = quiet.ir = [](const std::string &) {};
   Status status = runBuild(options, quiet);
@@ -36,16 +44,17 @@ std::string planPath(std::string *why) {
     *why = status.message();
     return "";
   }
-  built = options.output;
-  return built;
+  return built[variant] = options.output;
 #else
-  *why = "set LLMC_TEST_PLAN_DIR to a folder holding stories260k-f32.plan";
+  *why = "set LLMC_TEST_PLAN_DIR to a folder holding " + file;
   return "";
 #endif
 }
 
 class GpuStories260k : public ::testing::Test {
 protected:
+  virtual std::string variant() const { return "f32"; }
+
   void SetUp() override {
     std::string noGpu = cuda::Device::unavailableReason();
     if (!noGpu.empty())
@@ -54,7 +63,7 @@ protected:
     if (std::getenv("LLMC_TEST_PLAN_DIR") == nullptr)
       LLMC_REQUIRE_SHARED("models/stories260k/model.safetensors");
     std::string why;
-    plan_ = planPath(&why);
+    plan_ = planPath(variant(), &why);
     ASSERT_FALSE(plan_.empty()) << why;
   }
 
@@ -86,37 +95,51 @@ protected:
     return options;
   }
 
+  // The largest |logit| difference GPU vs CPU over a 64-token prefill (all
+  // rows) and 48 decode steps (decode GEMVs, flash-decoding, CUDA graphs).
+  double maxLogitDifference() {
+    auto cpu = load("cpu");
+    auto gpu = load("cuda");
+    if (!cpu || !gpu)
+      return INFINITY;
+    std::vector<int32_t> ids = runs()[0]["prompt_ids"].get<std::vector<int32_t>>();
+    for (int32_t id : runs()[0]["generated_ids"].get<std::vector<int32_t>>())
+      ids.push_back(id);
+    const int64_t vocab = cpu->vocabSize(), prefill = 64, decode = 48;
+    ids.resize(prefill + decode);
+    SequenceId a = cpu->addSequence(), b = gpu->addSequence();
+    double maxDiff = 0.0;
+    auto compare = [&](const std::vector<int32_t> &tokens, bool all) {
+      auto want = cpu->step({{a, tokens}}, all);
+      ASSERT_TRUE(want.isOk()) << want.message();
+      std::vector<float> wantCopy(*want, *want + (all ? tokens.size() : 1) * vocab);
+      auto got = gpu->step({{b, tokens}}, all);
+      ASSERT_TRUE(got.isOk()) << got.message();
+      for (size_t i = 0; i < wantCopy.size(); ++i) {
+        double diff = std::fabs(double((*got)[i]) - wantCopy[i]);
+        maxDiff = std::isnan(diff) ? INFINITY : std::max(maxDiff, diff); // NaN: a failure
+      }
+    };
+    compare(std::vector<int32_t>(ids.begin(), ids.begin() + prefill), true);
+    for (int64_t t = prefill; t < prefill + decode; ++t)
+      compare({ids[t]}, false);
+    std::printf("%s: max |logit gpu - cpu| over %lld positions: %.3g\n", variant().c_str(),
+                static_cast<long long>(prefill + decode), maxDiff);
+    return maxDiff;
+  }
+
   std::string plan_;
 };
 
-TEST_F(GpuStories260k, PrefillAndDecodeLogitsMatchTheCpu) {
-  auto cpu = load("cpu");
-  auto gpu = load("cuda");
-  ASSERT_TRUE(cpu && gpu);
-  std::vector<int32_t> ids = runs()[0]["prompt_ids"].get<std::vector<int32_t>>();
-  for (int32_t id : runs()[0]["generated_ids"].get<std::vector<int32_t>>())
-    ids.push_back(id);
-  const int64_t vocab = cpu->vocabSize(), prefill = 64, decode = 48;
-  ids.resize(prefill + decode);
-  SequenceId a = cpu->addSequence(), b = gpu->addSequence();
-  double maxDiff = 0.0;
-  auto compare = [&](const std::vector<int32_t> &tokens, bool all) {
-    auto want = cpu->step({{a, tokens}}, all);
-    ASSERT_TRUE(want.isOk()) << want.message();
-    std::vector<float> wantCopy(*want, *want + (all ? tokens.size() : 1) * vocab);
-    auto got = gpu->step({{b, tokens}}, all);
-    ASSERT_TRUE(got.isOk()) << got.message();
-    for (size_t i = 0; i < wantCopy.size(); ++i) {
-      ASSERT_FALSE(std::isnan((*got)[i])) << "logit " << i;
-      maxDiff = std::max(maxDiff, std::fabs(double((*got)[i]) - wantCopy[i]));
-    }
-  };
-  compare(std::vector<int32_t>(ids.begin(), ids.begin() + prefill), true);
-  for (int64_t t = prefill; t < prefill + decode; ++t)
-    compare({ids[t]}, false); // decode GEMVs, flash-decoding, CUDA graphs
-  std::printf("max |logit gpu - cpu| over %lld positions: %.3g\n",
-              static_cast<long long>(prefill + decode), maxDiff);
-  EXPECT_LT(maxDiff, 2e-3);
+class GpuStories260kInt4 : public GpuStories260k {
+protected:
+  std::string variant() const override { return "q4"; }
+};
+
+TEST_F(GpuStories260k, PrefillAndDecodeLogitsMatchTheCpu) { EXPECT_LT(maxLogitDifference(), 2e-3); }
+
+TEST_F(GpuStories260kInt4, PrefillAndDecodeLogitsMatchTheCpu) {
+  EXPECT_LT(maxLogitDifference(), 2e-3);
 }
 
 TEST_F(GpuStories260k, GreedyIdsMatchRunc) {

@@ -13,6 +13,7 @@
 #include "kv/kv_cache.h"
 
 #include <algorithm>
+#include <cstring>
 #include <numeric>
 
 namespace llmc::test {
@@ -635,6 +636,48 @@ TEST(GpuKernels, SyntheticFillGivesTheCpuValues) {
     std::vector<float> expected = decode(want, dtype);
     // Device logf/cosf may differ from the host's by an ulp or two.
     EXPECT_LT(relativeError(got, expected), dtype == DType::F32 ? 1e-6 : 5e-3) << name(dtype);
+  }
+}
+
+// The int4 parts of a synthetic plan: the CPU's bytes, up to rounding flips
+// where the device's logf/cosf differ from the host's by an ulp (rare: a
+// value must sit on a rounding boundary). cols = 1000: a ragged last group
+// (104 of 128 columns) and 24 pad columns.
+TEST(GpuKernels, SyntheticFillQ4GivesTheCpuBytes) {
+  LLMC_REQUIRE_GPU();
+  const int64_t rows = 37, cols = 1000, group = 128;
+  const int64_t groups = hd::q4NumGroups(cols, group), words = hd::q4WordsPerRow(cols);
+  cuda::CUfunction f = loadKernel(cuda::syntheticFillQ4Kernel());
+  ASSERT_NE(f, nullptr);
+  for (fb::SyntheticKind kind :
+       {fb::SyntheticKind::Q4Weight, fb::SyntheticKind::Q4Scales, fb::SyntheticKind::Q4Zeros}) {
+    fb::SyntheticInitT init;
+    init.kind = kind;
+    init.std = 0.02f;
+    init.seed = 0x5eedull;
+    init.cols = cols;
+    init.group_size = group;
+    flatbuffers::FlatBufferBuilder builder;
+    builder.Finish(fb::SyntheticInit::Pack(builder, &init));
+    const auto *packed = flatbuffers::GetRoot<fb::SyntheticInit>(builder.GetBufferPointer());
+    const bool isWords = kind == fb::SyntheticKind::Q4Weight;
+    const size_t elementBytes = isWords ? 4 : 2, count = rows * (isWords ? words : groups);
+    std::vector<uint8_t> want(count * elementBytes);
+    fillSyntheticQ4(*packed, 0, rows * groups, want.data());
+    auto dOut = toDevice(std::vector<uint8_t>(want.size(), 0xff));
+    abi::SyntheticFillArgs args{ptr(dOut), static_cast<unsigned long long>(rows * groups),
+                                0,         init.seed,
+                                init.std,  static_cast<int>(kind),
+                                cols,      group};
+    uint32_t grid[3] = {2, 1, 1}, block[3] = {256, 1, 1};
+    ASSERT_TRUE(GpuContext::get().device->launch(f, grid, block, 0, &args).isOk());
+    std::vector<uint8_t> got(want.size());
+    ASSERT_TRUE(GpuContext::get().device->download(got.data(), dOut.get(), got.size()).isOk());
+    size_t differing = 0;
+    for (size_t i = 0; i < count; ++i)
+      differing += std::memcmp(&got[i * elementBytes], &want[i * elementBytes], elementBytes) != 0;
+    EXPECT_LE(differing, count / 200) << fb::EnumNameSyntheticKind(kind) << ": " << differing
+                                      << " of " << count << " elements differ";
   }
 }
 

@@ -23,7 +23,8 @@ static_assert(offsetof(abi::StepArgs, out) == 24 && offsetof(abi::StepArgs, kvKe
               "StepArgs field offsets");
 // Every op kind's weights fit (LinearQ4: qweight, scales, zeros, bias).
 static_assert(sizeof(abi::StepArgs::w) / sizeof(void *) == 4, "StepArgs weight slots");
-static_assert(sizeof(abi::SyntheticFillArgs) == 40, "SyntheticFillArgs layout");
+static_assert(sizeof(abi::SyntheticFillArgs) == 56 && offsetof(abi::SyntheticFillArgs, cols) == 40,
+              "SyntheticFillArgs layout");
 static_assert(sizeof(abi::ArgmaxArgs) == 24, "ArgmaxArgs layout");
 
 #ifdef LLMC_HAVE_CUDA_H

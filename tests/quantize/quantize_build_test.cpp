@@ -6,12 +6,16 @@
 #include "common/test_paths.h"
 #include "driver/build.h"
 #include "engine/engine.h"
+#include "engine/weights.h"
 #include "frontend/model_spec.h"
 #include "frontend/weight_check.h"
 #include "ir/LlmOps.h"
 #include "kernels/common/q4_layout.h"
+#include "kernels/common/synthetic.h"
+#include "lower_to_plan.h"
 #include "models/llama_graph.h"
 #include "plan/plan.h"
+#include "plan/plan_fixture.h"
 #include "quantize/interpreter.h"
 #include "quantize/q4_quantize.h"
 
@@ -22,7 +26,10 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
+#include <filesystem>
 #include <fstream>
+#include <functional>
 
 namespace llmc {
 namespace {
@@ -205,6 +212,97 @@ TEST(QuantizeBuild, Int4PlansComputeTheDequantizedModel) {
       maxDiff = largerOrNan(maxDiff, std::fabs(double(got[i]) - expected[i]));
     EXPECT_LT(maxDiff, 1e-4) << method << " group " << group;
   }
+}
+
+// --synthetic-weights --quantize rtn keeps the plan synthetic (no weight
+// bytes, nothing materialized at build time): the runtime generates each
+// int4 part, and generates exactly what RTN stores for the float weights the
+// same plan would generate, ragged last group and pad nibbles included.
+TEST(QuantizeBuild, SyntheticRtnPlansGenerateWhatRtnStores) {
+  BuildOptions options = qwen2("synthetic-rtn64");
+  options.syntheticSeed = 11;
+  options.quantize = "rtn";
+  options.groupSize = 64;
+  Status status = build(options);
+  ASSERT_TRUE(status.isOk()) << status.message();
+  auto plan = Plan::open(options.output);
+  ASSERT_TRUE(plan.isOk()) << plan.message();
+  EXPECT_TRUE(plan->meta().synthetic());
+  EXPECT_EQ(plan->weightsSize(), 0u);
+  ThreadPool pool(2);
+  auto loaded = LoadedWeights::load(*plan, pool);
+  ASSERT_TRUE(loaded.isOk()) << loaded.message();
+
+  int checked = 0;
+  const auto &tensors = *plan->meta().tensors();
+  for (uint32_t i = 0; i < tensors.size(); ++i) {
+    llvm::StringRef name = tensors.Get(i)->name()->string_view();
+    if (!name.consume_back(".qweight"))
+      continue;
+    const std::string base = name.str();
+    const fb::SyntheticInit *init = tensors.Get(i)->synthetic();
+    ASSERT_NE(init, nullptr) << base;
+    EXPECT_EQ(init->kind(), fb::SyntheticKind::Q4Weight);
+    const int64_t rows = tensors.Get(i)->shape()->Get(0), cols = init->cols();
+    // The float weight as a synthetic plan without --quantize would hold it.
+    fb::SyntheticInitT floatInit = syntheticInitFor(base + ".weight", 2, 11);
+    EXPECT_EQ(init->seed(), floatInit.seed) << base;
+    EXPECT_EQ(init->std(), floatInit.std) << base;
+    std::vector<float> w(rows * cols);
+    for (size_t k = 0; k < w.size(); ++k)
+      w[k] = floatInit.std * hd::syntheticNormal(floatInit.seed, k);
+    quant::Q4Tensor want = quant::quantizeQ4(pool, w.data(), rows, cols, 64);
+    auto same = [&](const std::string &part, const void *expected, size_t bytes) {
+      int index = plan->findTensor(base + part);
+      ASSERT_GE(index, 0) << base + part;
+      EXPECT_EQ(std::memcmp(loaded->data(index), expected, bytes), 0) << base + part;
+    };
+    same(".qweight", want.qweight.data(), want.qweight.size() * 4);
+    same(".scales", want.scales.data(), want.scales.size() * 2);
+    same(".zeros", want.zeros.data(), want.zeros.size() * 2);
+    ++checked;
+  }
+  EXPECT_EQ(checked, 2 * 7);
+  for (float v : logitsOf(options.output))
+    ASSERT_TRUE(std::isfinite(v));
+}
+
+// The loader checks the int4 init rules against the tensors they fill.
+TEST(QuantizeBuild, CorruptSyntheticInt4RulesAreNamed) {
+  BuildOptions options = qwen2("synthetic-rtn32");
+  options.syntheticSeed = 3;
+  options.quantize = "rtn";
+  options.groupSize = 32;
+  ASSERT_TRUE(build(options).isOk());
+  auto corrupt = [&](const std::string &name,
+                     const std::function<void(fb::SyntheticInitT &)> &edit) {
+    std::string path = test::scratchDir("quantize-corrupt-" + name) + "/plan.plan";
+    std::filesystem::copy_file(options.output, path,
+                               std::filesystem::copy_options::overwrite_existing);
+    test::rewriteMetadata(path, [&](fb::PlanT &m) {
+      for (auto &t : m.tensors)
+        if (t->name == "model.layers.0.mlp.down_proj.scales")
+          edit(*t->synthetic);
+    });
+    auto plan = Plan::open(path);
+    EXPECT_FALSE(plan.isOk()) << name << " was accepted";
+    return plan.isOk() ? std::string() : plan.message();
+  };
+  auto expectContains = [](const std::string &message, const std::string &part) {
+    EXPECT_NE(message.find(part), std::string::npos) << "'" << part << "' not in: " << message;
+  };
+  const std::string where = "'model.layers.0.mlp.down_proj.scales': synthetic Q4Scales init ";
+  expectContains(corrupt("group", [](fb::SyntheticInitT &i) { i.group_size = 48; }),
+                 where + "has cols 96 and group_size 48");
+  expectContains(corrupt("cols", [](fb::SyntheticInitT &i) { i.cols = 0; }), where + "has cols 0");
+  expectContains(corrupt("shape", [](fb::SyntheticInitT &i) { i.cols = 200; }),
+                 where + "for 200 columns in groups of 32 needs a [rows, 7] F16 tensor");
+  expectContains(
+      corrupt("kind", [](fb::SyntheticInitT &i) { i.kind = fb::SyntheticKind::Q4Weight; }),
+      "synthetic Q4Weight init for 96 columns in groups of 32 needs a [rows, 12] I32");
+  expectContains(
+      corrupt("unknown", [](fb::SyntheticInitT &i) { i.kind = static_cast<fb::SyntheticKind>(9); }),
+      "unknown synthetic init kind 9");
 }
 
 TEST(QuantizeBuild, OptionErrorsNameTheOption) {

@@ -3,8 +3,8 @@
 // (grid.x = T) unless noted; shapes are template constants.
 #pragma once
 
+#include "kernels/common/q4_rtn.h"
 #include "kernels/common/rope.h"
-#include "kernels/common/synthetic.h"
 #include "llmc/common.cuh"
 
 namespace llmc::dev {
@@ -178,6 +178,26 @@ template <class T> __device__ __forceinline__ void syntheticFill(const abi::Synt
     else if (a.kind == 1)
       value = 1.0f;
     out[i] = fromFloat<T>(value);
+  }
+}
+
+// Synthetic int4 parts, as the CPU's fillSyntheticQ4: one (row, group) cell
+// per thread in a grid-stride loop, each its group's range then its values.
+__device__ __forceinline__ void syntheticFillQ4(const abi::SyntheticFillArgs &a) {
+  const hd::SyntheticQ4 q4{a.seed, a.stddev, a.cols, a.groupSize};
+  const long long groups = hd::q4NumGroups(a.cols, a.groupSize);
+  const long long wordsPerRow = hd::q4WordsPerRow(a.cols);
+  const unsigned long long stride = static_cast<unsigned long long>(gridDim.x) * blockDim.x;
+  for (unsigned long long i =
+           static_cast<unsigned long long>(blockIdx.x) * blockDim.x + threadIdx.x;
+       i < a.count; i += stride) {
+    const long long cell = static_cast<long long>(a.first + i);
+    const long long row = cell / groups, g = cell % groups;
+    const hd::Q4Code code = q4.code(row, g);
+    if (a.kind == 3)
+      q4.writeGroupWords(row, g, code, static_cast<u32 *>(a.out) + row * wordsPerRow);
+    else
+      static_cast<hd::u16 *>(a.out)[cell] = a.kind == 4 ? code.scale : code.zero;
   }
 }
 

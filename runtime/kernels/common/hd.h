@@ -55,5 +55,7 @@ LLMC_HD inline float cosF(float x) { return ::cosf(x); }
 LLMC_HD inline float sinF(float x) { return ::sinf(x); }
 LLMC_HD inline float sqrtF(float x) { return ::sqrtf(x); }
 LLMC_HD inline float maxF(float a, float b) { return a > b ? a : b; }
+// Round to the nearest integer, ties to even (the default rounding mode).
+LLMC_HD inline float rintF(float x) { return ::rintf(x); }
 
 } // namespace llmc::hd
