@@ -57,8 +57,8 @@ private:
       std::string name = op.getName().str();
       if (!status || tensorIndex_.count(name) || onlyConcatenated(op))
         return;
-      if (auto q4 = dyn_cast<llm::Q4Type>(op.getType())) {
-        status = addQ4Tensors(name, q4);
+      if (isa<llm::Q4Type>(op.getType())) {
+        status = addQ4Tensors(name, {op}).status();
         return;
       }
       auto type = cast<mlir::RankedTensorType>(op.getType());
@@ -102,18 +102,25 @@ private:
     return status;
   }
 
-  // An int4 weight: three stored tensors in the layout of
-  // kernels/common/q4_layout.h, from the resolver, or in a synthetic plan
-  // generated at load as the RTN coding of the synthetic float weight.
-  Status addQ4Tensors(const std::string &name, llm::Q4Type type) {
-    const int64_t rows = type.getRows(), cols = type.getCols(), group = type.getGroupSize();
+  // An int4 weight `name`: three stored tensors in the layout of
+  // kernels/common/q4_layout.h, from the resolver (the row-concatenation of
+  // `weights`' parts when there are several: fused q/k/v or gate/up), or in a
+  // synthetic plan generated at load as the RTN coding of a synthetic float
+  // weight. Returns the index of the first (qweight); scales and zeros follow.
+  Expected<int> addQ4Tensors(const std::string &name, llvm::SmallVector<llm::WeightOp> weights) {
+    auto type = cast<llm::Q4Type>(weights.front().getType());
+    const int64_t cols = type.getCols(), group = type.getGroupSize();
+    int64_t rows = 0;
+    for (llm::WeightOp w : weights)
+      rows += cast<llm::Q4Type>(w.getType()).getRows();
     if (!hd::q4ValidGroupSize(group))
       return Status::error("weight '" + name + "': int4 group size " + std::to_string(group) +
                            " is not a positive multiple of 32");
     if (!options_.resolveWeight && !options_.syntheticSeed)
       return Status::error("weight '" + name + "': int4 weights need stored values");
     const int64_t groups = hd::q4NumGroups(cols, group);
-    tensorIndex_[name] = static_cast<int>(plan_.meta.tensors.size());
+    const int first = static_cast<int>(plan_.meta.tensors.size());
+    tensorIndex_[name] = first;
     const std::pair<Q4Part, fb::DType> parts[] = {{Q4Part::Weight, fb::DType::I32},
                                                   {Q4Part::Scales, fb::DType::F16},
                                                   {Q4Part::Zeros, fb::DType::F16}};
@@ -132,16 +139,29 @@ private:
         plan_.sources.push_back(source);
         continue;
       }
-      LLMC_ASSIGN_OR_RETURN(WeightSource source, options_.resolveWeight(tensor->name));
-      if (source.elements != elements || source.dtype != static_cast<DType>(dtype))
-        return Status::error(
-            "weight '" + tensor->name + "': has " + std::to_string(source.elements) + " " +
-            std::string(dtypeName(source.dtype)) + " elements, the int4 " + "layout expects " +
-            std::to_string(elements) + " " + fb::EnumNameDType(dtype));
+      WeightSource source;
+      for (llm::WeightOp w : weights) {
+        const std::string partName = q4TensorName(w.getName().str(), part);
+        LLMC_ASSIGN_OR_RETURN(WeightSource stored, options_.resolveWeight(partName));
+        const int64_t partRows = cast<llm::Q4Type>(w.getType()).getRows();
+        const uint64_t partElements = static_cast<uint64_t>(partRows * tensor->shape[1]);
+        if (stored.elements != partElements || stored.dtype != static_cast<DType>(dtype))
+          return Status::error("weight '" + partName + "': has " + std::to_string(stored.elements) +
+                               " " + std::string(dtypeName(stored.dtype)) + " elements, the int4 " +
+                               "layout expects " + std::to_string(partElements) + " " +
+                               fb::EnumNameDType(dtype));
+        source.parts.push_back(stored);
+      }
+      if (source.parts.size() == 1) {
+        source = source.parts.front();
+      } else {
+        source.dtype = static_cast<DType>(dtype);
+        source.elements = elements;
+      }
       plan_.meta.tensors.push_back(std::move(tensor));
-      plan_.sources.push_back(source);
+      plan_.sources.push_back(std::move(source));
     }
-    return Status::ok();
+    return first;
   }
 
   // Buffer of an SSA value, created on first sight.
@@ -273,6 +293,8 @@ private:
   // The plan tensor of `values` (llm.weight results) stored as one: the
   // weight itself when there is one, else their row-concatenation, made on
   // first use and named "<name>+<name>+...".
+  // For int4 weights: the index of the concatenation's qweight (scales and
+  // zeros follow it).
   Expected<int> concatTensor(mlir::ValueRange values) {
     if (values.size() == 1)
       return weight(values[0]);
@@ -284,6 +306,8 @@ private:
     }
     if (auto it = tensorIndex_.find(name); it != tensorIndex_.end())
       return it->second;
+    if (isa<llm::Q4Type>(parts[0].getType()))
+      return addQ4Tensors(name, parts);
     auto first = cast<mlir::RankedTensorType>(parts[0].getType());
     LLMC_ASSIGN_OR_RETURN(fb::DType dtype,
                           toPlanDType(first.getElementType(), "weight '" + name + "'"));
@@ -418,10 +442,15 @@ private:
   // prologue (norm) and epilogue (SwiGLU) it has. With a residual the GEMM
   // accumulates into the residual's buffer (read-modify-write), so the
   // result is that buffer, live from the residual's definition on.
+  // int4 weights: the kinds' Q4 forms (a plain one is LinearQ4), the
+  // matrix as qweight, scales, zeros, the group size after accumulate.
   Status lowerFusedLinear(llm::FusedLinearOp f, int step, fb::StepT &s) {
     bool norm = static_cast<bool>(f.getNorm()), swiglu = f.getSwiglu();
-    s.op = norm ? (swiglu ? fb::OpKind::RmsNormLinearSwiGlu : fb::OpKind::RmsNormLinear)
-                : (swiglu ? fb::OpKind::LinearSwiGlu : fb::OpKind::Linear);
+    auto q4 = dyn_cast<llm::Q4Type>(f.getWeights()[0].getType());
+    s.op = fusedLinearKind(norm, swiglu, static_cast<bool>(q4));
+    if (q4 && norm && !f.getBiases().empty())
+      return Status::error(
+          "an int4 GEMM with an RMSNorm prologue has no bias epilogue in the plan");
     if (columns_.count(f.getX().getAsOpaquePointer()))
       return Status::error("llm.fused_linear cannot read a column slice");
     LLMC_ASSIGN_OR_RETURN(int x, bufferOf(f.getX(), step));
@@ -432,6 +461,10 @@ private:
     }
     LLMC_ASSIGN_OR_RETURN(int w, concatTensor(f.getWeights()));
     s.weights.push_back(w);
+    if (q4) { // scales, zeros
+      s.weights.push_back(w + 1);
+      s.weights.push_back(w + 2);
+    }
     if (!f.getBiases().empty()) {
       LLMC_ASSIGN_OR_RETURN(int b, concatTensor(f.getBiases()));
       s.weights.push_back(b);
@@ -441,6 +474,8 @@ private:
       return Status::error("a SwiGLU GEMM has no residual or bias epilogue in the plan");
     if (!swiglu)
       s.int_params.push_back(residual ? 1 : 0);
+    if (q4)
+      s.int_params.push_back(q4.getGroupSize());
     if (residual) {
       if (columns_.count(residual.getAsOpaquePointer()) || !deadAfter(residual, f))
         return Status::error("llm.fused_linear: its residual is updated in place, so it must "
@@ -573,6 +608,14 @@ fb::SyntheticInitT syntheticInitFor(const std::string &name, int64_t rank, uint6
   init.seed =
       hd::splitMix64(seed ^ fnv1a64(reinterpret_cast<const uint8_t *>(name.data()), name.size()));
   return init;
+}
+
+fb::OpKind fusedLinearKind(bool norm, bool swiglu, bool int4) {
+  if (int4)
+    return norm ? (swiglu ? fb::OpKind::RmsNormLinearSwiGluQ4 : fb::OpKind::RmsNormLinearQ4)
+                : (swiglu ? fb::OpKind::LinearSwiGluQ4 : fb::OpKind::LinearQ4);
+  return norm ? (swiglu ? fb::OpKind::RmsNormLinearSwiGlu : fb::OpKind::RmsNormLinear)
+              : (swiglu ? fb::OpKind::LinearSwiGlu : fb::OpKind::Linear);
 }
 
 fb::SyntheticInitT syntheticQ4InitFor(const std::string &name, Q4Part part, int64_t cols,

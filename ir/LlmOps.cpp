@@ -417,23 +417,31 @@ void FusedLinearOp::build(OpBuilder &builder, OperationState &state, Value x, Va
         swiglu ? builder.getUnitAttr() : UnitAttr());
 }
 
-/// Weights: static [N_i, K] of one dtype; biases: none or one [N_i] each.
+std::string weightStorage(Type type) {
+  if (auto q4 = type.dyn_cast<Q4Type>())
+    return "int4 in groups of " + std::to_string(q4.getGroupSize());
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  os << getElementTypeOrSelf(type);
+  return os.str();
+}
+
+/// Weights: static [N_i, K] stored alike; biases: none or one [N_i] each.
 static LogicalResult verifyFusedWeights(FusedLinearOp op, int64_t features) {
   auto weights = op.getWeights();
   if (weights.empty())
     return op.emitOpError() << "needs at least one weight";
-  Type dtype = getElementTypeOrSelf(weights[0].getType());
+  std::string storage = weightStorage(weights[0].getType());
   for (auto [i, w] : llvm::enumerate(weights)) {
     std::string name = "weight " + std::to_string(i);
     if (failed(checkStaticShape(op, name, w)))
       return failure();
-    if (int64_t cols = dimSize(w.getType(), 1); cols != features)
+    if (int64_t cols = matrixShape(w.getType()).second; cols != features)
       return op.emitOpError() << name << " has " << cols << " input features but input has "
                               << features;
-    if (getElementTypeOrSelf(w.getType()) != dtype)
-      return op.emitOpError() << name << " element type " << getElementTypeOrSelf(w.getType())
-                              << " does not match weight 0 element type " << dtype
-                              << " (fused weights are stored as one tensor)";
+    if (weightStorage(w.getType()) != storage)
+      return op.emitOpError() << name << " is " << weightStorage(w.getType()) << " but weight 0 is "
+                              << storage << " (fused weights are stored as one tensor)";
   }
   auto biases = op.getBiases();
   if (biases.empty())
@@ -443,7 +451,7 @@ static LogicalResult verifyFusedWeights(FusedLinearOp op, int64_t features) {
                             << " weights (one per weight, or none)";
   Type biasType = getElementTypeOrSelf(biases[0].getType());
   for (auto [i, b] : llvm::enumerate(biases)) {
-    int64_t size = dimSize(b.getType(), 0), rows = dimSize(weights[i].getType(), 0);
+    int64_t size = dimSize(b.getType(), 0), rows = matrixShape(weights[i].getType()).first;
     if (size != rows)
       return op.emitOpError() << "bias " << i << " has " << size << " elements but weight " << i
                               << " has " << rows << " output features";
@@ -482,7 +490,8 @@ LogicalResult FusedLinearOp::verify() {
   if (getSwiglu()) {
     if (weights.size() != 2)
       return emitOpError() << "swiglu needs 2 weights (gate, up), got " << weights.size();
-    int64_t gate = dimSize(weights[0].getType(), 0), up = dimSize(weights[1].getType(), 0);
+    int64_t gate = matrixShape(weights[0].getType()).first,
+            up = matrixShape(weights[1].getType()).first;
     if (gate != up)
       return emitOpError() << "swiglu gate has " << gate << " output features but up has " << up;
     if (!getBiases().empty())
@@ -490,7 +499,7 @@ LogicalResult FusedLinearOp::verify() {
     expected.push_back(gate);
   } else {
     for (Value w : weights)
-      expected.push_back(dimSize(w.getType(), 0));
+      expected.push_back(matrixShape(w.getType()).first);
   }
   if (results.size() != expected.size())
     return emitOpError() << "has " << results.size() << " results but expects " << expected.size();

@@ -24,6 +24,11 @@ struct KVCacheResource : public mlir::SideEffects::Resource::Base<KVCacheResourc
   llvm::StringRef getName() override { return "llm.kv_cache"; }
 };
 
+/// How a linear weight is stored: the element type of a float matrix
+/// ("bf16"), or "int4 in groups of G" for !llm.q4. Weights fused into one
+/// llm.fused_linear must agree on it.
+std::string weightStorage(mlir::Type type);
+
 } // namespace llmc::llm
 
 #define GET_OP_CLASSES

@@ -268,8 +268,10 @@ def Llm_FusedLinearOp : Llm_Op<"fused_linear", [Pure, AttrSizedOperandSegments]>
   let summary = "One GEMM over the row-concatenated weights, with an optional RMSNorm "
                 "prologue and a SwiGLU or residual epilogue.";
   let description = [{
-    x: [T, K]; weights W_i: [N_i, K], one dtype (the plan stores them as one
-    [sum N_i, K] tensor); biases, when present, one [N_i] per weight.
+    x: [T, K]; weights W_i: [N_i, K], float matrices of one dtype or
+    `!llm.q4` of one group size (the plan stores them as one [sum N_i, K]
+    tensor, or one set of int4 parts); biases, when present, one [N_i] per
+    weight.
 
     - `norm %g eps e`: x is first normalized, as `llm.rms_norm %x, %g eps e`.
     - Without `swiglu`, result i is `llm.linear x, W_i (, b_i)`: [T, N_i]
@@ -290,7 +292,7 @@ def Llm_FusedLinearOp : Llm_Op<"fused_linear", [Pure, AttrSizedOperandSegments]>
         : tensor<?x160xf32>, [tensor<64x160xf32>] residual tensor<?x64xf32> -> tensor<?x64xf32>
     ```
   }];
-  let arguments = (ins Llm_Activation:$x, Variadic<Llm_FloatMatrix>:$weights,
+  let arguments = (ins Llm_Activation:$x, Variadic<Llm_LinearWeight>:$weights,
                        Variadic<Llm_FloatVector>:$biases, Optional<Llm_FloatVector>:$norm,
                        Optional<Llm_Activation>:$residual, OptionalAttr<F64Attr>:$eps,
                        UnitAttr:$swiglu);

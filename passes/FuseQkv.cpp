@@ -37,16 +37,17 @@ llm::LinearOp projectionOf(mlir::Value operand) {
   return linear;
 }
 
-/// Three distinct projections of one input, with float weights of one dtype
-/// and biases on all or none: what one concatenated plan tensor can hold.
+/// Three distinct projections of one input, with weights stored alike (float
+/// of one dtype, or int4 of one group size) and biases on all or none: what
+/// one concatenated plan tensor (or set of int4 parts) can hold.
 bool fusible(std::array<llm::LinearOp, 3> qkv) {
   if (qkv[0] == qkv[1] || qkv[0] == qkv[2] || qkv[1] == qkv[2])
     return false;
   bool biased = static_cast<bool>(qkv[0].getBias());
-  mlir::Type dtype = mlir::getElementTypeOrSelf(qkv[0].getWeight().getType());
+  const std::string storage = llm::weightStorage(qkv[0].getWeight().getType());
   for (llm::LinearOp linear : qkv) {
-    if (linear.getX() != qkv[0].getX() || !fusion::storedWeight(linear.getWeight()) ||
-        mlir::getElementTypeOrSelf(linear.getWeight().getType()) != dtype ||
+    if (linear.getX() != qkv[0].getX() || !fusion::storedMatrix(linear.getWeight()) ||
+        llm::weightStorage(linear.getWeight().getType()) != storage ||
         static_cast<bool>(linear.getBias()) != biased)
       return false;
     if (biased && (!fusion::storedWeight(linear.getBias()) ||

@@ -19,7 +19,8 @@ namespace llmc {
 
 namespace {
 
-/// A GEMM whose only use is the add: an llm.linear with stored weights, or a
+/// A GEMM whose only use is the add: an llm.linear with a stored (float or
+/// int4) weight, or a
 /// single-result llm.fused_linear without a residual yet (nor a SwiGLU
 /// epilogue: the plan's SwiGLU GEMMs do not accumulate).
 mlir::Operation *gemmOf(mlir::Value value) {
@@ -27,7 +28,7 @@ mlir::Operation *gemmOf(mlir::Value value) {
   if (!op || !op->hasOneUse())
     return nullptr;
   if (auto linear = llvm::dyn_cast<llm::LinearOp>(op))
-    return fusion::storedWeight(linear.getWeight()) &&
+    return fusion::storedMatrix(linear.getWeight()) &&
                    (!linear.getBias() || fusion::storedWeight(linear.getBias()))
                ? op
                : nullptr;

@@ -25,11 +25,11 @@ struct SwigluMatch {
   llm::LinearOp gate, up;
 };
 
-/// A bias-free projection with a stored float weight and no other use.
+/// A bias-free projection with a stored (float or int4) weight and no other use.
 llm::LinearOp projection(mlir::Value value) {
   auto linear = value.getDefiningOp<llm::LinearOp>();
   if (!linear || !linear->hasOneUse() || linear.getBias() ||
-      !fusion::storedWeight(linear.getWeight()))
+      !fusion::storedMatrix(linear.getWeight()))
     return {};
   return linear;
 }

@@ -14,6 +14,15 @@ llm::WeightOp storedWeight(mlir::Value value) {
   return weight;
 }
 
+llm::WeightOp storedMatrix(mlir::Value value) {
+  auto weight = value.getDefiningOp<llm::WeightOp>();
+  if (!weight || !weight.getType().isa<mlir::RankedTensorType, llm::Q4Type>())
+    return {};
+  return weight;
+}
+
+bool isInt4(mlir::Value value) { return value.getType().isa<llm::Q4Type>(); }
+
 mlir::Operation *firstInBlock(llvm::ArrayRef<mlir::Operation *> ops) {
   mlir::Operation *first = ops.front();
   for (mlir::Operation *op : ops.drop_front())

@@ -18,9 +18,16 @@
 namespace llmc::fusion {
 
 /// The llm.weight defining `value` when it is a float tensor: what the plan
-/// can store (concatenated with others) and llm.fused_linear accepts. Null
+/// can store (concatenated with others) as a bias, norm or head weight. Null
 /// for anything else (an int4 weight, a computed value).
 llm::WeightOp storedWeight(mlir::Value value);
+
+/// The llm.weight defining a GEMM's matrix that llm.fused_linear accepts: a
+/// float tensor or an int4 (!llm.q4) weight. Null for a computed value.
+llm::WeightOp storedMatrix(mlir::Value value);
+
+/// Whether `value` is an int4 (!llm.q4) matrix.
+bool isInt4(mlir::Value value);
 
 /// The first of `ops` (all in one block) in block order.
 mlir::Operation *firstInBlock(llvm::ArrayRef<mlir::Operation *> ops);

@@ -248,6 +248,12 @@ LinearForm linearForm(fb::OpKind op) {
     return {"norm_linear_swiglu", true, true, false, false, 1, 99, false};
   case fb::OpKind::LinearQ4:
     return {"linear_q4", false, false, false, true, 0, 4, true};
+  case fb::OpKind::RmsNormLinearQ4:
+    return {"norm_linear_q4", true, false, false, true, 1, 99, true};
+  case fb::OpKind::LinearSwiGluQ4:
+    return {"linear_swiglu_q4", false, true, false, true, 0, 99, false};
+  case fb::OpKind::RmsNormLinearSwiGluQ4:
+    return {"norm_linear_swiglu_q4", true, true, false, true, 1, 99, false};
   default:
     return {"linear", false, false, false, false, 0, 2, true};
   }
@@ -260,7 +266,7 @@ Expected<KernelInstance> linear(const StepView &v) {
   DType g = f.norm ? v.weightDType(0) : DType::F32;
   int64_t kDim = v.input(0).width;
   int64_t n = f.q4 ? v.output().width : v.weight(f.matrix).shape.at(0) / (f.swiglu ? 2 : 1);
-  int64_t group = f.q4 ? v.step.int_params.at(1) : 0;
+  int64_t group = f.q4 ? v.step.int_params.at(f.accumulate ? 1 : 0) : 0;
   bool accumulate = f.accumulate && v.step.int_params.at(0) == 1;
   bool bias = static_cast<int>(v.step.weights.size()) == f.biasWeights;
   DType b = bias ? v.weightDType(f.biasWeights - 1) : DType::F32;
@@ -286,16 +292,17 @@ Expected<KernelInstance> linear(const StepView &v) {
   std::string epsArg = floatLiteral(eps);
   KernelInstance k;
   if (v.shape.maxTokens > 0 && f.q4) {
-    const int64_t tmax = v.shape.maxTokens, warps = 4, rows = tmax <= 4 ? 2 : 1;
+    const int64_t tmax = v.shape.maxTokens, warps = 4, rows = tmax <= 4 && !f.swiglu ? 2 : 1;
     k.name = "llmc_" + std::string(f.family) + "_gemv_" + dtypes + "_n" + str(n) + "_k" +
              str(kDim) + "_t" + str(tmax) + suffix;
-    k.source =
-        translationUnit(k.name, summary + ", decode GEMV for T <= " + str(tmax), "gemv.cuh", "",
-                        static_cast<int>(warps * 32), "StepArgs",
-                        "llmc::dev::gemvQ4<" + std::string(deviceType(a)) + ", " + deviceType(out) +
-                            ", " + deviceType(b) + ", " + str(n) + ", " + str(kDim) + ", " +
-                            str(group) + ", " + str(tmax) + ", " + str(rows) + ", " + str(warps) +
-                            ", " + bool01(accumulate) + ", " + bool01(bias) + ">(args)");
+    k.source = translationUnit(
+        k.name, summary + ", decode GEMV for T <= " + str(tmax), "gemv.cuh", "",
+        static_cast<int>(warps * 32), "StepArgs",
+        "llmc::dev::gemvQ4<" + std::string(deviceType(a)) + ", " + deviceType(out) + ", " +
+            deviceType(b) + ", " + deviceType(g) + ", " + str(n) + ", " + str(kDim) + ", " +
+            str(group) + ", " + str(tmax) + ", " + str(rows) + ", " + str(warps) + ", " +
+            bool01(accumulate) + ", " + bool01(bias) + ", " + bool01(f.norm) + ", " +
+            bool01(f.swiglu) + ">(args, " + epsArg + ")");
     k.launch.block = {static_cast<uint32_t>(warps * 32), 1, 1};
     k.launch.grid = {static_cast<uint32_t>(ceilDiv(n, warps * rows)), 1, 1};
     return k;
@@ -434,8 +441,9 @@ const char *deviceType(DType dtype) {
 Expected<KernelInstance> kernelForStep(const fb::PlanT &plan, const fb::ProgramT &program,
                                        const fb::StepT &step, const ProgramShape &shape) {
   StepView v{plan, program, step, shape};
-  if (step.op != fb::OpKind::LinearQ4) // int4 tensors: qweight I32, scales/zeros F16
-    for (size_t i = 0; i < step.weights.size(); ++i)
+  const LinearForm form = linearForm(step.op);
+  for (size_t i = 0; i < step.weights.size(); ++i) // int4: qweight I32, scales/zeros F16
+    if (!(form.q4 && static_cast<int>(i) >= form.matrix && static_cast<int>(i) < form.matrix + 3))
       if (!isFloat(v.weightDType(static_cast<int>(i))))
         return unsupported(v, "weight '" + v.weight(static_cast<int>(i)).name + "' has dtype " +
                                   std::string(dtypeName(v.weightDType(static_cast<int>(i)))));
@@ -451,6 +459,9 @@ Expected<KernelInstance> kernelForStep(const fb::PlanT &plan, const fb::ProgramT
   case fb::OpKind::Linear:
   case fb::OpKind::Logits:
   case fb::OpKind::LinearQ4:
+  case fb::OpKind::RmsNormLinearQ4:
+  case fb::OpKind::LinearSwiGluQ4:
+  case fb::OpKind::RmsNormLinearSwiGluQ4:
   case fb::OpKind::RmsNormLinear:
   case fb::OpKind::LinearSwiGlu:
   case fb::OpKind::RmsNormLinearSwiGlu:

@@ -3,6 +3,7 @@
 #include "cpu/kernels.h"
 #include "cpu/matmul.h"
 #include "cpu/simd.h"
+#include "kernels/common/q4_layout.h"
 
 #include <algorithm>
 #include <cmath>
@@ -44,6 +45,26 @@ void rmsNormMatmul(ThreadPool &pool, const float *x, int64_t tokens, const Weigh
     scratch.resize(tokens * w.cols);
   rmsNorm(pool, x, tokens, gamma, eps, scratch.data());
   matmul(pool, scratch.data(), tokens, w, bias, beta, y);
+}
+
+void matmulSwigluQ4(ThreadPool &pool, const float *x, int64_t tokens, const Q4Matrix &w, float *y,
+                    std::vector<float> &products) {
+  const int64_t inter = w.rows / 2;
+  if (static_cast<int64_t>(products.size()) < 2 * tokens * inter)
+    products.resize(2 * tokens * inter);
+  // Rows [0, I) and [I, 2I) of the stacked matrix as matrices of their own.
+  const int64_t words = hd::q4WordsPerRow(w.cols), groups = hd::q4NumGroups(w.cols, w.groupSize);
+  const Q4Matrix gate{w.qweight, w.scales, w.zeros, inter, w.cols, w.groupSize};
+  const Q4Matrix up{w.qweight + inter * words,
+                    w.scales + inter * groups,
+                    w.zeros + inter * groups,
+                    inter,
+                    w.cols,
+                    w.groupSize};
+  float *gateOut = products.data(), *upOut = products.data() + tokens * inter;
+  matmulQ4(pool, x, tokens, gate, nullptr, 0.0f, gateOut);
+  matmulQ4(pool, x, tokens, up, nullptr, 0.0f, upOut);
+  swiglu(pool, gateOut, upOut, y, tokens * inter);
 }
 
 void matmulSwiglu(ThreadPool &pool, const float *x, int64_t tokens, const WeightMatrix &w,

@@ -5,6 +5,7 @@
 // only where intermediates live changes.
 #pragma once
 
+#include "cpu/matmul_q4.h"
 #include "cpu/weights.h"
 #include "support/thread_pool.h"
 
@@ -33,6 +34,14 @@ void matmulSwiglu(ThreadPool &pool, const float *x, int64_t tokens, const Weight
 void rmsNormMatmulSwiglu(ThreadPool &pool, const float *x, int64_t tokens,
                          const WeightVector &gamma, float eps, const WeightMatrix &w, float *y,
                          std::vector<float> &scratch);
+
+// The int4 SwiGLU GEMM (engine.fbs LinearSwiGluQ4): w = [gate; up] is
+// [2I, K]; the gate and up products go to `products` ([2, tokens, I]) and
+// then through swiglu, the same calls as the unfused steps make (so the
+// results are bit-identical; the CPU's int4 GEMM is not the bottleneck a
+// fused epilogue would remove).
+void matmulSwigluQ4(ThreadPool &pool, const float *x, int64_t tokens, const Q4Matrix &w, float *y,
+                    std::vector<float> &products);
 
 // ids[r] = argmax_v x[r] . w[v] for rows r of x [rows, w.cols]: the first
 // largest logit (ties), NaN never wins, 0 when no logit exceeds -inf, as

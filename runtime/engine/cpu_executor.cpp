@@ -107,18 +107,11 @@ Status CpuExecutor::runStep(ThreadPool &pool, const fb::Step &step, const StepIn
                 static_cast<float>(step.int_params()->Get(0)), out);
     return Status::ok();
   }
-  case fb::OpKind::LinearQ4: {
-    // Weights: qweight, scales, zeros (, bias); the plan validator checked their shapes.
-    cpu::Q4Matrix w{static_cast<const uint32_t *>(weights_->data(weightIndex(0))),
-                    static_cast<const uint16_t *>(weights_->data(weightIndex(1))),
-                    static_cast<const uint16_t *>(weights_->data(weightIndex(2))), outWidth,
-                    width(0), step.int_params()->Get(1)};
-    const float *bias = step.weights()->size() == 4
-                            ? static_cast<const float *>(weights_->data(weightIndex(3)))
-                            : nullptr;
-    cpu::matmulQ4(pool, in(0), T, w, bias, static_cast<float>(step.int_params()->Get(0)), out);
-    return Status::ok();
-  }
+  case fb::OpKind::LinearQ4:
+  case fb::OpKind::RmsNormLinearQ4:
+  case fb::OpKind::LinearSwiGluQ4:
+  case fb::OpKind::RmsNormLinearSwiGluQ4:
+    return runInt4Linear(pool, step, T);
   case fb::OpKind::Rope: {
     int64_t heads = step.int_params()->Get(0), dim = step.int_params()->Get(1);
     cpu::rope(pool, out, T, heads * dim, {heads, dim, dim}, input.positions, ropeTable_->data());
@@ -179,6 +172,38 @@ Status CpuExecutor::runStep(ThreadPool &pool, const fb::Step &step, const StepIn
     return runLmHead(pool, step, input);
   }
   return Status::error("unknown op kind");
+}
+
+Status CpuExecutor::runInt4Linear(ThreadPool &pool, const fb::Step &step, int64_t T) {
+  const Int4Linear form = int4Linear(step.op());
+  auto data = [&](int i) { return weights_->data(static_cast<uint32_t>(step.weights()->Get(i))); };
+  const int64_t k = program_->buffers()->Get(step.inputs()->Get(0))->width();
+  const int64_t n = program_->buffers()->Get(step.outputs()->Get(0))->width();
+  const float *x = buffer(step.inputs()->Get(0), T);
+  float *out = buffer(step.outputs()->Get(0), T);
+  // Weights: (gamma,) qweight, scales, zeros (, bias); the plan validator checked their shapes.
+  const int q = form.norm ? 1 : 0;
+  const cpu::Q4Matrix w{static_cast<const uint32_t *>(data(q)),
+                        static_cast<const uint16_t *>(data(q + 1)),
+                        static_cast<const uint16_t *>(data(q + 2)),
+                        form.swiglu ? 2 * n : n,
+                        k,
+                        step.int_params()->Get(form.swiglu ? 0 : 1)};
+  if (form.norm) { // the normalized rows feed the int4 GEMM
+    if (static_cast<int64_t>(normScratch_.size()) < T * k)
+      normScratch_.resize(T * k);
+    cpu::rmsNorm(pool, x, T, weights_->vector(static_cast<uint32_t>(step.weights()->Get(0))),
+                 static_cast<float>(step.float_params()->Get(0)), normScratch_.data());
+    x = normScratch_.data();
+  }
+  if (form.swiglu) {
+    cpu::matmulSwigluQ4(pool, x, T, w, out, swigluScratch_);
+    return Status::ok();
+  }
+  const float *bias =
+      step.weights()->size() == 4 && !form.norm ? static_cast<const float *>(data(3)) : nullptr;
+  cpu::matmulQ4(pool, x, T, w, bias, static_cast<float>(step.int_params()->Get(0)), out);
+  return Status::ok();
 }
 
 const float *CpuExecutor::selectRows(int index, int64_t tokens, const std::vector<int64_t> &rows) {

@@ -16,8 +16,8 @@ namespace llmc {
 
 // One sequence's part of a step.
 struct StepSequence {
-  int64_t firstRow = 0;              // first of its rows among the step's T tokens
-  int64_t numRows = 0;               // its new tokens this step
+  int64_t firstRow = 0;                // first of its rows among the step's T tokens
+  int64_t numRows = 0;                 // its new tokens this step
   const int32_t *blockTable = nullptr; // covers all its positions up to the last new one
 };
 
@@ -52,8 +52,7 @@ public:
   // Runs the program. On success *logits points to [R, V] f32 logits (R =
   // logitRows.size(), or T when empty), valid until the next run(), or is
   // null when the program wrote input.greedyIds instead.
-  Status run(ThreadPool &pool, const StepInput &input, kv::KvCache &cache,
-             const float **logits);
+  Status run(ThreadPool &pool, const StepInput &input, kv::KvCache &cache, const float **logits);
 
 private:
   Status runStep(ThreadPool &pool, const fb::Step &step, const StepInput &input,
@@ -63,6 +62,8 @@ private:
   Status runFusedStep(ThreadPool &pool, const fb::Step &step, const StepInput &input,
                       kv::KvCache &cache);
   Status runLmHead(ThreadPool &pool, const fb::Step &step, const StepInput &input);
+  // LinearQ4 and the fused int4 kinds (plan.h int4Linear).
+  Status runInt4Linear(ThreadPool &pool, const fb::Step &step, int64_t tokens);
   // The rows `rows` of buffer `index` ([rows.size(), width], gathered into
   // logitInput_), or the whole buffer when `rows` is empty.
   const float *selectRows(int index, int64_t tokens, const std::vector<int64_t> &rows);
@@ -72,10 +73,11 @@ private:
   const fb::Program *program_ = nullptr;
   // RoPE cos/sin [max_seq_len, head_dim], shared by the executors of a plan.
   std::shared_ptr<const std::vector<float>> ropeTable_;
-  std::vector<uint8_t> arena_;        // activations: arena_bytes_per_token * T
-  std::vector<float> logitInput_;     // gathered rows for a selective Logits or LmHead step
-  std::vector<float> logits_;         // [R, V] when rows are selected
-  std::vector<float> normScratch_;    // normalized rows of a GEMM's norm prologue
+  std::vector<uint8_t> arena_;       // activations: arena_bytes_per_token * T
+  std::vector<float> logitInput_;    // gathered rows for a selective Logits or LmHead step
+  std::vector<float> logits_;        // [R, V] when rows are selected
+  std::vector<float> normScratch_;   // normalized rows of a GEMM's norm prologue
+  std::vector<float> swigluScratch_; // gate and up products of an int4 SwiGLU GEMM
   std::vector<cpu::AttentionSequence> attentionSequences_;
   const float *lastLogits_ = nullptr;
   bool wroteIds_ = false; // an LmHead step wrote input.greedyIds

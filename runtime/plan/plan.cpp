@@ -291,8 +291,29 @@ OpSignature opSignature(fb::OpKind op) {
     return {1, 1, 0, 0, 3, 0};
   case fb::OpKind::LmHead:
     return {1, 2, 2, 2, 0, 1};
+  case fb::OpKind::RmsNormLinearQ4:
+    return {1, 1, 4, 4, 2, 1};
+  case fb::OpKind::LinearSwiGluQ4:
+    return {1, 1, 3, 3, 1, 0};
+  case fb::OpKind::RmsNormLinearSwiGluQ4:
+    return {1, 1, 4, 4, 1, 1};
   }
   return {-1, -1, -1, -1, -1, -1};
+}
+
+Int4Linear int4Linear(fb::OpKind op) {
+  switch (op) {
+  case fb::OpKind::LinearQ4:
+    return {true, false, false};
+  case fb::OpKind::RmsNormLinearQ4:
+    return {true, true, false};
+  case fb::OpKind::LinearSwiGluQ4:
+    return {true, false, true};
+  case fb::OpKind::RmsNormLinearSwiGluQ4:
+    return {true, true, true};
+  default:
+    return {};
+  }
 }
 
 namespace {
@@ -346,18 +367,33 @@ std::string describeTensor(const fb::Tensor &t) {
   return text + "]";
 }
 
-// LinearQ4: the int4 tensors (kernels/common/q4_layout.h) must have the
-// dtypes and shapes the kernels index by, for K = input width, N = output
-// width and the step's group size G.
+// LinearQ4 and the fused int4 kinds: the int4 tensors
+// (kernels/common/q4_layout.h) must have the dtypes and shapes the kernels
+// index by, for K = input width, N = output width (2 x with SwiGLU: gate and
+// up rows) and the step's group size G; a norm weight [K] comes first.
 Status checkLinearQ4(const fb::Plan &plan, const fb::Program &program, const fb::Step &step,
                      const std::string &where) {
+  const Int4Linear form = int4Linear(step.op());
   auto width = [&](int b) { return program.buffers()->Get(b)->width(); };
-  auto tensor = [&](int i) { return plan.tensors()->Get(step.weights()->Get(i)); };
-  auto fail = [&](const std::string &what) { return Status::error(where + ": LinearQ4: " + what); };
+  auto tensor = [&](int i) { return plan.tensors()->Get(step.weights()->Get(i + form.norm)); };
+  auto fail = [&](const std::string &what) {
+    return Status::error(where + ": " + fb::EnumNameOpKind(step.op()) + ": " + what);
+  };
   const int in = step.inputs()->Get(0), out = step.outputs()->Get(0);
-  const int64_t k = width(in), n = width(out), group = step.int_params()->Get(1);
+  const int64_t k = width(in), n = width(out) * (form.swiglu ? 2 : 1);
+  const int64_t group = step.int_params()->Get(form.swiglu ? 0 : 1);
   if (!hd::q4ValidGroupSize(group))
     return fail("group size " + std::to_string(group) + " is not a positive multiple of 32");
+  if (form.norm) {
+    const fb::Tensor &gamma = *plan.tensors()->Get(step.weights()->Get(0));
+    const bool floating = gamma.dtype() == fb::DType::F32 || gamma.dtype() == fb::DType::F16 ||
+                          gamma.dtype() == fb::DType::BF16;
+    if (!floating || gamma.shape()->size() != 1 || gamma.shape()->Get(0) != k)
+      return fail("norm weight '" + gamma.name()->str() + "' must be a float [" +
+                  std::to_string(k) + "] for the input width, got " + describeTensor(gamma));
+    if (!(step.float_params()->Get(0) > 0.0))
+      return fail("eps must be positive");
+  }
   const int64_t groups = hd::q4NumGroups(k, group);
   const struct {
     fb::DType dtype;
@@ -376,14 +412,13 @@ Status checkLinearQ4(const fb::Plan &plan, const fb::Program &program, const fb:
                   " in groups of " + std::to_string(group) + " (" + std::to_string(groups) +
                   " groups), got " + describeTensor(t));
   }
-  if (step.weights()->size() == 4) {
+  if (!form.norm && step.weights()->size() == 4) {
     const fb::Tensor &bias = *tensor(3);
     if (bias.dtype() != fb::DType::F32 || bias.shape()->size() != 1 || bias.shape()->Get(0) != n)
       return fail("bias '" + bias.name()->str() + "' must be F32 [" + std::to_string(n) +
                   "], got " + describeTensor(bias));
   }
-  int64_t accumulate = step.int_params()->Get(0);
-  if (accumulate != 0 && accumulate != 1)
+  if (!form.swiglu && step.int_params()->Get(0) != 0 && step.int_params()->Get(0) != 1)
     return fail("accumulate must be 0 or 1");
   if (in == out)
     return fail("input and output must be different buffers");
@@ -518,7 +553,7 @@ Status checkStepShapes(const fb::Plan &plan, const fb::Program &program, const f
     return mismatch(logits ? "output buffer must be F32"
                     : gpu  ? "output buffer must be F32 or BF16"
                            : "output buffer must be F32");
-  if (step.weights() != nullptr && step.op() != fb::OpKind::LinearQ4) // int4: checkLinearQ4
+  if (step.weights() != nullptr && !int4Linear(step.op()).int4) // int4: checkLinearQ4
     for (int i = 0; i < static_cast<int>(step.weights()->size()); ++i)
       if (!isFloatWeight(i))
         return mismatch("weight " + std::to_string(i) + " must be F32, F16 or BF16");
@@ -558,6 +593,9 @@ Status checkStepShapes(const fb::Plan &plan, const fb::Program &program, const f
     return Status::ok();
   }
   case fb::OpKind::LinearQ4:
+  case fb::OpKind::RmsNormLinearQ4:
+  case fb::OpKind::LinearSwiGluQ4:
+  case fb::OpKind::RmsNormLinearSwiGluQ4:
     return checkLinearQ4(plan, program, step, where);
   case fb::OpKind::Rope: {
     int64_t heads = step.int_params()->Get(0), dim = step.int_params()->Get(1);

@@ -72,4 +72,11 @@ struct OpSignature {
 };
 OpSignature opSignature(fb::OpKind op);
 
+// The linear kinds with int4 weights (qweight, scales, zeros), and which
+// prologue / epilogue each has.
+struct Int4Linear {
+  bool int4 = false, norm = false, swiglu = false;
+};
+Int4Linear int4Linear(fb::OpKind op);
+
 } // namespace llmc

@@ -527,18 +527,24 @@ TEST(GpuKernels, LmHeadNormalizesAndGathersRows) {
 }
 
 // W4A16: random int4 weights in the plan layout (q4_layout.h), against
-// cpu::matmulQ4, through the GEMV and the dequantizing GEMM.
-void checkLinearQ4(DType act, int64_t N, int64_t K, int64_t G, int64_t T, int64_t maxTokens) {
+// cpu::matmulQ4, through the GEMV and the dequantizing GEMM; the fused int4
+// kinds (norm prologue, SwiGLU epilogue) against the CPU's rmsNorm and
+// matmulSwigluQ4.
+void checkLinearQ4(fb::OpKind op, DType act, int64_t N, int64_t K, int64_t G, int64_t T,
+                   int64_t maxTokens) {
   ThreadPool pool(1);
+  const Int4Linear form = int4Linear(op);
+  const int64_t rows = form.swiglu ? 2 * N : N; // weight rows
   const int64_t words = hd::q4WordsPerRow(K), groups = hd::q4NumGroups(K, G);
+  const float eps = 1e-5f;
   std::mt19937 rng(28);
-  std::vector<uint16_t> scales(N * groups), zeros(N * groups);
+  std::vector<uint16_t> scales(rows * groups), zeros(rows * groups);
   for (size_t i = 0; i < scales.size(); ++i) {
     scales[i] = hd::f32ToF16(0.002f + 0.01f * static_cast<float>(rng() % 100) / 100.0f);
     zeros[i] = hd::f32ToF16(static_cast<float>(rng() % 16));
   }
-  std::vector<uint32_t> qweight(N * words, 0);
-  for (int64_t n = 0; n < N; ++n)
+  std::vector<uint32_t> qweight(rows * words, 0);
+  for (int64_t n = 0; n < rows; ++n)
     for (int64_t c = 0; c < words * 8; ++c) {
       // Pad columns hold the last group's zero point: they dequantize to 0.
       uint32_t q =
@@ -546,30 +552,52 @@ void checkLinearQ4(DType act, int64_t N, int64_t K, int64_t G, int64_t T, int64_
       qweight[n * words + c / 8] |= q << (4 * (c % 8));
     }
   MiniPlan p;
-  int qw = p.tensor(DType::I32, {N, words}), sc = p.tensor(DType::F16, {N, groups}),
-      zr = p.tensor(DType::F16, {N, groups}), bias = p.tensor(DType::F32, {N});
+  std::vector<int> weights;
+  if (form.norm)
+    weights.push_back(p.tensor(DType::F32, {K}));
+  weights.push_back(p.tensor(DType::I32, {rows, words}));
+  weights.push_back(p.tensor(DType::F16, {rows, groups}));
+  weights.push_back(p.tensor(DType::F16, {rows, groups}));
+  const bool bias = !form.norm && !form.swiglu, accumulate = !form.swiglu;
+  if (bias)
+    weights.push_back(p.tensor(DType::F32, {N}));
   int in = p.buffer(act, K), out = p.buffer(act, N);
-  auto k = p.kernel(fb::OpKind::LinearQ4, {in}, {out}, {qw, sc, zr, bias}, {1, G}, {}, maxTokens,
-                    maxTokens > 0, act);
+  std::vector<int64_t> ints = form.swiglu ? std::vector<int64_t>{G} : std::vector<int64_t>{1, G};
+  std::vector<double> floats = form.norm ? std::vector<double>{eps} : std::vector<double>{};
+  auto k = p.kernel(op, {in}, {out}, weights, ints, floats, maxTokens, maxTokens > 0, act);
   std::vector<float> x = rounded(randomValues(T * K, 29), act);
+  std::vector<float> gamma = randomValues(K, 32);
   std::vector<float> b = randomValues(N, 30);
   std::vector<float> y0 = rounded(randomValues(T * N, 31), act);
-  std::vector<float> want = y0;
-  cpu::matmulQ4(pool, x.data(), T, {qweight.data(), scales.data(), zeros.data(), N, K, G}, b.data(),
-                1.0f, want.data());
+  std::vector<float> want = y0, normed(T * K), products;
+  const float *xin = x.data();
+  if (form.norm) {
+    cpu::rmsNorm(pool, x.data(), T, {gamma.data(), DType::F32, K}, eps, normed.data());
+    xin = normed.data();
+  }
+  const cpu::Q4Matrix w{qweight.data(), scales.data(), zeros.data(), rows, K, G};
+  if (form.swiglu)
+    cpu::matmulSwigluQ4(pool, xin, T, w, want.data(), products);
+  else
+    cpu::matmulQ4(pool, xin, T, w, bias ? b.data() : nullptr, 1.0f, want.data());
   auto dX = toDevice(encode(x, act));
+  auto dGamma = toDevice(gamma);
   auto dQ = toDevice(qweight);
   auto dS = toDevice(scales);
   auto dZ = toDevice(zeros);
   auto dB = toDevice(b);
-  auto dOut = toDevice(encode(y0, act));
+  auto dOut = accumulate ? toDevice(encode(y0, act)) : poisoned(T * N, act);
   abi::StepArgs args{};
   args.in[0] = ptr(dX);
   args.out = ptr(dOut);
-  args.w[0] = ptr(dQ);
-  args.w[1] = ptr(dS);
-  args.w[2] = ptr(dZ);
-  args.w[3] = ptr(dB);
+  int slot = 0;
+  if (form.norm)
+    args.w[slot++] = ptr(dGamma);
+  args.w[slot++] = ptr(dQ);
+  args.w[slot++] = ptr(dS);
+  args.w[slot++] = ptr(dZ);
+  if (bias)
+    args.w[slot] = ptr(dB);
   args.rows = static_cast<int>(T);
   launchStep(k, args, T);
   EXPECT_LT(relativeError(fromDevice(dOut, T * N, act), want), tolerance(act))
@@ -578,12 +606,14 @@ void checkLinearQ4(DType act, int64_t N, int64_t K, int64_t G, int64_t T, int64_
 
 TEST(GpuKernels, Int4LinearMatchesCpu) {
   LLMC_REQUIRE_GPU();
-  for (DType act : kActivations) {
-    checkLinearQ4(act, 77, 256, 128, 1, 1);
-    checkLinearQ4(act, 77, 200, 32, 3, 4); // K not a multiple of 32: padded rows
-    checkLinearQ4(act, 130, 256, 64, 16, 16);
-    checkLinearQ4(act, 67, 200, 32, 70, 0); // prefill: dequantizing GEMM
-  }
+  for (DType act : kActivations)
+    for (fb::OpKind op : {fb::OpKind::LinearQ4, fb::OpKind::RmsNormLinearQ4,
+                          fb::OpKind::LinearSwiGluQ4, fb::OpKind::RmsNormLinearSwiGluQ4}) {
+      checkLinearQ4(op, act, 77, 256, 128, 1, 1);
+      checkLinearQ4(op, act, 77, 200, 32, 3, 4); // K not a multiple of 32: padded rows
+      checkLinearQ4(op, act, 130, 256, 64, 16, 16);
+      checkLinearQ4(op, act, 67, 200, 32, 70, 0); // prefill: dequantizing GEMM
+    }
 }
 
 TEST(GpuKernels, ArgmaxTakesTheFirstLargestAndIgnoresNan) {
@@ -629,7 +659,7 @@ TEST(GpuKernels, SyntheticFillGivesTheCpuValues) {
     cuda::CUfunction f = loadKernel(k);
     ASSERT_NE(f, nullptr);
     auto dOut = poisoned(count, dtype);
-    abi::SyntheticFillArgs args{ptr(dOut), count, first, init.seed, init.std, 0};
+    abi::SyntheticFillArgs args{ptr(dOut), count, first, init.seed, init.std, 0, 0, 0};
     uint32_t grid[3] = {264, 1, 1}, block[3] = {256, 1, 1};
     ASSERT_TRUE(GpuContext::get().device->launch(f, grid, block, 0, &args).isOk());
     std::vector<float> got = fromDevice(dOut, count, dtype);

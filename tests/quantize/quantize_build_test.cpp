@@ -30,6 +30,7 @@
 #include <filesystem>
 #include <fstream>
 #include <functional>
+#include <map>
 
 namespace llmc {
 namespace {
@@ -179,11 +180,13 @@ std::vector<float> dequantizedModelLogits(const std::string &planPath, int64_t g
 // The plan stores int4 linears as qweight/scales/zeros in the documented
 // shapes, and the engine's int4 path computes what the float model does
 // with the dequantized weights (and, for AWQ, the scaled norms and biases).
+// Unfused (-O0): one LinearQ4 per checkpoint projection.
 TEST(QuantizeBuild, Int4PlansComputeTheDequantizedModel) {
   for (auto [method, group] : {std::pair<const char *, int64_t>{"rtn", 32}, {"awq", 64}}) {
     BuildOptions options = qwen2(std::string(method) + std::to_string(group));
     options.quantize = method;
     options.groupSize = group;
+    options.optimizationLevel = 0;
     if (options.quantize == "awq")
       options.calibFile = calibrationFile();
     Status status = build(options);
@@ -214,6 +217,45 @@ TEST(QuantizeBuild, Int4PlansComputeTheDequantizedModel) {
   }
 }
 
+// Fusion takes int4 GEMMs too: q/k/v concatenated (int4 parts stacked),
+// gate/up with the SwiGLU epilogue and the norm prologue, o/down with the
+// residual add; the fused plan computes exactly what the -O0 plan does.
+TEST(QuantizeBuild, FusedInt4PlansMatchTheUnfusedOnes) {
+  for (auto [method, group] : {std::pair<const char *, int64_t>{"rtn", 32}, {"awq", 64}}) {
+    const std::string name = std::string(method) + std::to_string(group);
+    BuildOptions fused = qwen2("fused-" + name), unfused = qwen2("O0-" + name);
+    for (BuildOptions *o : {&fused, &unfused}) {
+      o->quantize = method;
+      o->groupSize = group;
+      if (o->quantize == "awq")
+        o->calibFile = calibrationFile();
+    }
+    unfused.optimizationLevel = 0;
+    ASSERT_TRUE(build(fused).isOk());
+    ASSERT_TRUE(build(unfused).isOk());
+    auto plan = Plan::open(fused.output);
+    ASSERT_TRUE(plan.isOk()) << plan.message();
+    std::map<fb::OpKind, int> kinds;
+    for (const fb::Step *step : *plan->meta().programs()->Get(0)->steps())
+      ++kinds[step->op()];
+    // Per layer: q/k/v as one LinearQ4 (Qwen2's biases keep the norm out),
+    // o with the residual, gate/up with norm and SwiGLU, down with the residual.
+    EXPECT_EQ(kinds[fb::OpKind::LinearQ4], 2 * 3) << name;
+    EXPECT_EQ(kinds[fb::OpKind::RmsNormLinearSwiGluQ4], 2) << name;
+    EXPECT_EQ(plan->findTensor("model.layers.0.self_attn.q_proj+model.layers.0.self_attn.k_proj+"
+                               "model.layers.0.self_attn.v_proj.qweight"),
+              plan->findTensor("model.layers.0.self_attn.q_proj+model.layers.0.self_attn.k_proj+"
+                               "model.layers.0.self_attn.v_proj.scales") -
+                  1);
+    std::vector<float> a = logitsOf(fused.output), b = logitsOf(unfused.output);
+    ASSERT_EQ(a.size(), b.size());
+    double maxDiff = 0;
+    for (size_t i = 0; i < a.size(); ++i)
+      maxDiff = largerOrNan(maxDiff, std::fabs(double(a[i]) - b[i]));
+    EXPECT_EQ(maxDiff, 0.0) << name;
+  }
+}
+
 // --synthetic-weights --quantize rtn keeps the plan synthetic (no weight
 // bytes, nothing materialized at build time): the runtime generates each
 // int4 part, and generates exactly what RTN stores for the float weights the
@@ -223,6 +265,7 @@ TEST(QuantizeBuild, SyntheticRtnPlansGenerateWhatRtnStores) {
   options.syntheticSeed = 11;
   options.quantize = "rtn";
   options.groupSize = 64;
+  options.optimizationLevel = 0; // every int4 weight under its own name
   Status status = build(options);
   ASSERT_TRUE(status.isOk()) << status.message();
   auto plan = Plan::open(options.output);

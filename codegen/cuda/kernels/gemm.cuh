@@ -83,7 +83,7 @@ __device__ __forceinline__ void gemmFma(const abi::StepArgs &a, float eps) {
   constexpr int kOutCols = SWIGLU ? BN / 2 : BN;
   constexpr int kMatrix = LinearOperands<NORM>::kMatrix;
   constexpr int kBias = G > 0 ? 3 : LinearOperands<NORM>::kBias;
-  static_assert(G == 0 || (!NORM && !SWIGLU), "int4 GEMMs have no fused prologue");
+  static_assert(G == 0 || !(NORM && BIAS), "int4 kinds with a norm have no bias");
   __shared__ float xs[BK][BM + 4]; // x tile, transposed: xs[k][m]
   __shared__ float ws[BK][BN + 4]; // W tile, transposed: ws[k][n]
   __shared__ float rowScale[BM];
@@ -93,8 +93,9 @@ __device__ __forceinline__ void gemmFma(const abi::StepArgs &a, float eps) {
     return;
   if (NORM)
     rowScales<TA, K, BM, 8, GATHER>(a, M, m0, eps, rowScale);
-  abi::StepArgs wargs = a; // weightAt reads the matrix at w[0]
-  wargs.w[0] = a.w[kMatrix];
+  abi::StepArgs wargs = a; // weightAt reads the matrix at w[0] (int4: scales, zeros at w[1, 2])
+  for (int i = 0; i + kMatrix < 4 && i < 3; ++i)
+    wargs.w[i] = a.w[kMatrix + i];
   const TA *x = static_cast<const TA *>(a.in[0]);
   const TG *gamma = NORM ? static_cast<const TG *>(a.w[0]) : nullptr;
   const int tx = threadIdx.x % 16, ty = threadIdx.x / 16;

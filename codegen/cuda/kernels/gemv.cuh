@@ -206,41 +206,58 @@ __device__ __forceinline__ void gemv(const abi::StepArgs &a, float eps) {
 }
 
 // W4A16: y[T, N] = x[T, K] . W^T (+ bias) (+ y) with W in the int4 layout
-// of kernels/common/q4_layout.h (weights qweight, scales, zeros (, bias)).
+// of kernels/common/q4_layout.h (weights (gamma,) qweight, scales, zeros
+// (, bias)), with gemv's NORM prologue and SWIGLU epilogue (W = [gate; up],
+// [2N, K] in int4 rows; no bias with NORM: four weight slots).
 // A lane's 16-byte load is 32 columns of one group: one scale, one zero.
-// Each warp owns R rows; no split-K (the 4x smaller rows fill the GPU with
-// more rows per block instead).
-template <class TA, class TO, class TB, int N, int K, int G, int TMAX, int R, int WARPS, bool ACCUM,
-          bool BIAS>
-__device__ __forceinline__ void gemvQ4(const abi::StepArgs &a) {
+// Each warp owns R output rows (2R weight rows with SWIGLU); no split-K
+// (the 4x smaller rows fill the GPU with more rows per block instead).
+template <class TA, class TO, class TB, class TG, int N, int K, int G, int TMAX, int R, int WARPS,
+          bool ACCUM, bool BIAS, bool NORM, bool SWIGLU>
+__device__ __forceinline__ void gemvQ4(const abi::StepArgs &a, float eps) {
   static_assert(G % 32 == 0, "groups are whole 32-column loads");
+  static_assert(!(NORM && BIAS), "int4 kinds with a norm have no bias");
   constexpr int kWords = (K + 31) / 32 * 4; // u32 per stored row
   constexpr int kGroups = (K + G - 1) / G;
   constexpr int kLoads = kWords / 4;                        // 16-byte loads per row
   constexpr int kPiece = 16 / static_cast<int>(sizeof(TA)); // x elements per 16-byte load
   constexpr bool kAligned = K % kPiece == 0;                // x rows allow 16-byte loads
+  constexpr int WR = SWIGLU ? 2 * R : R;                    // weight rows per warp
+  constexpr int kQ = NORM ? 1 : 0;                          // weight slot of qweight
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
   const int rowBase = (blockIdx.x * WARPS + warp) * R;
   const int tokens = a.rows;
   const TA *x = static_cast<const TA *>(a.in[0]);
-  const uint4 *q = static_cast<const uint4 *>(a.w[0]);
-  const u16 *scales = static_cast<const u16 *>(a.w[1]);
-  const u16 *zeros = static_cast<const u16 *>(a.w[2]);
-  float acc[R][TMAX];
+  const TG *gamma = NORM ? static_cast<const TG *>(a.w[0]) : nullptr;
+  const uint4 *q = static_cast<const uint4 *>(a.w[kQ]);
+  const u16 *scales = static_cast<const u16 *>(a.w[kQ + 1]);
+  const u16 *zeros = static_cast<const u16 *>(a.w[kQ + 2]);
+  // Weight row of warp row r: output row rowBase + r (gate), or with SWIGLU
+  // r >= R the up row N + rowBase + r - R; rows past N read row N - 1 (of
+  // their half) and are never stored.
+  int wRow[WR];
 #pragma unroll
-  for (int r = 0; r < R; ++r)
+  for (int r = 0; r < WR; ++r) {
+    const int out = min(rowBase + r % R, N - 1);
+    wRow[r] = r < R ? out : N + out;
+  }
+  float acc[WR][TMAX];
+  float sumSquares[TMAX];
 #pragma unroll
-    for (int t = 0; t < TMAX; ++t)
+  for (int t = 0; t < TMAX; ++t) {
+    sumSquares[t] = 0.0f;
+#pragma unroll
+    for (int r = 0; r < WR; ++r)
       acc[r][t] = 0.0f;
+  }
   for (int l = lane; l < kLoads; l += 32) {
     const int k0 = l * 32, group = k0 / G;
-    float wq[R][32];
+    float wq[WR][32];
 #pragma unroll
-    for (int r = 0; r < R; ++r) {
-      const int n = min(rowBase + r, N - 1);
-      const uint4 words = q[static_cast<i64>(n) * kLoads + l];
-      const float scale = hd::f16ToF32(scales[static_cast<i64>(n) * kGroups + group]);
-      const float zero = hd::f16ToF32(zeros[static_cast<i64>(n) * kGroups + group]);
+    for (int r = 0; r < WR; ++r) {
+      const uint4 words = q[static_cast<i64>(wRow[r]) * kLoads + l];
+      const float scale = hd::f16ToF32(scales[static_cast<i64>(wRow[r]) * kGroups + group]);
+      const float zero = hd::f16ToF32(zeros[static_cast<i64>(wRow[r]) * kGroups + group]);
       const u32 word[4] = {words.x, words.y, words.z, words.w};
 #pragma unroll
       for (int j = 0; j < 32; ++j)
@@ -267,21 +284,39 @@ __device__ __forceinline__ void gemvQ4(const abi::StepArgs &a) {
         for (int j = 0; j < 32; ++j)
           xv[j] = k0 + j < K ? toFloat(xr[j]) : 0.0f;
       }
+      if constexpr (NORM) {
 #pragma unroll
-      for (int r = 0; r < R; ++r)
+        for (int j = 0; j < 32; ++j) {
+          sumSquares[t] += xv[j] * xv[j];
+          xv[j] *= k0 + j < K ? toFloat(gamma[k0 + j]) : 0.0f;
+        }
+      }
+#pragma unroll
+      for (int r = 0; r < WR; ++r)
 #pragma unroll
         for (int j = 0; j < 32; ++j)
           acc[r][t] += wq[r][j] * xv[j];
     }
   }
 #pragma unroll
+  for (int t = 0; t < TMAX; ++t) {
+    if (NORM)
+      sumSquares[t] = warpSum(sumSquares[t]);
+#pragma unroll
+    for (int r = 0; r < WR; ++r)
+      acc[r][t] = warpSum(acc[r][t]);
+  }
+#pragma unroll
   for (int r = 0; r < R; ++r)
 #pragma unroll
     for (int t = 0; t < TMAX; ++t) {
-      acc[r][t] = warpSum(acc[r][t]);
       const int n = rowBase + r;
-      if (t < tokens && n < N && lane == (r * TMAX + t) % 32)
-        linearStore<TO, TB, ACCUM, BIAS>(a.out, BIAS ? a.w[3] : nullptr, t, n, N, acc[r][t]);
+      if (t >= tokens || n >= N || lane != (r * TMAX + t) % 32)
+        continue;
+      const float scale = NORM ? invRms(sumSquares[t], K, eps) : 1.0f;
+      const float y =
+          SWIGLU ? siluOf(acc[r][t] * scale) * (acc[R + r][t] * scale) : acc[r][t] * scale;
+      linearStore<TO, TB, ACCUM, BIAS>(a.out, BIAS ? a.w[3] : nullptr, t, n, N, y);
     }
 }
 

@@ -468,7 +468,7 @@ func.func @fused_weight_cols(%x: tensor<?x64xf32>, %a: tensor<64x64xf32>, %b: te
 // -----
 
 func.func @fused_weight_dtype(%x: tensor<?x64xf32>, %a: tensor<64x64xf32>, %b: tensor<32x64xf16>) {
-  // expected-error @+1 {{'llm.fused_linear' op weight 1 element type 'f16' does not match weight 0 element type 'f32' (fused weights are stored as one tensor)}}
+  // expected-error @+1 {{'llm.fused_linear' op weight 1 is f16 but weight 0 is f32 (fused weights are stored as one tensor)}}
   %p, %q = llm.fused_linear %x, [%a, %b] : tensor<?x64xf32>, [tensor<64x64xf32>, tensor<32x64xf16>]
       -> tensor<?x64xf32>, tensor<?x32xf32>
   return
@@ -719,5 +719,28 @@ func.func @lm_head_ids(%x: tensor<5x64xf32>, %g: tensor<64xf32>, %w: tensor<128x
   // expected-error @+1 {{'llm.lm_head' op ids has 4 tokens but input has 5}}
   %l, %i = llm.lm_head %x, %g, %w eps 1.0e-5
       : tensor<5x64xf32>, tensor<64xf32>, tensor<128x64xf32> -> tensor<5x128xf32>, tensor<4xi32>
+  return
+}
+
+// -----
+
+func.func @fused_int4_group_sizes(%x: tensor<?x64xf32>) {
+  %a = llm.weight "a" : !llm.q4<64x64, group = 32>
+  %b = llm.weight "b" : !llm.q4<32x64, group = 64>
+  // expected-error @+1 {{'llm.fused_linear' op weight 1 is int4 in groups of 64 but weight 0 is int4 in groups of 32 (fused weights are stored as one tensor)}}
+  %p, %q = llm.fused_linear %x, [%a, %b]
+      : tensor<?x64xf32>, [!llm.q4<64x64, group = 32>, !llm.q4<32x64, group = 64>]
+      -> tensor<?x64xf32>, tensor<?x32xf32>
+  return
+}
+
+// -----
+
+func.func @fused_int4_with_float(%x: tensor<?x64xf32>, %b: tensor<32x64xf32>) {
+  %a = llm.weight "a" : !llm.q4<64x64, group = 32>
+  // expected-error @+1 {{'llm.fused_linear' op weight 1 is f32 but weight 0 is int4 in groups of 32}}
+  %p, %q = llm.fused_linear %x, [%a, %b]
+      : tensor<?x64xf32>, [!llm.q4<64x64, group = 32>, tensor<32x64xf32>]
+      -> tensor<?x64xf32>, tensor<?x32xf32>
   return
 }

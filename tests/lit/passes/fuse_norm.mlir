@@ -37,9 +37,34 @@ func.func @norm(%h: tensor<?x64xf32>) -> (tensor<?x64xf32>, tensor<?x32xf32>, te
 
 // -----
 
+// Tests that int4 GEMMs take the prologue too: a plain int4 projection and
+// an int4 SwiGLU GEMM.
+
+// REPORT: remark: llm-fuse-norm: 1 RMSNorm -> prologue of 2 GEMMs
+// CHECK-LABEL: func.func @int4
+// CHECK: %[[G:.*]] = llm.weight "ln"
+// CHECK: llm.fused_linear %arg0, [%{{.*}}] norm %[[G]] eps 1.000000e-05 : tensor<?x64xbf16>, [!llm.q4<64x64, group = 32>] norm tensor<64xbf16> -> tensor<?x64xbf16>
+// CHECK: llm.fused_linear %arg0, [%{{.*}}, %{{.*}}] norm %[[G]] eps 1.000000e-05 swiglu : tensor<?x64xbf16>, [!llm.q4<96x64, group = 32>, !llm.q4<96x64, group = 32>]
+// CHECK-NOT: llm.rms_norm
+func.func @int4(%h: tensor<?x64xbf16>) -> (tensor<?x64xbf16>, tensor<?x96xbf16>) {
+  %g = llm.weight "ln" : tensor<64xbf16>
+  %x = llm.rms_norm %h, %g eps 1.0e-5 : tensor<?x64xbf16>, tensor<64xbf16>
+  %wq = llm.weight "q" : !llm.q4<64x64, group = 32>
+  %q = llm.linear %x, %wq : tensor<?x64xbf16>, !llm.q4<64x64, group = 32> -> tensor<?x64xbf16>
+  %wg = llm.weight "gate" : !llm.q4<96x64, group = 32>
+  %wu = llm.weight "up" : !llm.q4<96x64, group = 32>
+  %a = llm.fused_linear %x, [%wg, %wu] swiglu
+      : tensor<?x64xbf16>, [!llm.q4<96x64, group = 32>, !llm.q4<96x64, group = 32>]
+      -> tensor<?x96xbf16>
+  return %q, %a : tensor<?x64xbf16>, tensor<?x96xbf16>
+}
+
+// -----
+
 // Tests that a norm whose output has two users that cannot all absorb it
 // stays: a GEMM and an add; a GEMM and a return; the residual operand of a
-// fused_linear; an int4 projection; a fused_linear that has a norm already.
+// fused_linear; an int4 projection with a bias (the plan's int4 kinds with a
+// norm have no bias); a fused_linear that has a norm already.
 
 // REPORT: remark: llm-fuse-norm: nothing to fuse
 // CHECK-LABEL: func.func @no_fusion
@@ -72,7 +97,9 @@ func.func @no_fusion(%h: tensor<?x64xf32>, %h16: tensor<?x64xf16>)
   %g16 = llm.weight "ln16" : tensor<64xf32>
   %w4 = llm.weight "w_int4" : !llm.q4<64x64, group = 32>
   %x4 = llm.rms_norm %h16, %g16 eps 1.0e-5 : tensor<?x64xf16>, tensor<64xf32>
-  %p4 = llm.linear %x4, %w4 : tensor<?x64xf16>, !llm.q4<64x64, group = 32> -> tensor<?x64xf16>
+  %b4 = llm.weight "b_int4" : tensor<64xf32>
+  %p4 = llm.linear %x4, %w4, %b4
+      : tensor<?x64xf16>, !llm.q4<64x64, group = 32>, tensor<64xf32> -> tensor<?x64xf16>
 
   %x5 = llm.rms_norm %h, %g eps 5.0e-5 : tensor<?x64xf32>, tensor<64xf32>
   %p5 = llm.fused_linear %x5, [%w] norm %g eps 1.0e-5

@@ -32,6 +32,27 @@ func.func @qkv(%x: tensor<?x64xf32>, %pos: tensor<?xi32>) -> tensor<?x64xf32> {
 
 // -----
 
+// Tests that int4 q/k/v projections of one group size fuse too (the plan
+// stores their int4 parts row-concatenated).
+
+// REPORT: remark: llm-fuse-qkv: 1 q/k/v group
+// CHECK-LABEL: func.func @qkv_int4
+// CHECK: %[[QKV:.*]]:3 = llm.fused_linear %arg0, [%{{.*}}, %{{.*}}, %{{.*}}] : tensor<?x64xbf16>, [!llm.q4<64x64, group = 32>, !llm.q4<32x64, group = 32>, !llm.q4<32x64, group = 32>]
+// CHECK: llm.attention %[[QKV]]#0, %[[QKV]]#1, %[[QKV]]#2
+func.func @qkv_int4(%x: tensor<?x64xbf16>) -> tensor<?x64xbf16> {
+  %wq = llm.weight "q" : !llm.q4<64x64, group = 32>
+  %q = llm.linear %x, %wq : tensor<?x64xbf16>, !llm.q4<64x64, group = 32> -> tensor<?x64xbf16>
+  %wk = llm.weight "k" : !llm.q4<32x64, group = 32>
+  %k = llm.linear %x, %wk : tensor<?x64xbf16>, !llm.q4<32x64, group = 32> -> tensor<?x32xbf16>
+  %wv = llm.weight "v" : !llm.q4<32x64, group = 32>
+  %v = llm.linear %x, %wv : tensor<?x64xbf16>, !llm.q4<32x64, group = 32> -> tensor<?x32xbf16>
+  %o = llm.attention %q, %k, %v layer 0 num_heads 4 num_kv_heads 2 head_dim 16 scale 0.25 causal
+      : tensor<?x64xbf16>, tensor<?x32xbf16>, tensor<?x32xbf16>
+  return %o : tensor<?x64xbf16>
+}
+
+// -----
+
 // Tests that Qwen2's q/k/v biases are concatenated too, and that an
 // llm.rope_attention (rope fused first) is matched like an attention.
 

@@ -29,6 +29,22 @@ func.func @residual(%h0: tensor<?x64xf32>, %att: tensor<?x64xf32>, %act: tensor<
 
 // -----
 
+// Tests that an int4 o_proj takes the residual add as well.
+
+// REPORT: remark: llm-fuse-residual: 1 residual add -> GEMM epilogue (accumulate in place)
+// CHECK-LABEL: func.func @residual_int4
+// CHECK: llm.fused_linear %arg1, [%{{.*}}] residual %{{.*}} : tensor<?x64xbf16>, [!llm.q4<64x64, group = 32>] residual tensor<?x64xbf16> -> tensor<?x64xbf16>
+// CHECK-NOT: llm.add
+func.func @residual_int4(%h0: tensor<?x64xbf16>, %att: tensor<?x64xbf16>) -> tensor<?x64xbf16> {
+  %e = llm.silu %h0 : tensor<?x64xbf16>
+  %wo = llm.weight "o" : !llm.q4<64x64, group = 32>
+  %o = llm.linear %att, %wo : tensor<?x64xbf16>, !llm.q4<64x64, group = 32> -> tensor<?x64xbf16>
+  %h1 = llm.add %e, %o : tensor<?x64xbf16>
+  return %h1 : tensor<?x64xbf16>
+}
+
+// -----
+
 // Tests the cases that must not fire: the residual read after the add (it
 // would see the updated buffer); the GEMM result used twice; the residual
 // being the GEMM's own input; the residual a function argument (no buffer

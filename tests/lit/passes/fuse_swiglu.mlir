@@ -29,6 +29,24 @@ func.func @swiglu(%y: tensor<?x64xf32>) -> (tensor<?x160xf32>, tensor<?x160xf32>
 
 // -----
 
+// Tests that int4 gate/up projections of one group size fuse the same way.
+
+// REPORT: remark: llm-fuse-swiglu: 1 gate/up pair -> llm.fused_linear swiglu (4 ops merged)
+// CHECK-LABEL: func.func @swiglu_int4
+// CHECK: llm.fused_linear %arg0, [%{{.*}}, %{{.*}}] swiglu : tensor<?x64xbf16>, [!llm.q4<160x64, group = 64>, !llm.q4<160x64, group = 64>] -> tensor<?x160xbf16>
+// CHECK-NOT: llm.silu
+func.func @swiglu_int4(%y: tensor<?x64xbf16>) -> tensor<?x160xbf16> {
+  %wg = llm.weight "gate" : !llm.q4<160x64, group = 64>
+  %g = llm.linear %y, %wg : tensor<?x64xbf16>, !llm.q4<160x64, group = 64> -> tensor<?x160xbf16>
+  %wu = llm.weight "up" : !llm.q4<160x64, group = 64>
+  %u = llm.linear %y, %wu : tensor<?x64xbf16>, !llm.q4<160x64, group = 64> -> tensor<?x160xbf16>
+  %s = llm.silu %g : tensor<?x160xbf16>
+  %a = llm.mul %s, %u : tensor<?x160xbf16>
+  return %a : tensor<?x160xbf16>
+}
+
+// -----
+
 // Tests the cases that must not fire: the silu output used again; gate and
 // up of different inputs; a gate with a bias; weights of two dtypes; a mul
 // without a silu.
