@@ -30,6 +30,13 @@ if ! ldconfig -p 2>/dev/null | grep -q libcuda.so.1; then
     [ -e "$d/libcuda.so.1" ] && export LLMC_LIBCUDA=$d/libcuda.so.1 && break
   done
 fi
+# So may cuBLASLt (the toolkit's lib64): prefill GEMMs use it when it loads.
+if ! ldconfig -p 2>/dev/null | grep -q libcublasLt.so.13; then
+  NVCC_DIR=$(dirname "$(command -v nvcc 2>/dev/null || echo /usr/local/cuda/bin/nvcc)")
+  for d in "$NVCC_DIR/../lib64" /usr/local/cuda/lib64; do
+    [ -e "$d/libcublasLt.so.13" ] && export LLMC_LIBCUBLASLT=$d/libcublasLt.so.13 && break
+  done
+fi
 
 say "configure + build (runtime only, CUDA tests)"
 # DEVICE_CHECK_CMAKE_ARGS: extra arguments, e.g. -DCMAKE_IGNORE_PREFIX_PATH=/usr to check on
@@ -58,10 +65,11 @@ LLMRUN=$BUILD/tools/llmrun
 
 say "benchmarks"
 ROWS=()
-bench() { # label plan batch prompt gen
+bench() { # label plan batch prompt gen [llmrun flags]
   local label=$1 plan=$2 batch=$3 prompt=$4 gen=$5 json
+  # shellcheck disable=SC2086
   json=$(timeout 150 "$LLMRUN" bench "$plan" --device cuda --batch "$batch" --prompt-len "$prompt" \
-         --gen-len "$gen" --repeats 1 --json 2>>"$OUT/bench.log")
+         --gen-len "$gen" --repeats 1 --json ${6:-} 2>>"$OUT/bench.log")
   if [ -z "$json" ]; then
     ROWS+=("$label|$batch|$prompt|failed (see bench.log)")
     return
@@ -83,6 +91,7 @@ for b in 1 8 32 64; do
   bench "llama3-8b-shape bf16" "$L8B" "$b" 128 64
 done
 bench "llama3-8b-shape bf16" "$L8B" 1 2048 1
+bench "8b bf16 no-cublaslt" "$L8B" 1 2048 1 --no-cublaslt # our GEMM kernels only
 Q8B=$PLANS/llama3-8b-shape-q4.plan
 for b in 1 8; do
   bench "llama3-8b-shape int4" "$Q8B" "$b" 128 64
@@ -92,6 +101,8 @@ bench "llama3-8b-shape int4" "$Q8B" 1 2048 1
 say "done in $(elapsed) s; logs in $OUT"
 echo
 echo "device-check: gpu tests $TESTS"
+echo "device-check: $(grep -m1 -oE '(plain bf16 GEMMs on cuBLASLt|cuBLASLt not used)[^;]*' \
+  "$OUT/bench.log" || echo "no cuBLASLt line in bench.log")"
 printf "%-22s %6s %7s %12s %12s %10s %8s\n" plan batch prompt "prefill t/s" "decode t/s" "GB/s" "of copy"
 for r in "${ROWS[@]}"; do
   IFS='|' read -r label batch prompt pre dec gbs frac <<<"$r"

@@ -18,6 +18,7 @@ struct EngineFlags {
   std::string device = "auto";
   double gpuMemoryFraction = 0.9;
   bool noCudaGraphs = false;
+  bool noCublasLt = false;
 
   void add(CLI::App &command) {
     command.add_option("--threads", threads, "CPU threads (default: all cores)");
@@ -31,6 +32,9 @@ struct EngineFlags {
                        "(default 0.9)")
         ->check(CLI::Range(0.01, 1.0));
     command.add_flag("--no-cuda-graphs", noCudaGraphs, "Launch decode steps one kernel at a time");
+    command.add_flag("--no-cublaslt", noCublasLt,
+                     "Run every GEMM on llmc's kernels, none on cuBLASLt (plain bf16 GEMMs use "
+                     "cuBLASLt by default when it loads)");
   }
 };
 
@@ -42,6 +46,7 @@ inline Expected<std::unique_ptr<Engine>> loadEngine(const std::string &plan,
   options.device = flags.device;
   options.gpuMemoryFraction = flags.gpuMemoryFraction;
   options.cudaGraphs = !flags.noCudaGraphs;
+  options.cublasLt = !flags.noCublasLt;
   options.threads = flags.threads;
   options.verifyWeights = !flags.noVerify;
   options.maxSequences = maxSequences;

@@ -88,6 +88,32 @@ std::vector<Variant> programVariants() {
   return variants;
 }
 
+// The library form of a plain bf16 Linear step in a program for any T
+// (engine.fbs, LibraryGemm): the runtime may hand its GEMM to cuBLASLt.
+// Fused kinds and int4 weights keep their own kernels only, and so do the
+// decode buckets (GEMVs, captured in CUDA graphs).
+std::unique_ptr<fb::LibraryGemmT> libraryGemm(const fb::PlanT &plan, const fb::ProgramT &program,
+                                              const fb::StepT &step) {
+  if (program.max_tokens != 0 || step.op != fb::OpKind::Linear)
+    return nullptr;
+  const fb::BufferT &x = *program.buffers.at(step.inputs.at(0));
+  const fb::BufferT &y = *program.buffers.at(step.outputs.at(0));
+  const fb::TensorT &w = *plan.tensors.at(step.weights.at(0));
+  const bool bias = step.weights.size() == 2;
+  if (x.dtype != fb::DType::BF16 || y.dtype != fb::DType::BF16 || w.dtype != fb::DType::BF16 ||
+      (bias && plan.tensors.at(step.weights[1])->dtype != fb::DType::F32))
+    return nullptr;
+  auto gemm = std::make_unique<fb::LibraryGemmT>();
+  gemm->n = w.shape.at(0);
+  gemm->k = w.shape.at(1);
+  gemm->lda = gemm->k;
+  gemm->ldb = x.width;
+  gemm->ldc = y.width;
+  gemm->beta = step.int_params.at(0) == 1 ? 1.0f : 0.0f;
+  gemm->bias = bias;
+  return gemm;
+}
+
 // One GPU program (target left as Cpu: filled in per target later).
 Expected<std::unique_ptr<fb::ProgramT>> buildProgram(const fb::PlanT &plan, const fb::ProgramT &cpu,
                                                      const Variant &v, DType activation,
@@ -116,6 +142,7 @@ Expected<std::unique_ptr<fb::ProgramT>> buildProgram(const fb::PlanT &plan, cons
     step.tokens_per_block = launch.tokensPerBlock;
     step.workspace_bytes_per_token = launch.workspaceBytesPerToken;
     step.counters_per_token = launch.countersPerToken;
+    step.library_gemm = libraryGemm(plan, *program, step);
   }
   return program;
 }

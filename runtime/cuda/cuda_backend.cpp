@@ -72,6 +72,8 @@ Expected<std::unique_ptr<CudaBackend>> CudaBackend::create(const Plan &plan,
   }
   LLMC_RETURN_IF_ERROR(b->loadModule());
   LLMC_RETURN_IF_ERROR(b->uploadWeights());
+  // cuBLASLt's workspace before the KV cache takes what is left.
+  LLMC_RETURN_IF_ERROR(b->openCublasLt(options));
   int64_t sequences = std::max<int64_t>(1, options.maxSequences);
   LLMC_RETURN_IF_ERROR(b->ensureCapacity(
       std::max<int64_t>(sequences, std::min(m.max_seq_len() * sequences, kInitialRows)),
@@ -100,7 +102,38 @@ std::string CudaBackend::description() const {
          std::to_string(info.minor) + ", " + std::to_string(info.multiprocessors) + " SMs), " +
          (target_ == fb::Target::Sm90a ? "sm_90a cubin" : "PTX JIT-compiled by the driver") +
          ", KV cache " + std::to_string(blocks_->numBlocks()) + " blocks of " +
-         std::to_string(blockSize_) + " tokens (" + gib(kv_.bytes()) + ")";
+         std::to_string(blockSize_) + " tokens (" + gib(kv_.bytes()) + "); " + cublasLtNote_;
+}
+
+Status CudaBackend::openCublasLt(const EngineOptions &options) {
+  bool wanted = false;
+  for (const fb::Program *p : *plan_->meta().programs())
+    if (p->target() == target_)
+      for (const fb::Step *s : *p->steps())
+        wanted |= s->library_gemm() != nullptr;
+  if (!wanted) {
+    cublasLtNote_ = "no GEMM of this plan suits cuBLASLt (plain bf16 Linear steps only)";
+    return Status::ok();
+  }
+  if (!options.cublasLt) {
+    cublasLtNote_ = "cuBLASLt turned off: every GEMM on llmc kernels";
+    return Status::ok();
+  }
+  // Whatever keeps cuBLASLt from working leaves the plan's own kernels.
+  auto library = CublasLt::load();
+  if (!library) {
+    cublasLtNote_ = "cuBLASLt not used (" + library.message() + "): every GEMM on llmc kernels";
+    return Status::ok();
+  }
+  auto gemms = LtGemms::create(**library, *device_);
+  if (!gemms) {
+    cublasLtNote_ = "cuBLASLt not used (" + gemms.message() + "): every GEMM on llmc kernels";
+    return Status::ok();
+  }
+  gemms_ = std::move(*gemms);
+  cublasLtNote_ =
+      "plain bf16 GEMMs on cuBLASLt " + (*library)->version() + " (" + (*library)->path() + ")";
+  return Status::ok();
 }
 
 Status CudaBackend::loadModule() {
@@ -292,6 +325,37 @@ Status CudaBackend::writeMetadata(const StepInput &input, int64_t logitRows) {
   return device_->uploadAsync(metadata_.get(), h, hostMetadata_.size() * sizeof(int32_t));
 }
 
+CUdeviceptr CudaBackend::bufferAddress(const fb::Program &program, int index, int64_t rows) const {
+  return arena_.get() + program.buffers()->Get(index)->offset_per_token() * rows;
+}
+
+LtGemmCall CudaBackend::libraryCall(const fb::Program &program, const fb::Step &step,
+                                    int64_t rows) const {
+  const fb::LibraryGemm &g = *step.library_gemm();
+  LtGemmCall call;
+  call.m = rows;
+  call.n = g.n();
+  call.k = g.k();
+  call.lda = g.lda();
+  call.ldb = g.ldb();
+  call.ldc = g.ldc();
+  call.beta = g.beta();
+  call.w = tensors_[step.weights()->Get(0)];
+  call.x = bufferAddress(program, step.inputs()->Get(0), rows);
+  call.y = bufferAddress(program, step.outputs()->Get(0), rows); // the residual when beta = 1
+  call.bias = g.bias() ? tensors_[step.weights()->Get(1)] : 0;
+  return call;
+}
+
+Status CudaBackend::prepareLibraryGemms(const fb::Program &program, int64_t rows) {
+  if (gemms_ == nullptr)
+    return Status::ok();
+  for (const fb::Step *step : *program.steps())
+    if (step->library_gemm() != nullptr)
+      LLMC_RETURN_IF_ERROR(gemms_->prepare(libraryCall(program, *step, rows)).status());
+  return Status::ok();
+}
+
 Status CudaBackend::launchProgram(const fb::Program &program, int64_t rows, int64_t logitRows,
                                   int64_t sequences) {
   auto metadata = [&](uint64_t offset) {
@@ -311,41 +375,53 @@ Status CudaBackend::launchProgram(const fb::Program &program, int64_t rows, int6
   base.blockTableStride = static_cast<int>(blockTableStride_);
   base.numLogitRows = static_cast<int>(logitRows);
   base.numSequences = static_cast<int>(sequences);
-  auto bufferAt = [&](int index) {
-    return reinterpret_cast<void *>(arena_.get() +
-                                    program.buffers()->Get(index)->offset_per_token() * rows);
-  };
-  for (const fb::Step *step : *program.steps()) {
-    abi::StepArgs args = base;
-    for (uint32_t i = 0; i < step->inputs()->size(); ++i)
-      args.in[i] = bufferAt(step->inputs()->Get(i));
-    args.out = bufferAt(step->outputs()->Get(0));
-    if (step->weights() != nullptr) // at most 4 (the loader checks each op's weight count)
-      for (uint32_t i = 0; i < step->weights()->size() && i < 4; ++i)
-        args.w[i] = reinterpret_cast<const void *>(tensors_[step->weights()->Get(i)]);
-    if (step->op() == fb::OpKind::Attention || step->op() == fb::OpKind::RopeAttention) {
-      uint64_t layer = static_cast<uint64_t>(step->int_params()->Get(0));
-      args.kvKeys = reinterpret_cast<void *>(kv_.get() + (2 * layer) * kvLayerBytes_);
-      args.kvValues = reinterpret_cast<void *>(kv_.get() + (2 * layer + 1) * kvLayerBytes_);
-    }
-    uint32_t grid[3], block[3];
-    for (int d = 0; d < 3; ++d) {
-      grid[d] = step->grid()->Get(d);
-      block[d] = step->block()->Get(d);
-    }
-    if (step->grid_token_axis() != 0) {
-      // Logits and LmHead compute only the requested rows.
-      bool gathered = step->op() == fb::OpKind::Logits || step->op() == fb::OpKind::LmHead;
-      int64_t stepRows = gathered ? logitRows : rows;
-      grid[step->grid_token_axis() - 1] *=
-          static_cast<uint32_t>(ceilDiv(stepRows, step->tokens_per_block()));
-    }
-    LLMC_RETURN_IF_ERROR(
-        device_->launch(functions_[step->kernel()], grid, block, step->shared_bytes(), &args)
-            .withContext(std::string(fb::EnumNameOpKind(step->op())) + " step, kernel " +
-                         plan_->module(target_)->functions()->Get(step->kernel())->str()));
-  }
+  for (const fb::Step *step : *program.steps())
+    LLMC_RETURN_IF_ERROR(runStep(program, *step, base, rows, logitRows));
   return Status::ok();
+}
+
+// One step: its GEMM on cuBLASLt when the plan allows it and the library has
+// an algorithm, else its kernel with `base` completed by its operands.
+Status CudaBackend::runStep(const fb::Program &program, const fb::Step &step,
+                            const abi::StepArgs &base, int64_t rows, int64_t logitRows) {
+  if (gemms_ != nullptr && step.library_gemm() != nullptr) {
+    auto ran = gemms_->run(libraryCall(program, step, rows));
+    if (!ran)
+      return ran.status().withContext(std::string(fb::EnumNameOpKind(step.op())) +
+                                      " step on cuBLASLt");
+    if (*ran)
+      return Status::ok();
+  }
+  abi::StepArgs args = base;
+  auto bufferAt = [&](int index) {
+    return reinterpret_cast<void *>(bufferAddress(program, index, rows));
+  };
+  for (uint32_t i = 0; i < step.inputs()->size(); ++i)
+    args.in[i] = bufferAt(step.inputs()->Get(i));
+  args.out = bufferAt(step.outputs()->Get(0));
+  if (step.weights() != nullptr) // at most 4 (the loader checks each op's weight count)
+    for (uint32_t i = 0; i < step.weights()->size() && i < 4; ++i)
+      args.w[i] = reinterpret_cast<const void *>(tensors_[step.weights()->Get(i)]);
+  if (step.op() == fb::OpKind::Attention || step.op() == fb::OpKind::RopeAttention) {
+    uint64_t layer = static_cast<uint64_t>(step.int_params()->Get(0));
+    args.kvKeys = reinterpret_cast<void *>(kv_.get() + (2 * layer) * kvLayerBytes_);
+    args.kvValues = reinterpret_cast<void *>(kv_.get() + (2 * layer + 1) * kvLayerBytes_);
+  }
+  uint32_t grid[3], block[3];
+  for (int d = 0; d < 3; ++d) {
+    grid[d] = step.grid()->Get(d);
+    block[d] = step.block()->Get(d);
+  }
+  if (step.grid_token_axis() != 0) {
+    // Logits and LmHead compute only the requested rows.
+    bool gathered = step.op() == fb::OpKind::Logits || step.op() == fb::OpKind::LmHead;
+    int64_t stepRows = gathered ? logitRows : rows;
+    grid[step.grid_token_axis() - 1] *=
+        static_cast<uint32_t>(ceilDiv(stepRows, step.tokens_per_block()));
+  }
+  return device_->launch(functions_[step.kernel()], grid, block, step.shared_bytes(), &args)
+      .withContext(std::string(fb::EnumNameOpKind(step.op())) + " step, kernel " +
+                   plan_->module(target_)->functions()->Get(step.kernel())->str());
 }
 
 Status CudaBackend::runGraph(const fb::Program &program, int64_t rows) {
@@ -353,6 +429,9 @@ Status CudaBackend::runGraph(const fb::Program &program, int64_t rows) {
   GraphKey key{&program, rows};
   auto it = graphs_.find(key);
   if (it == graphs_.end()) {
+    // cuBLASLt's descriptors and heuristics are made before the capture;
+    // its calls are capture-safe with the fixed workspace.
+    LLMC_RETURN_IF_ERROR(prepareLibraryGemms(program, rows));
     LLMC_CU(cu.streamBeginCapture(device_->stream(), kStreamCaptureModeThreadLocal));
     Status launched = launchProgram(program, rows, rows, rows); // decode: one row per sequence
     CUgraph graph = nullptr;
@@ -426,6 +505,8 @@ Status CudaBackend::run(const StepInput &input, const float **logits) {
   const fb::Program *program = decode ? plan_->program(target_, fb::Phase::Decode, rows)
                                       : plan_->program(target_, fb::Phase::Prefill);
   LLMC_RETURN_IF_ERROR(ensureCapacity(rows, sequences));
+  if (gemms_ != nullptr)
+    gemms_->trim();
   LLMC_RETURN_IF_ERROR(writeMetadata(input, logitRows));
   const fb::Buffer &tokenBuffer = *program->buffers()->Get(program->token_buffer());
   LLMC_RETURN_IF_ERROR(device_->uploadAsync(arena_.get() + tokenBuffer.offset_per_token() * rows,

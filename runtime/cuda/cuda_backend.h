@@ -13,9 +13,16 @@
 // launched on one stream with one StepArgs each (cuda/kernel_abi.h); decode
 // steps are captured once per (program, T) as a CUDA graph and replayed.
 // The logits rows come back with one download.
+//
+// Plain bf16 Linear steps of the programs for any T (engine.fbs,
+// LibraryGemm) run on cuBLASLt when it loads (cuda/cublaslt.h) and has an
+// algorithm for the shape; otherwise, or with EngineOptions::cublasLt off,
+// they launch their own kernels. description() says which, and why.
 #pragma once
 
+#include "cuda/cublaslt.h"
 #include "cuda/device.h"
+#include "cuda/kernel_abi.h"
 #include "engine/backend.h"
 
 #include <map>
@@ -41,6 +48,9 @@ public:
   fb::Target target() const { return target_; }
   const DeviceInfo &device() const { return device_->info(); }
   int64_t graphsCaptured() const { return static_cast<int64_t>(graphs_.size()); }
+  // Whether library GEMM steps run on cuBLASLt; cublasLtNote() says why not.
+  bool usesCublasLt() const { return gemms_ != nullptr; }
+  const std::string &cublasLtNote() const { return cublasLtNote_; }
 
 private:
   CudaBackend() = default;
@@ -48,14 +58,24 @@ private:
   Status loadModule();
   Status uploadWeights();
   Status allocateKvCache(const EngineOptions &options);
+  Status openCublasLt(const EngineOptions &options);
   Status ensureCapacity(int64_t rows, int64_t sequences);
   Status writeMetadata(const StepInput &input, int64_t logitRows);
   Status launchProgram(const fb::Program &program, int64_t rows, int64_t logitRows,
                        int64_t sequences);
+  Status runStep(const fb::Program &program, const fb::Step &step, const abi::StepArgs &base,
+                 int64_t rows, int64_t logitRows);
+  CUdeviceptr bufferAddress(const fb::Program &program, int index, int64_t rows) const;
+  LtGemmCall libraryCall(const fb::Program &program, const fb::Step &step, int64_t rows) const;
+  // Creates the cuBLASLt descriptors of a program's steps for `rows` (host
+  // work, before a graph capture).
+  Status prepareLibraryGemms(const fb::Program &program, int64_t rows);
   Status runGraph(const fb::Program &program, int64_t rows);
 
   const Plan *plan_ = nullptr;
   std::unique_ptr<Device> device_;
+  std::unique_ptr<LtGemms> gemms_; // null: library GEMM steps launch their kernels
+  std::string cublasLtNote_;       // for description(): cuBLASLt used, or why not
   fb::Target target_ = fb::Target::Cpu;
   Module module_;
   std::vector<CUfunction> functions_; // module functions, by index

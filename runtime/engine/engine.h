@@ -28,6 +28,7 @@ struct EngineOptions {
   int cudaDevice = 0;         // ordinal of the GPU
   double gpuMemoryFraction = 0.9; // of the GPU's memory for weights, activations, KV cache
   bool cudaGraphs = true;     // replay decode steps as CUDA graphs
+  bool cublasLt = true;       // plain bf16 GEMMs of any-T programs on cuBLASLt when it loads
 };
 
 using SequenceId = int64_t;

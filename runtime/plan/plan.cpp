@@ -638,6 +638,56 @@ Status checkStepShapes(const fb::Plan &plan, const fb::Program &program, const f
   return mismatch("unknown op");
 }
 
+// A step's LibraryGemm (engine.fbs) must restate the step's own GEMM: the
+// CUDA backend hands these numbers to cuBLASLt as they are. Runs after
+// checkStepShapes (W is [N, K] for input width K and output width N).
+Status checkLibraryGemm(const fb::Plan &plan, const fb::Program &program, const fb::Step &step,
+                        const std::string &where) {
+  const fb::LibraryGemm *g = step.library_gemm();
+  if (g == nullptr)
+    return Status::ok();
+  auto fail = [&](const std::string &what) {
+    return Status::error(where + ": library_gemm: " + what);
+  };
+  if (program.target() == fb::Target::Cpu || program.max_tokens() != 0 ||
+      step.op() != fb::OpKind::Linear)
+    return fail(std::string("set on a ") + fb::EnumNameOpKind(step.op()) + " step of a " +
+                fb::EnumNameTarget(program.target()) + " program with max_tokens " +
+                std::to_string(program.max_tokens()) +
+                "; only Linear steps of GPU programs for any T (max_tokens 0) may have one");
+  const fb::Buffer &x = *program.buffers()->Get(step.inputs()->Get(0));
+  const fb::Buffer &y = *program.buffers()->Get(step.outputs()->Get(0));
+  const fb::Tensor &w = *plan.tensors()->Get(step.weights()->Get(0));
+  if (x.dtype() != fb::DType::BF16 || y.dtype() != fb::DType::BF16 || w.dtype() != fb::DType::BF16)
+    return fail(std::string("input, output and weight must be BF16, got ") +
+                fb::EnumNameDType(x.dtype()) + ", " + fb::EnumNameDType(y.dtype()) + ", " +
+                fb::EnumNameDType(w.dtype()));
+  const struct {
+    const char *field;
+    int64_t got, want;
+    const char *what;
+  } fields[] = {{"n", g->n(), w.shape()->Get(0), "the weight's rows"},
+                {"k", g->k(), w.shape()->Get(1), "the weight's columns"},
+                {"lda", g->lda(), w.shape()->Get(1), "the weight's row length"},
+                {"ldb", g->ldb(), x.width(), "the input buffer's width"},
+                {"ldc", g->ldc(), y.width(), "the output buffer's width"}};
+  for (const auto &f : fields)
+    if (f.got != f.want)
+      return fail(std::string(f.field) + " = " + std::to_string(f.got) + ", expected " +
+                  std::to_string(f.want) + " (" + f.what + ")");
+  const float beta = step.int_params()->Get(0) == 1 ? 1.0f : 0.0f;
+  if (g->beta() != beta)
+    return fail("beta = " + std::to_string(g->beta()) + ", expected " + std::to_string(beta) +
+                " (the step's accumulate flag)");
+  const bool bias = step.weights()->size() == 2;
+  if (g->bias() != bias)
+    return fail(std::string("bias = ") + (g->bias() ? "true" : "false") + " but the step has " +
+                (bias ? "a bias" : "no bias"));
+  if (bias && plan.tensors()->Get(step.weights()->Get(1))->dtype() != fb::DType::F32)
+    return fail("the bias must be F32");
+  return Status::ok();
+}
+
 Status checkPrograms(const fb::Plan &plan, const std::string &name) {
   if (plan.programs() == nullptr || plan.programs()->size() == 0)
     return Status::error(name + ": metadata has no programs");
@@ -681,6 +731,7 @@ Status checkPrograms(const fb::Plan &plan, const std::string &name) {
       std::string stepWhere = where + " step " + str(s);
       LLMC_RETURN_IF_ERROR(checkStep(plan, program, step, stepWhere));
       LLMC_RETURN_IF_ERROR(checkStepShapes(plan, program, step, stepWhere));
+      LLMC_RETURN_IF_ERROR(checkLibraryGemm(plan, program, step, stepWhere));
       // The runtime reads LmHead's outputs as the step's result.
       if (step.op() == fb::OpKind::LmHead &&
           (s + 1 != program.steps()->size() || step.outputs()->Get(0) != program.logits_buffer()))

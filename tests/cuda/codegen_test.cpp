@@ -279,12 +279,60 @@ TEST(CudaCodegen, MergePtxRejectsTwoDefinitionsOfOneKernel) {
   ASSERT_TRUE(single.isOk()) << single.message();
 }
 
+// Plain bf16 Linear steps of the programs for any T carry the form cuBLASLt
+// runs them in (engine.fbs, LibraryGemm); decode buckets (GEMVs), fused
+// kinds and f32 plans do not.
+TEST(CudaCodegen, PlainBf16LinearStepsOfAnyTProgramsMayRunOnCublasLt) {
+  const int64_t layers = 5;
+  struct Expect {
+    const char *name, *dtype;
+    int optimization;
+    int64_t perProgram; // library GEMMs in each any-T GPU program
+  } expects[] = {{"stories-shape-bf16-O0", "bf16", 0, 7 * layers}, // q, k, v, o, gate, up, down
+                 {"stories-shape-bf16", "bf16", 1, 2 * layers},    // o and down, with residual
+                 {"stories-shape", "f32", 1, 0}};
+  for (const Expect &e : expects) {
+    SCOPED_TRACE(e.name);
+    const Built &b = buildPlan(e.name, test::kStories260kShape, e.dtype, [&](BuildOptions &o) {
+      if (e.optimization == 0)
+        o.optimizationLevel = 0;
+    });
+    auto plan = Plan::open(b.path);
+    ASSERT_TRUE(plan.isOk()) << plan.message();
+    for (const fb::Program *program : *plan->meta().programs()) {
+      bool anyT = program->target() != fb::Target::Cpu && program->max_tokens() == 0;
+      int64_t marked = 0;
+      for (const fb::Step *step : *program->steps()) {
+        const fb::LibraryGemm *g = step->library_gemm();
+        if (g == nullptr)
+          continue;
+        ++marked;
+        EXPECT_EQ(step->op(), fb::OpKind::Linear);
+        const fb::Buffer &x = *program->buffers()->Get(step->inputs()->Get(0));
+        const fb::Buffer &y = *program->buffers()->Get(step->outputs()->Get(0));
+        EXPECT_EQ(g->k(), x.width());
+        EXPECT_EQ(g->n(), y.width());
+        EXPECT_EQ(g->lda(), g->k());
+        EXPECT_EQ(g->ldb(), x.width());
+        EXPECT_EQ(g->ldc(), y.width());
+        EXPECT_EQ(g->beta(), static_cast<float>(step->int_params()->Get(0)));
+        EXPECT_FALSE(g->bias());
+        EXPECT_NE(step->kernel(), -1); // the kernel stays: the fallback
+      }
+      EXPECT_EQ(marked, anyT ? e.perProgram : 0)
+          << fb::EnumNameTarget(program->target()) << " " << fb::EnumNamePhase(program->phase())
+          << " max_tokens " << program->max_tokens();
+    }
+  }
+}
+
 // --- The loader on corrupt GPU fields: one case per rule. ---
 
-// Rewrites the stories-shape plan with `mutate` applied to its metadata and
-// returns the loader's verdict.
-Status loadMutated(const std::function<void(fb::PlanT &)> &mutate) {
-  const Built &b = buildPlan("stories-shape", test::kStories260kShape, "f32");
+// Rewrites a stories-shape plan (f32 fused, or bf16 fused with `bf16`) with
+// `mutate` applied to its metadata and returns the loader's verdict.
+Status loadMutated(const std::function<void(fb::PlanT &)> &mutate, bool bf16 = false) {
+  const Built &b = bf16 ? buildPlan("stories-shape-bf16", test::kStories260kShape, "bf16")
+                        : buildPlan("stories-shape", test::kStories260kShape, "f32");
   auto plan = Plan::open(b.path);
   if (!plan)
     return plan.status();
@@ -360,6 +408,107 @@ TEST(CudaCodegenLoader, RejectsCorruptGpuFieldsNamingThem) {
             b->dtype = fb::DType::BF16;
   });
   EXPECT_TRUE(bf16.isOk()) << bf16.message();
+}
+
+// The first step with a LibraryGemm in the sm_90a program of `phase` for
+// any T, and where the loader names it.
+struct MarkedStep {
+  fb::ProgramT *program = nullptr;
+  fb::StepT *step = nullptr;
+  std::string where;
+};
+MarkedStep firstLibraryGemm(fb::PlanT &p, fb::Phase phase) {
+  for (size_t i = 0; i < p.programs.size(); ++i) {
+    fb::ProgramT &program = *p.programs[i];
+    if (program.target != fb::Target::Sm90a || program.phase != phase || program.max_tokens != 0)
+      continue;
+    for (size_t s = 0; s < program.steps.size(); ++s)
+      if (program.steps[s]->library_gemm != nullptr)
+        return {&program, program.steps[s].get(),
+                "program " + std::to_string(i) + " step " + std::to_string(s) + ": library_gemm"};
+  }
+  return {};
+}
+
+TEST(CudaCodegenLoader, RejectsLibraryGemmsThatDisagreeWithTheirStepNamingTheField) {
+  struct Case {
+    const char *expect;
+    std::function<void(fb::LibraryGemmT &)> mutate;
+  };
+  std::vector<Case> cases = {
+      {"n = 65, expected 64", [](fb::LibraryGemmT &g) { g.n += 1; }},
+      {"k = 63, expected 64", [](fb::LibraryGemmT &g) { g.k -= 1; }},
+      {"lda = 128, expected 64", [](fb::LibraryGemmT &g) { g.lda = 128; }},
+      {"ldb = 7, expected", [](fb::LibraryGemmT &g) { g.ldb = 7; }},
+      {"ldc = 0, expected", [](fb::LibraryGemmT &g) { g.ldc = 0; }},
+      {"beta = 0.500000, expected 1.000000", [](fb::LibraryGemmT &g) { g.beta = 0.5f; }},
+      {"bias = true but the step has no bias", [](fb::LibraryGemmT &g) { g.bias = true; }},
+  };
+  std::string where;
+  for (const Case &c : cases) {
+    Status status = loadMutated(
+        [&](fb::PlanT &p) {
+          MarkedStep marked = firstLibraryGemm(p, fb::Phase::Decode);
+          ASSERT_NE(marked.step, nullptr);
+          where = marked.where;
+          c.mutate(*marked.step->library_gemm);
+        },
+        /*bf16=*/true);
+    ASSERT_FALSE(status.isOk()) << "accepted a plan that should fail with: " << c.expect;
+    EXPECT_NE(status.message().find(where + ": " + c.expect), std::string::npos)
+        << status.message();
+    EXPECT_NE(status.message().find("mutated.plan"), std::string::npos) << status.message();
+  }
+}
+
+TEST(CudaCodegenLoader, RejectsLibraryGemmsWhereTheyDoNotBelong) {
+  // A copy of a valid LibraryGemm onto a step that may not have one.
+  auto copyTo = [](std::function<fb::StepT *(fb::PlanT &)> target) {
+    return [target](fb::PlanT &p) {
+      MarkedStep marked = firstLibraryGemm(p, fb::Phase::Prefill);
+      fb::StepT *step = target(p);
+      if (marked.step != nullptr && step != nullptr)
+        step->library_gemm = std::make_unique<fb::LibraryGemmT>(*marked.step->library_gemm);
+    };
+  };
+  auto firstStepOf = [](fb::PlanT &p, fb::Target target, int64_t maxTokens, fb::OpKind op) {
+    for (auto &program : p.programs)
+      if (program->target == target && program->max_tokens == maxTokens)
+        for (auto &step : program->steps)
+          if (step->op == op)
+            return step.get();
+    return static_cast<fb::StepT *>(nullptr);
+  };
+  struct Case {
+    const char *expect;
+    std::function<void(fb::PlanT &)> mutate;
+    bool bf16;
+  } cases[] = {
+      {"library_gemm: set on a Linear step of a Cpu program",
+       copyTo([&](fb::PlanT &p) { return firstStepOf(p, fb::Target::Cpu, 0, fb::OpKind::Linear); }),
+       true},
+      {"library_gemm: set on a Linear step of a Sm90a program with max_tokens 4",
+       copyTo(
+           [&](fb::PlanT &p) { return firstStepOf(p, fb::Target::Sm90a, 4, fb::OpKind::Linear); }),
+       true},
+      {"library_gemm: set on a RmsNormLinear step", copyTo([&](fb::PlanT &p) {
+         return firstStepOf(p, fb::Target::Sm90a, 0, fb::OpKind::RmsNormLinear);
+       }),
+       true},
+      {"library_gemm: input, output and weight must be BF16, got F32, F32, F32",
+       [&](fb::PlanT &p) {
+         fb::StepT *step = firstStepOf(p, fb::Target::Sm90a, 0, fb::OpKind::Linear);
+         ASSERT_NE(step, nullptr);
+         step->library_gemm = std::make_unique<fb::LibraryGemmT>();
+       },
+       false},
+  };
+  for (const Case &c : cases) {
+    Status status = loadMutated(c.mutate, c.bf16);
+    ASSERT_FALSE(status.isOk()) << "accepted a plan that should fail with: " << c.expect;
+    EXPECT_NE(status.message().find(c.expect), std::string::npos) << status.message();
+    EXPECT_NE(status.message().find("mutated.plan"), std::string::npos) << status.message();
+  }
 }
 
 TEST(CudaCodegen, TargetListIsChecked) {

@@ -25,6 +25,7 @@ struct State {
   std::vector<std::string> functions;      // CUfunction = index + 1
   std::string error;                       // first violation seen
   long launches = 0, graphLaunches = 0, graphsCaptured = 0;
+  std::map<std::string, long> launchesByName; // direct and captured
   bool capturing = false;
   long capturedLaunches = 0;
   uint64_t total = uint64_t(4) << 30;
@@ -89,6 +90,26 @@ const char *fakeCudaError() { return state().error.c_str(); }
 long fakeCudaLaunches() { return state().launches; }
 long fakeCudaGraphLaunches() { return state().graphLaunches; }
 long fakeCudaGraphsCaptured() { return state().graphsCaptured; }
+long fakeCudaLaunchesOf(const char *name) {
+  auto it = state().launchesByName.find(name);
+  return it == state().launchesByName.end() ? 0 : it->second;
+}
+// For the fake libcublasLt and the test: capture state and device memory.
+int fakeCudaCapturing() { return state().capturing ? 1 : 0; }
+// The base of the allocation holding `p` (0 when none).
+uintptr_t fakeCudaAllocationBase(const void *p) {
+  auto &a = state().allocations;
+  auto it = a.upper_bound(reinterpret_cast<uintptr_t>(p));
+  if (it == a.begin() || !inside(p))
+    return 0;
+  return (--it)->first;
+}
+// Whether [p, p + bytes) lies inside one allocation.
+int fakeCudaInside(const void *p, size_t bytes) {
+  uintptr_t base = fakeCudaAllocationBase(p);
+  return base != 0 &&
+         (bytes == 0 || fakeCudaAllocationBase(static_cast<const char *>(p) + bytes - 1) == base);
+}
 
 // --- The driver API subset of runtime/cuda/driver.cpp. ---
 CUresult cuInit(unsigned) { return kOk; }
@@ -215,6 +236,7 @@ CUresult cuLaunchKernel(void *f, unsigned gx, unsigned gy, unsigned gz, unsigned
   if (step)
     checkStepArgs(name, *static_cast<const llmc::abi::StepArgs *>(params[0]));
   ++(state().capturing ? state().capturedLaunches : state().launches);
+  ++state().launchesByName[name];
   return kOk;
 }
 CUresult cuStreamBeginCapture_v2(void *, int) {

@@ -6,6 +6,7 @@
 #include "cpu/kernels.h"
 #include "cpu/matmul.h"
 #include "cpu/matmul_q4.h"
+#include "cuda/cublaslt.h"
 #include "cuda/gpu_test_util.h"
 #include "engine/weights.h"
 #include "kernels/common/q4_layout.h"
@@ -13,6 +14,8 @@
 #include "kv/kv_cache.h"
 
 #include <algorithm>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <numeric>
 
@@ -126,6 +129,121 @@ TEST(GpuKernels, PrefillGemmMatchesCpu) {
     checkLinear(act, 130, 200, 70, 0, true, false); // bf16: tensor cores (K % 8 == 0)
     checkLinear(act, 67, 172, 129, 0, false, true); // bf16: FMA (K % 8 != 0)
     checkLinear(act, 300, 64, 1, 0, false, false);
+  }
+}
+
+// --- cuBLASLt for plain bf16 Linear steps (runtime/cuda/cublaslt.h). ---
+
+// cuBLASLt on the test's GPU: from the loader's path, else from the toolkit
+// this test was built with. Made after the GpuContext, so destroyed before.
+struct LtContext {
+  std::unique_ptr<cuda::LtGemms> gemms;
+  std::string why; // when gemms is null
+};
+LtContext &ltContext() {
+  static LtContext context = [] {
+    LtContext c;
+    auto library = cuda::CublasLt::load();
+#ifdef LLMC_TOOLKIT_LIBCUBLASLT
+    if (!library && std::getenv("LLMC_LIBCUBLASLT") == nullptr) {
+      setenv("LLMC_LIBCUBLASLT", LLMC_TOOLKIT_LIBCUBLASLT, 1);
+      library = cuda::CublasLt::load();
+    }
+#endif
+    if (!library) {
+      c.why = library.message() + " (set LLMC_LIBCUBLASLT to the toolkit's libcublasLt.so)";
+      return c;
+    }
+    auto gemms = cuda::LtGemms::create(**library, *GpuContext::get().device);
+    if (gemms)
+      c.gemms = std::move(*gemms);
+    else
+      c.why = gemms.message();
+    return c;
+  }();
+  return context;
+}
+
+// Y[M, N] (+)= X[M, K] W[N, K]^T (+ bias) through cuBLASLt as the CUDA
+// backend calls it for a plain bf16 Linear step (engine.fbs, LibraryGemm),
+// against cpu::matmul. `xOffset` bytes move X off its allocation's 256-byte
+// alignment, as arena offsets may. False when cuBLASLt has no algorithm for
+// the shape (the backend then launches the step's own kernel).
+bool checkCublasLtLinear(int64_t M, int64_t N, int64_t K, bool bias, bool accumulate,
+                         int64_t xOffset = 0) {
+  cuda::LtGemms *gemms = ltContext().gemms.get();
+  EXPECT_NE(gemms, nullptr) << "cuBLASLt does not load: " << ltContext().why;
+  if (gemms == nullptr)
+    return false;
+  ThreadPool pool(1);
+  const DType bf16 = DType::BF16;
+  std::vector<float> x = rounded(randomValues(M * K, 11), bf16);
+  std::vector<float> w = rounded(randomValues(N * K, 12, 0.05f), bf16);
+  std::vector<float> b = randomValues(N, 13);
+  std::vector<float> y0 = rounded(randomValues(M * N, 14), bf16);
+  std::vector<float> want = y0;
+  cpu::matmul(pool, x.data(), M, {w.data(), DType::F32, N, K}, bias ? b.data() : nullptr,
+              accumulate ? 1.0f : 0.0f, want.data());
+  std::vector<uint8_t> xBytes(static_cast<size_t>(xOffset), 0), encoded = encode(x, bf16);
+  xBytes.insert(xBytes.end(), encoded.begin(), encoded.end());
+  auto dX = toDevice(xBytes);
+  auto dW = toDevice(encode(w, bf16));
+  auto dB = toDevice(b);
+  auto dY = accumulate ? toDevice(encode(y0, bf16)) : poisoned(M * N, bf16);
+  cuda::LtGemmCall call;
+  call.m = M;
+  call.n = N;
+  call.k = K;
+  call.lda = K;
+  call.ldb = K;
+  call.ldc = N;
+  call.beta = accumulate ? 1.0f : 0.0f;
+  call.w = dW.get();
+  call.x = dX.get() + static_cast<uint64_t>(xOffset);
+  call.y = dY.get();
+  call.bias = bias ? dB.get() : 0;
+  // Twice without a residual (the second from the descriptor cache): the same result.
+  for (int repeat = 0; repeat < (accumulate ? 1 : 2); ++repeat) {
+    auto ran = gemms->run(call);
+    EXPECT_TRUE(ran.isOk()) << ran.message();
+    if (!ran.isOk() || !*ran)
+      return false;
+  }
+  Status done = GpuContext::get().device->synchronize();
+  EXPECT_TRUE(done.isOk()) << done.message();
+  std::vector<float> got = fromDevice(dY, M * N, bf16);
+  EXPECT_LT(relativeError(got, want), tolerance(bf16))
+      << "cuBLASLt M=" << M << " N=" << N << " K=" << K << (bias ? " bias" : "")
+      << (accumulate ? " residual" : "") << " x offset " << xOffset;
+  return true;
+}
+
+TEST(GpuKernels, CublasLtLinearMatchesCpu) {
+  LLMC_REQUIRE_GPU();
+  // Shapes cuBLASLt must take (K, N multiples of 8; 256-byte aligned buffers).
+  EXPECT_TRUE(checkCublasLtLinear(70, 136, 200, false, false));
+  EXPECT_TRUE(checkCublasLtLinear(129, 64, 256, false, true)); // residual: beta 1
+  EXPECT_TRUE(checkCublasLtLinear(1, 64, 64, false, false));
+  EXPECT_TRUE(checkCublasLtLinear(131, 512, 1024, false, true));
+  // Odd sizes, an X off its alignment, the bias epilogue (f32 bias, bf16
+  // output): where cuBLASLt has no algorithm the backend launches the step's
+  // kernel, so either outcome is allowed, but a result must be right.
+  struct Odd {
+    int64_t m, n, k;
+    bool bias, accumulate;
+    int64_t xOffset;
+  } odd[] = {{5, 77, 172, false, false, 0},
+             {67, 130, 200, false, true, 0},
+             {17, 96, 128, false, true, 2},
+             {33, 300, 64, true, true, 0},
+             {9, 64, 64, true, false, 0}};
+  for (const Odd &o : odd) {
+    bool ran = checkCublasLtLinear(o.m, o.n, o.k, o.bias, o.accumulate, o.xOffset);
+    std::printf("cuBLASLt M=%lld N=%lld K=%lld%s%s x offset %lld: %s\n",
+                static_cast<long long>(o.m), static_cast<long long>(o.n),
+                static_cast<long long>(o.k), o.bias ? " bias" : "", o.accumulate ? " residual" : "",
+                static_cast<long long>(o.xOffset),
+                ran ? "ran on cuBLASLt" : "no algorithm (the step's kernel runs it)");
   }
 }
 

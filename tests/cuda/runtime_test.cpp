@@ -1,16 +1,25 @@
 // The CUDA backend's pieces that need no GPU: the kernel calling convention
-// (host and NVRTC must agree on StepArgs), the driver ABI constants (checked
-// against cuda.h when the toolkit is present), the target choice.
+// (host and NVRTC must agree on StepArgs), the driver and cuBLASLt ABI
+// constants (checked against cuda.h and cublasLt.h when the toolkit is
+// present), the toolkit's libcublasLt exporting what the runtime resolves,
+// the target choice.
+#include "cuda/cublaslt.h"
 #include "cuda/device.h"
 #include "cuda/kernel_abi.h"
 
 #include <gtest/gtest.h>
 
 #include <cstddef>
+#include <cstdlib>
+#include <fstream>
 
 #if __has_include(<cuda.h>)
 #include <cuda.h>
 #define LLMC_HAVE_CUDA_H 1
+#endif
+#if __has_include(<cublasLt.h>)
+#include <cublasLt.h>
+#define LLMC_HAVE_CUBLASLT_H 1
 #endif
 
 namespace llmc::cuda {
@@ -43,10 +52,75 @@ static_assert(kStreamCaptureModeThreadLocal == CU_STREAM_CAPTURE_MODE_THREAD_LOC
 static_assert(sizeof(CUdeviceptr) == sizeof(::CUdeviceptr));
 #endif
 
+#ifdef LLMC_HAVE_CUBLASLT_H
+static_assert(kCublasSuccess == CUBLAS_STATUS_SUCCESS);
+static_assert(kCublasNotSupported == CUBLAS_STATUS_NOT_SUPPORTED);
+static_assert(kCublasComputeF32 == CUBLAS_COMPUTE_32F);
+static_assert(kCudaR32F == CUDA_R_32F && kCudaR16BF == CUDA_R_16BF);
+static_assert(kCublasOpN == CUBLAS_OP_N && kCublasOpT == CUBLAS_OP_T);
+static_assert(kLtDescTransA == CUBLASLT_MATMUL_DESC_TRANSA);
+static_assert(kLtDescTransB == CUBLASLT_MATMUL_DESC_TRANSB);
+static_assert(kLtDescEpilogue == CUBLASLT_MATMUL_DESC_EPILOGUE);
+static_assert(kLtDescBiasPointer == CUBLASLT_MATMUL_DESC_BIAS_POINTER);
+static_assert(kLtDescBiasDataType == CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE);
+static_assert(kLtEpilogueDefault == CUBLASLT_EPILOGUE_DEFAULT);
+static_assert(kLtEpilogueBias == CUBLASLT_EPILOGUE_BIAS);
+static_assert(kLtPrefMaxWorkspaceBytes == CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES);
+static_assert(kLtPrefMinAlignmentA == CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES);
+static_assert(kLtPrefMinAlignmentB == CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES);
+static_assert(kLtPrefMinAlignmentC == CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES);
+static_assert(kLtPrefMinAlignmentD == CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES);
+static_assert(sizeof(CublasStatus) == sizeof(cublasStatus_t));
+static_assert(sizeof(LtMatmulAlgo) == sizeof(cublasLtMatmulAlgo_t));
+static_assert(sizeof(LtHeuristicResult) == sizeof(cublasLtMatmulHeuristicResult_t));
+static_assert(offsetof(LtHeuristicResult, workspaceSize) ==
+                  offsetof(cublasLtMatmulHeuristicResult_t, workspaceSize) &&
+              offsetof(LtHeuristicResult, state) ==
+                  offsetof(cublasLtMatmulHeuristicResult_t, state));
+#endif
+
 TEST(CudaRuntime, DriverConstantsMatchCudaH) {
 #ifndef LLMC_HAVE_CUDA_H
   GTEST_SKIP() << "no cuda.h on this machine; the constants were not compared";
 #endif
+}
+
+TEST(CudaRuntime, CublasLtConstantsMatchCublasLtH) {
+#ifndef LLMC_HAVE_CUBLASLT_H
+  GTEST_SKIP() << "no cublasLt.h on this machine; the constants were not compared";
+#endif
+}
+
+TEST(CudaRuntime, CublasLtErrorsNameTheCallAndTheStatus) {
+  Status status = checkLtCall(15, "lt.matmul(...)", "/src/runtime/cuda/cublaslt.cpp", 12);
+  ASSERT_FALSE(status.isOk());
+  EXPECT_EQ(status.message(), "cuBLASLt call lt.matmul(...) failed: CUBLAS_STATUS_NOT_SUPPORTED "
+                              "(15) at runtime/cuda/cublaslt.cpp:12");
+  EXPECT_TRUE(checkLtCall(0, "lt.create(&h)", __FILE__, __LINE__).isOk());
+}
+
+// One process: the explicit file first (missing), then the toolkit's.
+TEST(CudaRuntime, CublasLtLoadsFromLlmcLibcublasltOrSaysWhyNot) {
+  setenv("LLMC_LIBCUBLASLT", "/nonexistent/libcublasLt.so.13", 1);
+  auto missing = CublasLt::load();
+  ASSERT_FALSE(missing.isOk());
+  EXPECT_NE(missing.message().find("cannot open cuBLASLt: /nonexistent/libcublasLt.so.13"),
+            std::string::npos)
+      << missing.message();
+#if defined(LLMC_TOOLKIT_LIBCUBLASLT) && defined(LLMC_HAVE_CUBLASLT_H)
+  if (std::ifstream(LLMC_TOOLKIT_LIBCUBLASLT).good()) {
+    setenv("LLMC_LIBCUBLASLT", LLMC_TOOLKIT_LIBCUBLASLT, 1);
+    auto toolkit = CublasLt::load(); // resolves every entry point; no GPU needed
+    unsetenv("LLMC_LIBCUBLASLT");
+    ASSERT_TRUE(toolkit.isOk()) << toolkit.message();
+    EXPECT_EQ((*toolkit)->path(), LLMC_TOOLKIT_LIBCUBLASLT);
+    EXPECT_EQ((*toolkit)->version().rfind(std::to_string(CUBLAS_VER_MAJOR) + ".", 0), 0u)
+        << (*toolkit)->version();
+    return;
+  }
+#endif
+  unsetenv("LLMC_LIBCUBLASLT");
+  GTEST_SKIP() << "no toolkit libcublasLt to resolve the entry points in";
 }
 
 TEST(CudaRuntime, PicksTheCubinOnHopperAndPtxOnOtherRecentGpus) {
