@@ -31,6 +31,19 @@ TEST(Q4Layout, PackUnpackRoundTrip) {
   }
 }
 
+// The GPU GEMV's conversion-free dequantization: q - zero exactly, for every
+// nibble position, value and zero point.
+TEST(Q4Layout, MagicNumberUnpackIsExact) {
+  for (int zero = 0; zero < 16; ++zero) {
+    const float magic = hd::int4MagicZero(static_cast<float>(zero));
+    for (int q = 0; q < 16; ++q)
+      for (int i = 0; i < 8; ++i) {
+        const hd::u32 word = (static_cast<hd::u32>(q) << (4 * i)) | (0x9u << (4 * ((i + 1) % 8)));
+        ASSERT_EQ(hd::int4MinusMagicZero(word, i, magic), static_cast<float>(q - zero));
+      }
+  }
+}
+
 TEST(Q4Layout, RowGeometry) {
   EXPECT_EQ(hd::q4WordsPerRow(172), 24); // 6 loads of 32 columns
   EXPECT_EQ(hd::q4WordsPerRow(64), 8);

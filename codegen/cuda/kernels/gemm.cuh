@@ -72,7 +72,7 @@ __device__ __forceinline__ float weightAt(const abi::StepArgs &a, int n, int k) 
     const i64 g = static_cast<i64>(n) * kGroups + k / G;
     const float zero = hd::f16ToF32(static_cast<const u16 *>(a.w[2])[g]);
     const float scale = hd::f16ToF32(static_cast<const u16 *>(a.w[1])[g]);
-    return (static_cast<float>(hd::int4Unpack(word, k % 8)) - zero) * scale;
+    return hd::int4MinusMagicZero(word, k % 8, hd::int4MagicZero(zero)) * scale;
   }
 }
 

@@ -209,7 +209,8 @@ __device__ __forceinline__ void gemv(const abi::StepArgs &a, float eps) {
 // of kernels/common/q4_layout.h (weights (gamma,) qweight, scales, zeros
 // (, bias)), with gemv's NORM prologue and SWIGLU epilogue (W = [gate; up],
 // [2N, K] in int4 rows; no bias with NORM: four weight slots).
-// A lane's 16-byte load is 32 columns of one group: one scale, one zero.
+// A lane's 16-byte load is 32 columns of one group: one scale, one zero,
+// so it sums (q - zero) * x over its 32 columns and scales the sum once.
 // Each warp owns R output rows (2R weight rows with SWIGLU); no split-K
 // (the 4x smaller rows fill the GPU with more rows per block instead).
 template <class TA, class TO, class TB, class TG, int N, int K, int G, int TMAX, int R, int WARPS,
@@ -252,16 +253,17 @@ __device__ __forceinline__ void gemvQ4(const abi::StepArgs &a, float eps) {
   }
   for (int l = lane; l < kLoads; l += 32) {
     const int k0 = l * 32, group = k0 / G;
-    float wq[WR][32];
+    float wq[WR][32], scale[WR]; // wq: q - zero, integers in [-15, 15]
 #pragma unroll
     for (int r = 0; r < WR; ++r) {
       const uint4 words = q[static_cast<i64>(wRow[r]) * kLoads + l];
-      const float scale = hd::f16ToF32(scales[static_cast<i64>(wRow[r]) * kGroups + group]);
-      const float zero = hd::f16ToF32(zeros[static_cast<i64>(wRow[r]) * kGroups + group]);
+      scale[r] = hd::f16ToF32(scales[static_cast<i64>(wRow[r]) * kGroups + group]);
+      const float zeroMagic =
+          hd::int4MagicZero(hd::f16ToF32(zeros[static_cast<i64>(wRow[r]) * kGroups + group]));
       const u32 word[4] = {words.x, words.y, words.z, words.w};
 #pragma unroll
       for (int j = 0; j < 32; ++j)
-        wq[r][j] = (static_cast<float>(hd::int4Unpack(word[j / 8], j % 8)) - zero) * scale;
+        wq[r][j] = hd::int4MinusMagicZero(word[j / 8], j % 8, zeroMagic);
     }
 #pragma unroll
     for (int t = 0; t < TMAX; ++t) {
@@ -292,10 +294,13 @@ __device__ __forceinline__ void gemvQ4(const abi::StepArgs &a, float eps) {
         }
       }
 #pragma unroll
-      for (int r = 0; r < WR; ++r)
+      for (int r = 0; r < WR; ++r) {
+        float part = 0.0f;
 #pragma unroll
         for (int j = 0; j < 32; ++j)
-          acc[r][t] += wq[r][j] * xv[j];
+          part += wq[r][j] * xv[j];
+        acc[r][t] += scale[r] * part;
+      }
     }
   }
 #pragma unroll
