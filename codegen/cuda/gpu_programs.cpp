@@ -200,6 +200,7 @@ Status addGpuTargets(PlanContents &contents, const GpuBuildOptions &options,
   if (hasSyntheticQ4(plan))
     LLMC_RETURN_IF_ERROR(table.add(syntheticFillQ4Kernel()).status());
   LLMC_RETURN_IF_ERROR(table.add(argmaxKernel()).status());
+  LLMC_RETURN_IF_ERROR(table.add(topKKernel()).status());
 
   GpuBuildSummary local;
   local.kernels = table.kernels().size();

@@ -506,6 +506,16 @@ KernelInstance syntheticFillQ4Kernel() {
   return k;
 }
 
+KernelInstance topKKernel() {
+  KernelInstance k;
+  k.name = abi::kTopKKernel;
+  k.source =
+      translationUnit(k.name, "top-k sampling candidates of f32 logits rows", "elementwise.cuh", "",
+                      1024, "TopKArgs", "llmc::dev::topKRows<1024>(args)");
+  k.launch.block = {1024, 1, 1};
+  return k;
+}
+
 KernelInstance argmaxKernel() {
   KernelInstance k;
   k.name = "llmc_argmax_f32";

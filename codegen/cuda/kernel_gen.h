@@ -57,6 +57,7 @@ Expected<KernelInstance> kernelForStep(const fb::PlanT &plan, const fb::ProgramT
 // Kernels the runtime launches by name, outside the programs.
 KernelInstance syntheticFillKernel(DType dtype); // llmc_synthetic_fill_<dtype>
 KernelInstance argmaxKernel();                   // llmc_argmax_f32
+KernelInstance topKKernel();                     // llmc_topk_f32
 // The int4 parts of synthetic plans (SyntheticKind Q4*): llmc_synthetic_fill_q4.
 KernelInstance syntheticFillQ4Kernel();
 

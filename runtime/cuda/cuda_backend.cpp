@@ -4,6 +4,7 @@
 #include "engine/engine.h"
 #include "engine/weights.h"
 #include "kernels/common/q4_layout.h"
+#include "kernels/common/sampling.h"
 #include "plan/plan_format.h"
 #include "support/dtype.h"
 
@@ -146,6 +147,8 @@ Status CudaBackend::loadModule() {
     functions_.push_back(f);
     if (name->str() == "llmc_argmax_f32")
       argmax_ = f;
+    if (name->str() == abi::kTopKKernel)
+      topK_ = f;
   }
   // Dynamic shared memory above 48 KiB must be opted into, per function.
   std::vector<uint32_t> shared(functions_.size(), 0);
@@ -277,8 +280,11 @@ Status CudaBackend::ensureCapacity(int64_t rows, int64_t sequences) {
   counters_ = DeviceBuffer();
   metadata_ = DeviceBuffer();
   ids_ = DeviceBuffer();
+  topKCandidates_ = DeviceBuffer();
   LLMC_ASSIGN_OR_RETURN(arena_, device_->allocate(arenaBytesPerToken_ * rows));
   LLMC_ASSIGN_OR_RETURN(ids_, device_->allocate(rows * sizeof(int32_t)));
+  // Top-k: scores f32 and ids i32 [rows, kTopKCapacity], then counts [rows].
+  LLMC_ASSIGN_OR_RETURN(topKCandidates_, device_->allocate(rows * (2 * hd::kTopKCapacity + 1) * 4));
   LLMC_ASSIGN_OR_RETURN(workspace_,
                         device_->allocate(std::max<uint64_t>(256, workspacePerToken_ * rows)));
   uint64_t counterBytes = std::max<uint64_t>(256, countersPerToken_ * 4 * rows);
@@ -527,6 +533,8 @@ Status CudaBackend::run(const StepInput &input, const float **logits) {
     LLMC_RETURN_IF_ERROR(device_->launch(argmax_, grid, block, 0, &args));
     LLMC_RETURN_IF_ERROR(
         device_->downloadAsync(input.greedyIds, ids_.get(), logitRows * sizeof(int32_t)));
+  } else if (input.topK != nullptr && topK_ != nullptr) {
+    LLMC_RETURN_IF_ERROR(runTopK(*input.topK, deviceLogits, logitRows, vocab));
   } else {
     logits_.resize(static_cast<size_t>(logitRows * vocab));
     LLMC_RETURN_IF_ERROR(
@@ -541,6 +549,42 @@ Status CudaBackend::run(const StepInput &input, const float **logits) {
                          ")");
   }
   *logits = greedy ? nullptr : logits_.data();
+  if (input.topK != nullptr && input.topK->filled) {
+    // The logits come back only for a row whose ties overflowed the candidates.
+    *logits = nullptr;
+    for (int64_t r = 0; r < logitRows && *logits == nullptr; ++r)
+      if (input.topK->counts[r] > hd::kTopKCapacity) {
+        logits_.resize(static_cast<size_t>(logitRows * vocab));
+        LLMC_RETURN_IF_ERROR(
+            device_->downloadAsync(logits_.data(), deviceLogits, logits_.size() * sizeof(float)));
+        LLMC_RETURN_IF_ERROR(device_->synchronize());
+        *logits = logits_.data();
+      }
+  }
+  return Status::ok();
+}
+
+// Launches the top-k kernel on the logits rows and queues the download of
+// the candidates into the request (the caller synchronizes).
+Status CudaBackend::runTopK(TopKRequest &request, CUdeviceptr deviceLogits, int64_t rows,
+                            int64_t vocab) {
+  const uint64_t candidates = static_cast<uint64_t>(rows) * hd::kTopKCapacity;
+  const CUdeviceptr scores = topKCandidates_.get(), ids = scores + candidates * 4,
+                    counts = ids + candidates * 4;
+  abi::TopKArgs args{reinterpret_cast<const float *>(deviceLogits),
+                     reinterpret_cast<float *>(scores),
+                     reinterpret_cast<int *>(ids),
+                     reinterpret_cast<int *>(counts),
+                     static_cast<int>(rows),
+                     static_cast<int>(vocab),
+                     request.k,
+                     request.temperature};
+  uint32_t grid[3] = {static_cast<uint32_t>(rows), 1, 1}, block[3] = {1024, 1, 1};
+  LLMC_RETURN_IF_ERROR(device_->launch(topK_, grid, block, 0, &args));
+  LLMC_RETURN_IF_ERROR(device_->downloadAsync(request.scores, scores, candidates * 4));
+  LLMC_RETURN_IF_ERROR(device_->downloadAsync(request.ids, ids, candidates * 4));
+  LLMC_RETURN_IF_ERROR(device_->downloadAsync(request.counts, counts, rows * 4));
+  request.filled = true;
   return Status::ok();
 }
 

@@ -71,6 +71,7 @@ private:
   // work, before a graph capture).
   Status prepareLibraryGemms(const fb::Program &program, int64_t rows);
   Status runGraph(const fb::Program &program, int64_t rows);
+  Status runTopK(TopKRequest &request, CUdeviceptr deviceLogits, int64_t rows, int64_t vocab);
 
   const Plan *plan_ = nullptr;
   std::unique_ptr<Device> device_;
@@ -80,6 +81,7 @@ private:
   Module module_;
   std::vector<CUfunction> functions_; // module functions, by index
   CUfunction argmax_ = nullptr;       // llmc_argmax_f32: greedy ids on the device
+  CUfunction topK_ = nullptr;         // llmc_topk_f32: sampling candidates on the device
   DeviceBuffer weights_;
   std::vector<CUdeviceptr> tensors_; // device address of each plan tensor
   DeviceBuffer kv_;                  // [layers][K, V][numBlocks * blockSize * kvHeads * headDim]
@@ -93,6 +95,7 @@ private:
   int64_t capacityRows_ = 0, capacitySequences_ = 0;
   uint64_t arenaBytesPerToken_ = 0, workspacePerToken_ = 0, countersPerToken_ = 0;
   DeviceBuffer arena_, workspace_, counters_, metadata_, errorFlag_, ids_;
+  DeviceBuffer topKCandidates_;       // top-k scores, ids [rows, kTopKCapacity], counts [rows]
   std::vector<int32_t> hostMetadata_; // staged, then uploaded with one copy
   uint64_t offPositions_ = 0, offRowSequence_ = 0, offSeqFirst_ = 0, offSeqRows_ = 0,
            offTables_ = 0, offLogitRows_ = 0; // int32 offsets into the metadata buffer

@@ -53,6 +53,7 @@ struct SyntheticFillArgs {
 };
 #if !defined(__CUDACC_RTC__)
 inline constexpr const char *kSyntheticFillQ4Kernel = "llmc_synthetic_fill_q4";
+inline constexpr const char *kTopKKernel = "llmc_topk_f32";
 #endif
 
 // The argmax kernel (llmc_argmax_f32): out[r] = argmax of logits[r, 0..cols).
@@ -61,6 +62,22 @@ struct ArgmaxArgs {
   int *out;
   int rows;
   int cols;
+};
+
+// The top-k kernel (llmc_topk_f32): per row r of logits [rows, cols], the
+// tokens whose sampling score (kernels/common/sampling.h samplingScore at
+// `temperature`) is >= the k-th largest: counts[r] = how many; when that is
+// at most kTopKCapacity, their scores and ids sorted by score descending then
+// id in scores/ids [rows, kTopKCapacity] (sampling::topKCandidates).
+struct TopKArgs {
+  const float *logits;
+  float *scores;
+  int *ids;
+  int *counts;
+  int rows;
+  int cols;
+  int k; // 1 .. kTopKMaxK
+  float temperature;
 };
 
 // Values written to *errorFlag.

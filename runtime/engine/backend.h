@@ -40,7 +40,8 @@ public:
   // Runs one batch step (StepInput: engine/cpu_executor.h). On success
   // *logits points to host [R, V] f32 logits (R = logitRows.size(), or T
   // when empty), valid until the next run(); or is null when the backend
-  // wrote input.greedyIds instead (the argmax of each of those rows).
+  // wrote input.greedyIds instead (the argmax of each of those rows), or
+  // filled input.topK and no row needs its logits.
   virtual Status run(const StepInput &input, const float **logits) = 0;
 };
 

@@ -21,6 +21,20 @@ struct StepSequence {
   const int32_t *blockTable = nullptr; // covers all its positions up to the last new one
 };
 
+// Top-k sampling candidates, computed next to the logits by a backend that
+// can (the CUDA top-k kernel) so that only they travel back: per logit row r,
+// counts[r] tokens score >= the k-th largest, and when counts[r] <=
+// kTopKCapacity their scores and ids are in scores/ids [R, kTopKCapacity]
+// (sampling::topKCandidates). A backend that fills them sets `filled`.
+struct TopKRequest {
+  int32_t k = 0; // 1 .. kTopKMaxK
+  float temperature = 1.0f;
+  float *scores = nullptr;
+  int32_t *ids = nullptr;
+  int32_t *counts = nullptr;
+  bool filled = false;
+};
+
 struct StepInput {
   const int32_t *tokens = nullptr;    // [T]
   const int32_t *positions = nullptr; // [T] position of each token in its sequence
@@ -35,6 +49,10 @@ struct StepInput {
   // Otherwise run() returns the logits as usual and the caller takes the
   // argmax.
   int32_t *greedyIds = nullptr;
+  // Sampling: when set, a backend that computes top-k candidates fills them
+  // and returns logits only when a row's ties overflow the capacity (null
+  // *logits otherwise); other backends return the logits as usual.
+  TopKRequest *topK = nullptr;
 };
 
 class CpuExecutor {

@@ -1,6 +1,8 @@
 #include "engine/engine.h"
 
 #include "cpu/kernels.h"
+#include "kernels/common/sampling.h"
+#include "sampling/sampler.h"
 
 #include <algorithm>
 
@@ -44,21 +46,47 @@ int64_t Engine::sequenceLength(SequenceId id) const {
 
 Expected<const float *> Engine::step(const std::vector<SequenceTokens> &batch, bool allLogits) {
   const float *logits = nullptr;
-  LLMC_RETURN_IF_ERROR(runBatch(batch, allLogits, nullptr, &logits));
+  LLMC_RETURN_IF_ERROR(runBatch(batch, allLogits, nullptr, nullptr, &logits));
   return logits;
+}
+
+Expected<Engine::TopKRows> Engine::stepTopK(const std::vector<SequenceTokens> &batch, int32_t k,
+                                            float temperature) {
+  if (k < 1 || k > hd::kTopKMaxK || k >= vocabSize())
+    return Status::error("top-k sampling on the device takes k in [1, " +
+                         std::to_string(hd::kTopKMaxK) + "] below the vocabulary size, got " +
+                         std::to_string(k));
+  const size_t rows = batch.size();
+  topKScores_.resize(rows * hd::kTopKCapacity);
+  topKIds_.resize(rows * hd::kTopKCapacity);
+  topKCounts_.resize(rows);
+  TopKRequest request;
+  request.k = k;
+  request.temperature = temperature;
+  request.scores = topKScores_.data();
+  request.ids = topKIds_.data();
+  request.counts = topKCounts_.data();
+  const float *logits = nullptr;
+  LLMC_RETURN_IF_ERROR(runBatch(batch, /*allLogits=*/false, nullptr, &request, &logits));
+  if (!request.filled) // the backend returned logits: the candidates from them
+    for (size_t r = 0; r < rows; ++r)
+      topKCounts_[r] = sampling::topKCandidates(
+          logits + r * vocabSize(), static_cast<int32_t>(vocabSize()), k, temperature,
+          topKScores_.data() + r * hd::kTopKCapacity, topKIds_.data() + r * hd::kTopKCapacity);
+  return TopKRows{topKScores_.data(), topKIds_.data(), topKCounts_.data(), logits};
 }
 
 Expected<const int32_t *> Engine::stepGreedy(const std::vector<SequenceTokens> &batch) {
   greedyIds_.resize(batch.size());
   const float *logits = nullptr;
-  LLMC_RETURN_IF_ERROR(runBatch(batch, /*allLogits=*/false, greedyIds_.data(), &logits));
+  LLMC_RETURN_IF_ERROR(runBatch(batch, /*allLogits=*/false, greedyIds_.data(), nullptr, &logits));
   if (logits != nullptr) // the program has no LmHead step: the argmax of its logits
     cpu::argmax(logits, static_cast<int64_t>(batch.size()), vocabSize(), greedyIds_.data());
   return greedyIds_.data();
 }
 
 Status Engine::runBatch(const std::vector<SequenceTokens> &batch, bool allLogits,
-                        int32_t *greedyIds, const float **logits) {
+                        int32_t *greedyIds, TopKRequest *topK, const float **logits) {
   if (batch.empty())
     return Status::error("empty batch");
   // Reserve KV blocks for every sequence first; all or nothing.
@@ -104,6 +132,7 @@ Status Engine::runBatch(const std::vector<SequenceTokens> &batch, bool allLogits
   input.positions = positions_.data();
   input.numTokens = static_cast<int64_t>(tokens_.size());
   input.greedyIds = greedyIds;
+  input.topK = topK;
   LLMC_RETURN_IF_ERROR(backend_->run(input, logits));
   for (size_t i = 0; i < batch.size(); ++i)
     members[i]->length += static_cast<int64_t>(batch[i].tokens.size());

@@ -20,15 +20,15 @@
 namespace llmc {
 
 struct EngineOptions {
-  int threads = 0;            // 0: all cores
-  int64_t kvCacheTokens = 0;  // token slots in the KV pool; 0: max_seq_len * maxSequences
-  int64_t maxSequences = 1;   // used to size the KV pool when kvCacheTokens == 0
-  bool verifyWeights = true;  // recompute the plan's weight checksum at load
-  std::string device = "cpu"; // "cpu", "cuda" or "auto" (CUDA when usable, else CPU)
-  int cudaDevice = 0;         // ordinal of the GPU
+  int threads = 0;                // 0: all cores
+  int64_t kvCacheTokens = 0;      // token slots in the KV pool; 0: max_seq_len * maxSequences
+  int64_t maxSequences = 1;       // used to size the KV pool when kvCacheTokens == 0
+  bool verifyWeights = true;      // recompute the plan's weight checksum at load
+  std::string device = "cpu";     // "cpu", "cuda" or "auto" (CUDA when usable, else CPU)
+  int cudaDevice = 0;             // ordinal of the GPU
   double gpuMemoryFraction = 0.9; // of the GPU's memory for weights, activations, KV cache
-  bool cudaGraphs = true;     // replay decode steps as CUDA graphs
-  bool cublasLt = true;       // plain bf16 GEMMs of any-T programs on cuBLASLt when it loads
+  bool cudaGraphs = true;         // replay decode steps as CUDA graphs
+  bool cublasLt = true;           // plain bf16 GEMMs of any-T programs on cuBLASLt when it loads
 };
 
 using SequenceId = int64_t;
@@ -42,7 +42,7 @@ struct SequenceTokens {
 class Engine {
 public:
   static Expected<std::unique_ptr<Engine>> load(const std::string &planPath,
-                                                 const EngineOptions &options);
+                                                const EngineOptions &options);
 
   const Plan &plan() const { return plan_; }
   const fb::ModelInfo &model() const { return *plan_.meta().model(); }
@@ -74,6 +74,23 @@ public:
   // otherwise they are the argmax of step()'s logits. Fails as step() does.
   Expected<const int32_t *> stepGreedy(const std::vector<SequenceTokens> &batch);
 
+  // Per sequence, the top-k sampling candidates of its last new token
+  // (sampling::topKCandidates at k and temperature): row r's count, and when
+  // it is at most kTopKCapacity its scores and ids at r * kTopKCapacity;
+  // `logits` ([batch.size(), V]) is set when some row needs them (its count
+  // is larger). Valid until the next step.
+  struct TopKRows {
+    const float *scores = nullptr;
+    const int32_t *ids = nullptr;
+    const int32_t *counts = nullptr;
+    const float *logits = nullptr;
+  };
+  // Runs one batch step for top-k sampling (sampling::Sampler::drawsFromTopK).
+  // A backend that computes the candidates next to the logits (CUDA) returns
+  // only them; otherwise they come from the logits here. Fails as step() does.
+  Expected<TopKRows> stepTopK(const std::vector<SequenceTokens> &batch, int32_t k,
+                              float temperature);
+
 private:
   struct Sequence {
     kv::BlockTable blocks;
@@ -82,9 +99,9 @@ private:
 
   Engine() = default;
 
-  // step() and stepGreedy(): greedyIds null asks for logits.
+  // step(), stepGreedy() and stepTopK(): greedyIds and topK null ask for logits.
   Status runBatch(const std::vector<SequenceTokens> &batch, bool allLogits, int32_t *greedyIds,
-                  const float **logits);
+                  TopKRequest *topK, const float **logits);
 
   Plan plan_;
   std::unique_ptr<Tokenizer> tokenizer_;
@@ -94,6 +111,8 @@ private:
   SequenceId nextId_ = 1;
   std::vector<int32_t> tokens_, positions_;
   std::vector<int32_t> greedyIds_; // stepGreedy's result
+  std::vector<float> topKScores_;  // stepTopK's result [batch, kTopKCapacity]
+  std::vector<int32_t> topKIds_, topKCounts_;
 };
 
 } // namespace llmc

@@ -1,5 +1,7 @@
 #include "engine/generate.h"
 
+#include "kernels/common/sampling.h"
+
 #include <algorithm>
 #include <chrono>
 
@@ -34,11 +36,10 @@ bool isStop(int32_t token, const fb::ModelInfo &model, const GenerateOptions &op
 
 } // namespace
 
-Expected<std::vector<GenerateResult>> generateBatch(Engine &engine,
-                                                    const std::vector<std::vector<int32_t>> &prompts,
-                                                    const GenerateOptions &options,
-                                                    GenerateTimings *timings,
-                                                    const TextCallback &onText) {
+Expected<std::vector<GenerateResult>>
+generateBatch(Engine &engine, const std::vector<std::vector<int32_t>> &prompts,
+              const GenerateOptions &options, GenerateTimings *timings,
+              const TextCallback &onText) {
   const int64_t vocab = engine.vocabSize();
   const int64_t maxLen = engine.model().max_seq_len();
   std::vector<GenerateResult> results(prompts.size());
@@ -52,8 +53,8 @@ Expected<std::vector<GenerateResult>> generateBatch(Engine &engine,
                            std::to_string(prompts[i].size()) + " tokens, over the plan's " +
                            "max_seq_len " + std::to_string(maxLen));
     LLMC_ASSIGN_OR_RETURN(sampling::Sampler sampler, sampling::Sampler::create(options.sampling));
-    running.push_back({engine.addSequence(), std::move(sampler),
-                       StreamDecoder(engine.tokenizer()), prompts[i], false});
+    running.push_back({engine.addSequence(), std::move(sampler), StreamDecoder(engine.tokenizer()),
+                       prompts[i], false});
     results[i].promptIds = prompts[i];
     batch.push_back({running.back().id, prompts[i]});
   }
@@ -66,17 +67,28 @@ Expected<std::vector<GenerateResult>> generateBatch(Engine &engine,
   // plan computes without writing logits (Engine::stepGreedy).
   const bool greedy = !options.keepAllLogits && options.sampling.temperature == 0.0f &&
                       options.sampling.repetitionPenalty == 1.0f;
+  // Top-k sampling needs only each row's top-k candidates, which a GPU
+  // computes next to the logits (Engine::stepTopK); the draws are the same.
+  const bool topK = !greedy && !options.keepAllLogits && !running.empty() &&
+                    running.front().sampler.drawsFromTopK(static_cast<int32_t>(vocab));
   GenerateTimings local;
   bool first = true;
   while (!batch.empty()) {
     auto start = Clock::now();
     const float *logits = nullptr;
     const int32_t *greedyIds = nullptr;
+    Engine::TopKRows candidates;
     Status status = Status::ok();
     if (greedy) {
       auto ids = engine.stepGreedy(batch);
       status = ids.status();
       greedyIds = ids ? *ids : nullptr;
+    } else if (topK) {
+      auto rows = engine.stepTopK(batch, options.sampling.topK, options.sampling.temperature);
+      status = rows.status();
+      if (rows)
+        candidates = *rows;
+      logits = candidates.logits;
     } else {
       auto rows = engine.step(batch, options.keepAllLogits);
       status = rows.status();
@@ -112,10 +124,17 @@ Expected<std::vector<GenerateResult>> generateBatch(Engine &engine,
         result.logits.insert(result.logits.end(), logits + row * vocab,
                              logits + (row + rows) * vocab);
       row += rows;
-      int32_t token =
-          greedy ? greedyIds[row - 1]
-                 : r.sampler.sample(logits + (row - 1) * vocab, static_cast<int32_t>(vocab),
-                                    r.seen.data(), static_cast<int64_t>(r.seen.size()));
+      int32_t token = 0;
+      const int64_t last = row - 1;
+      if (greedy)
+        token = greedyIds[last];
+      else if (topK && candidates.counts[last] <= hd::kTopKCapacity)
+        token = r.sampler.sampleTopK(candidates.scores + last * hd::kTopKCapacity,
+                                     candidates.ids + last * hd::kTopKCapacity,
+                                     candidates.counts[last], static_cast<int32_t>(vocab));
+      else // sampling from the logits (also a top-k row whose ties overflowed)
+        token = r.sampler.sample(logits + last * vocab, static_cast<int32_t>(vocab), r.seen.data(),
+                                 static_cast<int64_t>(r.seen.size()));
       if (isStop(token, engine.model(), options)) {
         result.finishReason = "stop";
         continue;

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <functional>
 #include <numeric>
 #include <string>
 
@@ -97,6 +98,54 @@ int32_t Sampler::sample(const float *logits, int32_t vocab, const int32_t *seen,
   if (params_.minP > 0.0f)
     applyMinP(maxScore);
   return draw(maxScore);
+}
+
+bool Sampler::drawsFromTopK(int32_t vocab) const {
+  return params_.temperature > 0.0f && params_.repetitionPenalty == 1.0f && params_.topK > 0 &&
+         params_.topK <= hd::kTopKMaxK && params_.topK < vocab;
+}
+
+// sample() after applyTopK, from the candidates: the same scores, in the
+// same order, through the same filters and draw.
+int32_t Sampler::sampleTopK(const float *scores, const int32_t *ids, int32_t count, int32_t vocab) {
+  if (static_cast<int32_t>(scores_.size()) != vocab)
+    scores_.resize(vocab); // only the candidates' entries are read
+  for (int32_t i = 0; i < count; ++i)
+    scores_[ids[i]] = scores[i];
+  const float maxScore = scores[0];
+  if (!(maxScore > -INFINITY)) // nothing finite: sample()'s argmax, the first of the ties
+    return ids[0];
+  candidates_.assign(ids, ids + count);
+  sorted_ = true;
+  if (params_.topP < 1.0f)
+    applyTopP(maxScore);
+  if (params_.minP > 0.0f)
+    applyMinP(maxScore);
+  return draw(maxScore);
+}
+
+int32_t topKCandidates(const float *logits, int32_t vocab, int32_t k, float temperature,
+                       float *scores, int32_t *ids) {
+  std::vector<float> all(vocab);
+  for (int32_t v = 0; v < vocab; ++v)
+    all[v] = hd::samplingScore(logits[v], temperature);
+  std::vector<float> order(all);
+  std::nth_element(order.begin(), order.begin() + (k - 1), order.end(), std::greater<float>());
+  const float kth = order[k - 1];
+  int32_t count = 0;
+  for (int32_t v = 0; v < vocab; ++v)
+    if (hd::topKKeeps(all[v], kth)) {
+      if (count < hd::kTopKCapacity)
+        ids[count] = v;
+      ++count;
+    }
+  if (count > hd::kTopKCapacity)
+    return count;
+  const HigherScore higher{all};
+  std::sort(ids, ids + count, higher);
+  for (int32_t i = 0; i < count; ++i)
+    scores[i] = all[ids[i]];
+  return count;
 }
 
 // Keeps the tokens scoring >= the k-th largest score, sorted descending.

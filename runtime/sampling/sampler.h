@@ -48,6 +48,14 @@ public:
   // ignored. Buffers are reused between calls.
   int32_t sample(const float *logits, int32_t vocab, const int32_t *seen, int64_t numSeen);
 
+  // Whether sampleTopK can stand in for sample(): top-k on (1 <= k <=
+  // kTopKMaxK, k < vocab), a temperature > 0, no repetition penalty.
+  bool drawsFromTopK(int32_t vocab) const;
+  // The same token sample() would pick from the full logits (and the same
+  // state change), from the top-k candidates of the logits only: scores and
+  // ids as topKCandidates gives them (count <= kTopKCapacity).
+  int32_t sampleTopK(const float *scores, const int32_t *ids, int32_t count, int32_t vocab);
+
 private:
   explicit Sampler(const SamplingParams &params) : params_(params), rng_(params.seed) {}
 
@@ -63,5 +71,13 @@ private:
   bool sorted_ = false;             // candidates_ in descending score order
   std::vector<float> probs_;        // scratch for top-p
 };
+
+// The top-k candidates of a row of logits: every token whose sampling score
+// (hd::samplingScore at `temperature`) is >= the k-th largest, sorted by
+// score descending then id. Returns their count; scores[] and ids[] (room for
+// kTopKCapacity) are filled only when it is at most kTopKCapacity. The CUDA
+// top-k kernel computes the same.
+int32_t topKCandidates(const float *logits, int32_t vocab, int32_t k, float temperature,
+                       float *scores, int32_t *ids);
 
 } // namespace llmc::sampling

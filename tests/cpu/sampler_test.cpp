@@ -1,5 +1,7 @@
 #include "sampling/sampler.h"
 
+#include "kernels/common/sampling.h"
+
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -179,6 +181,57 @@ TEST(Sampler, NeverPicksNaNLogits) {
   EXPECT_EQ(greedy.sample(logits.data(), 300, nullptr, 0), 7);
   Sampler s = makeSampler({1.0f, 0, 0.99f, 0.0f, 1.0f, 2});
   EXPECT_EQ(keysOf(histogram(s, logits, 2000)), (std::set<int32_t>{7, 250}));
+}
+
+// Sampling from the top-k candidates (what the GPU returns instead of the
+// logits) picks exactly the tokens sampling from the full logits picks, with
+// the same random state: ties, -0/+0, NaN and -inf logits, temperatures,
+// top-p and min-p included.
+TEST(Sampler, TopKCandidatesDrawTheSameTokensAsTheFullLogits) {
+  std::mt19937 rng(11);
+  const int vocab = 3000;
+  int draws = 0;
+  for (int trial = 0; trial < 60; ++trial) {
+    std::vector<float> logits = randomLogits(rng, vocab);
+    for (int i = 0; i < 40; ++i) // rounded: many exact ties
+      logits[rng() % vocab] = std::round(logits[rng() % vocab]);
+    logits[rng() % vocab] = -0.0f;
+    logits[rng() % vocab] = 0.0f;
+    logits[rng() % vocab] = std::nanf("");
+    logits[rng() % vocab] = -INFINITY;
+    SamplingParams params;
+    params.temperature = std::vector<float>{1.0f, 0.7f, 1.3f}[trial % 3];
+    params.topK = 1 + static_cast<int32_t>(rng() % hd::kTopKMaxK);
+    params.topP = trial % 4 == 0 ? 1.0f : 0.8f;
+    params.minP = trial % 5 == 0 ? 0.05f : 0.0f;
+    params.seed = trial;
+    Sampler full = makeSampler(params), fromTopK = makeSampler(params);
+    ASSERT_TRUE(fromTopK.drawsFromTopK(vocab));
+    std::vector<float> scores(hd::kTopKCapacity);
+    std::vector<int32_t> ids(hd::kTopKCapacity);
+    int32_t count = topKCandidates(logits.data(), vocab, params.topK, params.temperature,
+                                   scores.data(), ids.data());
+    ASSERT_GE(count, params.topK);
+    ASSERT_LE(count, hd::kTopKCapacity);
+    for (int d = 0; d < 20; ++d, ++draws)
+      ASSERT_EQ(fromTopK.sampleTopK(scores.data(), ids.data(), count, vocab),
+                full.sample(logits.data(), vocab, nullptr, 0))
+          << "trial " << trial << " draw " << d;
+  }
+  EXPECT_EQ(draws, 60 * 20);
+  // Ties with the k-th past the capacity: reported, nothing stored.
+  std::vector<float> flat(500, 1.5f);
+  std::vector<float> scores(hd::kTopKCapacity);
+  std::vector<int32_t> ids(hd::kTopKCapacity);
+  EXPECT_EQ(topKCandidates(flat.data(), 500, 4, 1.0f, scores.data(), ids.data()), 500);
+  // Penalties and greedy decoding need the full logits.
+  SamplingParams penalty;
+  penalty.topK = 10;
+  penalty.repetitionPenalty = 1.1f;
+  EXPECT_FALSE(makeSampler(penalty).drawsFromTopK(vocab));
+  penalty.repetitionPenalty = 1.0f;
+  penalty.temperature = 0.0f;
+  EXPECT_FALSE(makeSampler(penalty).drawsFromTopK(vocab));
 }
 
 TEST(Sampler, RejectsOutOfRangeParametersNamingTheField) {

@@ -31,6 +31,9 @@ template <typename Fn> Fn fakeIn(const char *library, const char *name) {
 template <typename Fn> Fn fake(const char *name) { return fakeIn<Fn>(LLMC_FAKE_LIBCUDA, name); }
 std::string fakeError() { return fake<const char *(*)()>("fakeCudaError")(); }
 long fakeCount(const char *what) { return fake<long (*)()>(what)(); }
+long fakeCountOf(const char *kernel) {
+  return fake<long (*)(const char *)>("fakeCudaLaunchesOf")(kernel);
+}
 
 // A stories260K-shape synthetic plan; `variant` is "" (fused f32), "O0",
 // "bf16", "bf16-O0" or "int4".
@@ -88,6 +91,14 @@ TEST_P(CudaFakeDriverPlans, PrefillDecodeAndGreedyLaunchOnlyValidAddresses) {
   options.sampling.temperature = 0.8f; // logits come back instead of ids
   auto sampled = generateBatch(*engine, {{1, 3, 4}, {1, 5}}, options);
   ASSERT_TRUE(sampled.isOk()) << sampled.message();
+  // Top-k sampling asks the device for candidates (the fake reports every
+  // token tied, so the logits come back too).
+  long topKBefore = fakeCountOf("llmc_topk_f32");
+  options.sampling.topK = 8;
+  auto topK = generateBatch(*engine, {{1, 3, 4}, {1, 5}}, options);
+  ASSERT_TRUE(topK.isOk()) << topK.message();
+  EXPECT_EQ(fakeCountOf("llmc_topk_f32") - topKBefore, 20);
+  EXPECT_EQ(topK->front().ids.size(), 20u);
   EXPECT_EQ(fakeError(), "");
   EXPECT_GT(fakeCount("fakeCudaLaunches"), 0);
   // Decode steps of 3 and 2 sequences: a graph each, replayed.

@@ -122,8 +122,7 @@ void compute(const FakeLtMatmul &m) {
       if (m.epilogue == 4)
         y += m.biasType == 0 ? static_cast<const float *>(m.bias)[i]
                              : llmc::hd::bf16ToF32(static_cast<const uint16_t *>(m.bias)[i]);
-      static_cast<uint16_t *>(const_cast<void *>(m.pd))[i + j * m.d.ld] =
-          llmc::hd::f32ToBf16(y);
+      static_cast<uint16_t *>(const_cast<void *>(m.pd))[i + j * m.d.ld] = llmc::hd::f32ToBf16(y);
     }
 }
 

@@ -52,6 +52,23 @@ bool inside(const void *p) {
   return v < it->first + it->second;
 }
 
+// llmc_topk_f32 on the fake device: no kernel computed the logits, so
+// every token ties (scores of calloc'ed or arbitrary memory are not worth
+// ranking): each row reports all `cols` tokens, the overflow the runtime
+// answers by downloading the logits.
+void fakeTopK(const llmc::abi::TopKArgs &a, unsigned grid) {
+  if (a.rows <= 0 || a.cols <= 0 || a.k < 1 || a.k > 64 || grid != static_cast<unsigned>(a.rows))
+    fail("llmc_topk_f32: bad rows, cols, k or grid");
+  for (const void *p : {static_cast<const void *>(a.logits), static_cast<const void *>(a.scores),
+                        static_cast<const void *>(a.ids), static_cast<const void *>(a.counts)})
+    if (!inside(p))
+      fail("llmc_topk_f32: an argument points outside every allocation");
+  if (!inside(a.counts + a.rows - 1) || !inside(a.logits + int64_t{a.rows} * a.cols - 1))
+    fail("llmc_topk_f32: counts or logits smaller than rows x cols");
+  for (int r = 0; r < a.rows; ++r)
+    a.counts[r] = a.cols;
+}
+
 void checkStepArgs(const std::string &name, const llmc::abi::StepArgs &a) {
   auto check = [&](const void *p, const char *field) {
     if (p != nullptr && !inside(p))
@@ -232,9 +249,12 @@ CUresult cuLaunchKernel(void *f, unsigned gx, unsigned gy, unsigned gz, unsigned
   if (gx == 0 || gy == 0 || gz == 0 || gy > 65535 || gz > 65535 || bx * by * bz > 1024 ||
       bx * by * bz == 0 || shared > 232448)
     fail(name + ": bad launch shape");
-  bool step = name.rfind("llmc_synthetic_fill_", 0) != 0 && name != "llmc_argmax_f32";
+  bool step = name.rfind("llmc_synthetic_fill_", 0) != 0 && name != "llmc_argmax_f32" &&
+              name != llmc::abi::kTopKKernel;
   if (step)
     checkStepArgs(name, *static_cast<const llmc::abi::StepArgs *>(params[0]));
+  if (name == llmc::abi::kTopKKernel)
+    fakeTopK(*static_cast<const llmc::abi::TopKArgs *>(params[0]), gx);
   ++(state().capturing ? state().capturedLaunches : state().launches);
   ++state().launchesByName[name];
   return kOk;

@@ -11,7 +11,9 @@
 #include "engine/weights.h"
 #include "kernels/common/q4_layout.h"
 #include "kernels/common/rope.h"
+#include "kernels/common/sampling.h"
 #include "kv/kv_cache.h"
+#include "sampling/sampler.h"
 
 #include <algorithm>
 #include <cstdio>
@@ -758,6 +760,63 @@ TEST(GpuKernels, ArgmaxTakesTheFirstLargestAndIgnoresNan) {
   std::vector<int32_t> got(rows);
   ASSERT_TRUE(GpuContext::get().device->download(got.data(), dOut.get(), rows * 4).isOk());
   EXPECT_EQ(got, want);
+}
+
+// Top-k sampling candidates on the device against sampling::topKCandidates:
+// ties, NaN, -0 and +0, -inf, temperatures, k up to kTopKMaxK, a row whose
+// ties overflow the capacity, and a vocabulary like Llama 3's.
+TEST(GpuKernels, TopKCandidatesMatchTheHost) {
+  LLMC_REQUIRE_GPU();
+  cuda::CUfunction f = loadKernel(cuda::topKKernel());
+  ASSERT_NE(f, nullptr);
+  constexpr int kCap = hd::kTopKCapacity;
+  for (int cols : {300, 5003, 128256})
+    for (float temperature : {1.0f, 0.7f})
+      for (int k : {1, 17, hd::kTopKMaxK}) {
+        const int rows = 4;
+        std::vector<float> logits = randomValues(rows * cols, 40 + k);
+        for (int i = 0; i < cols / 10; ++i) // exact ties
+          logits[(i * 7919) % cols] = std::round(logits[(i * 7919) % cols] * 4.0f);
+        logits[1 * cols + 3] = std::nanf("");
+        logits[1 * cols + 4] = -0.0f;
+        logits[1 * cols + 5] = 0.0f;
+        logits[1 * cols + 6] = -INFINITY;
+        for (int c = 0; c < cols; ++c) // row 2: all tie, past the capacity
+          logits[2 * cols + c] = 1.5f;
+        std::vector<float> wantScores(rows * kCap);
+        std::vector<int32_t> wantIds(rows * kCap), wantCounts(rows);
+        for (int r = 0; r < rows; ++r)
+          wantCounts[r] =
+              sampling::topKCandidates(logits.data() + r * cols, cols, k, temperature,
+                                       wantScores.data() + r * kCap, wantIds.data() + r * kCap);
+        auto dLogits = toDevice(logits);
+        auto dScores = toDevice(std::vector<float>(rows * kCap, std::nanf("")));
+        auto dIds = toDevice(std::vector<int32_t>(rows * kCap, -1));
+        auto dCounts = toDevice(std::vector<int32_t>(rows, -1));
+        abi::TopKArgs args{static_cast<const float *>(ptr(dLogits)),
+                           static_cast<float *>(ptr(dScores)),
+                           static_cast<int *>(ptr(dIds)),
+                           static_cast<int *>(ptr(dCounts)),
+                           rows,
+                           cols,
+                           k,
+                           temperature};
+        uint32_t grid[3] = {rows, 1, 1}, block[3] = {1024, 1, 1};
+        ASSERT_TRUE(GpuContext::get().device->launch(f, grid, block, 0, &args).isOk());
+        std::vector<float> scores(rows * kCap);
+        std::vector<int32_t> ids(rows * kCap), counts(rows);
+        auto &device = *GpuContext::get().device;
+        ASSERT_TRUE(device.download(scores.data(), dScores.get(), scores.size() * 4).isOk());
+        ASSERT_TRUE(device.download(ids.data(), dIds.get(), ids.size() * 4).isOk());
+        ASSERT_TRUE(device.download(counts.data(), dCounts.get(), counts.size() * 4).isOk());
+        ASSERT_EQ(counts, wantCounts) << "cols " << cols << " k " << k;
+        EXPECT_GT(counts[2], kCap);
+        for (int r = 0; r < rows; ++r)
+          for (int i = 0; i < std::min(counts[r], kCap); ++i) {
+            ASSERT_EQ(ids[r * kCap + i], wantIds[r * kCap + i]) << "row " << r << " rank " << i;
+            ASSERT_EQ(scores[r * kCap + i], wantScores[r * kCap + i]);
+          }
+      }
 }
 
 TEST(GpuKernels, SyntheticFillGivesTheCpuValues) {

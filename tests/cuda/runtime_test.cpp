@@ -35,6 +35,8 @@ static_assert(sizeof(abi::StepArgs::w) / sizeof(void *) == 4, "StepArgs weight s
 static_assert(sizeof(abi::SyntheticFillArgs) == 56 && offsetof(abi::SyntheticFillArgs, cols) == 40,
               "SyntheticFillArgs layout");
 static_assert(sizeof(abi::ArgmaxArgs) == 24, "ArgmaxArgs layout");
+static_assert(sizeof(abi::TopKArgs) == 48 && offsetof(abi::TopKArgs, rows) == 32,
+              "TopKArgs layout");
 
 #ifdef LLMC_HAVE_CUDA_H
 static_assert(kCudaErrorNoDevice == CUDA_ERROR_NO_DEVICE);

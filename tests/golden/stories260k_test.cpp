@@ -105,8 +105,8 @@ TEST_P(Stories260k, LogitsWithin1e4OfRuncAtEveryPosition) {
   for (int64_t i = 0; i < vocab * positions; ++i)
     maxDiff = std::max(maxDiff, std::fabs(double((*logits)[i]) - double(golden[i])));
   EXPECT_LT(maxDiff, 1e-4);
-  std::printf("max |logit - run.c| over %lld positions: %.3g\n",
-              static_cast<long long>(positions), maxDiff);
+  std::printf("max |logit - run.c| over %lld positions: %.3g\n", static_cast<long long>(positions),
+              maxDiff);
 }
 
 TEST_P(Stories260k, BatchGivesTheSameTokensAsEachSequenceAlone) {
@@ -125,6 +125,39 @@ TEST_P(Stories260k, BatchGivesTheSameTokensAsEachSequenceAlone) {
     ASSERT_TRUE(alone.isOk()) << alone.message();
     EXPECT_EQ((*together)[i].ids, alone->front().ids) << "sequence " << i;
   }
+}
+
+// Top-k sampling through Engine::stepTopK's candidates (the path a GPU
+// serves without sending the logits back) draws the tokens that sampling
+// from the full logits draws, with the same seed.
+TEST_P(Stories260k, TopKSamplingDrawsWhatFullLogitsSamplingDraws) {
+  const std::vector<int32_t> prompt = goldenRuns()[0]["prompt_ids"].get<std::vector<int32_t>>();
+  GenerateOptions options;
+  options.maxNewTokens = 120;
+  options.ignoreEos = true;
+  options.sampling.temperature = 0.9f;
+  options.sampling.topK = 20;
+  options.sampling.topP = 0.95f;
+  options.sampling.seed = 5;
+  auto engine = load(GetParam());
+  ASSERT_NE(engine, nullptr);
+  auto generated = generateBatch(*engine, {prompt}, options);
+  ASSERT_TRUE(generated.isOk()) << generated.message();
+
+  auto sampler = sampling::Sampler::create(options.sampling);
+  ASSERT_TRUE(sampler.isOk());
+  auto reference = load(GetParam());
+  ASSERT_NE(reference, nullptr);
+  SequenceId sequence = reference->addSequence();
+  std::vector<int32_t> next = prompt, ids;
+  const int32_t vocab = static_cast<int32_t>(reference->vocabSize());
+  while (static_cast<int64_t>(ids.size()) < options.maxNewTokens) {
+    auto logits = reference->step({{sequence, next}}, /*allLogits=*/false);
+    ASSERT_TRUE(logits.isOk()) << logits.message();
+    ids.push_back(sampler->sample(*logits, vocab, nullptr, 0));
+    next = {ids.back()};
+  }
+  EXPECT_EQ(generated->front().ids, ids);
 }
 
 INSTANTIATE_TEST_SUITE_P(TiedAndUntied, Stories260k,

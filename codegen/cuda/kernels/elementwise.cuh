@@ -5,6 +5,7 @@
 
 #include "kernels/common/q4_rtn.h"
 #include "kernels/common/rope.h"
+#include "kernels/common/sampling.h"
 #include "llmc/common.cuh"
 
 namespace llmc::dev {
@@ -162,6 +163,80 @@ template <int BLOCK> __device__ __forceinline__ void argmaxRows(const abi::Argma
   }
   if (threadIdx.x == 0)
     a.out[r] = bestIndices[0] == 0x7fffffff ? 0 : bestIndices[0];
+}
+
+// Top-k sampling candidates of row blockIdx.x (abi::TopKArgs), as
+// sampling::topKCandidates computes them: the k-th largest score by a radix
+// selection over order-preserving keys (8 bits per pass, from the top: four
+// passes of a shared histogram), then every token at or above it collected
+// (counted past the capacity), then ranked by (score desc, id asc).
+template <int BLOCK> __device__ __forceinline__ void topKRows(const abi::TopKArgs &a) {
+  constexpr int CAP = hd::kTopKCapacity;
+  __shared__ unsigned hist[256];
+  __shared__ unsigned prefix, remaining; // the k-th key's top bits; its rank among them
+  __shared__ int count;
+  __shared__ float candScore[CAP];
+  __shared__ int candId[CAP];
+  const int r = blockIdx.x;
+  if (r >= a.rows)
+    return;
+  const float *row = a.logits + static_cast<i64>(r) * a.cols;
+  if (threadIdx.x == 0) {
+    prefix = 0;
+    remaining = static_cast<unsigned>(a.k);
+    count = 0;
+  }
+  for (int pass = 0; pass < 4; ++pass) {
+    const int shift = 24 - 8 * pass;
+    for (int b = threadIdx.x; b < 256; b += BLOCK)
+      hist[b] = 0;
+    __syncthreads();
+    const unsigned want = prefix;
+    for (int c = threadIdx.x; c < a.cols; c += BLOCK) {
+      const u32 key = hd::scoreKey(hd::samplingScore(row[c], a.temperature));
+      if (pass == 0 || (key >> (shift + 8)) == want)
+        atomicAdd(&hist[(key >> shift) & 255u], 1u);
+    }
+    __syncthreads();
+    if (threadIdx.x == 0) { // the bin holding the remaining-th largest of this prefix
+      unsigned above = 0;
+      int b = 255;
+      for (; b > 0; --b) {
+        if (above + hist[b] >= remaining)
+          break;
+        above += hist[b];
+      }
+      remaining -= above;
+      prefix = (prefix << 8) | static_cast<unsigned>(b);
+    }
+    __syncthreads();
+  }
+  const u32 kthKey = prefix;
+  for (int c = threadIdx.x; c < a.cols; c += BLOCK) {
+    const float s = hd::samplingScore(row[c], a.temperature);
+    if (hd::scoreKey(s) >= kthKey) {
+      const int slot = atomicAdd(&count, 1);
+      if (slot < CAP) {
+        candScore[slot] = s;
+        candId[slot] = c;
+      }
+    }
+  }
+  __syncthreads();
+  const int n = count;
+  if (threadIdx.x == 0)
+    a.counts[r] = n;
+  if (n > CAP)
+    return;
+  for (int i = threadIdx.x; i < n; i += BLOCK) {
+    const float s = candScore[i];
+    const int id = candId[i];
+    int rank = 0;
+    for (int j = 0; j < n; ++j)
+      rank += candScore[j] > s || (candScore[j] == s && candId[j] < id);
+    a.scores[static_cast<i64>(r) * CAP + rank] = s;
+    a.ids[static_cast<i64>(r) * CAP + rank] = id;
+  }
 }
 
 // Synthetic weights: the same values as the CPU backend's fillSynthetic

@@ -41,4 +41,25 @@ LLMC_HD inline bool minPKeeps(float logit, float maxLogit, float minP) {
 // (ties with the k-th are kept too).
 LLMC_HD inline bool topKKeeps(float logit, float kthLargest) { return logit >= kthLargest; }
 
+// Top-k candidates computed next to the logits (the CUDA top-k kernel, or
+// the host's topKCandidates): k <= kTopKMaxK, and up to kTopKCapacity kept
+// tokens are returned (more only when many tie with the k-th: then the
+// caller samples from the full logits).
+constexpr int kTopKMaxK = 64;
+constexpr int kTopKCapacity = 128;
+
+// The score a sampler ranks a logit by without a repetition penalty: NaN as
+// -inf (never drawn), divided by the temperature when it is not 1.
+LLMC_HD inline float samplingScore(float logit, float temperature) {
+  const float s = logit != logit ? -infinity() : logit;
+  return temperature != 1.0f ? s / temperature : s;
+}
+
+// An unsigned key in the order of the (non-NaN) scores, -0 equal to +0:
+// what a radix selection of the k-th largest score compares.
+LLMC_HD inline u32 scoreKey(float score) {
+  const u32 u = floatBits(score == 0.0f ? 0.0f : score);
+  return (u & 0x80000000u) ? ~u : (u | 0x80000000u);
+}
+
 } // namespace llmc::hd
