@@ -49,6 +49,20 @@ __device__ __forceinline__ float invRms(float sumSquares, int k, float eps) {
   return 1.0f / hd::sqrtF(sumSquares / static_cast<float>(k) + eps);
 }
 
+// Sums each lane's partial dot products (and NORM's sums of squares) over
+// the warp: every lane then holds the totals.
+template <int TMAX, int WR, bool NORM>
+__device__ __forceinline__ void warpSumPartials(float (&acc)[WR][TMAX], float (&sumSquares)[TMAX]) {
+#pragma unroll
+  for (int t = 0; t < TMAX; ++t) {
+    if (NORM)
+      sumSquares[t] = warpSum(sumSquares[t]);
+#pragma unroll
+    for (int r = 0; r < WR; ++r)
+      acc[r][t] = warpSum(acc[r][t]);
+  }
+}
+
 template <class TA, class TW, class TO, class TB, class TG, int N, int K, int TMAX, int R,
           int WARPS, int SPLITK, int VEC, int UNROLL, bool ACCUM, bool BIAS, bool GATHER, bool NORM,
           bool SWIGLU>
@@ -142,14 +156,7 @@ __device__ __forceinline__ void gemv(const abi::StepArgs &a, float eps) {
     }
   }
 
-#pragma unroll
-  for (int t = 0; t < TMAX; ++t) {
-    if (NORM)
-      sumSquares[t] = warpSum(sumSquares[t]);
-#pragma unroll
-    for (int r = 0; r < WR; ++r)
-      acc[r][t] = warpSum(acc[r][t]);
-  }
+  warpSumPartials<TMAX, WR, NORM>(acc, sumSquares);
 
   const void *bias = BIAS ? a.w[Ops::kBias] : nullptr;
   // Lane (r * TMAX + t) % 32 handles output (t, rowBase + r): the indices
@@ -303,14 +310,7 @@ __device__ __forceinline__ void gemvQ4(const abi::StepArgs &a, float eps) {
       }
     }
   }
-#pragma unroll
-  for (int t = 0; t < TMAX; ++t) {
-    if (NORM)
-      sumSquares[t] = warpSum(sumSquares[t]);
-#pragma unroll
-    for (int r = 0; r < WR; ++r)
-      acc[r][t] = warpSum(acc[r][t]);
-  }
+  warpSumPartials<TMAX, WR, NORM>(acc, sumSquares);
 #pragma unroll
   for (int r = 0; r < R; ++r)
 #pragma unroll
