@@ -80,6 +80,23 @@ TEST(GpuKernels, RmsNormMatchesCpu) {
   }
 }
 
+// Launches a linear-family kernel on x with `weights` in its weight slots
+// and expects its [T, N] output close to `want`.
+void expectLinearOutput(const cuda::KernelInstance &k, const cuda::DeviceBuffer &x,
+                        const std::vector<const cuda::DeviceBuffer *> &weights,
+                        const cuda::DeviceBuffer &out, int64_t T, int64_t N, DType act,
+                        const std::vector<float> &want) {
+  abi::StepArgs args{};
+  args.in[0] = ptr(x);
+  args.out = ptr(out);
+  for (size_t i = 0; i < weights.size(); ++i)
+    args.w[i] = ptr(*weights[i]);
+  args.rows = static_cast<int>(T);
+  launchStep(k, args, T);
+  EXPECT_LT(relativeError(fromDevice(out, T * N, act), want), tolerance(act))
+      << k.name << " T=" << T;
+}
+
 // Linear y (+)= x . W^T + bias through the decode GEMV (maxTokens > 0) or
 // the prefill GEMM (0), against cpu::matmul.
 void checkLinear(DType act, int64_t N, int64_t K, int64_t T, int64_t maxTokens, bool bias,
@@ -104,15 +121,7 @@ void checkLinear(DType act, int64_t N, int64_t K, int64_t T, int64_t maxTokens, 
   auto dW = toDevice(encode(wv, act));
   auto dB = toDevice(b);
   auto dOut = accumulate ? toDevice(encode(y0, act)) : poisoned(T * N, act);
-  abi::StepArgs args{};
-  args.in[0] = ptr(dX);
-  args.out = ptr(dOut);
-  args.w[0] = ptr(dW);
-  args.w[1] = ptr(dB);
-  args.rows = static_cast<int>(T);
-  launchStep(k, args, T);
-  EXPECT_LT(relativeError(fromDevice(dOut, T * N, act), want), tolerance(act))
-      << k.name << " T=" << T;
+  expectLinearOutput(k, dX, {&dW, &dB}, dOut, T, N, act, want);
 }
 
 TEST(GpuKernels, DecodeGemvMatchesCpu) {
@@ -575,19 +584,13 @@ void checkFusedLinear(fb::OpKind op, DType act, int64_t N, int64_t K, int64_t T,
   auto dW = toDevice(encode(w, act));
   auto dB = toDevice(b);
   auto dOut = bias ? toDevice(encode(y0, act)) : poisoned(T * N, act);
-  abi::StepArgs args{};
-  args.in[0] = ptr(dX);
-  args.out = ptr(dOut);
-  int slot = 0;
+  std::vector<const cuda::DeviceBuffer *> slots;
   if (norm)
-    args.w[slot++] = ptr(dGamma);
-  args.w[slot++] = ptr(dW);
+    slots.push_back(&dGamma);
+  slots.push_back(&dW);
   if (bias)
-    args.w[slot] = ptr(dB);
-  args.rows = static_cast<int>(T);
-  launchStep(k, args, T);
-  EXPECT_LT(relativeError(fromDevice(dOut, T * N, act), want), tolerance(act))
-      << k.name << " T=" << T;
+    slots.push_back(&dB);
+  expectLinearOutput(k, dX, slots, dOut, T, N, act, want);
 }
 
 TEST(GpuKernels, FusedLinearKindsMatchCpu) {
@@ -707,21 +710,14 @@ void checkLinearQ4(fb::OpKind op, DType act, int64_t N, int64_t K, int64_t G, in
   auto dZ = toDevice(zeros);
   auto dB = toDevice(b);
   auto dOut = accumulate ? toDevice(encode(y0, act)) : poisoned(T * N, act);
-  abi::StepArgs args{};
-  args.in[0] = ptr(dX);
-  args.out = ptr(dOut);
-  int slot = 0;
+  std::vector<const cuda::DeviceBuffer *> slots;
   if (form.norm)
-    args.w[slot++] = ptr(dGamma);
-  args.w[slot++] = ptr(dQ);
-  args.w[slot++] = ptr(dS);
-  args.w[slot++] = ptr(dZ);
+    slots.push_back(&dGamma);
+  for (const cuda::DeviceBuffer *part : {&dQ, &dS, &dZ})
+    slots.push_back(part);
   if (bias)
-    args.w[slot] = ptr(dB);
-  args.rows = static_cast<int>(T);
-  launchStep(k, args, T);
-  EXPECT_LT(relativeError(fromDevice(dOut, T * N, act), want), tolerance(act))
-      << k.name << " T=" << T;
+    slots.push_back(&dB);
+  expectLinearOutput(k, dX, slots, dOut, T, N, act, want);
 }
 
 TEST(GpuKernels, Int4LinearMatchesCpu) {
