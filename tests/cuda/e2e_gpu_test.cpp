@@ -4,7 +4,7 @@
 // int4 plan (RTN, groups of 32: the W4A16 GEMVs and int4 GEMMs) matches the
 // CPU's int4 kernels. Plans come from $LLMC_TEST_PLAN_DIR/stories260k-<f32|q4>.plan
 // (carried to a GPU machine that has no compiler), else are built here.
-#include "common/test_paths.h"
+#include "common/stories260k_golden.h"
 #include "cuda/device.h"
 #include "engine/generate.h"
 #include "support/json.h"
@@ -77,23 +77,7 @@ protected:
     return engine.isOk() ? std::move(*engine) : nullptr;
   }
 
-  static Json runs() {
-    auto text = readTextFile(test::sharedPath("golden/stories260k_greedy.json"));
-    EXPECT_TRUE(text.isOk()) << text.message();
-    auto json = parseJson(*text, "stories260k_greedy.json");
-    EXPECT_TRUE(json.isOk()) << json.message();
-    return (*json)["runs"];
-  }
-
-  // run.c: greedy, 256 positions including the prompt, stops on BOS.
-  static GenerateOptions runcOptions(size_t promptLength) {
-    GenerateOptions options;
-    options.maxNewTokens = 256 - static_cast<int64_t>(promptLength);
-    options.sampling.temperature = 0.0f;
-    options.ignoreEos = true;
-    options.stopTokens = {1};
-    return options;
-  }
+  static Json runs() { return test::stories260kGoldenRuns(); }
 
   // The largest |logit| difference GPU vs CPU over a 64-token prefill (all
   // rows) and 48 decode steps (decode GEMVs, flash-decoding, CUDA graphs).
@@ -147,7 +131,7 @@ TEST_F(GpuStories260k, GreedyIdsMatchRunc) {
   ASSERT_NE(engine, nullptr);
   for (const Json &run : runs()) {
     std::vector<int32_t> prompt = run["prompt_ids"].get<std::vector<int32_t>>();
-    auto results = generateBatch(*engine, {prompt}, runcOptions(prompt.size()));
+    auto results = generateBatch(*engine, {prompt}, test::runcOptions(prompt.size()));
     ASSERT_TRUE(results.isOk()) << results.message();
     EXPECT_EQ(results->front().ids, run["generated_ids"].get<std::vector<int32_t>>())
         << "prompt: " << run["prompt"].get<std::string>();
@@ -155,21 +139,9 @@ TEST_F(GpuStories260k, GreedyIdsMatchRunc) {
 }
 
 TEST_F(GpuStories260k, BatchGivesEachSequenceItsOwnIds) {
-  const Json all = runs();
-  auto engine = load("cuda", static_cast<int64_t>(all.size()));
+  auto engine = load("cuda", static_cast<int64_t>(runs().size()));
   ASSERT_NE(engine, nullptr);
-  std::vector<std::vector<int32_t>> prompts;
-  for (const Json &run : all)
-    prompts.push_back(run["prompt_ids"].get<std::vector<int32_t>>());
-  GenerateOptions options = runcOptions(8);
-  options.maxNewTokens = 96;
-  auto together = generateBatch(*engine, prompts, options);
-  ASSERT_TRUE(together.isOk()) << together.message();
-  for (size_t i = 0; i < prompts.size(); ++i) {
-    auto alone = generateBatch(*engine, {prompts[i]}, options);
-    ASSERT_TRUE(alone.isOk()) << alone.message();
-    EXPECT_EQ((*together)[i].ids, alone->front().ids) << "sequence " << i;
-  }
+  test::expectBatchGivesEachSequenceItsOwnIds(*engine);
 }
 
 } // namespace

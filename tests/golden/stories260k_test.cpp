@@ -1,6 +1,6 @@
 // End-to-end goldens for stories260K (../shared): plans built by the llmc
 // driver, run by the CPU engine, compared with llama2.c run.c's outputs.
-#include "common/test_paths.h"
+#include "common/stories260k_golden.h"
 #include "driver/build.h"
 #include "engine/generate.h"
 #include "support/json.h"
@@ -39,25 +39,9 @@ std::unique_ptr<Engine> load(const std::string &model, int64_t maxSequences = 1)
   return engine.isOk() ? std::move(*engine) : nullptr;
 }
 
-Json goldenRuns() {
-  auto text = readTextFile(test::sharedPath("golden/stories260k_greedy.json"));
-  EXPECT_TRUE(text.isOk()) << text.message();
-  auto json = parseJson(*text, "stories260k_greedy.json");
-  EXPECT_TRUE(json.isOk()) << json.message();
-  return (*json)["runs"];
-}
+using test::runcOptions;
 
-// run.c semantics: greedy, forward passes at positions 0..255 (prompt
-// included; the pass at 255 still yields a token), stops when it samples BOS
-// (1); it knows no EOS.
-GenerateOptions runcOptions(size_t promptLength) {
-  GenerateOptions options;
-  options.maxNewTokens = 256 - static_cast<int64_t>(promptLength) + 1;
-  options.sampling.temperature = 0.0f;
-  options.ignoreEos = true;
-  options.stopTokens = {1};
-  return options;
-}
+Json goldenRuns() { return test::stories260kGoldenRuns(); }
 
 class Stories260k : public ::testing::TestWithParam<const char *> {
 protected:
@@ -110,21 +94,9 @@ TEST_P(Stories260k, LogitsWithin1e4OfRuncAtEveryPosition) {
 }
 
 TEST_P(Stories260k, BatchGivesTheSameTokensAsEachSequenceAlone) {
-  const Json runs = goldenRuns();
-  auto engine = load(GetParam(), static_cast<int64_t>(runs.size()));
+  auto engine = load(GetParam(), static_cast<int64_t>(goldenRuns().size()));
   ASSERT_NE(engine, nullptr);
-  std::vector<std::vector<int32_t>> prompts;
-  for (const Json &run : runs)
-    prompts.push_back(run["prompt_ids"].get<std::vector<int32_t>>());
-  GenerateOptions options = runcOptions(8);
-  options.maxNewTokens = 96;
-  auto together = generateBatch(*engine, prompts, options);
-  ASSERT_TRUE(together.isOk()) << together.message();
-  for (size_t i = 0; i < prompts.size(); ++i) {
-    auto alone = generateBatch(*engine, {prompts[i]}, options);
-    ASSERT_TRUE(alone.isOk()) << alone.message();
-    EXPECT_EQ((*together)[i].ids, alone->front().ids) << "sequence " << i;
-  }
+  test::expectBatchGivesEachSequenceItsOwnIds(*engine);
 }
 
 // Top-k sampling through Engine::stepTopK's candidates (the path a GPU
