@@ -367,7 +367,9 @@ TEST(GpuKernels, PointwiseOpsMatchCpu) {
 void checkAttention(DType act, bool decode, bool packed = false) {
   ThreadPool pool(1);
   const int64_t heads = 8, kvHeads = 2, D = 64, bs = 16, numBlocks = 64, maxSeq = 300;
-  const std::vector<int64_t> past = {0, 37, 150};
+  // Decode splits positions at 256 (max_seq_len 300): the last sequence
+  // (past 280) has both splits non-empty, the others leave split 1 empty.
+  const std::vector<int64_t> past = {0, 37, 280};
   const std::vector<int64_t> fresh =
       decode ? std::vector<int64_t>{1, 1, 1} : std::vector<int64_t>{5, 20, 1};
   MiniPlan p;
