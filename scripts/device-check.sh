@@ -6,12 +6,13 @@
 # the carried plans, and prints a short table last. Budget: under 8 minutes
 # on an H200 (build ~2 min, tests ~1 min, benchmarks ~3 min).
 #
-#   scripts/device-check.sh [OUT_DIR]    # OUT_DIR gets the logs (default: build-device)
+#   scripts/device-check.sh [OUT_DIR]    # OUT_DIR gets the logs (default: $OUT when set, as
+#                                        # on the device tool's machine, else build-device)
 set -uo pipefail
 
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 BUILD=$ROOT/build-device
-OUT=${1:-$BUILD}
+OUT=${1:-${OUT:-$BUILD}}
 DEPS=$ROOT/.deps
 PLANS=$DEPS/plans
 START=$(date +%s)
@@ -23,7 +24,9 @@ if [ ! -f "$DEPS/include/schema/engine_generated.h" ]; then
   echo "device-check: .deps/ is missing: run scripts/prepare-device-deps.sh first and carry .deps" >&2
   exit 2
 fi
-nvidia-smi -L 2>/dev/null || say "nvidia-smi not found"
+nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>/dev/null ||
+  say "nvidia-smi not found"
+nvcc --version 2>/dev/null | tail -1
 # The driver library may live outside the loader's path (a read-only mount).
 if ! ldconfig -p 2>/dev/null | grep -q libcuda.so.1; then
   for d in /usr/local/nvidia/lib64 /usr/local/nvidia/lib /usr/lib64; do
@@ -51,7 +54,8 @@ ninja -C "$BUILD" -j"$(nproc)" llmrun cuda_runtime_test cuda_kernels_gpu_test cu
 say "tests (label gpu, and the CUDA runtime unit test)"
 export LLMC_TEST_PLAN_DIR=$PLANS LLMC_SHARED_DIR=$DEPS/shared LLMC_CACHE_DIR=$BUILD/kernel-cache
 TESTS=ok
-timeout 300 ctest --test-dir "$BUILD" -L gpu -R cuda_ --output-on-failure --timeout 240 \
+# -V: the log keeps every test's output (max |logit| lines, cuBLASLt outcomes), not only failures'.
+timeout 300 ctest --test-dir "$BUILD" -L gpu -R cuda_ -V --timeout 240 \
   >"$OUT/gpu-tests.log" 2>&1 || TESTS=FAILED
 timeout 60 "$BUILD/tests/cuda/cuda_runtime_test" >>"$OUT/gpu-tests.log" 2>&1 || TESTS=FAILED
 # A gpu test that skips here saw no usable GPU: that is a failure of this check.
@@ -60,7 +64,10 @@ if [ "$TESTS" = ok ] && grep -q "(Skipped)" "$OUT/gpu-tests.log"; then
         grep -m1 -o "no usable GPU.*")
   TESTS="SKIPPED (${WHY:-see gpu-tests.log})"
 fi
-grep -E "^\[  (FAILED|SKIPPED|PASSED) |tests passed|max \|logit" "$OUT/gpu-tests.log" | sort -u
+grep -E "\[  (FAILED|SKIPPED|PASSED) |tests passed|max \|logit|cuBLASLt M=" "$OUT/gpu-tests.log" |
+  sort -u
+# The first failures in full, in case the logs do not come back.
+[ "$TESTS" = ok ] || grep -E -A8 ": Failure$" "$OUT/gpu-tests.log" | head -120
 LLMRUN=$BUILD/tools/llmrun
 
 say "benchmarks"
