@@ -730,6 +730,7 @@ TEST(GpuKernels, Int4LinearMatchesCpu) {
       checkLinearQ4(op, act, 77, 256, 128, 1, 1);
       checkLinearQ4(op, act, 77, 200, 32, 3, 4); // K not a multiple of 32: padded rows
       checkLinearQ4(op, act, 130, 256, 64, 16, 16);
+      checkLinearQ4(op, act, 45, 202, 64, 2, 2);  // x rows not 16-byte multiples: scalar loads
       checkLinearQ4(op, act, 67, 200, 32, 70, 0); // prefill: dequantizing GEMM
     }
 }

@@ -192,10 +192,21 @@ template <int BLOCK> __device__ __forceinline__ void topKRows(const abi::TopKArg
       hist[b] = 0;
     __syncthreads();
     const unsigned want = prefix;
-    for (int c = threadIdx.x; c < a.cols; c += BLOCK) {
-      const u32 key = hd::scoreKey(hd::samplingScore(row[c], a.temperature));
-      if (pass == 0 || (key >> (shift + 8)) == want)
-        atomicAdd(&hist[(key >> shift) & 255u], 1u);
+    // Warp-uniform trips, so that the lanes of one bin add together with one
+    // atomic: logits share a few top-byte bins, where one shared atomic per
+    // lane would serialize.
+    const int lane = threadIdx.x % 32;
+    for (int c0 = threadIdx.x - lane; c0 < a.cols; c0 += BLOCK) {
+      const int c = c0 + lane;
+      unsigned bin = 256; // none
+      if (c < a.cols) {
+        const u32 key = hd::scoreKey(hd::samplingScore(row[c], a.temperature));
+        if (pass == 0 || (key >> (shift + 8)) == want)
+          bin = (key >> shift) & 255u;
+      }
+      const unsigned peers = __match_any_sync(0xffffffffu, bin);
+      if (bin < 256 && lane == __ffs(peers) - 1)
+        atomicAdd(&hist[bin], static_cast<unsigned>(__popc(peers)));
     }
     __syncthreads();
     if (threadIdx.x == 0) { // the bin holding the remaining-th largest of this prefix

@@ -212,6 +212,54 @@ __device__ __forceinline__ void gemv(const abi::StepArgs &a, float eps) {
   }
 }
 
+// One 32-column piece of a W4A16 GEMV (gemvQ4): for every token t < tokens,
+// acc[r][t] += scale[r] * sum_j wq[r][j] * x[t][k0 + j] (x times gamma with
+// NORM, whose sum of squares it also accumulates); columns past K read 0.
+template <class TA, class TG, int K, int TMAX, int WR, bool NORM>
+__device__ __forceinline__ void
+accumulateQ4Piece(const TA *x, const TG *gamma, int k0, int tokens, const float (&wq)[WR][32],
+                  const float (&scale)[WR], float (&acc)[WR][TMAX], float (&sumSquares)[TMAX]) {
+  constexpr int kPiece = 16 / static_cast<int>(sizeof(TA)); // x elements per 16-byte load
+  constexpr bool kAligned = K % kPiece == 0;                // x rows allow 16-byte loads
+#pragma unroll
+  for (int t = 0; t < TMAX; ++t) {
+    if (t >= tokens)
+      break;
+    const TA *xr = x + static_cast<i64>(t) * K + k0;
+    float xv[32];
+    if constexpr (kAligned) {
+#pragma unroll
+      for (int c = 0; c < 32 / kPiece; ++c) {
+        float piece[kPiece] = {};
+        if (k0 + c * kPiece < K)
+          loadVec<kPiece>(xr + c * kPiece, piece);
+#pragma unroll
+        for (int e = 0; e < kPiece; ++e)
+          xv[c * kPiece + e] = piece[e];
+      }
+    } else {
+#pragma unroll
+      for (int j = 0; j < 32; ++j)
+        xv[j] = k0 + j < K ? toFloat(xr[j]) : 0.0f;
+    }
+    if constexpr (NORM) {
+#pragma unroll
+      for (int j = 0; j < 32; ++j) {
+        sumSquares[t] += xv[j] * xv[j];
+        xv[j] *= k0 + j < K ? toFloat(gamma[k0 + j]) : 0.0f;
+      }
+    }
+#pragma unroll
+    for (int r = 0; r < WR; ++r) {
+      float part = 0.0f;
+#pragma unroll
+      for (int j = 0; j < 32; ++j)
+        part += wq[r][j] * xv[j];
+      acc[r][t] += scale[r] * part;
+    }
+  }
+}
+
 // W4A16: y[T, N] = x[T, K] . W^T (+ bias) (+ y) with W in the int4 layout
 // of kernels/common/q4_layout.h (weights (gamma,) qweight, scales, zeros
 // (, bias)), with gemv's NORM prologue and SWIGLU epilogue (W = [gate; up],
@@ -227,11 +275,9 @@ __device__ __forceinline__ void gemvQ4(const abi::StepArgs &a, float eps) {
   static_assert(!(NORM && BIAS), "int4 kinds with a norm have no bias");
   constexpr int kWords = (K + 31) / 32 * 4; // u32 per stored row
   constexpr int kGroups = (K + G - 1) / G;
-  constexpr int kLoads = kWords / 4;                        // 16-byte loads per row
-  constexpr int kPiece = 16 / static_cast<int>(sizeof(TA)); // x elements per 16-byte load
-  constexpr bool kAligned = K % kPiece == 0;                // x rows allow 16-byte loads
-  constexpr int WR = SWIGLU ? 2 * R : R;                    // weight rows per warp
-  constexpr int kQ = NORM ? 1 : 0;                          // weight slot of qweight
+  constexpr int kLoads = kWords / 4;     // 16-byte loads per row
+  constexpr int WR = SWIGLU ? 2 * R : R; // weight rows per warp
+  constexpr int kQ = NORM ? 1 : 0;       // weight slot of qweight
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
   const int rowBase = (blockIdx.x * WARPS + warp) * R;
   const int tokens = a.rows;
@@ -258,56 +304,41 @@ __device__ __forceinline__ void gemvQ4(const abi::StepArgs &a, float eps) {
     for (int r = 0; r < WR; ++r)
       acc[r][t] = 0.0f;
   }
-  for (int l = lane; l < kLoads; l += 32) {
-    const int k0 = l * 32, group = k0 / G;
-    float wq[WR][32], scale[WR]; // wq: q - zero, integers in [-15, 15]
+  // Each lane issues the loads of U pieces (32 columns each) of every warp
+  // row before it dequantizes the first, so U x WR 16-byte loads are in flight.
+  constexpr int U = 2;
+  for (int l0 = lane; l0 < kLoads; l0 += 32 * U) {
+    uint4 words[U][WR];
+    float scale[U][WR], zeroMagic[U][WR];
 #pragma unroll
-    for (int r = 0; r < WR; ++r) {
-      const uint4 words = q[static_cast<i64>(wRow[r]) * kLoads + l];
-      scale[r] = hd::f16ToF32(scales[static_cast<i64>(wRow[r]) * kGroups + group]);
-      const float zeroMagic =
-          hd::int4MagicZero(hd::f16ToF32(zeros[static_cast<i64>(wRow[r]) * kGroups + group]));
-      const u32 word[4] = {words.x, words.y, words.z, words.w};
-#pragma unroll
-      for (int j = 0; j < 32; ++j)
-        wq[r][j] = hd::int4MinusMagicZero(word[j / 8], j % 8, zeroMagic);
-    }
-#pragma unroll
-    for (int t = 0; t < TMAX; ++t) {
-      if (t >= tokens)
-        break;
-      const TA *xr = x + static_cast<i64>(t) * K + k0;
-      float xv[32];
-      if constexpr (kAligned) {
-#pragma unroll
-        for (int c = 0; c < 32 / kPiece; ++c) {
-          float piece[kPiece] = {};
-          if (k0 + c * kPiece < K)
-            loadVec<kPiece>(xr + c * kPiece, piece);
-#pragma unroll
-          for (int e = 0; e < kPiece; ++e)
-            xv[c * kPiece + e] = piece[e];
-        }
-      } else {
-#pragma unroll
-        for (int j = 0; j < 32; ++j)
-          xv[j] = k0 + j < K ? toFloat(xr[j]) : 0.0f;
-      }
-      if constexpr (NORM) {
-#pragma unroll
-        for (int j = 0; j < 32; ++j) {
-          sumSquares[t] += xv[j] * xv[j];
-          xv[j] *= k0 + j < K ? toFloat(gamma[k0 + j]) : 0.0f;
-        }
-      }
+    for (int u = 0; u < U; ++u) {
+      const int l = l0 + 32 * u;
+      const bool inside = l < kLoads;
+      const int group = inside ? l * 32 / G : 0;
 #pragma unroll
       for (int r = 0; r < WR; ++r) {
-        float part = 0.0f;
+        const i64 g = static_cast<i64>(wRow[r]) * kGroups + group;
+        words[u][r] = inside ? q[static_cast<i64>(wRow[r]) * kLoads + l] : make_uint4(0, 0, 0, 0);
+        scale[u][r] = inside ? hd::f16ToF32(scales[g]) : 0.0f;
+        zeroMagic[u][r] = hd::int4MagicZero(inside ? hd::f16ToF32(zeros[g]) : 0.0f);
+      }
+    }
+#pragma unroll
+    for (int u = 0; u < U; ++u) {
+      const int l = l0 + 32 * u;
+      if (l >= kLoads)
+        break;
+      const int k0 = l * 32;
+      float wq[WR][32]; // q - zero, integers in [-15, 15]
+#pragma unroll
+      for (int r = 0; r < WR; ++r) {
+        const u32 word[4] = {words[u][r].x, words[u][r].y, words[u][r].z, words[u][r].w};
 #pragma unroll
         for (int j = 0; j < 32; ++j)
-          part += wq[r][j] * xv[j];
-        acc[r][t] += scale[r] * part;
+          wq[r][j] = hd::int4MinusMagicZero(word[j / 8], j % 8, zeroMagic[u][r]);
       }
+      accumulateQ4Piece<TA, TG, K, TMAX, WR, NORM>(x, gamma, k0, tokens, wq, scale[u], acc,
+                                                   sumSquares);
     }
   }
   warpSumPartials<TMAX, WR, NORM>(acc, sumSquares);
