@@ -334,7 +334,9 @@ Expected<KernelInstance> linear(const StepView &v) {
     }
     return k;
   }
-  bool mma = !f.q4 && a == DType::BF16 && w == DType::BF16 && kDim % 8 == 0 &&
+  // Tensor cores for bf16 activations with bf16 weights, or int4 ones
+  // dequantized to bf16 as the tile loads them.
+  bool mma = a == DType::BF16 && (f.q4 || w == DType::BF16) && kDim % 8 == 0 &&
              (!f.norm || g == DType::F32);
   int tile = mma ? 128 : 64;
   int outCols = f.swiglu ? tile / 2 : tile;
@@ -342,7 +344,8 @@ Expected<KernelInstance> linear(const StepView &v) {
            str(n) + "_k" + str(kDim) + suffix;
   std::string call = mma ? "llmc::dev::gemmMma<" + std::string(deviceType(out)) + ", " +
                                deviceType(b) + ", " + deviceType(g) + ", " + str(n) + ", " +
-                               str(kDim) + ", " + flags + ">(args, " + epsArg + ")"
+                               str(kDim) + ", " + str(group) + ", " + flags + ">(args, " + epsArg +
+                               ")"
                          : "llmc::dev::gemmFma<" + types + ", " + str(n) + ", " + str(kDim) + ", " +
                                str(group) + ", " + flags + ">(args, " + epsArg + ")";
   k.source = translationUnit(k.name, summary + (mma ? ", tensor-core GEMM" : ", FMA GEMM"),

@@ -180,10 +180,27 @@ __device__ __forceinline__ void mmaBf16(float (&d)[4], const u32 (&a)[4], const 
                : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
 }
 
-template <class TO, class TB, class TG, int N, int K, bool ACCUM, bool BIAS, bool GATHER, bool NORM,
-          bool SWIGLU>
+// The 8 weights (n, k..k+7) of an int4 matrix (G > 0) at weight slot S
+// (qweight; scales and zeros follow), dequantized: one u32 word, one group.
+template <int K, int G, int S>
+__device__ __forceinline__ void int4Chunk(const abi::StepArgs &a, int n, int k, float (&v)[8]) {
+  constexpr int kWords = (K + 31) / 32 * 4, kGroups = (K + G - 1) / G;
+  const u32 word = static_cast<const u32 *>(a.w[S])[static_cast<i64>(n) * kWords + k / 8];
+  const i64 g = static_cast<i64>(n) * kGroups + k / G;
+  const float scale = hd::f16ToF32(static_cast<const u16 *>(a.w[S + 1])[g]);
+  const float zeroMagic = hd::int4MagicZero(hd::f16ToF32(static_cast<const u16 *>(a.w[S + 2])[g]));
+#pragma unroll
+  for (int e = 0; e < 8; ++e)
+    v[e] = hd::int4MinusMagicZero(word, e, zeroMagic) * scale;
+}
+
+// G > 0: int4 weights, dequantized to bf16 on their way into the W tile
+// (8 columns, one word and one group, per 16-byte chunk).
+template <class TO, class TB, class TG, int N, int K, int G, bool ACCUM, bool BIAS, bool GATHER,
+          bool NORM, bool SWIGLU>
 __device__ __forceinline__ void gemmMma(const abi::StepArgs &a, float eps) {
   static_assert(K % 8 == 0, "16-byte copies need K % 8 == 0");
+  static_assert(G == 0 || (G % 32 == 0 && !(NORM && BIAS)), "int4: whole words per group");
   constexpr int BM = 128, BN = 128, BK = 32, kPitch = BK + 8; // +8: no bank conflicts
   constexpr int kTiles = (K + BK - 1) / BK;
   constexpr int kOutCols = SWIGLU ? BN / 2 : BN;
@@ -217,7 +234,7 @@ __device__ __forceinline__ void gemmMma(const abi::StepArgs &a, float eps) {
       tileRow<SWIGLU, N>(n0, row, &weightRow, &outCol);
       const bool mOk = m < M && k < K, nOk = outCol < N && k < K;
       const u16 *xSrc = x + static_cast<i64>(mOk ? sourceRow<GATHER>(a, m) : 0) * K + (mOk ? k : 0);
-      const u16 *wSrc = w + static_cast<i64>(nOk ? weightRow : 0) * K + (nOk ? k : 0);
+      const u16 *wSrc = G > 0 ? w : w + static_cast<i64>(nOk ? weightRow : 0) * K + (nOk ? k : 0);
       if (NORM) {
         float v[8] = {}, g0[4], g1[4];
         if (mOk) {
@@ -234,7 +251,14 @@ __device__ __forceinline__ void gemmMma(const abi::StepArgs &a, float eps) {
       } else {
         cpAsync16(&xs[stage][row][chunk * 8], xSrc, mOk);
       }
-      cpAsync16(&ws[stage][row][chunk * 8], wSrc, nOk);
+      if constexpr (G > 0) {
+        float v[8] = {};
+        if (nOk)
+          int4Chunk<K, G, kMatrix>(a, weightRow, k, v);
+        storeVec<8>(reinterpret_cast<bf16 *>(&ws[stage][row][chunk * 8]), v);
+      } else {
+        cpAsync16(&ws[stage][row][chunk * 8], wSrc, nOk);
+      }
     }
     cpAsyncCommit();
   };
@@ -278,7 +302,7 @@ __device__ __forceinline__ void gemmMma(const abi::StepArgs &a, float eps) {
   // Fragment element e of tile (mi, ni): row group (+8 for e >= 2), column
   // quad * 2 + (e & 1). With SWIGLU, tiles 0, 1 of a warp are gate columns
   // and tiles 2, 3 the up columns of the same outputs.
-  const void *bias = BIAS ? a.w[LinearOperands<NORM>::kBias] : nullptr;
+  const void *bias = BIAS ? a.w[G > 0 ? 3 : LinearOperands<NORM>::kBias] : nullptr;
 #pragma unroll
   for (int mi = 0; mi < 4; ++mi)
 #pragma unroll
