@@ -11,6 +11,13 @@ namespace {
 
 std::string str(uint64_t v) { return std::to_string(v); }
 
+// a * b (head counts times head_dim from a plan), or -1, which no width or
+// column count equals, when it overflows.
+int64_t checkedProduct(int64_t a, int64_t b) {
+  int64_t product = 0;
+  return __builtin_mul_overflow(a, b, &product) ? int64_t{-1} : product;
+}
+
 bool validDType(fb::DType t) {
   return static_cast<int>(t) >= 0 && static_cast<int>(t) < kNumDTypes;
 }
@@ -477,7 +484,7 @@ Status checkFusedAttentionOrHead(const fb::Plan &plan, const fb::Program &progra
   const int out = step.outputs()->Get(0);
   if (step.op() == fb::OpKind::RopeColumns) {
     if (step.inputs()->Get(0) != out || ints(0) <= 0 || ints(1) != m.head_dim() ||
-        !inside(out, ints(2), ints(0) * ints(1)))
+        !inside(out, ints(2), checkedProduct(ints(0), ints(1))))
       return fail("must rotate heads of head_dim inside its buffer, in place");
     return Status::ok();
   }
@@ -485,10 +492,10 @@ Status checkFusedAttentionOrHead(const fb::Plan &plan, const fb::Program &progra
     const int64_t heads = ints(1), kvHeads = ints(2), dim = ints(3);
     if (kvHeads != m.num_kv_heads() || dim != m.head_dim() || heads <= 0 || heads % kvHeads != 0)
       return fail("head counts or head dim disagree with the model's KV cache");
-    if (!inside(step.inputs()->Get(0), ints(4), heads * dim) ||
-        !inside(step.inputs()->Get(1), ints(5), kvHeads * dim) ||
-        !inside(step.inputs()->Get(2), ints(6), kvHeads * dim) ||
-        buffer(out)->width() != heads * dim)
+    if (!inside(step.inputs()->Get(0), ints(4), checkedProduct(heads, dim)) ||
+        !inside(step.inputs()->Get(1), ints(5), checkedProduct(kvHeads, dim)) ||
+        !inside(step.inputs()->Get(2), ints(6), checkedProduct(kvHeads, dim)) ||
+        buffer(out)->width() != checkedProduct(heads, dim))
       return fail("q/k/v columns lie outside their buffers or the output width is not heads * "
                   "head_dim");
     if (ints(7) != 0 && ints(7) != 1)
@@ -599,7 +606,8 @@ Status checkStepShapes(const fb::Plan &plan, const fb::Program &program, const f
     return checkLinearQ4(plan, program, step, where);
   case fb::OpKind::Rope: {
     int64_t heads = step.int_params()->Get(0), dim = step.int_params()->Get(1);
-    if (in(0) != out || heads <= 0 || dim != m.head_dim() || width(out) != heads * dim)
+    if (in(0) != out || heads <= 0 || dim != m.head_dim() ||
+        width(out) != checkedProduct(heads, dim))
       return mismatch("must work in place on a [T, heads * head_dim] buffer");
     return Status::ok();
   }
@@ -608,8 +616,9 @@ Status checkStepShapes(const fb::Plan &plan, const fb::Program &program, const f
             dim = step.int_params()->Get(3);
     if (kvHeads != m.num_kv_heads() || dim != m.head_dim() || heads <= 0 || heads % kvHeads != 0)
       return mismatch("head counts or head dim disagree with the model's KV cache");
-    if (width(in(0)) != heads * dim || width(in(1)) != kvHeads * dim ||
-        width(in(2)) != kvHeads * dim || width(out) != heads * dim)
+    if (width(in(0)) != checkedProduct(heads, dim) ||
+        width(in(1)) != checkedProduct(kvHeads, dim) ||
+        width(in(2)) != checkedProduct(kvHeads, dim) || width(out) != checkedProduct(heads, dim))
       return mismatch("q/k/v/out widths disagree with the head counts");
     for (int i = 0; i < 3; ++i)
       if (in(i) == out)

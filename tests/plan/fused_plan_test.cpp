@@ -160,6 +160,15 @@ TEST_F(FusedPlan, RejectsAttentionColumnsOutsideTheirBuffers) {
   expectRejected(
       3, [](fb::StepT &s) { s.int_params[6] = 13; }, "q/k/v columns lie outside");
 }
+// Head counts whose product with head_dim overflows int64 (found by fuzz_plan:
+// signed overflow in the loader; tests/plan/corpus/rope_heads_overflow.bin).
+TEST_F(FusedPlan, RejectsHeadCountsThatOverflow) {
+  const int64_t huge = int64_t{1} << 61; // a multiple of the KV heads; x 16 overflows
+  expectRejected(
+      3, [&](fb::StepT &s) { s.int_params[1] = huge; }, "q/k/v columns lie outside");
+  expectRejected(
+      2, [&](fb::StepT &s) { s.int_params[0] = huge; }, "RopeColumns: must rotate heads");
+}
 TEST_F(FusedPlan, RejectsRopeFlagOtherThan0Or1) {
   expectRejected(
       3, [](fb::StepT &s) { s.int_params[7] = 3; }, "rope must be 0 or 1");
