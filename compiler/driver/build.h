@@ -24,36 +24,39 @@
 namespace llmc {
 
 struct BuildOptions {
-  std::string input;                      // model.json, config.json or HF directory
-  std::string output;                     // plan path ("" with emitMlir: no plan)
-  std::string dtype;                      // "", "f32", "f16", "bf16" ("" = the spec's)
-  int64_t maxSeqLen = 0;                  // 0 = the spec's
-  std::optional<uint64_t> syntheticSeed;  // --synthetic-weights[=SEED]
-  bool emitMlir = false;                  // print the IR after import and stop
+  std::string input;                     // model.json, config.json or HF directory
+  std::string output;                    // plan path ("" with emitMlir: no plan)
+  std::string dtype;                     // "", "f32", "f16", "bf16" ("" = the spec's)
+  int64_t maxSeqLen = 0;                 // 0 = the spec's
+  std::optional<uint64_t> syntheticSeed; // --synthetic-weights[=SEED]
+  bool emitMlir = false;                 // print the IR after import and stop
   bool printIrAfterAll = false;
-  std::string printIrAfter;               // a stage or MLIR pass name
+  std::string printIrAfter; // a stage or MLIR pass name
   bool verbose = false;
-  std::string commandLine;                // recorded in the plan's provenance
-  std::string targets;                    // --target: "cpu,sm_90a,ptx" subset ("" = default)
-  int jobs = 0;                           // kernel compile threads (0 = all cores)
-  int optimizationLevel = 1;              // -O0: no fusion; -O1 (default): every fusion pass
-  std::vector<std::string> noFuse;        // --no-fuse: qkv, swiglu, head, norm, residual, rope
-  std::string quantize;                   // --quantize: "" (none), "rtn" or "awq"
-  int64_t groupSize = 128;                // --group-size: int4 columns per scale/zero
-  std::string calibFile;                  // --calib: AWQ calibration text
-  int64_t calibTokens = 8192;             // --calib-tokens: calibration ids used
-  bool awqClip = false;                   // --awq-clip: AWQ's weight clipping search
-  bool awqScalesOnly = false;             // tests: fold AWQ scales, keep float weights
-  std::optional<float> awqFixedAlpha;     // tests: this alpha instead of the search
+  std::string commandLine;            // recorded in the plan's provenance
+  std::string targets;                // --target: "cpu,sm_90a,ptx" subset ("" = default)
+  int jobs = 0;                       // kernel compile threads (0 = all cores)
+  int optimizationLevel = 1;          // -O0: no fusion; -O1 (default): every fusion pass
+  std::vector<std::string> noFuse;    // --no-fuse: qkv, swiglu, head, norm, residual, rope
+  std::string quantize;               // --quantize: "" (none), "rtn" or "awq"
+  int64_t groupSize = 128;            // --group-size: int4 columns per scale/zero
+  std::string calibFile;              // --calib: AWQ calibration text
+  int64_t calibTokens = 8192;         // --calib-tokens: calibration ids used
+  bool awqClip = false;               // --awq-clip: AWQ's weight clipping search
+  bool awqScalesOnly = false;         // tests: fold AWQ scales, keep float weights
+  std::optional<float> awqFixedAlpha; // tests: this alpha instead of the search
+  // Most bytes `--synthetic-weights --quantize awq` may materialize as f32
+  // for calibration; 0: this machine's physical memory.
+  uint64_t materializeLimitBytes = 0;
 };
 
 // Where the driver reports progress and results (the CLI prints them).
 struct BuildReporter {
-  std::function<void(const std::string &line)> info;     // summaries, stage times
-  std::function<void(const std::string &line)> warning;  // non-fatal problems
-  std::function<void(const std::string &line)> verbose;  // -v details
-  std::function<void(const std::string &text)> ir;       // printed IR
-  std::function<void(uint64_t done, uint64_t total)> progress; // weight bytes written
+  std::function<void(const std::string &line)> info;              // summaries, stage times
+  std::function<void(const std::string &line)> warning;           // non-fatal problems
+  std::function<void(const std::string &line)> verbose;           // -v details
+  std::function<void(const std::string &text)> ir;                // printed IR
+  std::function<void(uint64_t done, uint64_t total)> progress;    // weight bytes written
   std::function<void(size_t done, size_t total)> compileProgress; // GPU kernels compiled
   // Long quantize-stage work: "calibrating" (tokens), "AWQ search" (groups), ...
   std::function<void(const std::string &task, uint64_t done, uint64_t total)> taskProgress;

@@ -9,8 +9,11 @@
 
 #include <mlir/Dialect/Func/IR/FuncOps.h>
 
+#include <unistd.h>
+
 #include <algorithm>
 #include <cstdio>
+#include <set>
 
 namespace llmc {
 namespace {
@@ -69,6 +72,40 @@ collectSourceWeights(mlir::ModuleOp module, const WeightSet *weights, uint64_t s
   if (!status)
     return status;
   return table;
+}
+
+// The f32 bytes collectSourceWeights would allocate for generated weights.
+uint64_t syntheticFloatBytes(mlir::ModuleOp module) {
+  uint64_t bytes = 0;
+  std::set<std::string> seen;
+  module.walk([&](llm::WeightOp op) {
+    auto type = llvm::dyn_cast<mlir::RankedTensorType>(op.getType());
+    if (type && seen.insert(op.getName().str()).second)
+      bytes += 4 * static_cast<uint64_t>(type.getNumElements());
+  });
+  return bytes;
+}
+
+// AWQ on synthetic weights materializes them as f32 to calibrate: refuse
+// (rather than be killed for memory) when they would not fit.
+Status checkMaterializable(mlir::ModuleOp module, const BuildOptions &options) {
+  uint64_t limit = options.materializeLimitBytes;
+  if (limit == 0)
+    limit = static_cast<uint64_t>(sysconf(_SC_PHYS_PAGES)) *
+            static_cast<uint64_t>(sysconf(_SC_PAGE_SIZE));
+  const uint64_t bytes = syntheticFloatBytes(module);
+  if (bytes <= limit)
+    return Status::ok();
+  auto gb = [](uint64_t b) {
+    char text[32];
+    std::snprintf(text, sizeof(text), "%.1f GB", static_cast<double>(b) / 1e9);
+    return std::string(text);
+  };
+  return Status::error("--synthetic-weights --quantize awq generates the float weights to "
+                       "calibrate on them: " +
+                       gb(bytes) + " of f32, more than the " + gb(limit) +
+                       " of memory here; --quantize rtn builds the same int4 layout and kernels "
+                       "with the weights generated at load time");
 }
 
 // Tokenizes --calib and runs the model over it (quant::calibrate).
@@ -144,6 +181,8 @@ Expected<QuantizeOutcome> prepareQuantization(mlir::ModuleOp module, const Weigh
     outcome.detail = "synthetic weights: int4 generated at load time (RTN of the synthetic values)";
     return outcome;
   }
+  if (weights == nullptr)
+    LLMC_RETURN_IF_ERROR(checkMaterializable(module, options));
   LLMC_ASSIGN_OR_RETURN(outcome.source,
                         collectSourceWeights(module, weights, options.syntheticSeed.value_or(0)));
   outcome.derived = std::make_unique<quant::WeightTable>();

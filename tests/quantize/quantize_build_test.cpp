@@ -348,6 +348,25 @@ TEST(QuantizeBuild, CorruptSyntheticInt4RulesAreNamed) {
       "unknown synthetic init kind 9");
 }
 
+// AWQ on synthetic weights must materialize them: a clear error instead of
+// running out of memory when they would not fit.
+TEST(QuantizeBuild, SyntheticAwqThatWouldNotFitInMemoryIsRefused) {
+  BuildOptions options = qwen2("synthetic-awq-limit");
+  options.syntheticSeed = 1;
+  options.quantize = "awq";
+  options.calibFile = calibrationFile();
+  options.materializeLimitBytes = 1000;
+  std::string message = build(options).message();
+  EXPECT_NE(message.find("--synthetic-weights --quantize awq generates the float weights"),
+            std::string::npos)
+      << message;
+  EXPECT_NE(message.find("--quantize rtn builds the same int4 layout"), std::string::npos);
+  options.materializeLimitBytes = 0; // this machine: the tiny model fits
+  options.output = test::scratchDir("quantize-synthetic-awq") + "/awq.plan";
+  Status fits = build(options);
+  EXPECT_TRUE(fits.isOk()) << fits.message();
+}
+
 TEST(QuantizeBuild, OptionErrorsNameTheOption) {
   auto failure = [](const std::function<void(BuildOptions &)> &edit) {
     BuildOptions options = qwen2("bad");
