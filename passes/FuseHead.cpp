@@ -47,10 +47,9 @@ bool fuseHead(mlir::func::FuncOp func) {
   return true;
 }
 
-class LlmFuseHeadPass : public impl::LlmFuseHeadBase<LlmFuseHeadPass> {
+class LlmFuseHeadPass : public fusion::FusionPass<impl::LlmFuseHeadBase<LlmFuseHeadPass>> {
 public:
-  using LlmFuseHeadBase::LlmFuseHeadBase;
-  explicit LlmFuseHeadPass(std::string *summary) : summary_(summary) {}
+  using FusionPass::FusionPass;
 
   void runOnOperation() override {
     int64_t fused = 0;
@@ -60,13 +59,8 @@ public:
     if (fused > 0)
       summary =
           "final norm + logits + argmax -> llm.lm_head (" + fusion::plural(fused, "function") + ")";
-    else
-      markAllAnalysesPreserved();
-    fusion::finishFusion(getOperation(), getArgument(), summary, report, summary_);
+    finish(std::move(summary));
   }
-
-private:
-  std::string *summary_ = nullptr; // not owned; null when run from llm-opt
 };
 
 } // namespace

@@ -56,10 +56,9 @@ void absorb(mlir::Operation *user, llm::RmsNormOp norm) {
   user->erase();
 }
 
-class LlmFuseNormPass : public impl::LlmFuseNormBase<LlmFuseNormPass> {
+class LlmFuseNormPass : public fusion::FusionPass<impl::LlmFuseNormBase<LlmFuseNormPass>> {
 public:
-  using LlmFuseNormBase::LlmFuseNormBase;
-  explicit LlmFuseNormPass(std::string *summary) : summary_(summary) {}
+  using FusionPass::FusionPass;
 
   void runOnOperation() override {
     llvm::SmallVector<llm::RmsNormOp> norms;
@@ -82,13 +81,8 @@ public:
     if (!norms.empty())
       summary = fusion::plural(norms.size(), "RMSNorm") + " -> prologue of " +
                 fusion::plural(gemms, "GEMM");
-    else
-      markAllAnalysesPreserved();
-    fusion::finishFusion(getOperation(), getArgument(), summary, report, summary_);
+    finish(std::move(summary));
   }
-
-private:
-  std::string *summary_ = nullptr; // not owned; null when run from llm-opt
 };
 
 } // namespace

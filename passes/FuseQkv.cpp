@@ -80,10 +80,9 @@ void fuse(std::array<llm::LinearOp, 3> qkv) {
   }
 }
 
-class LlmFuseQkvPass : public impl::LlmFuseQkvBase<LlmFuseQkvPass> {
+class LlmFuseQkvPass : public fusion::FusionPass<impl::LlmFuseQkvBase<LlmFuseQkvPass>> {
 public:
-  using LlmFuseQkvBase::LlmFuseQkvBase;
-  explicit LlmFuseQkvPass(std::string *summary) : summary_(summary) {}
+  using FusionPass::FusionPass;
 
   void runOnOperation() override {
     llvm::SmallVector<std::array<llm::LinearOp, 3>> groups;
@@ -103,13 +102,8 @@ public:
     if (!groups.empty())
       summary = fusion::plural(groups.size(), "q/k/v group") + " -> llm.fused_linear (" +
                 std::to_string(3 * groups.size()) + " llm.linear merged)";
-    else
-      markAllAnalysesPreserved();
-    fusion::finishFusion(getOperation(), getArgument(), summary, report, summary_);
+    finish(std::move(summary));
   }
-
-private:
-  std::string *summary_ = nullptr; // not owned; null when run from llm-opt
 };
 
 } // namespace

@@ -70,10 +70,10 @@ void fuse(llm::AddOp add, mlir::Operation *gemm, mlir::Value residual) {
   gemm->erase();
 }
 
-class LlmFuseResidualPass : public impl::LlmFuseResidualBase<LlmFuseResidualPass> {
+class LlmFuseResidualPass
+    : public fusion::FusionPass<impl::LlmFuseResidualBase<LlmFuseResidualPass>> {
 public:
-  using LlmFuseResidualBase::LlmFuseResidualBase;
-  explicit LlmFuseResidualPass(std::string *summary) : summary_(summary) {}
+  using FusionPass::FusionPass;
 
   void runOnOperation() override {
     llvm::SmallVector<llm::AddOp> adds;
@@ -94,13 +94,8 @@ public:
     std::string summary;
     if (fused > 0)
       summary = fusion::plural(fused, "residual add") + " -> GEMM epilogue (accumulate in place)";
-    else
-      markAllAnalysesPreserved();
-    fusion::finishFusion(getOperation(), getArgument(), summary, report, summary_);
+    finish(std::move(summary));
   }
-
-private:
-  std::string *summary_ = nullptr; // not owned; null when run from llm-opt
 };
 
 } // namespace

@@ -41,10 +41,9 @@ void fuse(llm::AttentionOp attention, llm::RopeOp q, llm::RopeOp k) {
   k.erase();
 }
 
-class LlmFuseRopePass : public impl::LlmFuseRopeBase<LlmFuseRopePass> {
+class LlmFuseRopePass : public fusion::FusionPass<impl::LlmFuseRopeBase<LlmFuseRopePass>> {
 public:
-  using LlmFuseRopeBase::LlmFuseRopeBase;
-  explicit LlmFuseRopePass(std::string *summary) : summary_(summary) {}
+  using FusionPass::FusionPass;
 
   void runOnOperation() override {
     llvm::SmallVector<llm::AttentionOp> attentions;
@@ -62,13 +61,8 @@ public:
     if (fused > 0)
       summary = fusion::plural(fused, "attention") + " + " + std::to_string(2 * fused) +
                 " RoPEs -> llm.rope_attention";
-    else
-      markAllAnalysesPreserved();
-    fusion::finishFusion(getOperation(), getArgument(), summary, report, summary_);
+    finish(std::move(summary));
   }
-
-private:
-  std::string *summary_ = nullptr; // not owned; null when run from llm-opt
 };
 
 } // namespace

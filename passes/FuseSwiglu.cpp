@@ -65,10 +65,9 @@ void fuse(SwigluMatch m) {
   m.up.erase();
 }
 
-class LlmFuseSwigluPass : public impl::LlmFuseSwigluBase<LlmFuseSwigluPass> {
+class LlmFuseSwigluPass : public fusion::FusionPass<impl::LlmFuseSwigluBase<LlmFuseSwigluPass>> {
 public:
-  using LlmFuseSwigluBase::LlmFuseSwigluBase;
-  explicit LlmFuseSwigluPass(std::string *summary) : summary_(summary) {}
+  using FusionPass::FusionPass;
 
   void runOnOperation() override {
     llvm::SmallVector<SwigluMatch> matches;
@@ -82,13 +81,8 @@ public:
     if (!matches.empty())
       summary = fusion::plural(matches.size(), "gate/up pair") + " -> llm.fused_linear swiglu (" +
                 std::to_string(4 * matches.size()) + " ops merged)";
-    else
-      markAllAnalysesPreserved();
-    fusion::finishFusion(getOperation(), getArgument(), summary, report, summary_);
+    finish(std::move(summary));
   }
-
-private:
-  std::string *summary_ = nullptr; // not owned; null when run from llm-opt
 };
 
 } // namespace

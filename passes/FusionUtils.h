@@ -14,6 +14,7 @@
 
 #include <cstdint>
 #include <string>
+#include <utility>
 
 namespace llmc::fusion {
 
@@ -44,6 +45,27 @@ std::string plural(uint64_t n, const char *what);
 /// `*sink` when given, and into a remark on the module when `report` is set.
 void finishFusion(mlir::ModuleOp module, llvm::StringRef pass, std::string summary, bool report,
                   std::string *sink);
+
+/// What the llm-fuse-* passes share: `Base` is the pass's generated base
+/// (impl::LlmFuseXBase<Pass>); the summary goes to `*summary` (null when the
+/// pass runs from llm-opt), and finish() ends a run.
+template <class Base> class FusionPass : public Base {
+public:
+  using Base::Base;
+  explicit FusionPass(std::string *summary) : summary_(summary) {}
+
+protected:
+  /// `summary` is empty when nothing was fused: then every analysis stays valid.
+  void finish(std::string summary) {
+    if (summary.empty())
+      this->markAllAnalysesPreserved();
+    finishFusion(this->getOperation(), this->getArgument(), std::move(summary), this->report,
+                 summary_);
+  }
+
+private:
+  std::string *summary_ = nullptr; // not owned
+};
 
 } // namespace llmc::fusion
 
