@@ -63,6 +63,15 @@ __device__ __forceinline__ void warpSumPartials(float (&acc)[WR][TMAX], float (&
   }
 }
 
+// The weight row behind warp row r (of 2R with SWIGLU) of a warp whose
+// output rows start at rowBase: output row rowBase + r (gate), or for r >= R
+// the up row N + rowBase + r - R. Rows past N read row N - 1 (of their
+// half) and are never stored.
+template <int R, int N> __device__ __forceinline__ int warpWeightRow(int rowBase, int r) {
+  const int out = min(rowBase + r % R, N - 1);
+  return r < R ? out : N + out;
+}
+
 template <class TA, class TW, class TO, class TB, class TG, int N, int K, int TMAX, int R,
           int WARPS, int SPLITK, int VEC, int UNROLL, bool ACCUM, bool BIAS, bool GATHER, bool NORM,
           bool SWIGLU>
@@ -83,15 +92,10 @@ __device__ __forceinline__ void gemv(const abi::StepArgs &a, float eps) {
   const TG *gamma = NORM ? static_cast<const TG *>(a.w[0]) : nullptr;
   const int colBase = split * kSliceK;
 
-  // Weight row r of the warp: output row rowBase + r (gate), or with
-  // SWIGLU r >= R: up row N + rowBase + r - R. Rows past N read row N - 1
-  // (of their half) and are never stored.
   const TW *wRow[WR];
 #pragma unroll
-  for (int r = 0; r < WR; ++r) {
-    const int out = min(rowBase + (r % R), N - 1);
-    wRow[r] = w + static_cast<i64>(r < R ? out : N + out) * K + colBase;
-  }
+  for (int r = 0; r < WR; ++r)
+    wRow[r] = w + static_cast<i64>(warpWeightRow<R, N>(rowBase, r)) * K + colBase;
   const TA *xRow[TMAX];
 #pragma unroll
   for (int t = 0; t < TMAX; ++t) {
@@ -99,15 +103,8 @@ __device__ __forceinline__ void gemv(const abi::StepArgs &a, float eps) {
     xRow[t] = x + static_cast<i64>(row) * K + colBase;
   }
 
-  float acc[WR][TMAX];
-  float sumSquares[TMAX];
-#pragma unroll
-  for (int t = 0; t < TMAX; ++t) {
-    sumSquares[t] = 0.0f;
-#pragma unroll
-    for (int r = 0; r < WR; ++r)
-      acc[r][t] = 0.0f;
-  }
+  float acc[WR][TMAX] = {};
+  float sumSquares[TMAX] = {};
 
   for (int v0 = lane; v0 < kVecs; v0 += 32 * UNROLL) {
     float wv[UNROLL][WR][VEC];
@@ -286,24 +283,12 @@ __device__ __forceinline__ void gemvQ4(const abi::StepArgs &a, float eps) {
   const uint4 *q = static_cast<const uint4 *>(a.w[kQ]);
   const u16 *scales = static_cast<const u16 *>(a.w[kQ + 1]);
   const u16 *zeros = static_cast<const u16 *>(a.w[kQ + 2]);
-  // Weight row of warp row r: output row rowBase + r (gate), or with SWIGLU
-  // r >= R the up row N + rowBase + r - R; rows past N read row N - 1 (of
-  // their half) and are never stored.
   int wRow[WR];
 #pragma unroll
-  for (int r = 0; r < WR; ++r) {
-    const int out = min(rowBase + r % R, N - 1);
-    wRow[r] = r < R ? out : N + out;
-  }
-  float acc[WR][TMAX];
-  float sumSquares[TMAX];
-#pragma unroll
-  for (int t = 0; t < TMAX; ++t) {
-    sumSquares[t] = 0.0f;
-#pragma unroll
-    for (int r = 0; r < WR; ++r)
-      acc[r][t] = 0.0f;
-  }
+  for (int r = 0; r < WR; ++r)
+    wRow[r] = warpWeightRow<R, N>(rowBase, r);
+  float acc[WR][TMAX] = {};
+  float sumSquares[TMAX] = {};
   // Each lane issues the loads of U pieces (32 columns each) of every warp
   // row before it dequantizes the first, so U x WR 16-byte loads are in flight.
   constexpr int U = 2;
