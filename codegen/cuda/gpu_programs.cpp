@@ -1,6 +1,7 @@
 #include "cuda/gpu_programs.h"
 
 #include "memory_planner.h"
+#include "plan/plan.h"
 
 #include <algorithm>
 #include <map>
@@ -150,9 +151,7 @@ Expected<std::unique_ptr<fb::ProgramT>> buildProgram(const fb::PlanT &plan, cons
 // True when the plan has int4 parts the runtime generates.
 bool hasSyntheticQ4(const fb::PlanT &plan) {
   for (const auto &t : plan.tensors)
-    if (t->synthetic && (t->synthetic->kind == fb::SyntheticKind::Q4Weight ||
-                         t->synthetic->kind == fb::SyntheticKind::Q4Scales ||
-                         t->synthetic->kind == fb::SyntheticKind::Q4Zeros))
+    if (t->synthetic && isSyntheticQ4(t->synthetic->kind))
       return true;
   return false;
 }

@@ -41,11 +41,6 @@ void fillSynthetic(const fb::SyntheticInit &init, DType dtype, uint64_t first, u
   }
 }
 
-bool isSyntheticQ4(fb::SyntheticKind kind) {
-  return kind == fb::SyntheticKind::Q4Weight || kind == fb::SyntheticKind::Q4Scales ||
-         kind == fb::SyntheticKind::Q4Zeros;
-}
-
 void fillSyntheticQ4(const fb::SyntheticInit &init, uint64_t firstCell, uint64_t cellCount,
                      void *out) {
   const hd::SyntheticQ4 q4{init.seed(), init.std(), init.cols(), init.group_size()};

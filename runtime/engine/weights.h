@@ -47,7 +47,4 @@ void fillSynthetic(const fb::SyntheticInit &init, DType dtype, uint64_t first, u
 void fillSyntheticQ4(const fb::SyntheticInit &init, uint64_t firstCell, uint64_t cellCount,
                      void *out);
 
-// True for the kinds fillSyntheticQ4 serves.
-bool isSyntheticQ4(fb::SyntheticKind kind);
-
 } // namespace llmc

@@ -11,6 +11,10 @@ namespace {
 
 std::string str(uint64_t v) { return std::to_string(v); }
 
+bool isFloat(fb::DType t) {
+  return t == fb::DType::F32 || t == fb::DType::F16 || t == fb::DType::BF16;
+}
+
 // a * b (head counts times head_dim from a plan), or -1, which no width or
 // column count equals, when it overflows.
 int64_t checkedProduct(int64_t a, int64_t b) {
@@ -111,10 +115,9 @@ Status checkSyntheticInit(const fb::Tensor &t, const std::string &where) {
   if (init.kind() > fb::SyntheticKind::MAX)
     return Status::error(where + ": unknown synthetic init kind " +
                          str(static_cast<uint64_t>(init.kind())));
-  const bool words = init.kind() == fb::SyntheticKind::Q4Weight;
-  if (!words && init.kind() != fb::SyntheticKind::Q4Scales &&
-      init.kind() != fb::SyntheticKind::Q4Zeros)
+  if (!isSyntheticQ4(init.kind()))
     return Status::ok();
+  const bool words = init.kind() == fb::SyntheticKind::Q4Weight;
   const std::string kind = fb::EnumNameSyntheticKind(init.kind());
   if (init.cols() <= 0 || init.cols() > (int64_t{1} << 40) ||
       !hd::q4ValidGroupSize(init.group_size()))
@@ -308,6 +311,11 @@ OpSignature opSignature(fb::OpKind op) {
   return {-1, -1, -1, -1, -1, -1};
 }
 
+bool isSyntheticQ4(fb::SyntheticKind kind) {
+  return kind == fb::SyntheticKind::Q4Weight || kind == fb::SyntheticKind::Q4Scales ||
+         kind == fb::SyntheticKind::Q4Zeros;
+}
+
 Int4Linear int4Linear(fb::OpKind op) {
   switch (op) {
   case fb::OpKind::LinearQ4:
@@ -393,9 +401,7 @@ Status checkLinearQ4(const fb::Plan &plan, const fb::Program &program, const fb:
     return fail("group size " + std::to_string(group) + " is not a positive multiple of 32");
   if (form.norm) {
     const fb::Tensor &gamma = *plan.tensors()->Get(step.weights()->Get(0));
-    const bool floating = gamma.dtype() == fb::DType::F32 || gamma.dtype() == fb::DType::F16 ||
-                          gamma.dtype() == fb::DType::BF16;
-    if (!floating || gamma.shape()->size() != 1 || gamma.shape()->Get(0) != k)
+    if (!isFloat(gamma.dtype()) || gamma.shape()->size() != 1 || gamma.shape()->Get(0) != k)
       return fail("norm weight '" + gamma.name()->str() + "' must be a float [" +
                   std::to_string(k) + "] for the input width, got " + describeTensor(gamma));
     if (!(step.float_params()->Get(0) > 0.0))
@@ -532,8 +538,7 @@ Status checkStepShapes(const fb::Plan &plan, const fb::Program &program, const f
   int out = step.outputs()->Get(0);
   auto weightShape = [&](int i) { return plan.tensors()->Get(step.weights()->Get(i))->shape(); };
   auto isFloatWeight = [&](int i) {
-    fb::DType t = plan.tensors()->Get(step.weights()->Get(i))->dtype();
-    return t == fb::DType::F32 || t == fb::DType::F16 || t == fb::DType::BF16;
+    return isFloat(plan.tensors()->Get(step.weights()->Get(i))->dtype());
   };
   std::string op = fb::EnumNameOpKind(step.op());
   auto mismatch = [&](const std::string &what) {

@@ -72,6 +72,10 @@ struct OpSignature {
 };
 OpSignature opSignature(fb::OpKind op);
 
+// The synthetic-init kinds of the three int4 parts (Q4Weight, Q4Scales,
+// Q4Zeros), generated per (row, group) rather than per element.
+bool isSyntheticQ4(fb::SyntheticKind kind);
+
 // The linear kinds with int4 weights (qweight, scales, zeros), and which
 // prologue / epilogue each has.
 struct Int4Linear {
