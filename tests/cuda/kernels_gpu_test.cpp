@@ -54,6 +54,23 @@ TEST(GpuKernels, EmbeddingGathersRows) {
   }
 }
 
+// Launches a one-input step kernel on x with `weights` in its weight slots
+// and expects its [T, N] output close to `want` (relative norm).
+void expectStepOutput(const cuda::KernelInstance &k, const cuda::DeviceBuffer &x,
+                      const std::vector<const cuda::DeviceBuffer *> &weights,
+                      const cuda::DeviceBuffer &out, int64_t T, int64_t N, DType act,
+                      const std::vector<float> &want) {
+  abi::StepArgs args{};
+  args.in[0] = ptr(x);
+  args.out = ptr(out);
+  for (size_t i = 0; i < weights.size(); ++i)
+    args.w[i] = ptr(*weights[i]);
+  args.rows = static_cast<int>(T);
+  launchStep(k, args, T);
+  EXPECT_LT(relativeError(fromDevice(out, T * N, act), want), tolerance(act))
+      << k.name << " T=" << T;
+}
+
 TEST(GpuKernels, RmsNormMatchesCpu) {
   LLMC_REQUIRE_GPU();
   ThreadPool pool(1);
@@ -70,31 +87,8 @@ TEST(GpuKernels, RmsNormMatchesCpu) {
     auto dX = toDevice(encode(x, act));
     auto dG = toDevice(g);
     auto dOut = poisoned(T * H, act);
-    abi::StepArgs args{};
-    args.in[0] = ptr(dX);
-    args.out = ptr(dOut);
-    args.w[0] = ptr(dG);
-    args.rows = T;
-    launchStep(k, args, T);
-    EXPECT_LT(relativeError(fromDevice(dOut, T * H, act), want), tolerance(act)) << name(act);
+    expectStepOutput(k, dX, {&dG}, dOut, T, H, act, want);
   }
-}
-
-// Launches a linear-family kernel on x with `weights` in its weight slots
-// and expects its [T, N] output close to `want`.
-void expectLinearOutput(const cuda::KernelInstance &k, const cuda::DeviceBuffer &x,
-                        const std::vector<const cuda::DeviceBuffer *> &weights,
-                        const cuda::DeviceBuffer &out, int64_t T, int64_t N, DType act,
-                        const std::vector<float> &want) {
-  abi::StepArgs args{};
-  args.in[0] = ptr(x);
-  args.out = ptr(out);
-  for (size_t i = 0; i < weights.size(); ++i)
-    args.w[i] = ptr(*weights[i]);
-  args.rows = static_cast<int>(T);
-  launchStep(k, args, T);
-  EXPECT_LT(relativeError(fromDevice(out, T * N, act), want), tolerance(act))
-      << k.name << " T=" << T;
 }
 
 // Linear y (+)= x . W^T + bias through the decode GEMV (maxTokens > 0) or
@@ -121,7 +115,7 @@ void checkLinear(DType act, int64_t N, int64_t K, int64_t T, int64_t maxTokens, 
   auto dW = toDevice(encode(wv, act));
   auto dB = toDevice(b);
   auto dOut = accumulate ? toDevice(encode(y0, act)) : poisoned(T * N, act);
-  expectLinearOutput(k, dX, {&dW, &dB}, dOut, T, N, act, want);
+  expectStepOutput(k, dX, {&dW, &dB}, dOut, T, N, act, want);
 }
 
 TEST(GpuKernels, DecodeGemvMatchesCpu) {
@@ -592,7 +586,7 @@ void checkFusedLinear(fb::OpKind op, DType act, int64_t N, int64_t K, int64_t T,
   slots.push_back(&dW);
   if (bias)
     slots.push_back(&dB);
-  expectLinearOutput(k, dX, slots, dOut, T, N, act, want);
+  expectStepOutput(k, dX, slots, dOut, T, N, act, want);
 }
 
 TEST(GpuKernels, FusedLinearKindsMatchCpu) {
@@ -719,7 +713,7 @@ void checkLinearQ4(fb::OpKind op, DType act, int64_t N, int64_t K, int64_t G, in
     slots.push_back(part);
   if (bias)
     slots.push_back(&dB);
-  expectLinearOutput(k, dX, slots, dOut, T, N, act, want);
+  expectStepOutput(k, dX, slots, dOut, T, N, act, want);
 }
 
 TEST(GpuKernels, Int4LinearMatchesCpu) {
