@@ -525,6 +525,11 @@ Status CudaBackend::run(const StepInput &input, const float **logits) {
   CUdeviceptr deviceLogits = arena_.get() + logitsBuffer.offset_per_token() * rows;
   // Greedy decoding downloads R ids instead of R x V logits.
   const bool greedy = input.greedyIds != nullptr && argmax_ != nullptr;
+  const bool topK = !greedy && input.topK != nullptr && topK_ != nullptr;
+  auto downloadLogits = [&] {
+    logits_.resize(static_cast<size_t>(logitRows * vocab));
+    return device_->downloadAsync(logits_.data(), deviceLogits, logits_.size() * sizeof(float));
+  };
   if (greedy) {
     abi::ArgmaxArgs args{reinterpret_cast<const float *>(deviceLogits),
                          reinterpret_cast<int *>(ids_.get()), static_cast<int>(logitRows),
@@ -533,12 +538,10 @@ Status CudaBackend::run(const StepInput &input, const float **logits) {
     LLMC_RETURN_IF_ERROR(device_->launch(argmax_, grid, block, 0, &args));
     LLMC_RETURN_IF_ERROR(
         device_->downloadAsync(input.greedyIds, ids_.get(), logitRows * sizeof(int32_t)));
-  } else if (input.topK != nullptr && topK_ != nullptr) {
+  } else if (topK) {
     LLMC_RETURN_IF_ERROR(runTopK(*input.topK, deviceLogits, logitRows, vocab));
   } else {
-    logits_.resize(static_cast<size_t>(logitRows * vocab));
-    LLMC_RETURN_IF_ERROR(
-        device_->downloadAsync(logits_.data(), deviceLogits, logits_.size() * sizeof(float)));
+    LLMC_RETURN_IF_ERROR(downloadLogits());
   }
   int32_t flag = 0;
   LLMC_RETURN_IF_ERROR(device_->downloadAsync(&flag, errorFlag_.get(), sizeof(flag)));
@@ -548,19 +551,16 @@ Status CudaBackend::run(const StepInput &input, const float **logits) {
     return Status::error("a CUDA kernel reported bad input (error code " + std::to_string(flag) +
                          ")");
   }
-  *logits = greedy ? nullptr : logits_.data();
-  if (input.topK != nullptr && input.topK->filled) {
-    // The logits come back only for a row whose ties overflowed the candidates.
-    *logits = nullptr;
-    for (int64_t r = 0; r < logitRows && *logits == nullptr; ++r)
-      if (input.topK->counts[r] > hd::kTopKCapacity) {
-        logits_.resize(static_cast<size_t>(logitRows * vocab));
-        LLMC_RETURN_IF_ERROR(
-            device_->downloadAsync(logits_.data(), deviceLogits, logits_.size() * sizeof(float)));
-        LLMC_RETURN_IF_ERROR(device_->synchronize());
-        *logits = logits_.data();
-      }
+  // With top-k the logits come back only for a row whose ties overflowed
+  // the candidates.
+  const bool overflow =
+      topK && std::any_of(input.topK->counts, input.topK->counts + logitRows,
+                          [](int32_t count) { return count > hd::kTopKCapacity; });
+  if (overflow) {
+    LLMC_RETURN_IF_ERROR(downloadLogits());
+    LLMC_RETURN_IF_ERROR(device_->synchronize());
   }
+  *logits = greedy || (topK && !overflow) ? nullptr : logits_.data();
   return Status::ok();
 }
 
