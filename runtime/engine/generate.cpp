@@ -146,6 +146,10 @@ generateBatch(Engine &engine, const std::vector<std::vector<int32_t>> &prompts,
         if (!piece.empty())
           onText(index, piece);
       }
+      if (options.shouldStop && options.shouldStop(index)) {
+        result.finishReason = "cancelled";
+        continue;
+      }
       int64_t length = engine.sequenceLength(r.id);
       if (static_cast<int64_t>(result.ids.size()) >= options.maxNewTokens || length >= maxLen) {
         result.finishReason = "length";

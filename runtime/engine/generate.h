@@ -18,6 +18,10 @@ struct GenerateOptions {
   bool ignoreEos = false;          // keep going past EOS tokens
   std::vector<int32_t> stopTokens; // extra stop ids (e.g. BOS for llama2.c parity)
   bool keepAllLogits = false;      // record the logits of every position
+  // Asked after each generated token of sequence i (its text already passed
+  // to the callback); true ends that sequence with finishReason "cancelled"
+  // (an embedder's stop button, a client that went away).
+  std::function<bool(size_t sequence)> shouldStop;
 };
 
 struct GenerateTimings {
@@ -31,7 +35,7 @@ struct GenerateResult {
   std::vector<int32_t> promptIds;
   std::vector<int32_t> ids;  // generated ids (a stop token is not included)
   std::string text;          // decode of ids
-  std::string finishReason;  // "stop" (EOS or a stop token) or "length"
+  std::string finishReason;  // "stop" (EOS or a stop token), "length" or "cancelled"
   std::vector<float> logits; // keepAllLogits: [positions][vocab], prompt then generated
 };
 
