@@ -21,6 +21,13 @@ inline std::string sharedDir() {
 
 inline std::string sharedPath(const std::string &relative) { return sharedDir() + "/" + relative; }
 
+// The stories260K model bundled with llmc (assets/stories260k: real trained
+// weights, in every clone), or one of its files.
+inline std::string bundledStories260k(const std::string &file = "") {
+  std::string dir = std::string(LLMC_SOURCE_DIR) + "/assets/stories260k";
+  return file.empty() ? dir : dir + "/" + file;
+}
+
 // tests/data inside the project.
 inline std::string testDataPath(const std::string &relative) {
   return std::string(LLMC_SOURCE_DIR) + "/tests/data/" + relative;

@@ -1,5 +1,6 @@
-// The frontend on the real stories260k checkpoints in ../shared: loaded as a
-// directory and through its config.json, and cross-checked against its weights.
+// The frontend on the real stories260k checkpoints (the tied one bundled in
+// assets/, the untied one from ../shared): loaded as a directory and through
+// its config.json, and cross-checked against its weights.
 #include "common/test_paths.h"
 #include "frontend/model_spec.h"
 #include "frontend/weight_check.h"
@@ -41,15 +42,13 @@ void expectStories260k(const ModelSpec &spec, bool tied) {
 }
 
 TEST(FrontendGolden, Stories260kAsDirectory) {
-  LLMC_REQUIRE_SHARED("models/stories260k/model.safetensors");
-  auto spec = loadModelSpec(test::sharedPath("models/stories260k"));
+  auto spec = loadModelSpec(test::bundledStories260k());
   ASSERT_TRUE(spec.isOk()) << spec.message();
   expectStories260k(*spec, /*tied=*/true);
 }
 
 TEST(FrontendGolden, Stories260kThroughConfigJson) {
-  LLMC_REQUIRE_SHARED("models/stories260k/config.json");
-  auto spec = loadModelSpec(test::sharedPath("models/stories260k/config.json"));
+  auto spec = loadModelSpec(test::bundledStories260k("config.json"));
   ASSERT_TRUE(spec.isOk()) << spec.message();
   expectStories260k(*spec, /*tied=*/true);
 }

@@ -35,6 +35,9 @@ for name, path in [
 # %python: the interpreter running lit, for small checks in RUN lines.
 config.substitutions.append(("%python", sys.executable))
 
+# The models bundled with llmc (assets/, in every clone): %llmc_assets/stories260k.
+config.substitutions.append(("%llmc_assets", os.path.join(config.llmc_source_root, "assets")))
+
 # The read-only reference data next to the checkout (../shared): tests that
 # read it say `REQUIRES: shared` and name files as %llmc_shared/models/...
 shared = os.path.normpath(os.path.join(config.llmc_source_root, "..", "shared"))

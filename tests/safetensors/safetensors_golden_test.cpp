@@ -1,4 +1,5 @@
-// Reads the real stories260K checkpoints from ../shared (skips without them).
+// Reads the real stories260K checkpoints: the tied one bundled with llmc
+// (assets/stories260k), the untied one from ../shared (skips without it).
 #include "frontend/safetensors.h"
 
 #include "common/test_paths.h"
@@ -10,12 +11,11 @@
 namespace llmc {
 namespace {
 
-const char *kTied = "models/stories260k/model.safetensors";
 const char *kUntied = "models/stories260k-untied/model.safetensors";
 
 TEST(SafetensorsGoldenTest, ReadsStories260k) {
-  LLMC_REQUIRE_SHARED(kTied);
-  Expected<SafetensorsFile> file = SafetensorsFile::open(test::sharedPath(kTied));
+  const std::string tied = test::bundledStories260k("model.safetensors");
+  Expected<SafetensorsFile> file = SafetensorsFile::open(tied);
   ASSERT_TRUE(file) << file.message();
   EXPECT_EQ(file->tensors().size(), 47u);
   EXPECT_EQ(file->metadata().at("format"), "pt");
@@ -27,7 +27,7 @@ TEST(SafetensorsGoldenTest, ReadsStories260k) {
   // The tensors tile the data buffer exactly.
   EXPECT_EQ(bytes, file->mapping().size() - 8 - file->header().headerSize);
 
-  Expected<WeightSet> set = WeightSet::openFiles({test::sharedPath(kTied)});
+  Expected<WeightSet> set = WeightSet::openFiles({tied});
   ASSERT_TRUE(set) << set.message();
   const TensorView *embed = set->find("model.embed_tokens.weight");
   ASSERT_NE(embed, nullptr);

@@ -1,11 +1,10 @@
-// REQUIRES: shared
-// RUN: llmc build %llmc_shared/models/stories260k --emit mlir > %t.mlir
+// RUN: llmc build %llmc_assets/stories260k --emit mlir > %t.mlir
 // RUN: FileCheck %s < %t.mlir
 // RUN: FileCheck %s --check-prefix=COUNT < %t.mlir
 // RUN: FileCheck %s --check-prefix=WEIGHTS < %t.mlir
 // RUN: llm-opt %t.mlir | FileCheck %s
 
-// Tests the IR of stories260K (../shared/models/stories260k, real weights):
+// Tests the IR of stories260K (assets/stories260k, real weights bundled with llmc):
 // H = 64, 8 query heads and 4 kv heads of D = 8 (GQA: k and v are 32 wide),
 // MLP 172, vocabulary 512, 5 layers, f32, no rope scaling, tied embeddings:
 // the logits reuse the embedding's llm.weight and there is no lm_head. The
