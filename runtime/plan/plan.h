@@ -62,6 +62,25 @@ private:
 Status validatePlanImage(const uint8_t *data, uint64_t size, const std::string &name,
                          const PlanLoadOptions &options, const fb::Plan **meta);
 
+// Bytes a synthetic plan's tensors take once generated (0 for real weights).
+uint64_t syntheticWeightBytes(const fb::Plan &plan);
+
+// Host memory this process may use: the machine's physical memory, or less
+// when an address-space or data rlimit is lower. What a plan asks for at load
+// (generated weights, the KV cache) is measured against it before any of it
+// is allocated.
+uint64_t usableHostMemoryBytes();
+
+// One thing that takes host memory, for checkHostMemory's message.
+struct MemoryDemand {
+  std::string what; // e.g. "synthetic weights"
+  uint64_t bytes;
+};
+// Fails, naming `name`, every demand, their sum and `limit`, when the sum
+// exceeds `limit` (or 2^64).
+Status checkHostMemory(const std::string &name, const std::vector<MemoryDemand> &demands,
+                       uint64_t limit);
+
 // Operand counts and parameter counts each OpKind requires.
 struct OpSignature {
   int inputs;

@@ -117,6 +117,26 @@ inline TinyPlan makeTinyPlan() {
   return tiny;
 }
 
+// The tiny plan with --synthetic-weights: no stored bytes, every tensor
+// generated at load from a Normal init.
+inline TinyPlan makeSyntheticTinyPlan() {
+  TinyPlan tiny = makeTinyPlan();
+  tiny.contents.meta.synthetic = true;
+  tiny.contents.meta.synthetic_seed = 7;
+  for (size_t i = 0; i < tiny.contents.meta.tensors.size(); ++i) {
+    auto init = std::make_unique<fb::SyntheticInitT>();
+    init->kind = fb::SyntheticKind::Normal;
+    init->std = 0.02f;
+    init->seed = 7 + i;
+    tiny.contents.meta.tensors[i]->synthetic = std::move(init);
+    WeightSource none; // no data: generated at load
+    none.elements = tiny.contents.sources[i].elements;
+    tiny.contents.sources[i] = none;
+  }
+  tiny.storage.clear();
+  return tiny;
+}
+
 inline std::vector<uint8_t> readBytes(const std::string &path) {
   std::ifstream in(path, std::ios::binary);
   return std::vector<uint8_t>((std::istreambuf_iterator<char>(in)),
