@@ -953,6 +953,30 @@ Expected<Plan> Plan::open(const std::string &path, PlanLoadOptions options) {
   return plan;
 }
 
+Expected<Plan> Plan::fromImage(const uint8_t *data, uint64_t size, const std::string &name,
+                               PlanLoadOptions options) {
+  // Page-aligned like a mapping, so tensors keep their 256-byte alignment.
+  const uint64_t capacity = alignUp(std::max<uint64_t>(size, 1), 4096);
+  std::unique_ptr<uint8_t, FreeImage> image(static_cast<uint8_t *>(std::aligned_alloc(4096, capacity)));
+  if (image == nullptr)
+    return Status::error(name + ": cannot allocate " + str(size) + " bytes for the plan image");
+  if (size > 0)
+    std::memcpy(image.get(), data, size);
+  const fb::Plan *meta = nullptr;
+  LLMC_RETURN_IF_ERROR(validatePlanImage(image.get(), size, name, options, &meta));
+  PlanFileHeader header;
+  std::memcpy(&header, image.get(), sizeof(header));
+  Plan plan;
+  plan.path_ = name;
+  plan.meta_ = meta;
+  plan.weights_ = image.get() + header.weightsOffset;
+  plan.metadataSize_ = header.metadataSize;
+  plan.weightsSize_ = header.weightsSize;
+  plan.imageSize_ = size;
+  plan.image_ = std::move(image); // the heap block does not move
+  return plan;
+}
+
 const uint8_t *Plan::tensorData(uint32_t index) const {
   const fb::Tensor *t = meta_->tensors()->Get(index);
   if (t->synthetic() != nullptr)

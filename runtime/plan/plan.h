@@ -10,6 +10,8 @@
 #include "support/status.h"
 
 #include <cstdint>
+#include <cstdlib>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -27,10 +29,14 @@ class Plan {
 public:
   // Maps and validates `path`. Errors name the file and what is wrong.
   static Expected<Plan> open(const std::string &path, PlanLoadOptions options = {});
+  // Validates a copy of a plan image held in memory (the run fuzzer's entry);
+  // `name` stands for the path in errors.
+  static Expected<Plan> fromImage(const uint8_t *data, uint64_t size, const std::string &name,
+                                  PlanLoadOptions options = {});
 
   const fb::Plan &meta() const { return *meta_; }
   const std::string &path() const { return path_; }
-  uint64_t fileSize() const { return file_.size(); }
+  uint64_t fileSize() const { return image_ ? imageSize_ : file_.size(); }
   uint64_t metadataSize() const { return metadataSize_; }
   uint64_t weightsSize() const { return weightsSize_; }
   // The weight section as stored (weightsSize() bytes; empty for synthetic plans).
@@ -49,8 +55,14 @@ public:
   const fb::KernelModule *module(fb::Target target) const;
 
 private:
+  struct FreeImage {
+    void operator()(uint8_t *p) const { std::free(p); }
+  };
+
   std::string path_;
   MappedFile file_;
+  std::unique_ptr<uint8_t, FreeImage> image_; // fromImage's copy, page-aligned
+  uint64_t imageSize_ = 0;
   const fb::Plan *meta_ = nullptr;
   const uint8_t *weights_ = nullptr;
   uint64_t metadataSize_ = 0;
