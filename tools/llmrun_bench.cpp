@@ -125,9 +125,9 @@ void registerBenchCommand(CLI::App &app, int &exitCode) {
     }
     Engine &engine = **loaded;
     if (o->promptLen + o->genLen > engine.model().max_seq_len()) { // both <= 2^24: no overflow
-      exitCode = cli::fail("--prompt-len + --gen-len = " + std::to_string(o->promptLen + o->genLen) +
-                           " exceeds the plan's max_seq_len " +
-                           std::to_string(engine.model().max_seq_len()));
+      exitCode = cli::fail(
+          "--prompt-len + --gen-len = " + std::to_string(o->promptLen + o->genLen) +
+          " exceeds the plan's max_seq_len " + std::to_string(engine.model().max_seq_len()));
       return;
     }
     std::vector<std::vector<int32_t>> prompts(o->batch);

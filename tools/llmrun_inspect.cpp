@@ -147,8 +147,9 @@ std::string dumpJson(const nlohmann::json &j, const std::string &path) {
   try {
     return j.dump(2);
   } catch (const nlohmann::json::type_error &) {
-    std::fprintf(stderr, "warning: %s: some strings in the plan are not valid UTF-8 (e.g. a path "
-                         "in a Latin-1 encoding); their invalid bytes are printed as U+FFFD\n",
+    std::fprintf(stderr,
+                 "warning: %s: some strings in the plan are not valid UTF-8 (e.g. a path "
+                 "in a Latin-1 encoding); their invalid bytes are printed as U+FFFD\n",
                  path.c_str());
     return j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace);
   }

@@ -19,16 +19,16 @@ Expected<kv::KvCacheShape> kvCacheShapeFor(const Plan &plan, const EngineOptions
   int64_t slots = options.kvCacheTokens;
   if (options.kvCacheTokens < 0 || options.maxSequences < 0)
     return Status::error(plan.path() + ": KV cache tokens and sequences must not be negative");
-  if (slots == 0 && __builtin_mul_overflow(m.max_seq_len(), std::max<int64_t>(1, options.maxSequences),
-                                           &slots))
+  if (slots == 0 &&
+      __builtin_mul_overflow(m.max_seq_len(), std::max<int64_t>(1, options.maxSequences), &slots))
     slots = std::numeric_limits<int64_t>::max();
   if (slots / blockSize >= maxBlocks)
     return Status::error(plan.path() + ": a KV cache of " + std::to_string(slots) +
                          " token slots (" +
-                         (options.kvCacheTokens > 0
-                              ? std::string("as asked")
-                              : std::to_string(options.maxSequences) + " sequences of max_seq_len " +
-                                    std::to_string(m.max_seq_len())) +
+                         (options.kvCacheTokens > 0 ? std::string("as asked")
+                                                    : std::to_string(options.maxSequences) +
+                                                          " sequences of max_seq_len " +
+                                                          std::to_string(m.max_seq_len())) +
                          ") needs more than " + std::to_string(maxBlocks) + " blocks of " +
                          std::to_string(blockSize) + " tokens; ask for fewer sequences or tokens");
   kv::KvCacheShape shape;
@@ -74,8 +74,8 @@ Expected<std::unique_ptr<CpuBackend>> CpuBackend::create(const Plan &plan,
   std::unique_ptr<CpuBackend> backend(new CpuBackend());
   backend->pool_ = std::make_unique<ThreadPool>(options.threads);
   LLMC_ASSIGN_OR_RETURN(kv::KvCacheShape shape, kvCacheShapeFor(plan, options));
-  LLMC_RETURN_IF_ERROR(checkHostMemory(plan.path(), hostMemoryDemands(plan, shape),
-                                       usableHostMemoryBytes()));
+  LLMC_RETURN_IF_ERROR(
+      checkHostMemory(plan.path(), hostMemoryDemands(plan, shape), usableHostMemoryBytes()));
   LLMC_ASSIGN_OR_RETURN(backend->weights_, LoadedWeights::load(plan, *backend->pool_));
   LLMC_ASSIGN_OR_RETURN(kv::KvCache cache, kv::KvCache::create(shape));
   backend->cache_ = std::make_unique<kv::KvCache>(std::move(cache));

@@ -209,7 +209,7 @@ Status checkTensors(const fb::Plan &plan, uint64_t weightsSize, const std::strin
 
 constexpr uint64_t kMaxSharedBytes = 227 * 1024;            // sm_90 opt-in limit per block
 constexpr uint64_t kMaxScratchPerToken = uint64_t(1) << 30; // workspace and counters per row
-constexpr uint64_t kGpuBufferAlignment = 16; // the GPU kernels' 16-byte vector loads
+constexpr uint64_t kGpuBufferAlignment = 16;                // the GPU kernels' 16-byte vector loads
 
 const fb::KernelModule *findModule(const fb::Plan &plan, fb::Target target) {
   if (plan.modules() == nullptr)
@@ -727,10 +727,9 @@ Status checkBufferAlignment(const fb::Program &program, const std::string &where
                                    ? dtypeSize(static_cast<DType>(buffer.dtype()))
                                    : kGpuBufferAlignment;
     if (buffer.offset_per_token() % alignment != 0)
-      return Status::error(where + ": buffer " + str(b) + " (" +
-                           fb::EnumNameDType(buffer.dtype()) + ") has offset_per_token " +
-                           str(buffer.offset_per_token()) + ", not a multiple of " +
-                           str(alignment) + " bytes (misaligned " +
+      return Status::error(where + ": buffer " + str(b) + " (" + fb::EnumNameDType(buffer.dtype()) +
+                           ") has offset_per_token " + str(buffer.offset_per_token()) +
+                           ", not a multiple of " + str(alignment) + " bytes (misaligned " +
                            (program.target() == fb::Target::Cpu ? "elements" : "vector loads") +
                            "; rebuild the plan)");
   }
@@ -793,8 +792,8 @@ Status checkBufferLiveness(const fb::Program &program, const std::string &where)
   size_t nextFirst = 0, nextLast = 0;
   auto describe = [&](uint32_t b) {
     const fb::Buffer &buffer = *program.buffers()->Get(b);
-    return "buffer " + str(b) + (buffer.name() ? " '" + buffer.name()->str() + "'" : "") +
-           " [" + str(lives[b].begin) + ", " + str(lives[b].end) + ")";
+    return "buffer " + str(b) + (buffer.name() ? " '" + buffer.name()->str() + "'" : "") + " [" +
+           str(lives[b].begin) + ", " + str(lives[b].end) + ")";
   };
   for (int t = -1; t <= numSteps && nextFirst < byFirst.size(); ++t) {
     while (nextLast < byLast.size() && lives[byLast[nextLast]].last < t) {
@@ -810,15 +809,16 @@ Status checkBufferLiveness(const fb::Program &program, const std::string &where)
       else if (next != live.begin() && lives[std::prev(next)->second].end > lives[b].begin)
         other = static_cast<int>(std::prev(next)->second);
       if (other >= 0) {
-        const std::string when =
-            t < 0 ? "before step 0"
-                  : t == numSteps ? "after the last step"
-                                  : "at step " + std::to_string(t) + " (" +
-                                        fb::EnumNameOpKind(program.steps()->Get(t)->op()) + ")";
+        const std::string when = t < 0 ? "before step 0"
+                                 : t == numSteps
+                                     ? "after the last step"
+                                     : "at step " + std::to_string(t) + " (" +
+                                           fb::EnumNameOpKind(program.steps()->Get(t)->op()) + ")";
         return Status::error(where + ": " + describe(b) + " and " +
                              describe(static_cast<uint32_t>(other)) +
                              " bytes per token overlap in the activation arena while both are "
-                             "live (" + when + "); the memory plan is corrupt, rebuild the plan");
+                             "live (" +
+                             when + "); the memory plan is corrupt, rebuild the plan");
       }
       live.insert({lives[b].begin, b});
     }
@@ -957,7 +957,8 @@ Expected<Plan> Plan::fromImage(const uint8_t *data, uint64_t size, const std::st
                                PlanLoadOptions options) {
   // Page-aligned like a mapping, so tensors keep their 256-byte alignment.
   const uint64_t capacity = alignUp(std::max<uint64_t>(size, 1), 4096);
-  std::unique_ptr<uint8_t, FreeImage> image(static_cast<uint8_t *>(std::aligned_alloc(4096, capacity)));
+  std::unique_ptr<uint8_t, FreeImage> image(
+      static_cast<uint8_t *>(std::aligned_alloc(4096, capacity)));
   if (image == nullptr)
     return Status::error(name + ": cannot allocate " + str(size) + " bytes for the plan image");
   if (size > 0)

@@ -74,9 +74,8 @@ TEST_F(LlmrunCli, InspectDescribesAPlanThatLoads) {
   EXPECT_NE(run.out.find("\"vocab_size\": 4"), std::string::npos) << run.out;
 }
 TEST_F(LlmrunCli, InspectRefusesAPlanWhoseTokenizerGenerationRefuses) {
-  const std::string plan = writeTiny("bad-tokenizer.plan", [](fb::PlanT &p) {
-    p.tokenizer->tokenizer_json = "{}";
-  });
+  const std::string plan =
+      writeTiny("bad-tokenizer.plan", [](fb::PlanT &p) { p.tokenizer->tokenizer_json = "{}"; });
   Outcome run = llmrun("inspect " + plan);
   EXPECT_EQ(run.exitCode, 1);
   EXPECT_EQ(run.err.rfind("error: " + plan + " (embedded tokenizer)", 0), 0u) << run.err;
@@ -84,9 +83,8 @@ TEST_F(LlmrunCli, InspectRefusesAPlanWhoseTokenizerGenerationRefuses) {
 }
 TEST_F(LlmrunCli, InspectJsonShowsNonUtf8StringsInsteadOfAborting) {
   // A plan built from a Latin-1 folder name: "mod\xe8le" is not UTF-8.
-  const std::string plan = writeTiny("latin1.plan", [](fb::PlanT &p) {
-    p.provenance->source_model = "/data/mod\xe8le";
-  });
+  const std::string plan = writeTiny(
+      "latin1.plan", [](fb::PlanT &p) { p.provenance->source_model = "/data/mod\xe8le"; });
   Outcome run = llmrun("inspect --json " + plan);
   EXPECT_EQ(run.exitCode, 0) << run.err;
   EXPECT_NE(run.out.find("\"source_model\": \"/data/mod\xEF\xBF\xBDle\""), std::string::npos)
@@ -105,8 +103,9 @@ TEST_F(LlmrunCli, WritingToAFullStdoutFails) {
   for (const std::string &args :
        {"inspect " + plan_, "inspect --json " + plan_, "tokenize " + plan_ + " --text abc",
         "tokenize " + plan_ + " --text abc --json", "detokenize " + plan_ + " --ids 0,1",
-        "bench " + plan_ + " --device cpu --threads 1 --prompt-len 2 --gen-len 2 --repeats 1 "
-                           "--no-bandwidth"}) {
+        "bench " + plan_ +
+            " --device cpu --threads 1 --prompt-len 2 --gen-len 2 --repeats 1 "
+            "--no-bandwidth"}) {
     Outcome run = llmrun(args, "> /dev/full");
     EXPECT_EQ(run.exitCode, 1) << args;
     EXPECT_NE(run.err.find(full), std::string::npos) << args << ": " << run.err;
@@ -151,8 +150,8 @@ TEST_F(LlmrunCli, PerplexityRangeChecksCtx) {
 TEST_F(LlmrunCli, AFifoAsPlanOrTokenizerIsRefusedWithoutBlocking) {
   const std::string fifo = dir_ + "/fifo.plan";
   ASSERT_EQ(mkfifo(fifo.c_str(), 0600), 0);
-  for (const std::string &args : {"inspect " + fifo, "tokenize " + fifo + " --text a",
-                                  "bench " + fifo + " --device cpu"}) {
+  for (const std::string &args :
+       {"inspect " + fifo, "tokenize " + fifo + " --text a", "bench " + fifo + " --device cpu"}) {
     Outcome run = llmrun(args); // `timeout 60` ends it if it blocks (exit 124)
     EXPECT_EQ(run.exitCode, 1) << args << ": " << run.err;
     EXPECT_NE(run.err.find(fifo + ": is a FIFO (named pipe), not a regular file"),

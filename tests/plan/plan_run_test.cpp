@@ -21,11 +21,11 @@ Expected<Plan> written(test::TinyPlan tiny, const std::string &name) {
 }
 
 TEST(PlanRun, TinyPlansRunForAFewTokens) {
-  for (auto [name, tiny] : {std::pair{"tiny.plan", test::makeTinyPlan()},
-                            std::pair{"fused.plan", test::makeFusedPlan()},
-                            std::pair{"synthetic.plan", test::makeSyntheticTinyPlan()},
-                            std::pair{"fused-synthetic.plan",
-                                      test::makeSynthetic(test::makeFusedPlan())}}) {
+  for (auto [name, tiny] :
+       {std::pair{"tiny.plan", test::makeTinyPlan()},
+        std::pair{"fused.plan", test::makeFusedPlan()},
+        std::pair{"synthetic.plan", test::makeSyntheticTinyPlan()},
+        std::pair{"fused-synthetic.plan", test::makeSynthetic(test::makeFusedPlan())}}) {
     auto plan = written(std::move(tiny), name);
     ASSERT_TRUE(plan.isOk()) << plan.message();
     ASSERT_TRUE(test::cheapToRun(*plan)) << name;
@@ -37,11 +37,10 @@ TEST(PlanRun, TinyPlansRunForAFewTokens) {
 // Writes the run fuzzer's seeds of tiny plans into run_corpus/ (by hand:
 // plan_run_test --gtest_also_run_disabled_tests --gtest_filter=*WriteSeeds).
 TEST(PlanRun, DISABLED_WriteSeeds) {
-  for (auto [name, tiny] : {std::pair{"tiny.bin", test::makeTinyPlan()},
-                            std::pair{"fused.bin", test::makeFusedPlan()},
-                            std::pair{"synthetic_tiny.bin", test::makeSyntheticTinyPlan()},
-                            std::pair{"synthetic_fused.bin",
-                                      test::makeSynthetic(test::makeFusedPlan())}})
+  for (auto [name, tiny] :
+       {std::pair{"tiny.bin", test::makeTinyPlan()}, std::pair{"fused.bin", test::makeFusedPlan()},
+        std::pair{"synthetic_tiny.bin", test::makeSyntheticTinyPlan()},
+        std::pair{"synthetic_fused.bin", test::makeSynthetic(test::makeFusedPlan())}})
     ASSERT_TRUE(writePlan(std::string(LLMC_RUN_CORPUS_DIR) + "/" + name, tiny.contents).isOk());
 }
 

@@ -335,7 +335,8 @@ TEST(PlanResources, SyntheticPlanThatUsesEveryTensorLoads) {
 }
 TEST(PlanResources, HostMemoryCheckNamesEveryDemandAndTheLimit) {
   EXPECT_TRUE(checkHostMemory("p", {{"a", 10}, {"b", 20}}, 30).isOk());
-  Status over = checkHostMemory("p", {{"synthetic weights", 1ull << 34}, {"KV cache", 8}}, 1ull << 33);
+  Status over =
+      checkHostMemory("p", {{"synthetic weights", 1ull << 34}, {"KV cache", 8}}, 1ull << 33);
   ASSERT_FALSE(over.isOk());
   EXPECT_EQ(over.message(),
             "p: needs 17179869192 bytes of host memory (16.00 GiB: synthetic weights 17179869184 "
