@@ -183,6 +183,81 @@ inline TinyPlan makeFusedPlan() {
   return tiny;
 }
 
+// One layer of the unfused op kinds, as an -O0 build leaves it: embedding,
+// norm, q/k/v GEMMs, RoPE of q and k in place, attention, o_proj, residual
+// add, the MLP through Silu and Mul and through SwiGlu (down_proj of the
+// second accumulating), a second residual add and tied logits.
+inline TinyPlan makeUnfusedPlan() {
+  TinyPlan tiny = makeTinyPlan(); // model: 2 heads, 1 kv head of 4
+  fb::PlanT &meta = tiny.contents.meta;
+  meta.tensors.clear();
+  tiny.storage.clear();
+  tiny.contents.sources.clear();
+  for (auto [name, shape] : std::vector<std::pair<std::string, std::vector<int64_t>>>{
+           {"embed", {kVocab, kHidden}}, // 0
+           {"norm", {kHidden}},          // 1
+           {"q", {kHidden, kHidden}},    // 2
+           {"k", {4, kHidden}},          // 3
+           {"v", {4, kHidden}},          // 4
+           {"o", {kHidden, kHidden}},    // 5
+           {"gate", {kInter, kHidden}},  // 6
+           {"up", {kInter, kHidden}},    // 7
+           {"down", {kHidden, kInter}}}) { // 8
+    meta.tensors.push_back(tensor(name, shape));
+    int64_t n = 1;
+    for (int64_t d : shape)
+      n *= d;
+    std::vector<float> values(n);
+    for (int64_t i = 0; i < n; ++i)
+      values[i] = 0.02f * static_cast<float>((i * 5) % 11) - 0.1f;
+    tiny.storage.push_back(std::move(values));
+  }
+  for (const auto &values : tiny.storage)
+    tiny.contents.sources.push_back(
+        {reinterpret_cast<const uint8_t *>(values.data()), DType::F32, values.size()});
+  auto program = std::make_unique<fb::ProgramT>();
+  program->target = fb::Target::Cpu;
+  program->buffers.push_back(buffer(fb::DType::I32, 1)); // 0 tokens
+  for (int64_t width : {kHidden, kHidden, kHidden, int64_t{4}, int64_t{4}, kHidden, kHidden,
+                        kHidden, kInter, kInter, kInter, kInter, kInter, kHidden, kVocab})
+    program->buffers.push_back(buffer(fb::DType::F32, width)); // 1 .. 15 (logits)
+  uint64_t offset = 0;
+  for (auto &b : program->buffers) {
+    b->offset_per_token = offset;
+    offset += b->width * 4;
+  }
+  program->arena_bytes_per_token = offset;
+  program->token_buffer = 0;
+  program->logits_buffer = 15;
+  using K = fb::OpKind;
+  auto &steps = program->steps;
+  steps.push_back(step(K::Embedding, {0}, {1}, {0}));
+  steps.push_back(step(K::RmsNorm, {1}, {2}, {1}, {}, {1e-5}));
+  steps.push_back(step(K::Linear, {2}, {3}, {2}, {0}));
+  steps.push_back(step(K::Linear, {2}, {4}, {3}, {0}));
+  steps.push_back(step(K::Linear, {2}, {5}, {4}, {0}));
+  steps.push_back(step(K::Rope, {3}, {3}, {}, {2, 4}));
+  steps.push_back(step(K::Rope, {4}, {4}, {}, {1, 4}));
+  steps.push_back(step(K::Attention, {3, 4, 5}, {6}, {}, {0, 2, 1, 4}, {0.5}));
+  steps.push_back(step(K::Linear, {6}, {7}, {5}, {0}));
+  steps.push_back(step(K::Add, {1, 7}, {8}, {}));
+  steps.push_back(step(K::Linear, {8}, {9}, {6}, {0}));
+  steps.push_back(step(K::Linear, {8}, {10}, {7}, {0}));
+  steps.push_back(step(K::Silu, {9}, {11}, {}));
+  steps.push_back(step(K::Mul, {11, 10}, {12}, {}));
+  steps.push_back(step(K::SwiGlu, {9, 10}, {13}, {}));
+  steps.push_back(step(K::Linear, {12}, {14}, {8}, {0}));
+  steps.push_back(step(K::Linear, {13}, {14}, {8}, {1}));
+  steps.push_back(step(K::Add, {8, 14}, {1}, {}));
+  steps.push_back(step(K::Logits, {1}, {15}, {0}));
+  auto decode = std::make_unique<fb::ProgramT>(*program);
+  decode->phase = fb::Phase::Decode;
+  meta.programs.clear();
+  meta.programs.push_back(std::move(program));
+  meta.programs.push_back(std::move(decode));
+  return tiny;
+}
+
 // `tiny` as --synthetic-weights would build it: no stored bytes, every
 // tensor generated at load from a Normal init.
 inline TinyPlan makeSynthetic(TinyPlan tiny) {

@@ -24,6 +24,7 @@ TEST(PlanRun, TinyPlansRunForAFewTokens) {
   for (auto [name, tiny] :
        {std::pair{"tiny.plan", test::makeTinyPlan()},
         std::pair{"fused.plan", test::makeFusedPlan()},
+        std::pair{"unfused.plan", test::makeUnfusedPlan()},
         std::pair{"synthetic.plan", test::makeSyntheticTinyPlan()},
         std::pair{"fused-synthetic.plan", test::makeSynthetic(test::makeFusedPlan())}}) {
     auto plan = written(std::move(tiny), name);
@@ -39,6 +40,7 @@ TEST(PlanRun, TinyPlansRunForAFewTokens) {
 TEST(PlanRun, DISABLED_WriteSeeds) {
   for (auto [name, tiny] :
        {std::pair{"tiny.bin", test::makeTinyPlan()}, std::pair{"fused.bin", test::makeFusedPlan()},
+        std::pair{"unfused.bin", test::makeUnfusedPlan()},
         std::pair{"synthetic_tiny.bin", test::makeSyntheticTinyPlan()},
         std::pair{"synthetic_fused.bin", test::makeSynthetic(test::makeFusedPlan())}})
     ASSERT_TRUE(writePlan(std::string(LLMC_RUN_CORPUS_DIR) + "/" + name, tiny.contents).isOk());
