@@ -12,9 +12,15 @@
 namespace llmc {
 namespace {
 
+// Four tokens, <s> (3) the BOS of a template (perplexity needs one).
 constexpr const char *kTokenizer =
     R"({"model":{"type":"BPE","vocab":{"a":0,"b":1,"c":2,"<s>":3},"merges":[]},)"
-    R"("added_tokens":[{"id":3,"content":"<s>","special":true}]})";
+    R"("added_tokens":[{"id":3,"content":"<s>","special":true}],)"
+    R"("post_processor":{"type":"TemplateProcessing",)"
+    R"("single":[{"SpecialToken":{"id":"<s>","type_id":0}},{"Sequence":{"id":"A","type_id":0}}],)"
+    R"("pair":[{"SpecialToken":{"id":"<s>","type_id":0}},{"Sequence":{"id":"A","type_id":0}},)"
+    R"({"Sequence":{"id":"B","type_id":1}}],)"
+    R"("special_tokens":{"<s>":{"id":"<s>","ids":[3],"tokens":["<s>"]}}}})";
 
 struct Outcome {
   int exitCode = -1;
@@ -100,9 +106,11 @@ TEST_F(LlmrunCli, InspectJsonShowsNonUtf8StringsInsteadOfAborting) {
 // --- A full stdout fails.
 TEST_F(LlmrunCli, WritingToAFullStdoutFails) {
   const std::string full = "error: cannot write the output to stdout: No space left on device\n";
+  std::ofstream(dir_ + "/text.txt") << "abcabcabc";
   for (const std::string &args :
        {"inspect " + plan_, "inspect --json " + plan_, "tokenize " + plan_ + " --text abc",
         "tokenize " + plan_ + " --text abc --json", "detokenize " + plan_ + " --ids 0,1",
+        "perplexity " + plan_ + " --device cpu --threads 1 --ctx 4 --file " + dir_ + "/text.txt",
         "bench " + plan_ +
             " --device cpu --threads 1 --prompt-len 2 --gen-len 2 --repeats 1 "
             "--no-bandwidth"}) {

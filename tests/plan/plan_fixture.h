@@ -194,14 +194,14 @@ inline TinyPlan makeUnfusedPlan() {
   tiny.storage.clear();
   tiny.contents.sources.clear();
   for (auto [name, shape] : std::vector<std::pair<std::string, std::vector<int64_t>>>{
-           {"embed", {kVocab, kHidden}}, // 0
-           {"norm", {kHidden}},          // 1
-           {"q", {kHidden, kHidden}},    // 2
-           {"k", {4, kHidden}},          // 3
-           {"v", {4, kHidden}},          // 4
-           {"o", {kHidden, kHidden}},    // 5
-           {"gate", {kInter, kHidden}},  // 6
-           {"up", {kInter, kHidden}},    // 7
+           {"embed", {kVocab, kHidden}},   // 0
+           {"norm", {kHidden}},            // 1
+           {"q", {kHidden, kHidden}},      // 2
+           {"k", {4, kHidden}},            // 3
+           {"v", {4, kHidden}},            // 4
+           {"o", {kHidden, kHidden}},      // 5
+           {"gate", {kInter, kHidden}},    // 6
+           {"up", {kInter, kHidden}},      // 7
            {"down", {kHidden, kInter}}}) { // 8
     meta.tensors.push_back(tensor(name, shape));
     int64_t n = 1;
