@@ -6,7 +6,9 @@
 
 #include <CLI/CLI.hpp>
 
+#include <cerrno>
 #include <cstdio>
+#include <cstring>
 #include <string>
 
 namespace llmc::cli {
@@ -17,6 +19,17 @@ inline int fail(const std::string &message) {
 }
 
 inline int fail(const Status &status) { return fail(status.message()); }
+
+// Flushes stdout and turns a failed write (a full disk, /dev/full, an
+// I/O error) into "error: ..." and exit code 1; 0 when all output was written.
+// Call it last in a command that prints its result to stdout.
+inline int flushStdout() {
+  const int err = std::fflush(stdout) != 0 ? errno : 0;
+  if (err == 0 && !std::ferror(stdout))
+    return 0;
+  return fail(std::string("cannot write the output to stdout") +
+              (err != 0 ? std::string(": ") + std::strerror(err) : std::string()));
+}
 
 // Parses argv; prints help/version or "error: ..." for bad usage.
 // Returns -1 when the caller should go on, else the exit code.

@@ -20,6 +20,10 @@
 namespace llmc {
 namespace {
 
+constexpr int64_t kMaxTokens = int64_t{1} << 24; // the loader's ceiling of max_seq_len
+constexpr int64_t kMaxBatch = 65536;
+constexpr int64_t kMaxRepeats = 1000;
+
 double median(std::vector<double> v) {
   std::sort(v.begin(), v.end());
   return v.empty() ? 0.0 : v[v.size() / 2];
@@ -99,28 +103,31 @@ void registerBenchCommand(CLI::App &app, int &exitCode) {
   auto o = std::make_shared<Options>();
   CLI::App *cmd = app.add_subcommand("bench", "Prefill and decode throughput");
   cmd->add_option("plan", o->plan, "Engine plan")->required();
-  cmd->add_option("--prompt-len", o->promptLen, "Prompt tokens per sequence (128)");
-  cmd->add_option("--gen-len", o->genLen, "Generated tokens per sequence (64)");
-  cmd->add_option("--batch", o->batch, "Sequences decoded together (1)");
-  cmd->add_option("--repeats", o->repeats, "Runs; the median is reported (3)");
+  // Ranges: a sequence is at most the loader's max_seq_len ceiling (2^24);
+  // the plan's own max_seq_len and the KV cache's memory are checked at load.
+  cmd->add_option("--prompt-len", o->promptLen, "Prompt tokens per sequence (128)")
+      ->check(CLI::Range(int64_t{1}, kMaxTokens));
+  cmd->add_option("--gen-len", o->genLen, "Generated tokens per sequence (64)")
+      ->check(CLI::Range(int64_t{1}, kMaxTokens));
+  cmd->add_option("--batch", o->batch, "Sequences decoded together (1)")
+      ->check(CLI::Range(int64_t{1}, kMaxBatch));
+  cmd->add_option("--repeats", o->repeats, "Runs; the median is reported (3)")
+      ->check(CLI::Range(int64_t{1}, kMaxRepeats));
   cmd->add_flag("--no-bandwidth", o->noBandwidth, "Skip measuring the memory bandwidth");
   cmd->add_flag("--json", o->json, "Print JSON");
   o->engine.add(*cmd);
   cmd->callback([o, &exitCode]() {
     exitCode = 1;
-    if (o->promptLen < 1 || o->genLen < 1 || o->batch < 1 || o->repeats < 1) {
-      exitCode = cli::fail("--prompt-len, --gen-len, --batch and --repeats must be positive");
-      return;
-    }
     auto loaded = loadEngine(o->plan, o->engine, o->batch, o->json);
     if (!loaded) {
       exitCode = cli::fail(loaded.status());
       return;
     }
     Engine &engine = **loaded;
-    if (o->promptLen + o->genLen > engine.model().max_seq_len()) {
-      exitCode = cli::fail("--prompt-len + --gen-len exceeds the plan's max_seq_len " +
-                           std::to_string(engine.model().max_seq_len()));
+    if (o->promptLen + o->genLen > engine.model().max_seq_len()) { // both <= 2^24: no overflow
+      exitCode = cli::fail(
+          "--prompt-len + --gen-len = " + std::to_string(o->promptLen + o->genLen) +
+          " exceeds the plan's max_seq_len " + std::to_string(engine.model().max_seq_len()));
       return;
     }
     std::vector<std::vector<int32_t>> prompts(o->batch);
@@ -191,7 +198,7 @@ void registerBenchCommand(CLI::App &app, int &exitCode) {
                   "MiB, rest: activations, tokenizer, code)\n",
                   peakRss / 1048576.0, planBytes / 1048576.0, kvBytes / 1048576.0);
     }
-    exitCode = 0;
+    exitCode = cli::flushStdout();
   });
 }
 

@@ -2,6 +2,7 @@
 #include "cli_common.h"
 #include "llmrun_commands.h"
 #include "plan/plan.h"
+#include "tokenizer/tokenizer.h"
 
 #include <nlohmann/json.hpp>
 
@@ -24,7 +25,7 @@ uint64_t activationBytesPerToken(const fb::Program &program) {
   return bytes;
 }
 
-nlohmann::json describe(const Plan &plan) {
+nlohmann::json describe(const Plan &plan, const Tokenizer &tokenizer) {
   const fb::Plan &meta = plan.meta();
   const fb::ModelInfo &m = *meta.model();
   nlohmann::json j;
@@ -52,6 +53,7 @@ nlohmann::json describe(const Plan &plan) {
                {"metadata", plan.metadataSize()},
                {"weights", plan.weightsSize()},
                {"tokenizer", meta.tokenizer()->tokenizer_json()->size()}};
+  j["tokenizer"] = {{"vocab_size", tokenizer.vocabSize()}};
   nlohmann::json programs = nlohmann::json::array();
   for (const fb::Program *p : *meta.programs()) {
     std::map<std::string, int> kernels;
@@ -103,6 +105,7 @@ void printText(const nlohmann::json &j) {
               w["tensors"].get<unsigned long long>(),
               w["synthetic"].get<bool>() ? " (synthetic: generated at load)" : "");
   const auto &size = j["size"];
+  std::printf("tokenizer   %lld tokens\n", j["tokenizer"]["vocab_size"].get<long long>());
   std::printf("size        file %llu B = metadata %llu B (tokenizer %llu B) + weights %llu B\n",
               size["file"].get<unsigned long long>(), size["metadata"].get<unsigned long long>(),
               size["tokenizer"].get<unsigned long long>(),
@@ -137,6 +140,21 @@ void printText(const nlohmann::json &j) {
   }
 }
 
+// The JSON text. Plan strings are bytes (a source path from a Latin-1
+// folder, say): invalid UTF-8 is printed as U+FFFD, with a warning, rather
+// than aborting in the JSON library.
+std::string dumpJson(const nlohmann::json &j, const std::string &path) {
+  try {
+    return j.dump(2);
+  } catch (const nlohmann::json::type_error &) {
+    std::fprintf(stderr,
+                 "warning: %s: some strings in the plan are not valid UTF-8 (e.g. a path "
+                 "in a Latin-1 encoding); their invalid bytes are printed as U+FFFD\n",
+                 path.c_str());
+    return j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace);
+  }
+}
+
 } // namespace
 
 void registerInspectCommand(CLI::App &app, int &exitCode) {
@@ -158,12 +176,20 @@ void registerInspectCommand(CLI::App &app, int &exitCode) {
       exitCode = cli::fail(plan.status());
       return;
     }
-    nlohmann::json j = describe(*plan);
+    // What a load checks beyond the plan itself: the embedded tokenizer parses
+    // (as Engine::load parses it), so inspect says OK only on plans that run.
+    auto tokenizer = Tokenizer::fromJson(plan->meta().tokenizer()->tokenizer_json()->string_view(),
+                                         options->plan + " (embedded tokenizer)");
+    if (!tokenizer) {
+      exitCode = cli::fail(tokenizer.status());
+      return;
+    }
+    nlohmann::json j = describe(*plan, *tokenizer);
     if (options->json)
-      std::printf("%s\n", j.dump(2).c_str());
+      std::printf("%s\n", dumpJson(j, options->plan).c_str());
     else
       printText(j);
-    exitCode = 0;
+    exitCode = cli::flushStdout();
   });
 }
 

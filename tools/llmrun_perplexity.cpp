@@ -40,7 +40,8 @@ void registerPerplexityCommand(CLI::App &app, int &exitCode) {
   CLI::App *cmd = app.add_subcommand("perplexity", "Perplexity of a text file");
   cmd->add_option("plan", o->plan, "Engine plan")->required();
   cmd->add_option("--file", o->file, "UTF-8 text file")->required();
-  cmd->add_option("--ctx", o->ctx, "Window length including BOS (512)");
+  cmd->add_option("--ctx", o->ctx, "Window length including BOS (512)")
+      ->check(CLI::Range(int64_t{2}, int64_t{1} << 24)); // the plan's max_seq_len: after load
   cmd->add_flag("--json", o->json, "Print JSON");
   o->engine.add(*cmd);
   cmd->callback([o, &exitCode]() {
@@ -99,7 +100,7 @@ void registerPerplexityCommand(CLI::App &app, int &exitCode) {
                   ids.size(), static_cast<long long>(windows), static_cast<long long>(o->ctx),
                   static_cast<long long>(predicted), nll, std::exp(nll));
     }
-    exitCode = 0;
+    exitCode = cli::flushStdout();
   });
 }
 

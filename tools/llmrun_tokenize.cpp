@@ -94,7 +94,7 @@ int bench(const Tokenizer &tokenizer, const std::string &text, bool addSpecial) 
               text.size(), ids.size(), double(text.size()) / std::max<size_t>(ids.size(), 1),
               encodeSeconds.size(), megabytes / encodeSeconds[middle], megabytes / encodeSeconds[0],
               megabytes / decodeSeconds[middle], megabytes / decodeSeconds[0]);
-  return 0;
+  return cli::flushStdout();
 }
 
 int runTokenize(const TokenizeOptions &o) {
@@ -113,13 +113,13 @@ int runTokenize(const TokenizeOptions &o) {
   std::vector<int32_t> ids = tokenizer->encode(text, !o.noSpecial);
   if (o.json) {
     std::printf("%s\n", Json{{"ids", ids}}.dump().c_str());
-    return 0;
+    return cli::flushStdout();
   }
   std::string line;
   for (size_t i = 0; i < ids.size(); ++i)
     line += (i ? " " : "") + std::to_string(ids[i]);
   std::printf("%s\n", line.c_str());
-  return 0;
+  return cli::flushStdout();
 }
 
 // "1,2, 3" or "1 2 3" -> ids, each checked against the vocabulary.
@@ -163,11 +163,13 @@ int runDetokenize(const DetokenizeOptions &o) {
   if (!ids)
     return cli::fail(ids.status());
   std::string text = tokenizer->decode(*ids, o.skipSpecial);
+  // Ids may end inside a UTF-8 sequence: JSON shows such bytes as U+FFFD,
+  // the plain form writes them as they are.
   if (o.json)
-    std::printf("%s\n", Json{{"text", text}}.dump().c_str());
-  else
-    std::printf("%s\n", text.c_str());
-  return 0;
+    text = Json{{"text", text}}.dump(-1, ' ', false, Json::error_handler_t::replace);
+  std::fwrite(text.data(), 1, text.size(), stdout);
+  std::fputc('\n', stdout);
+  return cli::flushStdout();
 }
 
 const char *const kSourceHelp = "tokenizer.json, or a model folder that holds one";

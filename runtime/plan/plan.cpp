@@ -4,12 +4,25 @@
 #include "plan/plan_format.h"
 
 #include <algorithm>
+#include <cstdio>
 #include <cstring>
+#include <iterator>
+#include <set>
+
+#include <sys/resource.h>
+#include <unistd.h>
 
 namespace llmc {
 namespace {
 
 std::string str(uint64_t v) { return std::to_string(v); }
+
+// "4.00 GiB", for figures next to the exact byte count.
+std::string gib(uint64_t bytes) {
+  char text[32];
+  std::snprintf(text, sizeof(text), "%.2f GiB", static_cast<double>(bytes) / (1ull << 30));
+  return text;
+}
 
 bool isFloat(fb::DType t) {
   return t == fb::DType::F32 || t == fb::DType::F16 || t == fb::DType::BF16;
@@ -196,6 +209,7 @@ Status checkTensors(const fb::Plan &plan, uint64_t weightsSize, const std::strin
 
 constexpr uint64_t kMaxSharedBytes = 227 * 1024;            // sm_90 opt-in limit per block
 constexpr uint64_t kMaxScratchPerToken = uint64_t(1) << 30; // workspace and counters per row
+constexpr uint64_t kGpuBufferAlignment = 16;                // the GPU kernels' 16-byte vector loads
 
 const fb::KernelModule *findModule(const fb::Plan &plan, fb::Target target) {
   if (plan.modules() == nullptr)
@@ -702,6 +716,116 @@ Status checkLibraryGemm(const fb::Plan &plan, const fb::Program &program, const 
   return Status::ok();
 }
 
+// Every buffer's offset is a multiple of what its kernels load at once: the
+// element size on the CPU (its SIMD loads and stores are unaligned ones, the
+// scalar code needs aligned elements), 16 bytes on a GPU (the kernels' 16-byte
+// vector loads). A multiple per token stays one at any T (offset * T).
+Status checkBufferAlignment(const fb::Program &program, const std::string &where) {
+  for (uint32_t b = 0; b < program.buffers()->size(); ++b) {
+    const fb::Buffer &buffer = *program.buffers()->Get(b);
+    const uint64_t alignment = program.target() == fb::Target::Cpu
+                                   ? dtypeSize(static_cast<DType>(buffer.dtype()))
+                                   : kGpuBufferAlignment;
+    if (buffer.offset_per_token() % alignment != 0)
+      return Status::error(where + ": buffer " + str(b) + " (" + fb::EnumNameDType(buffer.dtype()) +
+                           ") has offset_per_token " + str(buffer.offset_per_token()) +
+                           ", not a multiple of " + str(alignment) + " bytes (misaligned " +
+                           (program.target() == fb::Target::Cpu ? "elements" : "vector loads") +
+                           "; rebuild the plan)");
+  }
+  return Status::ok();
+}
+
+// The memory plan's promise, proven from the program order: a buffer is live
+// from the first step that touches it to the last (the token buffer from
+// before step 0, the logits and a LmHead's ids to after the last step), and
+// two buffers live at the same step never share arena bytes. That covers a
+// step's output overlapping its inputs. Buffers no step touches are never
+// read or written and may lie anywhere. A sweep over the steps keeps the live
+// buffers ordered by offset: O(n log n) in buffers and steps.
+Status checkBufferLiveness(const fb::Program &program, const std::string &where) {
+  const int numSteps = static_cast<int>(program.steps()->size());
+  const uint32_t numBuffers = program.buffers()->size();
+  struct Life {
+    int first = 0, last = -2; // last < first: never touched
+    uint64_t begin = 0, end = 0;
+  };
+  std::vector<Life> lives(numBuffers);
+  auto touch = [&](int b, int step) {
+    Life &l = lives[b];
+    if (l.last < l.first) {
+      l.first = l.last = step;
+      return;
+    }
+    l.first = std::min(l.first, step);
+    l.last = std::max(l.last, step);
+  };
+  touch(program.token_buffer(), -1);
+  for (int s = 0; s < numSteps; ++s) {
+    const fb::Step &step = *program.steps()->Get(s);
+    for (int b : *step.inputs())
+      touch(b, s);
+    for (int b : *step.outputs())
+      touch(b, s);
+    if (step.op() == fb::OpKind::LmHead)
+      touch(step.outputs()->Get(1), numSteps); // the runtime reads the ids after the step
+  }
+  touch(program.logits_buffer(), numSteps);
+  std::vector<uint32_t> byFirst, byLast;
+  for (uint32_t b = 0; b < numBuffers; ++b) {
+    const fb::Buffer &buffer = *program.buffers()->Get(b);
+    lives[b].begin = buffer.offset_per_token();
+    lives[b].end = lives[b].begin + static_cast<uint64_t>(buffer.width()) *
+                                        dtypeSize(static_cast<DType>(buffer.dtype()));
+    if (lives[b].last >= lives[b].first) {
+      byFirst.push_back(b);
+      byLast.push_back(b);
+    }
+  }
+  auto firstOrder = [&](uint32_t x, uint32_t y) { return lives[x].first < lives[y].first; };
+  auto lastOrder = [&](uint32_t x, uint32_t y) { return lives[x].last < lives[y].last; };
+  std::sort(byFirst.begin(), byFirst.end(), firstOrder);
+  std::sort(byLast.begin(), byLast.end(), lastOrder);
+  // Live buffers by (begin, index); pairwise disjoint, so a new one overlaps
+  // one of them exactly when it overlaps its neighbour on either side.
+  std::set<std::pair<uint64_t, uint32_t>> live;
+  size_t nextFirst = 0, nextLast = 0;
+  auto describe = [&](uint32_t b) {
+    const fb::Buffer &buffer = *program.buffers()->Get(b);
+    return "buffer " + str(b) + (buffer.name() ? " '" + buffer.name()->str() + "'" : "") + " [" +
+           str(lives[b].begin) + ", " + str(lives[b].end) + ")";
+  };
+  for (int t = -1; t <= numSteps && nextFirst < byFirst.size(); ++t) {
+    while (nextLast < byLast.size() && lives[byLast[nextLast]].last < t) {
+      live.erase({lives[byLast[nextLast]].begin, byLast[nextLast]});
+      ++nextLast;
+    }
+    for (; nextFirst < byFirst.size() && lives[byFirst[nextFirst]].first == t; ++nextFirst) {
+      const uint32_t b = byFirst[nextFirst];
+      auto next = live.lower_bound({lives[b].begin, 0});
+      int other = -1;
+      if (next != live.end() && next->first < lives[b].end)
+        other = static_cast<int>(next->second);
+      else if (next != live.begin() && lives[std::prev(next)->second].end > lives[b].begin)
+        other = static_cast<int>(std::prev(next)->second);
+      if (other >= 0) {
+        const std::string when = t < 0 ? "before step 0"
+                                 : t == numSteps
+                                     ? "after the last step"
+                                     : "at step " + std::to_string(t) + " (" +
+                                           fb::EnumNameOpKind(program.steps()->Get(t)->op()) + ")";
+        return Status::error(where + ": " + describe(b) + " and " +
+                             describe(static_cast<uint32_t>(other)) +
+                             " bytes per token overlap in the activation arena while both are "
+                             "live (" +
+                             when + "); the memory plan is corrupt, rebuild the plan");
+      }
+      live.insert({lives[b].begin, b});
+    }
+  }
+  return Status::ok();
+}
+
 Status checkPrograms(const fb::Plan &plan, const std::string &name) {
   if (plan.programs() == nullptr || plan.programs()->size() == 0)
     return Status::error(name + ": metadata has no programs");
@@ -752,6 +876,37 @@ Status checkPrograms(const fb::Plan &plan, const std::string &name) {
         return Status::error(stepWhere + ": LmHead must be the last step and write the " +
                              "program's logits buffer");
     }
+    LLMC_RETURN_IF_ERROR(checkBufferAlignment(program, where));
+    LLMC_RETURN_IF_ERROR(checkBufferLiveness(program, where));
+  }
+  return Status::ok();
+}
+
+// A synthetic tensor costs host or device memory at load but no bytes in the
+// file, so a few KiB of metadata could ask for any amount: each must be used
+// by a step (its shape then follows from the buffers and the model), and
+// their total must be countable. What the machine can hold is checked where
+// the memory is taken (usableHostMemoryBytes()).
+Status checkSyntheticTensorsUsed(const fb::Plan &plan, const std::string &name) {
+  if (!plan.synthetic())
+    return Status::ok();
+  const auto &tensors = *plan.tensors();
+  std::vector<bool> used(tensors.size(), false);
+  for (const fb::Program *program : *plan.programs())
+    for (const fb::Step *step : *program->steps())
+      if (step->weights() != nullptr)
+        for (int w : *step->weights())
+          used[w] = true;
+  uint64_t total = 0;
+  for (uint32_t i = 0; i < tensors.size(); ++i) {
+    const fb::Tensor &t = *tensors.Get(i);
+    if (!used[i])
+      return Status::error(name + ": synthetic tensor " + str(i) + " '" + t.name()->str() +
+                           "' asks for " + str(t.size()) + " bytes (" + gib(t.size()) +
+                           ") but no step uses it; a plan may generate only tensors its "
+                           "programs read");
+    if (__builtin_add_overflow(total, t.size(), &total))
+      return Status::error(name + ": synthetic tensors ask for more than 2^64 bytes");
   }
   return Status::ok();
 }
@@ -774,6 +929,7 @@ Status validatePlanImage(const uint8_t *data, uint64_t size, const std::string &
   LLMC_RETURN_IF_ERROR(checkTensors(*plan, header.weightsSize, name));
   LLMC_RETURN_IF_ERROR(checkKernelModules(*plan, name));
   LLMC_RETURN_IF_ERROR(checkPrograms(*plan, name));
+  LLMC_RETURN_IF_ERROR(checkSyntheticTensorsUsed(*plan, name));
   if (options.verifyWeights && header.weightsChecksum != 0 &&
       fnv1a64Words(data + header.weightsOffset, header.weightsSize) != header.weightsChecksum)
     return Status::error(name + ": weight section checksum mismatch (the file is corrupt)");
@@ -794,6 +950,31 @@ Expected<Plan> Plan::open(const std::string &path, PlanLoadOptions options) {
   plan.metadataSize_ = header.metadataSize;
   plan.weightsSize_ = header.weightsSize;
   plan.file_ = std::move(file); // the mapping's address does not change on move
+  return plan;
+}
+
+Expected<Plan> Plan::fromImage(const uint8_t *data, uint64_t size, const std::string &name,
+                               PlanLoadOptions options) {
+  // Page-aligned like a mapping, so tensors keep their 256-byte alignment.
+  const uint64_t capacity = alignUp(std::max<uint64_t>(size, 1), 4096);
+  std::unique_ptr<uint8_t, FreeImage> image(
+      static_cast<uint8_t *>(std::aligned_alloc(4096, capacity)));
+  if (image == nullptr)
+    return Status::error(name + ": cannot allocate " + str(size) + " bytes for the plan image");
+  if (size > 0)
+    std::memcpy(image.get(), data, size);
+  const fb::Plan *meta = nullptr;
+  LLMC_RETURN_IF_ERROR(validatePlanImage(image.get(), size, name, options, &meta));
+  PlanFileHeader header;
+  std::memcpy(&header, image.get(), sizeof(header));
+  Plan plan;
+  plan.path_ = name;
+  plan.meta_ = meta;
+  plan.weights_ = image.get() + header.weightsOffset;
+  plan.metadataSize_ = header.metadataSize;
+  plan.weightsSize_ = header.weightsSize;
+  plan.imageSize_ = size;
+  plan.image_ = std::move(image); // the heap block does not move
   return plan;
 }
 
@@ -832,6 +1013,44 @@ const fb::Program *Plan::program(fb::Target target, fb::Phase phase) const {
     if (p->target() == target && p->phase() == phase)
       return p;
   return nullptr;
+}
+
+uint64_t syntheticWeightBytes(const fb::Plan &plan) {
+  uint64_t total = 0;
+  if (plan.synthetic())
+    for (const fb::Tensor *t : *plan.tensors())
+      total += t->size(); // cannot wrap: the loader checked the sum
+  return total;
+}
+
+uint64_t usableHostMemoryBytes() {
+  const long pages = sysconf(_SC_PHYS_PAGES), pageSize = sysconf(_SC_PAGE_SIZE);
+  uint64_t limit = pages > 0 && pageSize > 0
+                       ? static_cast<uint64_t>(pages) * static_cast<uint64_t>(pageSize)
+                       : ~uint64_t{0};
+  for (int resource : {RLIMIT_AS, RLIMIT_DATA}) {
+    struct rlimit rl;
+    if (getrlimit(resource, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY)
+      limit = std::min<uint64_t>(limit, rl.rlim_cur);
+  }
+  return limit;
+}
+
+Status checkHostMemory(const std::string &name, const std::vector<MemoryDemand> &demands,
+                       uint64_t limit) {
+  uint64_t total = 0;
+  bool overflow = false;
+  std::string parts;
+  for (const MemoryDemand &d : demands) {
+    overflow |= __builtin_add_overflow(total, d.bytes, &total);
+    parts += (parts.empty() ? "" : ", ") + d.what + " " + str(d.bytes) + " bytes";
+  }
+  if (!overflow && total <= limit)
+    return Status::ok();
+  return Status::error(name + ": needs " + (overflow ? std::string("more than 2^64") : str(total)) +
+                       " bytes of host memory (" + (overflow ? "" : gib(total) + ": ") + parts +
+                       ") but at most " + str(limit) + " bytes (" + gib(limit) +
+                       ", physical memory or the process's memory limit) are available");
 }
 
 } // namespace llmc

@@ -10,6 +10,8 @@
 #include "support/status.h"
 
 #include <cstdint>
+#include <cstdlib>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -27,10 +29,14 @@ class Plan {
 public:
   // Maps and validates `path`. Errors name the file and what is wrong.
   static Expected<Plan> open(const std::string &path, PlanLoadOptions options = {});
+  // Validates a copy of a plan image held in memory (the run fuzzer's entry);
+  // `name` stands for the path in errors.
+  static Expected<Plan> fromImage(const uint8_t *data, uint64_t size, const std::string &name,
+                                  PlanLoadOptions options = {});
 
   const fb::Plan &meta() const { return *meta_; }
   const std::string &path() const { return path_; }
-  uint64_t fileSize() const { return file_.size(); }
+  uint64_t fileSize() const { return image_ ? imageSize_ : file_.size(); }
   uint64_t metadataSize() const { return metadataSize_; }
   uint64_t weightsSize() const { return weightsSize_; }
   // The weight section as stored (weightsSize() bytes; empty for synthetic plans).
@@ -49,8 +55,14 @@ public:
   const fb::KernelModule *module(fb::Target target) const;
 
 private:
+  struct FreeImage {
+    void operator()(uint8_t *p) const { std::free(p); }
+  };
+
   std::string path_;
   MappedFile file_;
+  std::unique_ptr<uint8_t, FreeImage> image_; // fromImage's copy, page-aligned
+  uint64_t imageSize_ = 0;
   const fb::Plan *meta_ = nullptr;
   const uint8_t *weights_ = nullptr;
   uint64_t metadataSize_ = 0;
@@ -61,6 +73,25 @@ private:
 // `name` prefixes errors. On success, *meta points into `data`.
 Status validatePlanImage(const uint8_t *data, uint64_t size, const std::string &name,
                          const PlanLoadOptions &options, const fb::Plan **meta);
+
+// Bytes a synthetic plan's tensors take once generated (0 for real weights).
+uint64_t syntheticWeightBytes(const fb::Plan &plan);
+
+// Host memory this process may use: the machine's physical memory, or less
+// when an address-space or data rlimit is lower. What a plan asks for at load
+// (generated weights, the KV cache) is measured against it before any of it
+// is allocated.
+uint64_t usableHostMemoryBytes();
+
+// One thing that takes host memory, for checkHostMemory's message.
+struct MemoryDemand {
+  std::string what; // e.g. "synthetic weights"
+  uint64_t bytes;
+};
+// Fails, naming `name`, every demand, their sum and `limit`, when the sum
+// exceeds `limit` (or 2^64).
+Status checkHostMemory(const std::string &name, const std::vector<MemoryDemand> &demands,
+                       uint64_t limit);
 
 // Operand counts and parameter counts each OpKind requires.
 struct OpSignature {

@@ -32,8 +32,29 @@ void MappedFile::reset() {
   size_ = 0;
 }
 
+namespace {
+
+// What a non-regular file is, for the error message.
+const char *fileTypeName(mode_t mode) {
+  if (S_ISFIFO(mode))
+    return "a FIFO (named pipe)";
+  if (S_ISCHR(mode))
+    return "a character device";
+  if (S_ISBLK(mode))
+    return "a block device";
+  if (S_ISSOCK(mode))
+    return "a socket";
+  if (S_ISDIR(mode))
+    return "a directory";
+  return "a special file";
+}
+
+} // namespace
+
 Expected<MappedFile> MappedFile::open(const std::string &path) {
-  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  // O_NONBLOCK: opening a FIFO for reading would otherwise wait for a writer
+  // forever. Regular files ignore the flag; everything else is refused below.
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
   if (fd < 0)
     return Status::error(path + ": cannot open: " + std::strerror(errno));
   struct stat st;
@@ -44,7 +65,8 @@ Expected<MappedFile> MappedFile::open(const std::string &path) {
   }
   if (!S_ISREG(st.st_mode)) {
     ::close(fd);
-    return Status::error(path + ": not a regular file");
+    return Status::error(path + ": is " + fileTypeName(st.st_mode) +
+                         ", not a regular file; give the path of a file on disk");
   }
   MappedFile file;
   file.path_ = path;

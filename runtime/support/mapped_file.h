@@ -20,6 +20,8 @@ public:
   ~MappedFile();
 
   // Maps `path` read-only. An empty file maps to size() == 0, data() == nullptr.
+  // Anything but a regular file (a FIFO, a device, a directory) is refused
+  // without blocking, with an error naming the path and what it is.
   static Expected<MappedFile> open(const std::string &path);
 
   const uint8_t *data() const { return data_; }

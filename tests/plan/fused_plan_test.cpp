@@ -8,79 +8,8 @@
 namespace llmc {
 namespace {
 
-using test::buffer;
-using test::kHidden;
-using test::kInter;
-using test::kVocab;
+using test::makeFusedPlan;
 using test::rewriteMetadata;
-using test::step;
-using test::tensor;
-
-// One layer as the fusion passes leave it: embedding, the q/k/v GEMM with a
-// norm prologue into a packed buffer, a RoPE of q's columns, attention over
-// the packed buffer, o_proj and down_proj accumulating into the residual,
-// the SwiGLU GEMMs with and without a norm, and the LM head.
-test::TinyPlan makeFusedPlan() {
-  test::TinyPlan tiny = test::makeTinyPlan(); // model: 2 heads, 1 kv head of 4
-  fb::PlanT &meta = tiny.contents.meta;
-  meta.tensors.clear();
-  tiny.storage.clear();
-  tiny.contents.sources.clear();
-  const int64_t qkv = 2 * 4 + 2 * 4;
-  for (auto [name, shape] : std::vector<std::pair<std::string, std::vector<int64_t>>>{
-           {"embed", {kVocab, kHidden}},       // 0
-           {"norm", {kHidden}},                // 1
-           {"q+k+v", {qkv, kHidden}},          // 2
-           {"o", {kHidden, kHidden}},          // 3
-           {"gate+up", {2 * kInter, kHidden}}, // 4
-           {"down", {kHidden, kInter}},        // 5
-           {"bq+bk+bv", {qkv}}}) {             // 6
-    meta.tensors.push_back(tensor(name, shape));
-    int64_t n = 1;
-    for (int64_t d : shape)
-      n *= d;
-    tiny.storage.emplace_back(n, 0.01f);
-  }
-  for (const auto &values : tiny.storage)
-    tiny.contents.sources.push_back(
-        {reinterpret_cast<const uint8_t *>(values.data()), DType::F32, values.size()});
-  auto program = std::make_unique<fb::ProgramT>();
-  program->target = fb::Target::Cpu;
-  for (auto [dtype, width] :
-       std::vector<std::pair<fb::DType, int64_t>>{{fb::DType::I32, 1},       // 0 tokens
-                                                  {fb::DType::F32, kHidden}, // 1 residual stream
-                                                  {fb::DType::F32, qkv},     // 2 packed q/k/v
-                                                  {fb::DType::F32, kHidden}, // 3 attention out
-                                                  {fb::DType::F32, kInter},  // 4 SwiGLU out
-                                                  {fb::DType::F32, kVocab},  // 5 logits
-                                                  {fb::DType::I32, 1}})      // 6 greedy ids
-    program->buffers.push_back(buffer(dtype, width));
-  uint64_t offset = 0;
-  for (auto &b : program->buffers) {
-    b->offset_per_token = offset;
-    offset += b->width * 4;
-  }
-  program->arena_bytes_per_token = offset;
-  program->token_buffer = 0;
-  program->logits_buffer = 5;
-  using K = fb::OpKind;
-  program->steps.push_back(step(K::Embedding, {0}, {1}, {0}));
-  program->steps.push_back(step(K::RmsNormLinear, {1}, {2}, {1, 2, 6}, {0}, {1e-5}));
-  program->steps.push_back(step(K::RopeColumns, {2}, {2}, {}, {2, 4, 0}));
-  program->steps.push_back(
-      step(K::RopeAttention, {2, 2, 2}, {3}, {}, {0, 2, 1, 4, 0, 8, 12, 1}, {0.5}));
-  program->steps.push_back(step(K::Linear, {3}, {1}, {3}, {1}));
-  program->steps.push_back(step(K::RmsNormLinearSwiGlu, {1}, {4}, {1, 4}, {}, {1e-5}));
-  program->steps.push_back(step(K::LinearSwiGlu, {1}, {4}, {4}));
-  program->steps.push_back(step(K::Linear, {4}, {1}, {5}, {1}));
-  program->steps.push_back(step(K::LmHead, {1}, {5, 6}, {1, 0}, {}, {1e-5}));
-  auto decode = std::make_unique<fb::ProgramT>(*program);
-  decode->phase = fb::Phase::Decode;
-  meta.programs.clear();
-  meta.programs.push_back(std::move(program));
-  meta.programs.push_back(std::move(decode));
-  return tiny;
-}
 
 class FusedPlan : public ::testing::Test {
 protected:

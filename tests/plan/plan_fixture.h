@@ -117,6 +117,168 @@ inline TinyPlan makeTinyPlan() {
   return tiny;
 }
 
+// One layer as the fusion passes leave it: embedding, the q/k/v GEMM with a
+// norm prologue into a packed buffer, a RoPE of q's columns, attention over
+// the packed buffer, o_proj and down_proj accumulating into the residual,
+// the SwiGLU GEMMs with and without a norm, and the LM head.
+inline TinyPlan makeFusedPlan() {
+  TinyPlan tiny = makeTinyPlan(); // model: 2 heads, 1 kv head of 4
+  fb::PlanT &meta = tiny.contents.meta;
+  meta.tensors.clear();
+  tiny.storage.clear();
+  tiny.contents.sources.clear();
+  const int64_t qkv = 2 * 4 + 2 * 4;
+  for (auto [name, shape] : std::vector<std::pair<std::string, std::vector<int64_t>>>{
+           {"embed", {kVocab, kHidden}},       // 0
+           {"norm", {kHidden}},                // 1
+           {"q+k+v", {qkv, kHidden}},          // 2
+           {"o", {kHidden, kHidden}},          // 3
+           {"gate+up", {2 * kInter, kHidden}}, // 4
+           {"down", {kHidden, kInter}},        // 5
+           {"bq+bk+bv", {qkv}}}) {             // 6
+    meta.tensors.push_back(tensor(name, shape));
+    int64_t n = 1;
+    for (int64_t d : shape)
+      n *= d;
+    tiny.storage.emplace_back(n, 0.01f);
+  }
+  for (const auto &values : tiny.storage)
+    tiny.contents.sources.push_back(
+        {reinterpret_cast<const uint8_t *>(values.data()), DType::F32, values.size()});
+  auto program = std::make_unique<fb::ProgramT>();
+  program->target = fb::Target::Cpu;
+  for (auto [dtype, width] :
+       std::vector<std::pair<fb::DType, int64_t>>{{fb::DType::I32, 1},       // 0 tokens
+                                                  {fb::DType::F32, kHidden}, // 1 residual stream
+                                                  {fb::DType::F32, qkv},     // 2 packed q/k/v
+                                                  {fb::DType::F32, kHidden}, // 3 attention out
+                                                  {fb::DType::F32, kInter},  // 4 SwiGLU out
+                                                  {fb::DType::F32, kVocab},  // 5 logits
+                                                  {fb::DType::I32, 1}})      // 6 greedy ids
+    program->buffers.push_back(buffer(dtype, width));
+  uint64_t offset = 0;
+  for (auto &b : program->buffers) {
+    b->offset_per_token = offset;
+    offset += b->width * 4;
+  }
+  program->arena_bytes_per_token = offset;
+  program->token_buffer = 0;
+  program->logits_buffer = 5;
+  using K = fb::OpKind;
+  program->steps.push_back(step(K::Embedding, {0}, {1}, {0}));
+  program->steps.push_back(step(K::RmsNormLinear, {1}, {2}, {1, 2, 6}, {0}, {1e-5}));
+  program->steps.push_back(step(K::RopeColumns, {2}, {2}, {}, {2, 4, 0}));
+  program->steps.push_back(
+      step(K::RopeAttention, {2, 2, 2}, {3}, {}, {0, 2, 1, 4, 0, 8, 12, 1}, {0.5}));
+  program->steps.push_back(step(K::Linear, {3}, {1}, {3}, {1}));
+  program->steps.push_back(step(K::RmsNormLinearSwiGlu, {1}, {4}, {1, 4}, {}, {1e-5}));
+  program->steps.push_back(step(K::LinearSwiGlu, {1}, {4}, {4}));
+  program->steps.push_back(step(K::Linear, {4}, {1}, {5}, {1}));
+  program->steps.push_back(step(K::LmHead, {1}, {5, 6}, {1, 0}, {}, {1e-5}));
+  auto decode = std::make_unique<fb::ProgramT>(*program);
+  decode->phase = fb::Phase::Decode;
+  meta.programs.clear();
+  meta.programs.push_back(std::move(program));
+  meta.programs.push_back(std::move(decode));
+  return tiny;
+}
+
+// One layer of the unfused op kinds, as an -O0 build leaves it: embedding,
+// norm, q/k/v GEMMs, RoPE of q and k in place, attention, o_proj, residual
+// add, the MLP through Silu and Mul and through SwiGlu (down_proj of the
+// second accumulating), a second residual add and tied logits.
+inline TinyPlan makeUnfusedPlan() {
+  TinyPlan tiny = makeTinyPlan(); // model: 2 heads, 1 kv head of 4
+  fb::PlanT &meta = tiny.contents.meta;
+  meta.tensors.clear();
+  tiny.storage.clear();
+  tiny.contents.sources.clear();
+  for (auto [name, shape] : std::vector<std::pair<std::string, std::vector<int64_t>>>{
+           {"embed", {kVocab, kHidden}},   // 0
+           {"norm", {kHidden}},            // 1
+           {"q", {kHidden, kHidden}},      // 2
+           {"k", {4, kHidden}},            // 3
+           {"v", {4, kHidden}},            // 4
+           {"o", {kHidden, kHidden}},      // 5
+           {"gate", {kInter, kHidden}},    // 6
+           {"up", {kInter, kHidden}},      // 7
+           {"down", {kHidden, kInter}}}) { // 8
+    meta.tensors.push_back(tensor(name, shape));
+    int64_t n = 1;
+    for (int64_t d : shape)
+      n *= d;
+    std::vector<float> values(n);
+    for (int64_t i = 0; i < n; ++i)
+      values[i] = 0.02f * static_cast<float>((i * 5) % 11) - 0.1f;
+    tiny.storage.push_back(std::move(values));
+  }
+  for (const auto &values : tiny.storage)
+    tiny.contents.sources.push_back(
+        {reinterpret_cast<const uint8_t *>(values.data()), DType::F32, values.size()});
+  auto program = std::make_unique<fb::ProgramT>();
+  program->target = fb::Target::Cpu;
+  program->buffers.push_back(buffer(fb::DType::I32, 1)); // 0 tokens
+  for (int64_t width : {kHidden, kHidden, kHidden, int64_t{4}, int64_t{4}, kHidden, kHidden,
+                        kHidden, kInter, kInter, kInter, kInter, kInter, kHidden, kVocab})
+    program->buffers.push_back(buffer(fb::DType::F32, width)); // 1 .. 15 (logits)
+  uint64_t offset = 0;
+  for (auto &b : program->buffers) {
+    b->offset_per_token = offset;
+    offset += b->width * 4;
+  }
+  program->arena_bytes_per_token = offset;
+  program->token_buffer = 0;
+  program->logits_buffer = 15;
+  using K = fb::OpKind;
+  auto &steps = program->steps;
+  steps.push_back(step(K::Embedding, {0}, {1}, {0}));
+  steps.push_back(step(K::RmsNorm, {1}, {2}, {1}, {}, {1e-5}));
+  steps.push_back(step(K::Linear, {2}, {3}, {2}, {0}));
+  steps.push_back(step(K::Linear, {2}, {4}, {3}, {0}));
+  steps.push_back(step(K::Linear, {2}, {5}, {4}, {0}));
+  steps.push_back(step(K::Rope, {3}, {3}, {}, {2, 4}));
+  steps.push_back(step(K::Rope, {4}, {4}, {}, {1, 4}));
+  steps.push_back(step(K::Attention, {3, 4, 5}, {6}, {}, {0, 2, 1, 4}, {0.5}));
+  steps.push_back(step(K::Linear, {6}, {7}, {5}, {0}));
+  steps.push_back(step(K::Add, {1, 7}, {8}, {}));
+  steps.push_back(step(K::Linear, {8}, {9}, {6}, {0}));
+  steps.push_back(step(K::Linear, {8}, {10}, {7}, {0}));
+  steps.push_back(step(K::Silu, {9}, {11}, {}));
+  steps.push_back(step(K::Mul, {11, 10}, {12}, {}));
+  steps.push_back(step(K::SwiGlu, {9, 10}, {13}, {}));
+  steps.push_back(step(K::Linear, {12}, {14}, {8}, {0}));
+  steps.push_back(step(K::Linear, {13}, {14}, {8}, {1}));
+  steps.push_back(step(K::Add, {8, 14}, {1}, {}));
+  steps.push_back(step(K::Logits, {1}, {15}, {0}));
+  auto decode = std::make_unique<fb::ProgramT>(*program);
+  decode->phase = fb::Phase::Decode;
+  meta.programs.clear();
+  meta.programs.push_back(std::move(program));
+  meta.programs.push_back(std::move(decode));
+  return tiny;
+}
+
+// `tiny` as --synthetic-weights would build it: no stored bytes, every
+// tensor generated at load from a Normal init.
+inline TinyPlan makeSynthetic(TinyPlan tiny) {
+  tiny.contents.meta.synthetic = true;
+  tiny.contents.meta.synthetic_seed = 7;
+  for (size_t i = 0; i < tiny.contents.meta.tensors.size(); ++i) {
+    auto init = std::make_unique<fb::SyntheticInitT>();
+    init->kind = fb::SyntheticKind::Normal;
+    init->std = 0.02f;
+    init->seed = 7 + i;
+    tiny.contents.meta.tensors[i]->synthetic = std::move(init);
+    WeightSource none; // no data: generated at load
+    none.elements = tiny.contents.sources[i].elements;
+    tiny.contents.sources[i] = none;
+  }
+  tiny.storage.clear();
+  return tiny;
+}
+
+inline TinyPlan makeSyntheticTinyPlan() { return makeSynthetic(makeTinyPlan()); }
+
 inline std::vector<uint8_t> readBytes(const std::string &path) {
   std::ifstream in(path, std::ios::binary);
   return std::vector<uint8_t>((std::istreambuf_iterator<char>(in)),

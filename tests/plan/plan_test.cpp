@@ -5,6 +5,12 @@
 #include "memory_planner.h"
 #include "plan_fixture.h"
 
+#include <chrono>
+#include <fcntl.h>
+#include <future>
+#include <sys/stat.h>
+#include <unistd.h>
+
 namespace llmc {
 namespace {
 
@@ -233,6 +239,144 @@ TEST_F(PlanFile, RejectsGpuStepWithoutAModule) {
 TEST_F(PlanFile, RejectsSyntheticFlagWithoutInitRules) {
   rewriteMetadata(path_, [](fb::PlanT &p) { p.synthetic = true; });
   expectRejected("synthetic plan tensor without an init rule");
+}
+
+// --- The memory plan: buffers live together never share bytes; offsets aligned.
+// Tiny plan buffers: 0 tokens [0,4) live -1..0, 1 [4,36) 0..1, 2 [36,68) 1..2,
+// 3 [68,100) 2..3, 4 logits [100,164) 3..end.
+TEST_F(PlanFile, RejectsEmbeddingOutputOverTheTokenIds) {
+  // The embedding would write rows over the ids it is reading (a wild read).
+  rewriteMetadata(path_, [](fb::PlanT &p) { p.programs[0]->buffers[1]->offset_per_token = 0; });
+  expectRejected("program 0: buffer 1 [0, 32) and buffer 0 [0, 4) bytes per token "
+                 "overlap in the activation arena while both are live (at step 0 (Embedding))");
+}
+TEST_F(PlanFile, RejectsOutputOverlappingItsInput) {
+  rewriteMetadata(path_, [](fb::PlanT &p) { p.programs[1]->buffers[2]->offset_per_token = 8; });
+  expectRejected("program 1: buffer 2 [8, 40) and buffer 1 [4, 36) bytes per token "
+                 "overlap");
+}
+TEST_F(PlanFile, RejectsOverlapWithABufferLiveLater) {
+  // Buffer 3 (written at step 2) over the logits, which live to the end.
+  rewriteMetadata(path_, [](fb::PlanT &p) {
+    p.programs[0]->buffers[4]->offset_per_token = 68;
+    p.programs[0]->buffers[1]->offset_per_token = 100; // keeps the arena covered
+  });
+  expectRejected("buffer 4 [68, 132) and buffer 3 [68, 100) bytes per token overlap");
+}
+TEST_F(PlanFile, AcceptsBuffersSharingBytesWhenTheirLifetimesDoNotOverlap) {
+  // Buffer 3 (steps 2..3) reuses buffer 1's bytes (steps 0..1); the logits
+  // (3..end) reuse buffer 2's ((1..2) and more.
+  rewriteMetadata(path_, [](fb::PlanT &p) {
+    for (auto &program : p.programs) {
+      program->buffers[3]->offset_per_token = 4;
+      program->buffers[4]->offset_per_token = 36;
+    }
+  });
+  auto plan = Plan::open(path_);
+  EXPECT_TRUE(plan.isOk()) << plan.message();
+}
+TEST_F(PlanFile, RejectsMisalignedBufferOffset) {
+  rewriteMetadata(path_, [](fb::PlanT &p) {
+    p.programs[0]->buffers[1]->offset_per_token = 321;
+    p.programs[0]->arena_bytes_per_token = 1024;
+  });
+  expectRejected("program 0: buffer 1 (F32) has offset_per_token 321, not a multiple of 4 bytes");
+}
+TEST_F(PlanFile, RejectsGpuBufferOffsetThatBreaksVectorLoads) {
+  // The decode program as a GPU one: F32-aligned offsets (4, 36, ...) are not
+  // enough there, the kernels load 16 bytes at once.
+  rewriteMetadata(path_, [](fb::PlanT &p) {
+    auto module = std::make_unique<fb::KernelModuleT>();
+    module->target = fb::Target::Ptx;
+    module->image = {'.', 0};
+    module->functions = {"k"};
+    p.modules.push_back(std::move(module));
+    p.programs[1]->target = fb::Target::Ptx;
+    for (auto &s : p.programs[1]->steps) {
+      s->kernel = 0;
+      s->grid = {1, 1, 1};
+      s->block = {1, 1, 1};
+    }
+  });
+  expectRejected("program 1: buffer 1 (F32) has offset_per_token 4, not a multiple of 16 bytes "
+                 "(misaligned vector loads");
+}
+
+// --- What a plan may ask for.
+TEST(PlanResources, RefusesAnUnusedSyntheticTensorEarlyWithItsSize) {
+  const std::string path = test::scratchDir("plan-resources") + "/unused.plan";
+  test::TinyPlan tiny = test::makeSyntheticTinyPlan();
+  tiny.contents.meta.tensors.push_back(test::tensor("junk", {int64_t{1} << 30})); // 4 GiB f32
+  auto init = std::make_unique<fb::SyntheticInitT>();
+  init->kind = fb::SyntheticKind::Normal;
+  init->std = 1.0f;
+  tiny.contents.meta.tensors.back()->synthetic = std::move(init);
+  WeightSource none;
+  none.elements = uint64_t{1} << 30;
+  tiny.contents.sources.push_back(none);
+  ASSERT_TRUE(writePlan(path, tiny.contents).isOk());
+  auto start = std::chrono::steady_clock::now();
+  auto plan = Plan::open(path);
+  ASSERT_FALSE(plan.isOk());
+  EXPECT_NE(plan.message().find(path + ": synthetic tensor 3 'junk' asks for 4294967296 bytes "
+                                       "(4.00 GiB) but no step uses it"),
+            std::string::npos)
+      << plan.message();
+  // Refused from the metadata alone: nothing was generated.
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(5));
+}
+TEST(PlanResources, SyntheticPlanThatUsesEveryTensorLoads) {
+  const std::string path = test::scratchDir("plan-resources") + "/synthetic.plan";
+  test::TinyPlan tiny = test::makeSyntheticTinyPlan();
+  ASSERT_TRUE(writePlan(path, tiny.contents).isOk());
+  auto plan = Plan::open(path);
+  ASSERT_TRUE(plan.isOk()) << plan.message();
+  EXPECT_EQ(syntheticWeightBytes(plan->meta()), (16u * 8 + 8 + 8 * 8) * 4);
+}
+TEST(PlanResources, HostMemoryCheckNamesEveryDemandAndTheLimit) {
+  EXPECT_TRUE(checkHostMemory("p", {{"a", 10}, {"b", 20}}, 30).isOk());
+  Status over =
+      checkHostMemory("p", {{"synthetic weights", 1ull << 34}, {"KV cache", 8}}, 1ull << 33);
+  ASSERT_FALSE(over.isOk());
+  EXPECT_EQ(over.message(),
+            "p: needs 17179869192 bytes of host memory (16.00 GiB: synthetic weights 17179869184 "
+            "bytes, KV cache 8 bytes) but at most 8589934592 bytes (8.00 GiB, physical memory or "
+            "the process's memory limit) are available");
+  Status wraps = checkHostMemory("p", {{"a", ~0ull}, {"b", 2}}, ~0ull);
+  ASSERT_FALSE(wraps.isOk());
+  EXPECT_NE(wraps.message().find("needs more than 2^64 bytes"), std::string::npos);
+  EXPECT_GT(usableHostMemoryBytes(), 0u);
+}
+
+// --- Files that are not regular files.
+TEST(MappedFileTypes, RefusesAFifoWithoutBlocking) {
+  const std::string fifo = test::scratchDir("plan-fifo") + "/engine.plan";
+  std::filesystem::remove(fifo);
+  ASSERT_EQ(mkfifo(fifo.c_str(), 0600), 0) << std::strerror(errno);
+  auto result = std::async(std::launch::async, [&] { return Plan::open(fifo).status(); });
+  if (result.wait_for(std::chrono::seconds(10)) != std::future_status::ready) {
+    // Unblock the reader (a writer with the FIFO open) so the test ends.
+    int fd = ::open(fifo.c_str(), O_WRONLY | O_NONBLOCK);
+    FAIL() << "opening a FIFO blocked";
+    if (fd >= 0)
+      ::close(fd);
+  }
+  Status status = result.get();
+  ASSERT_FALSE(status.isOk());
+  EXPECT_EQ(status.message(), fifo + ": is a FIFO (named pipe), not a regular file; give the "
+                                     "path of a file on disk");
+  auto text = readTextFile(fifo);
+  ASSERT_FALSE(text.isOk());
+  EXPECT_NE(text.message().find("FIFO"), std::string::npos);
+}
+TEST(MappedFileTypes, RefusesADirectoryAndACharacterDevice) {
+  auto dir = MappedFile::open(test::scratchDir("plan-fifo"));
+  ASSERT_FALSE(dir.isOk());
+  EXPECT_NE(dir.message().find("is a directory, not a regular file"), std::string::npos);
+  auto device = MappedFile::open("/dev/null");
+  ASSERT_FALSE(device.isOk());
+  EXPECT_EQ(device.message(), "/dev/null: is a character device, not a regular file; give the "
+                              "path of a file on disk");
 }
 
 // --- Memory planner.

@@ -1,0 +1,172 @@
+// llmrun's plan-facing commands as a user runs them (the binary, through a
+// shell): inspect checks what a load checks and never aborts on odd strings,
+// size flags are range-checked with the valid range in the error, a FIFO is
+// refused without blocking, and a full stdout is an error, not exit 0.
+#include "common/test_paths.h"
+#include "plan_fixture.h"
+
+#include <fstream>
+#include <sstream>
+#include <sys/stat.h>
+
+namespace llmc {
+namespace {
+
+// Four tokens, <s> (3) the BOS of a template (perplexity needs one).
+constexpr const char *kTokenizer =
+    R"({"model":{"type":"BPE","vocab":{"a":0,"b":1,"c":2,"<s>":3},"merges":[]},)"
+    R"("added_tokens":[{"id":3,"content":"<s>","special":true}],)"
+    R"("post_processor":{"type":"TemplateProcessing",)"
+    R"("single":[{"SpecialToken":{"id":"<s>","type_id":0}},{"Sequence":{"id":"A","type_id":0}}],)"
+    R"("pair":[{"SpecialToken":{"id":"<s>","type_id":0}},{"Sequence":{"id":"A","type_id":0}},)"
+    R"({"Sequence":{"id":"B","type_id":1}}],)"
+    R"("special_tokens":{"<s>":{"id":"<s>","ids":[3],"tokens":["<s>"]}}}})";
+
+struct Outcome {
+  int exitCode = -1;
+  std::string out, err;
+};
+
+class LlmrunCli : public ::testing::Test {
+protected:
+  void SetUp() override {
+    dir_ = test::scratchDir("llmrun-cli");
+    plan_ = writeTiny("tiny.plan", [](fb::PlanT &) {});
+  }
+
+  std::string writeTiny(const std::string &name, const std::function<void(fb::PlanT &)> &edit) {
+    test::TinyPlan tiny = test::makeTinyPlan();
+    tiny.contents.meta.tokenizer->tokenizer_json = kTokenizer;
+    edit(tiny.contents.meta);
+    const std::string path = dir_ + "/" + name;
+    Status written = writePlan(path, tiny.contents).status();
+    EXPECT_TRUE(written.isOk()) << written.message();
+    return path;
+  }
+
+  // Runs `llmrun ARGS` under a 60 s timeout; `redirect` replaces the capture
+  // of stdout (e.g. "> /dev/full").
+  Outcome llmrun(const std::string &args, const std::string &redirect = "") {
+    const std::string out = dir_ + "/out.txt", err = dir_ + "/err.txt";
+    const std::string command = "timeout 60 " + std::string(LLMC_BINARY_DIR) + "/tools/llmrun " +
+                                args + " " + (redirect.empty() ? "> '" + out + "'" : redirect) +
+                                " 2> '" + err + "'";
+    std::filesystem::remove(out);
+    int status = std::system(command.c_str());
+    Outcome run;
+    run.exitCode = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+    run.out = read(out);
+    run.err = read(err);
+    return run;
+  }
+
+  static std::string read(const std::string &path) {
+    std::ifstream in(path, std::ios::binary);
+    std::stringstream text;
+    text << in.rdbuf();
+    return text.str();
+  }
+
+  std::string dir_, plan_;
+};
+
+// --- inspect runs the checks of a load.
+TEST_F(LlmrunCli, InspectDescribesAPlanThatLoads) {
+  Outcome run = llmrun("inspect " + plan_);
+  EXPECT_EQ(run.exitCode, 0) << run.err;
+  EXPECT_NE(run.out.find("tokenizer   4 tokens"), std::string::npos) << run.out;
+  run = llmrun("inspect --json " + plan_);
+  EXPECT_EQ(run.exitCode, 0) << run.err;
+  EXPECT_NE(run.out.find("\"vocab_size\": 4"), std::string::npos) << run.out;
+}
+TEST_F(LlmrunCli, InspectRefusesAPlanWhoseTokenizerGenerationRefuses) {
+  const std::string plan =
+      writeTiny("bad-tokenizer.plan", [](fb::PlanT &p) { p.tokenizer->tokenizer_json = "{}"; });
+  Outcome run = llmrun("inspect " + plan);
+  EXPECT_EQ(run.exitCode, 1);
+  EXPECT_EQ(run.err.rfind("error: " + plan + " (embedded tokenizer)", 0), 0u) << run.err;
+  EXPECT_EQ(run.out, "");
+}
+TEST_F(LlmrunCli, InspectJsonShowsNonUtf8StringsInsteadOfAborting) {
+  // A plan built from a Latin-1 folder name: "mod\xe8le" is not UTF-8.
+  const std::string plan = writeTiny(
+      "latin1.plan", [](fb::PlanT &p) { p.provenance->source_model = "/data/mod\xe8le"; });
+  Outcome run = llmrun("inspect --json " + plan);
+  EXPECT_EQ(run.exitCode, 0) << run.err;
+  EXPECT_NE(run.out.find("\"source_model\": \"/data/mod\xEF\xBF\xBDle\""), std::string::npos)
+      << run.out;
+  EXPECT_NE(run.err.find("warning: " + plan + ": some strings in the plan are not valid UTF-8"),
+            std::string::npos)
+      << run.err;
+  run = llmrun("inspect " + plan); // the text form prints the bytes as they are
+  EXPECT_EQ(run.exitCode, 0) << run.err;
+  EXPECT_NE(run.out.find("from /data/mod\xe8le"), std::string::npos) << run.out;
+}
+
+// --- A full stdout fails.
+TEST_F(LlmrunCli, WritingToAFullStdoutFails) {
+  const std::string full = "error: cannot write the output to stdout: No space left on device\n";
+  std::ofstream(dir_ + "/text.txt") << "abcabcabc";
+  for (const std::string &args :
+       {"inspect " + plan_, "inspect --json " + plan_, "tokenize " + plan_ + " --text abc",
+        "tokenize " + plan_ + " --text abc --json", "detokenize " + plan_ + " --ids 0,1",
+        "perplexity " + plan_ + " --device cpu --threads 1 --ctx 4 --file " + dir_ + "/text.txt",
+        "bench " + plan_ +
+            " --device cpu --threads 1 --prompt-len 2 --gen-len 2 --repeats 1 "
+            "--no-bandwidth"}) {
+    Outcome run = llmrun(args, "> /dev/full");
+    EXPECT_EQ(run.exitCode, 1) << args;
+    EXPECT_NE(run.err.find(full), std::string::npos) << args << ": " << run.err;
+    EXPECT_EQ(llmrun(args).exitCode, 0) << args; // and the same command works otherwise
+  }
+}
+
+// --- Size flags say their valid range.
+TEST_F(LlmrunCli, BenchRangeChecksItsSizeFlags) {
+  Outcome run = llmrun("bench " + plan_ + " --prompt-len 9223372036854775807");
+  EXPECT_EQ(run.exitCode, 2);
+  EXPECT_NE(run.err.find("--prompt-len: Value 9223372036854775807 not in range 1 to 16777216"),
+            std::string::npos)
+      << run.err;
+  run = llmrun("bench " + plan_ + " --batch 134217729");
+  EXPECT_EQ(run.exitCode, 2);
+  EXPECT_NE(run.err.find("--batch: Value 134217729 not in range 1 to 65536"), std::string::npos)
+      << run.err;
+  for (const char *flag : {"--gen-len 0", "--repeats 0", "--repeats 1001", "--prompt-len -1"}) {
+    run = llmrun("bench " + plan_ + " " + flag);
+    EXPECT_EQ(run.exitCode, 2) << flag;
+    EXPECT_NE(run.err.find("not in range"), std::string::npos) << flag << ": " << run.err;
+  }
+  run = llmrun("bench " + plan_ + " --device cpu --prompt-len 30 --gen-len 30");
+  EXPECT_EQ(run.exitCode, 1);
+  EXPECT_NE(run.err.find("error: --prompt-len + --gen-len = 60 exceeds the plan's max_seq_len 32"),
+            std::string::npos)
+      << run.err;
+}
+TEST_F(LlmrunCli, PerplexityRangeChecksCtx) {
+  std::ofstream(dir_ + "/text.txt") << "abcabc";
+  for (const char *ctx : {"0", "1", "16777217", "9223372036854775807"}) {
+    Outcome run = llmrun("perplexity " + plan_ + " --file " + dir_ + "/text.txt --ctx " + ctx);
+    EXPECT_EQ(run.exitCode, 2) << ctx;
+    EXPECT_NE(run.err.find("--ctx: Value " + std::string(ctx) + " not in range 2 to 16777216"),
+              std::string::npos)
+        << run.err;
+  }
+}
+
+// --- Files that are not regular files.
+TEST_F(LlmrunCli, AFifoAsPlanOrTokenizerIsRefusedWithoutBlocking) {
+  const std::string fifo = dir_ + "/fifo.plan";
+  ASSERT_EQ(mkfifo(fifo.c_str(), 0600), 0);
+  for (const std::string &args :
+       {"inspect " + fifo, "tokenize " + fifo + " --text a", "bench " + fifo + " --device cpu"}) {
+    Outcome run = llmrun(args); // `timeout 60` ends it if it blocks (exit 124)
+    EXPECT_EQ(run.exitCode, 1) << args << ": " << run.err;
+    EXPECT_NE(run.err.find(fifo + ": is a FIFO (named pipe), not a regular file"),
+              std::string::npos)
+        << args << ": " << run.err;
+  }
+}
+
+} // namespace
+} // namespace llmc
