@@ -135,9 +135,9 @@ TEST_F(Lowering, UnfusedLlamaLowersToOneStepPerOpInBothPhases) {
   using K = fb::OpKind;
   std::vector<K> expected = {K::Embedding};
   for (int layer = 0; layer < 2; ++layer)
-    for (K kind : {K::RmsNorm, K::Linear, K::Linear, K::Linear, K::Rope, K::Rope, K::Attention,
-                   K::Linear, K::Add, K::RmsNorm, K::Linear, K::Linear, K::Silu, K::Mul,
-                   K::Linear, K::Add})
+    for (K kind :
+         {K::RmsNorm, K::Linear, K::Linear, K::Linear, K::Rope, K::Rope, K::Attention, K::Linear,
+          K::Add, K::RmsNorm, K::Linear, K::Linear, K::Silu, K::Mul, K::Linear, K::Add})
       expected.push_back(kind);
   expected.push_back(K::RmsNorm);
   expected.push_back(K::Logits);
@@ -250,7 +250,8 @@ TEST_F(Lowering, RefusesMissingWeightsAndWrongElementCountsByName) {
 }
 
 TEST_F(Lowering, RefusesAModuleWithoutForwardOrAConfig) {
-  mlir::OwningOpRef<mlir::ModuleOp> empty = mlir::ModuleOp::create(mlir::UnknownLoc::get(&context_));
+  mlir::OwningOpRef<mlir::ModuleOp> empty =
+      mlir::ModuleOp::create(mlir::UnknownLoc::get(&context_));
   auto noForward = lowerToPlan(*empty, synthetic());
   ASSERT_FALSE(noForward.isOk());
   EXPECT_NE(noForward.message().find("no func.func @forward"), std::string::npos);

@@ -49,8 +49,7 @@ struct Difference {
 };
 
 // |a - b| element by element; see Difference for NaN and infinities.
-template <typename A, typename B>
-Difference maxAbsDiff(const A *a, const B *b, size_t n) {
+template <typename A, typename B> Difference maxAbsDiff(const A *a, const B *b, size_t n) {
   Difference d;
   for (size_t i = 0; i < n; ++i) {
     double x = static_cast<double>(a[i]), y = static_cast<double>(b[i]);
@@ -109,8 +108,7 @@ template <typename A, typename B>
 
 // Every value finite (reference data guards: a NaN in a golden file would
 // otherwise pass a "must differ" check).
-template <typename T>
-::testing::AssertionResult allFinite(const T *values, size_t n) {
+template <typename T>::testing::AssertionResult allFinite(const T *values, size_t n) {
   for (size_t i = 0; i < n; ++i)
     if (!std::isfinite(static_cast<double>(values[i])))
       return ::testing::AssertionFailure()

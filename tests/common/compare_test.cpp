@@ -69,7 +69,8 @@ TEST(MaxAbsDiff, MergeKeepsTheFirstNonFiniteRow) {
 // The EXPECT form reports a failure (rather than passing) on NaN input.
 TEST(AllClose, ExpectTrueOnNanReportsAFailure) {
   std::vector<float> nan(8, kNan), zeros(8, 0.0f);
-  EXPECT_NONFATAL_FAILURE(EXPECT_TRUE(allClose(nan, zeros, 1e-4)), "non-finite mismatch at index 0");
+  EXPECT_NONFATAL_FAILURE(EXPECT_TRUE(allClose(nan, zeros, 1e-4)),
+                          "non-finite mismatch at index 0");
   EXPECT_NONFATAL_FAILURE(EXPECT_TRUE(allFinite(nan.data(), nan.size())), "index 0");
   EXPECT_TRUE(allFinite(zeros.data(), zeros.size()));
 }
