@@ -97,6 +97,7 @@ Status writeWeights(FILE *f, const PlanContents &contents, uint64_t sectionSize,
 char gTemporaryPath[4096];
 volatile std::sig_atomic_t gTemporaryArmed = 0;
 struct sigaction gPreviousActions[2];
+bool gInstalled[2] = {false, false}; // not where the signal was ignored (nohup)
 constexpr int kCleanupSignals[2] = {SIGINT, SIGTERM};
 
 // SIGINT/SIGTERM while a plan is written: remove the temporary file, then die
@@ -187,7 +188,9 @@ void TemporaryPlanFile::arm() {
   action.sa_handler = removeTemporaryAndReraise;
   sigemptyset(&action.sa_mask);
   for (size_t i = 0; i < 2; ++i)
-    ::sigaction(kCleanupSignals[i], &action, &gPreviousActions[i]);
+    gInstalled[i] = ::sigaction(kCleanupSignals[i], nullptr, &gPreviousActions[i]) == 0 &&
+                    gPreviousActions[i].sa_handler != SIG_IGN &&
+                    ::sigaction(kCleanupSignals[i], &action, nullptr) == 0;
   gTemporaryArmed = 1;
   armed_ = true;
   registered_ = true;
@@ -199,7 +202,8 @@ void TemporaryPlanFile::disarm() {
     return;
   gTemporaryArmed = 0;
   for (size_t i = 0; i < 2; ++i)
-    ::sigaction(kCleanupSignals[i], &gPreviousActions[i], nullptr);
+    if (gInstalled[i])
+      ::sigaction(kCleanupSignals[i], &gPreviousActions[i], nullptr);
   registered_ = false;
 }
 

@@ -125,5 +125,22 @@ TEST(PlanWriter, SigtermMidWriteLeavesNoTemporary) {
   }
 }
 
+// A signal the process ignores (nohup, a parent's SIG_IGN) stays ignored:
+// the write goes on and the plan is complete.
+TEST(PlanWriter, AnIgnoredSignalStaysIgnored) {
+  std::string dir = test::scratchDir("plan-writer-ignored");
+  int status = inChild([&] {
+    std::signal(SIGTERM, SIG_IGN);
+    test::TinyPlan tiny = test::makeTinyPlan();
+    auto written =
+        writePlan(dir + "/a.plan", tiny.contents, [](uint64_t, uint64_t) { ::raise(SIGTERM); });
+    std::_Exit(written.isOk() && std::signal(SIGTERM, SIG_DFL) == SIG_IGN ? 42 : 1);
+  });
+  ASSERT_TRUE(WIFEXITED(status));
+  EXPECT_EQ(WEXITSTATUS(status), 42);
+  EXPECT_EQ(entries(dir), std::vector<std::string>{"a.plan"});
+  EXPECT_TRUE(Plan::open(dir + "/a.plan").isOk());
+}
+
 } // namespace
 } // namespace llmc
