@@ -3,15 +3,21 @@
 #include "kernels/common/half.h"
 #include "plan/plan_format.h"
 
+#include <atomic>
 #include <cerrno>
+#include <csignal>
 #include <cstdio>
 #include <cstring>
+#include <filesystem>
 #include <memory>
+#include <random>
+
+#include <fcntl.h>
+#include <signal.h>
+#include <unistd.h>
 
 namespace llmc {
 namespace {
-
-using File = std::unique_ptr<FILE, int (*)(FILE *)>;
 
 // Lays out the weight section: each stored tensor at the next aligned offset.
 uint64_t layoutTensors(PlanContents &contents) {
@@ -86,7 +92,138 @@ Status writeWeights(FILE *f, const PlanContents &contents, uint64_t sectionSize,
   return Status::ok();
 }
 
+// The temporary file being written, for the signal handler: a fixed buffer
+// (no allocation in the handler) and a flag set once the path is complete.
+char gTemporaryPath[4096];
+volatile std::sig_atomic_t gTemporaryArmed = 0;
+struct sigaction gPreviousActions[2];
+bool gInstalled[2] = {false, false}; // not where the signal was ignored (nohup)
+constexpr int kCleanupSignals[2] = {SIGINT, SIGTERM};
+
+// SIGINT/SIGTERM while a plan is written: remove the temporary file, then die
+// of the signal as before (only async-signal-safe calls: unlink, sigaction,
+// raise).
+void removeTemporaryAndReraise(int signal) {
+  if (gTemporaryArmed)
+    ::unlink(gTemporaryPath);
+  gTemporaryArmed = 0;
+  for (size_t i = 0; i < 2; ++i)
+    if (kCleanupSignals[i] == signal)
+      ::sigaction(signal, &gPreviousActions[i], nullptr);
+  ::raise(signal);
+}
+
 } // namespace
+
+Expected<TemporaryPlanFile> TemporaryPlanFile::create(const std::string &path) {
+  namespace fs = std::filesystem;
+  fs::path target(path);
+  if (target.filename().empty())
+    return Status::error(path + ": the output must name a file, not a folder");
+  std::error_code ec;
+  if (fs::is_directory(target, ec))
+    return Status::error(path + ": is a folder; pass the plan file's name, e.g. " +
+                         (target / "engine.plan").string());
+  fs::path folder = target.parent_path().empty() ? fs::path(".") : target.parent_path();
+  // "<dir>/.<name>.<pid>-<n>.partial", created exclusively, never through a
+  // link: a file or symlink planted at the name makes open fail (EEXIST or
+  // ELOOP), and we try the next name.
+  static std::atomic<uint64_t> counter{0};
+  std::random_device random;
+  for (int attempt = 0; attempt < 100; ++attempt) {
+    char suffix[64];
+    std::snprintf(suffix, sizeof(suffix), ".%ld-%llx.partial", static_cast<long>(::getpid()),
+                  static_cast<unsigned long long>((uint64_t(random()) << 16) ^ counter++));
+    std::string name = (folder / ("." + target.filename().string() + suffix)).string();
+    int fd = ::open(name.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+    if (fd < 0 && (errno == EEXIST || errno == ELOOP))
+      continue;
+    if (fd < 0)
+      return Status::error(path + ": cannot create a temporary file in " + folder.string() + ": " +
+                           std::strerror(errno));
+    FILE *file = ::fdopen(fd, "wb");
+    if (file == nullptr) {
+      int error = errno;
+      ::close(fd);
+      ::unlink(name.c_str());
+      return Status::error(path + ": cannot open " + name + ": " + std::strerror(error));
+    }
+    return TemporaryPlanFile(path, name, file);
+  }
+  return Status::error(path + ": cannot create a temporary file in " + folder.string() +
+                       ": 100 names taken");
+}
+
+TemporaryPlanFile::TemporaryPlanFile(std::string target, std::string temporary, FILE *file)
+    : target_(std::move(target)), temporary_(std::move(temporary)), file_(file) {
+  arm();
+}
+
+TemporaryPlanFile::TemporaryPlanFile(TemporaryPlanFile &&other) noexcept
+    : target_(std::move(other.target_)), temporary_(std::move(other.temporary_)),
+      file_(other.file_), armed_(other.armed_), registered_(other.registered_) {
+  other.file_ = nullptr;
+  other.armed_ = false;
+  other.registered_ = false;
+}
+
+TemporaryPlanFile::~TemporaryPlanFile() {
+  if (file_ != nullptr)
+    std::fclose(file_);
+  if (armed_) {
+    ::unlink(temporary_.c_str());
+    disarm();
+  }
+}
+
+// One plan at a time per process registers with the handler; a second one
+// (not done by llmc) is still removed on failure, just not on a signal.
+void TemporaryPlanFile::arm() {
+  if (gTemporaryArmed || temporary_.size() >= sizeof(gTemporaryPath)) {
+    armed_ = true;
+    return;
+  }
+  std::memcpy(gTemporaryPath, temporary_.c_str(), temporary_.size() + 1);
+  struct sigaction action {};
+  action.sa_handler = removeTemporaryAndReraise;
+  sigemptyset(&action.sa_mask);
+  for (size_t i = 0; i < 2; ++i)
+    gInstalled[i] = ::sigaction(kCleanupSignals[i], nullptr, &gPreviousActions[i]) == 0 &&
+                    gPreviousActions[i].sa_handler != SIG_IGN &&
+                    ::sigaction(kCleanupSignals[i], &action, nullptr) == 0;
+  gTemporaryArmed = 1;
+  armed_ = true;
+  registered_ = true;
+}
+
+void TemporaryPlanFile::disarm() {
+  armed_ = false;
+  if (!registered_)
+    return;
+  gTemporaryArmed = 0;
+  for (size_t i = 0; i < 2; ++i)
+    if (gInstalled[i])
+      ::sigaction(kCleanupSignals[i], &gPreviousActions[i], nullptr);
+  registered_ = false;
+}
+
+Status TemporaryPlanFile::commit() {
+  auto fail = [&](const std::string &what) {
+    return Status::error(target_ + ": " + what + ": " + std::strerror(errno));
+  };
+  if (std::fflush(file_) != 0)
+    return fail("write failed");
+  if (::fsync(::fileno(file_)) != 0)
+    return fail("write failed (fsync)");
+  FILE *file = file_;
+  file_ = nullptr;
+  if (std::fclose(file) != 0)
+    return fail("write failed (close)");
+  if (std::rename(temporary_.c_str(), target_.c_str()) != 0)
+    return fail("cannot rename " + temporary_ + " onto it");
+  disarm(); // renamed: nothing left to remove
+  return Status::ok();
+}
 
 Status convertElements(const uint8_t *src, DType srcType, uint8_t *dst, DType dstType,
                        uint64_t count) {
@@ -145,30 +282,23 @@ Expected<WriteSummary> writePlan(const std::string &path, PlanContents &contents
   header.weightsSize = weightsSize;
   header.metadataChecksum = fnv1a64(builder.GetBufferPointer(), builder.GetSize());
 
-  std::string tmpPath = path + ".partial";
-  File f(std::fopen(tmpPath.c_str(), "wb"), std::fclose);
-  if (!f)
-    return Status::error(path + ": cannot create: " + std::strerror(errno));
+  LLMC_ASSIGN_OR_RETURN(TemporaryPlanFile tmp, TemporaryPlanFile::create(path));
   std::vector<uint8_t> gap(header.weightsOffset - header.metadataOffset - header.metadataSize);
-  Status status = writeAll(f.get(), &header, sizeof(header), path);
+  FILE *f = tmp.file();
+  Status status = writeAll(f, &header, sizeof(header), path);
   if (status)
-    status = writeAll(f.get(), builder.GetBufferPointer(), builder.GetSize(), path);
+    status = writeAll(f, builder.GetBufferPointer(), builder.GetSize(), path);
   if (status)
-    status = writeAll(f.get(), gap.data(), gap.size(), path);
+    status = writeAll(f, gap.data(), gap.size(), path);
   if (status)
-    status = writeWeights(f.get(), contents, weightsSize, path, progress, &header.weightsChecksum);
-  if (status && (std::fseek(f.get(), 0, SEEK_SET) != 0 ||
-                 std::fwrite(&header, sizeof(header), 1, f.get()) != 1))
+    status = writeWeights(f, contents, weightsSize, path, progress, &header.weightsChecksum);
+  if (status &&
+      (std::fseek(f, 0, SEEK_SET) != 0 || std::fwrite(&header, sizeof(header), 1, f) != 1))
     status = Status::error(path + ": cannot rewrite the header: " + std::strerror(errno));
-  if (status && std::fflush(f.get()) != 0)
-    status = Status::error(path + ": write failed: " + std::strerror(errno));
-  f.reset();
-  if (status && std::rename(tmpPath.c_str(), path.c_str()) != 0)
-    status = Status::error(path + ": cannot rename from " + tmpPath + ": " + std::strerror(errno));
-  if (!status) {
-    std::remove(tmpPath.c_str());
-    return status;
-  }
+  if (status)
+    status = tmp.commit(); // flush, fsync, rename onto `path`
+  if (!status)
+    return status; // ~TemporaryPlanFile removes the temporary file
   WriteSummary summary;
   summary.metadataSize = header.metadataSize;
   summary.weightsSize = header.weightsSize;

@@ -10,6 +10,7 @@
 #include "support/status.h"
 
 #include <cstdint>
+#include <cstdio>
 #include <functional>
 #include <string>
 #include <vector>
@@ -43,6 +44,37 @@ struct WriteSummary {
   uint64_t weightsSize = 0;
 };
 
+// The file a plan is written to before it is renamed onto its path: created
+// exclusively (O_CREAT | O_EXCL | O_NOFOLLOW) under a unique hidden name in
+// the output's folder, so a planted file or symlink is never written
+// through. Removed when destroyed uncommitted, and on SIGINT/SIGTERM while it
+// exists (a handler unlinks it, then the signal takes its usual course).
+class TemporaryPlanFile {
+public:
+  static Expected<TemporaryPlanFile> create(const std::string &target);
+  TemporaryPlanFile(TemporaryPlanFile &&other) noexcept;
+  TemporaryPlanFile &operator=(TemporaryPlanFile &&) = delete;
+  ~TemporaryPlanFile();
+
+  FILE *file() const { return file_; }
+  const std::string &path() const { return temporary_; }
+  // Flushes, syncs and closes the file, then renames it onto the target.
+  Status commit();
+
+private:
+  TemporaryPlanFile(std::string target, std::string temporary, FILE *file);
+  void arm();
+  void disarm();
+
+  std::string target_, temporary_;
+  FILE *file_ = nullptr;
+  bool armed_ = false;      // removed on destruction
+  bool registered_ = false; // known to the signal handler
+};
+
+// Writes the plan to a TemporaryPlanFile beside `path` and renames it onto
+// `path` only when every byte is written and synced: a failed, interrupted
+// or disk-full write never leaves a partial plan at `path`.
 Expected<WriteSummary> writePlan(const std::string &path, PlanContents &contents,
                                  const WriteProgress &progress = nullptr);
 

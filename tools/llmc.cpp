@@ -2,8 +2,10 @@
 #include "cli_common.h"
 #include "driver/build.h"
 
+#include <cerrno>
 #include <chrono>
 #include <cstdio>
+#include <cstring>
 #include <unistd.h>
 
 #ifndef LLMC_VERSION
@@ -91,11 +93,14 @@ private:
   std::chrono::steady_clock::time_point start_, lastDraw_;
 };
 
-std::string joinArgs(int argc, char **argv) {
-  std::string line;
-  for (int i = 1; i < argc; ++i)
-    line += (i > 1 ? " " : "") + std::string(argv[i]);
-  return line;
+// What llmc printed on stdout (IR, --help, --version) must have arrived: a
+// full disk or closed pipe is an error, not exit 0 with the output lost.
+int checkStdout(int code) {
+  if (std::fflush(stdout) != 0 || std::ferror(stdout)) {
+    std::fprintf(stderr, "error: cannot write to standard output: %s\n", std::strerror(errno));
+    return code == 0 ? 1 : code;
+  }
+  return code;
 }
 
 } // namespace
@@ -150,9 +155,11 @@ int main(int argc, char **argv) {
   build->add_option("--calib-tokens", options.calibTokens,
                     "Calibration tokens AWQ reads from --calib (default 8192)");
   build->add_flag("--awq-clip", options.awqClip, "AWQ: also search a clipping range per group");
+  build->add_flag("--allow-nonfinite-weights", options.allowNonFiniteWeights,
+                  "Build even when weights hold NaN or Inf values (warn instead of refusing)");
 
   if (int code = llmc::cli::parseArgs(app, argc, argv); code >= 0)
-    return code;
+    return checkStdout(code);
 
   if (!emit.empty()) {
     if (emit != "mlir")
@@ -168,7 +175,6 @@ int main(int argc, char **argv) {
   }
   if (options.output.empty() && !options.emitMlir)
     return llmc::cli::fail("no output plan: pass -o engine.plan (or --emit mlir to print the IR)");
-  options.commandLine = joinArgs(argc, argv);
 
   ProgressPrinter progress;
   llmc::BuildReporter reporter;
@@ -190,5 +196,5 @@ int main(int argc, char **argv) {
   llmc::Status status = llmc::runBuild(options, reporter);
   if (!status)
     return llmc::cli::fail(status);
-  return 0;
+  return checkStdout(0);
 }

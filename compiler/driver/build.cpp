@@ -21,10 +21,16 @@
 #include <mlir/Transforms/Passes.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
+#include <ctime>
+#include <filesystem>
 #include <set>
 #include <sstream>
+
+#include <sys/stat.h>
 
 #ifndef LLMC_VERSION
 #define LLMC_VERSION "0.0.0"
@@ -231,6 +237,148 @@ Status runPasses(mlir::MLIRContext &context, mlir::ModuleOp module, const BuildO
   return Status::ok();
 }
 
+// The plan loader refuses model.max_seq_len above kMaxPlanSeqLen: refuse
+// here, before the build, rather than write a plan that never loads.
+Status checkSeqLenFitsRuntime(int64_t maxSeqLen, const BuildOptions &options,
+                              const ModelSpec &spec) {
+  if (maxSeqLen <= kMaxPlanSeqLen)
+    return Status::ok();
+  std::string from = options.maxSeqLen > 0
+                         ? "--max-seq-len"
+                         : spec.configSource + ": max_position_embeddings";
+  return Status::error(from + " " + std::to_string(maxSeqLen) +
+                       " exceeds the longest sequence the runtime accepts (" +
+                       std::to_string(kMaxPlanSeqLen) + "); pass --max-seq-len " +
+                       std::to_string(kMaxPlanSeqLen) + " or less");
+}
+
+// A token id at or past the model's vocab_size has no embedding row, so a
+// tokenizer with more tokens than the model fails every prompt that uses one.
+Status checkTokenizerFitsVocab(const Tokenizer &tokenizer, const ModelSpec &spec) {
+  if (tokenizer.vocabSize() <= spec.config.vocabSize)
+    return Status::ok();
+  return Status::error(spec.tokenizerPath + ": the tokenizer has " +
+                       std::to_string(tokenizer.vocabSize()) + " token ids but " +
+                       spec.configSource + " declares vocab_size " +
+                       std::to_string(spec.config.vocabSize) +
+                       "; the model has no embedding for the rest (is this the model's own "
+                       "tokenizer.json?)");
+}
+
+// NaN or Inf in a weight makes every logit NaN at run time: an error naming
+// each tensor, or with --allow-nonfinite-weights one warning per tensor.
+Status checkFiniteWeights(const ModelConfig &config, const WeightSet &weights,
+                          const BuildOptions &options, const BuildReporter &reporter) {
+  std::vector<std::string> bad = findNonFiniteWeights(config, weights);
+  if (bad.empty())
+    return Status::ok();
+  if (options.allowNonFiniteWeights) {
+    for (const std::string &line : bad)
+      reporter.warning(line);
+    return Status::ok();
+  }
+  std::string message = std::to_string(bad.size()) +
+                        (bad.size() == 1 ? " weight holds" : " weights hold") +
+                        " NaN or infinite values (the plan would generate garbage): ";
+  for (size_t i = 0; i < bad.size() && i < kMaxListedWeightProblems; ++i)
+    message += (i ? "; " : "") + bad[i];
+  if (bad.size() > kMaxListedWeightProblems)
+    message += "; ... and " + std::to_string(bad.size() - kMaxListedWeightProblems) + " more";
+  return Status::error(message + "; pass --allow-nonfinite-weights to build anyway");
+}
+
+// -o must not name one of the build's inputs, however it is spelled: the
+// same file (device and inode) through another path, a hard link or a
+// symlink is refused before anything is built.
+Status checkOutputIsNoInput(const BuildOptions &options, const ModelSpec &spec,
+                            const WeightSet *weights) {
+  if (options.output.empty())
+    return Status::ok();
+  struct stat out {};
+  if (::stat(options.output.c_str(), &out) != 0)
+    return Status::ok(); // nothing there yet (or unreachable: the write will say)
+  if (S_ISDIR(out.st_mode))
+    return Status::error("-o " + options.output +
+                         ": is a folder; pass the plan file's name, e.g. " +
+                         (std::filesystem::path(options.output) / "engine.plan").string());
+  std::vector<std::string> inputs = {options.input,  spec.configSource, spec.tokenizerPath,
+                                     spec.weightIndex, options.calibFile};
+  inputs.insert(inputs.end(), spec.weightFiles.begin(), spec.weightFiles.end());
+  if (weights != nullptr)
+    for (const SafetensorsFile &file : weights->files())
+      inputs.push_back(file.path());
+  for (const std::string &input : inputs) {
+    struct stat in {};
+    if (input.empty() || ::stat(input.c_str(), &in) != 0)
+      continue;
+    if (in.st_dev == out.st_dev && in.st_ino == out.st_ino)
+      return Status::error("-o " + options.output + " is the build's input " + input +
+                           " (the same file); writing the plan there would destroy it: choose "
+                           "another output path");
+  }
+  return Status::ok();
+}
+
+// The plan's creation time: $SOURCE_DATE_EPOCH when set (reproducible
+// builds, https://reproducible-builds.org/specs/source-date-epoch/), else now.
+Expected<int64_t> buildTimestamp() {
+  const char *epoch = std::getenv("SOURCE_DATE_EPOCH");
+  if (epoch == nullptr || *epoch == '\0')
+    return static_cast<int64_t>(std::time(nullptr));
+  char *end = nullptr;
+  errno = 0;
+  long long value = std::strtoll(epoch, &end, 10);
+  if (errno != 0 || *end != '\0' || value < 0)
+    return Status::error("SOURCE_DATE_EPOCH='" + std::string(epoch) +
+                         "' is not a non-negative integer (seconds since 1970-01-01 UTC)");
+  return static_cast<int64_t>(value);
+}
+
+// The model as the provenance names it: the folder's name (a config file:
+// "<folder>/<file>"), never an absolute or working-directory-relative path,
+// so the same model built from anywhere gives the same plan.
+std::string provenanceModelName(const std::string &input) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  fs::path path = fs::weakly_canonical(fs::path(input), ec);
+  if (ec)
+    path = fs::path(input).lexically_normal();
+  if (!path.has_filename())
+    path = path.parent_path();
+  if (fs::is_directory(path, ec))
+    return path.filename().string();
+  return (path.parent_path().filename() / path.filename()).string();
+}
+
+// The options that shape the plan, in one fixed spelling and order (no
+// input or output path, nothing that only changes messages), e.g.
+// "--dtype f16 --target cpu -O0 --quantize awq --group-size 64 --calib calib.txt".
+std::string provenanceOptions(const BuildOptions &o) {
+  std::ostringstream s;
+  if (!o.dtype.empty())
+    s << " --dtype " << o.dtype;
+  if (o.maxSeqLen > 0)
+    s << " --max-seq-len " << o.maxSeqLen;
+  if (o.syntheticSeed)
+    s << " --synthetic-weights=" << *o.syntheticSeed;
+  if (!o.targets.empty())
+    s << " --target " << o.targets;
+  s << " -O" << o.optimizationLevel;
+  for (const std::string &name : o.noFuse)
+    s << " --no-fuse " << name;
+  if (!o.quantize.empty()) {
+    s << " --quantize " << o.quantize << " --group-size " << o.groupSize;
+    if (!o.calibFile.empty())
+      s << " --calib " << std::filesystem::path(o.calibFile).filename().string()
+        << " --calib-tokens " << o.calibTokens;
+    if (o.awqClip)
+      s << " --awq-clip";
+  }
+  if (o.allowNonFiniteWeights)
+    s << " --allow-nonfinite-weights";
+  return s.str().substr(1);
+}
+
 } // namespace
 
 Status runBuild(const BuildOptions &options, const BuildReporter &reporter) {
@@ -250,6 +398,7 @@ Status runBuild(const BuildOptions &options, const BuildReporter &reporter) {
     return Status::error("--max-seq-len " + std::to_string(maxSeqLen) +
                          " exceeds the model's max_position_embeddings " +
                          std::to_string(config.maxPositionEmbeddings));
+  LLMC_RETURN_IF_ERROR(checkSeqLenFitsRuntime(maxSeqLen, options, spec));
 
   std::optional<WeightSet> weights;
   if (!options.syntheticSeed) {
@@ -258,10 +407,15 @@ Status runBuild(const BuildOptions &options, const BuildReporter &reporter) {
     LLMC_RETURN_IF_ERROR(checkWeights(config, opened, &warnings, spec.configSource));
     for (const std::string &w : warnings)
       reporter.warning(w);
+    LLMC_RETURN_IF_ERROR(checkFiniteWeights(config, opened, options, reporter));
     weights = std::move(opened);
   }
   LLMC_ASSIGN_OR_RETURN(std::string tokenizerJson, readTextFile(spec.tokenizerPath));
   LLMC_ASSIGN_OR_RETURN(Tokenizer tokenizer, Tokenizer::fromJson(tokenizerJson, spec.tokenizerPath));
+  LLMC_RETURN_IF_ERROR(checkTokenizerFitsVocab(tokenizer, spec));
+  if (!options.emitMlir)
+    LLMC_RETURN_IF_ERROR(checkOutputIsNoInput(options, spec, weights ? &*weights : nullptr));
+  LLMC_ASSIGN_OR_RETURN(int64_t createdUnix, buildTimestamp());
 
   mlir::MLIRContext context;
   context.disableMultithreading();
@@ -357,11 +511,12 @@ Status runBuild(const BuildOptions &options, const BuildReporter &reporter) {
     lowering.resolveWeight = quantized.weightResolver();
   }
   lowering.llmcVersion = LLMC_VERSION;
-  lowering.sourceModel = options.input;
+  lowering.sourceModel = provenanceModelName(options.input);
   lowering.sourceHash = sourceHash(spec, tokenizerJson, weights ? &*weights : nullptr);
-  lowering.buildOptions = options.commandLine;
+  lowering.buildOptions = provenanceOptions(options);
   LLMC_ASSIGN_OR_RETURN(TargetSelection targets, parseTargets(options.targets));
   LLMC_ASSIGN_OR_RETURN(PlanContents contents, lowerToPlan(*module, lowering));
+  contents.meta.provenance->created_unix = createdUnix;
   const fb::ProgramT &program = *contents.meta.programs.front();
   stages.finish("lower", start, mlir::ModuleOp(),
                 std::to_string(program.steps.size()) + " steps per token, " +

@@ -33,7 +33,6 @@ struct BuildOptions {
   bool printIrAfterAll = false;
   std::string printIrAfter; // a stage or MLIR pass name
   bool verbose = false;
-  std::string commandLine;            // recorded in the plan's provenance
   std::string targets;                // --target: "cpu,sm_90a,ptx" subset ("" = default)
   int jobs = 0;                       // kernel compile threads (0 = all cores)
   int optimizationLevel = 1;          // -O0: no fusion; -O1 (default): every fusion pass
@@ -48,6 +47,9 @@ struct BuildOptions {
   // Most bytes `--synthetic-weights --quantize awq` may materialize as f32
   // for calibration; 0: this machine's physical memory.
   uint64_t materializeLimitBytes = 0;
+  // --allow-nonfinite-weights: NaN/Inf in the checkpoint's weights become
+  // warnings instead of an error.
+  bool allowNonFiniteWeights = false;
 };
 
 // Where the driver reports progress and results (the CLI prints them).

@@ -2,6 +2,7 @@
 
 #include "models/architecture.h"
 
+#include <cstring>
 #include <set>
 
 namespace llmc {
@@ -106,6 +107,48 @@ Status checkWeights(const ModelConfig &config, const WeightSet &weights,
   if (missing == expected.size() && !weights.all().empty())
     message += noneFoundHint(weights, expected.size());
   return Status::error(message);
+}
+
+uint64_t countNonFinite(const TensorView &tensor) {
+  // A value is NaN or infinite when all its exponent bits are set.
+  auto count = [&](auto word, auto exponentMask) {
+    using Word = decltype(word);
+    const uint64_t n = tensor.byteSize / sizeof(Word);
+    uint64_t bad = 0;
+    for (uint64_t i = 0; i < n; ++i) {
+      Word w;
+      std::memcpy(&w, tensor.data + i * sizeof(Word), sizeof(Word));
+      bad += (w & exponentMask) == exponentMask;
+    }
+    return bad;
+  };
+  switch (tensor.dtype) {
+  case DType::F32:
+    return count(uint32_t(0), uint32_t(0x7f800000u));
+  case DType::F16:
+    return count(uint16_t(0), uint16_t(0x7c00u));
+  case DType::BF16:
+    return count(uint16_t(0), uint16_t(0x7f80u));
+  default:
+    return 0;
+  }
+}
+
+std::vector<std::string> findNonFiniteWeights(const ModelConfig &config, const WeightSet &weights) {
+  std::vector<std::string> found;
+  const Architecture *arch = findArchitecture(config.architecture);
+  if (arch == nullptr)
+    return found; // checkWeights has refused it
+  for (const TensorSpec &spec : arch->expectedTensors(config)) {
+    const TensorView *t = weights.find(spec.name);
+    if (t == nullptr || t->data == nullptr)
+      continue;
+    if (uint64_t bad = countNonFinite(*t))
+      found.push_back(t->file + ": tensor '" + spec.name + "' holds " + std::to_string(bad) +
+                      " NaN/Inf values (of " + std::to_string(t->byteSize / dtypeSize(t->dtype)) +
+                      ")");
+  }
+  return found;
 }
 
 Expected<WeightSet> openModelWeights(const ModelSpec &spec) {

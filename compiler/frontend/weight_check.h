@@ -30,6 +30,17 @@ Status checkWeights(const ModelConfig &config, const WeightSet &weights,
                     std::vector<std::string> *warnings,
                     const std::string &configSource = "the config");
 
+// The NaN and infinite values of one float tensor (F32, F16 or BF16; other
+// dtypes count 0).
+uint64_t countNonFinite(const TensorView &tensor);
+
+// The tensors `config` uses that hold NaN or infinite values, one message per
+// tensor naming its file, name and count, e.g.
+//   "model.safetensors: tensor 'model.norm.weight' holds 3 NaN/Inf values (of 64)"
+// A plan built from them generates garbage (every logit NaN) with no error,
+// so `llmc build` refuses them unless told otherwise (docs/compiler.md).
+std::vector<std::string> findNonFiniteWeights(const ModelConfig &config, const WeightSet &weights);
+
 // Opens the checkpoint `spec` names: its index when it has one, else its files.
 Expected<WeightSet> openModelWeights(const ModelSpec &spec);
 

@@ -104,7 +104,7 @@ Status checkModel(const fb::Plan &plan, const std::string &name) {
     return bad("head_dim", m->head_dim());
   if (m->vocab_size() <= 0 || m->vocab_size() > (int64_t(1) << 31))
     return bad("vocab_size", m->vocab_size());
-  if (m->max_seq_len() <= 0 || m->max_seq_len() > (int64_t(1) << 24))
+  if (m->max_seq_len() <= 0 || m->max_seq_len() > kMaxPlanSeqLen)
     return bad("max_seq_len", m->max_seq_len());
   if (!(m->rms_norm_eps() > 0.0) || !(m->rope_theta() > 0.0))
     return Status::error(name + ": model.rms_norm_eps and model.rope_theta must be positive");

@@ -28,6 +28,9 @@ namespace llmc {
 constexpr char kPlanMagic[8] = {'L', 'L', 'M', 'C', 'P', 'L', 'A', 'N'};
 constexpr uint32_t kPlanFormatVersion = 1;
 constexpr uint64_t kPlanWeightAlignment = 256;
+// The longest sequence a plan may declare (model.max_seq_len): the loader
+// refuses more, so `llmc build` refuses to write such a plan.
+constexpr int64_t kMaxPlanSeqLen = int64_t(1) << 24;
 
 struct PlanFileHeader {
   char magic[8];

@@ -38,6 +38,9 @@ static_assert(sizeof(abi::ArgmaxArgs) == 24, "ArgmaxArgs layout");
 static_assert(sizeof(abi::TopKArgs) == 48 && offsetof(abi::TopKArgs, rows) == 32,
               "TopKArgs layout");
 
+// The ABI constants are compared at compile time only (no run-time test: one
+// that is empty where the headers exist could never fail). Without the
+// toolkit's headers they are not compared at all.
 #ifdef LLMC_HAVE_CUDA_H
 static_assert(kCudaErrorNoDevice == CUDA_ERROR_NO_DEVICE);
 static_assert(kAttrMultiprocessorCount == CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT);
@@ -80,18 +83,6 @@ static_assert(offsetof(LtHeuristicResult, workspaceSize) ==
               offsetof(LtHeuristicResult, state) ==
                   offsetof(cublasLtMatmulHeuristicResult_t, state));
 #endif
-
-TEST(CudaRuntime, DriverConstantsMatchCudaH) {
-#ifndef LLMC_HAVE_CUDA_H
-  GTEST_SKIP() << "no cuda.h on this machine; the constants were not compared";
-#endif
-}
-
-TEST(CudaRuntime, CublasLtConstantsMatchCublasLtH) {
-#ifndef LLMC_HAVE_CUBLASLT_H
-  GTEST_SKIP() << "no cublasLt.h on this machine; the constants were not compared";
-#endif
-}
 
 TEST(CudaRuntime, CublasLtErrorsNameTheCallAndTheStatus) {
   Status status = checkLtCall(15, "lt.matmul(...)", "/src/runtime/cuda/cublaslt.cpp", 12);

@@ -1,5 +1,6 @@
 // End-to-end goldens for stories260K (../shared): plans built by the llmc
 // driver, run by the CPU engine, compared with llama2.c run.c's outputs.
+#include "common/compare.h"
 #include "common/stories260k_golden.h"
 #include "driver/build.h"
 #include "engine/generate.h"
@@ -85,12 +86,9 @@ TEST_P(Stories260k, LogitsWithin1e4OfRuncAtEveryPosition) {
   SequenceId seq = engine->addSequence();
   auto logits = engine->step({{seq, ids}}, /*allLogits=*/true);
   ASSERT_TRUE(logits.isOk()) << logits.message();
-  double maxDiff = 0.0;
-  for (int64_t i = 0; i < vocab * positions; ++i)
-    maxDiff = std::max(maxDiff, std::fabs(double((*logits)[i]) - double(golden[i])));
-  EXPECT_LT(maxDiff, 1e-4);
+  EXPECT_TRUE(test::allClose(*logits, golden, vocab * positions, 1e-4));
   std::printf("max |logit - run.c| over %lld positions: %.3g\n", static_cast<long long>(positions),
-              maxDiff);
+              test::maxAbsDiff(*logits, golden, vocab * positions).maxAbs);
 }
 
 TEST_P(Stories260k, BatchGivesTheSameTokensAsEachSequenceAlone) {

@@ -3,6 +3,7 @@
 // transformers, an independent implementation), built into f32 plans by the
 // llmc driver and run by the CPU engine. Every position's logits must match
 // transformers' within 1e-4, in one prefill step and token by token.
+#include "common/compare.h"
 #include "common/test_paths.h"
 #include "driver/build.h"
 #include "engine/engine.h"
@@ -79,10 +80,8 @@ int32_t argmax(const float *row, int64_t vocab) {
 
 // Max |ours - HF| over one position's logits; also checks its greedy token.
 double compareRow(const Reference &ref, size_t position, const float *row) {
-  double maxDiff = 0.0;
   const float *golden = ref.logits.data() + position * ref.vocab;
-  for (int64_t v = 0; v < ref.vocab; ++v)
-    maxDiff = std::max(maxDiff, std::fabs(double(row[v]) - double(golden[v])));
+  double maxDiff = test::maxAbsDiff(row, golden, ref.vocab).maxAbs; // +inf on a NaN
   EXPECT_EQ(argmax(row, ref.vocab), ref.greedyNext[position]) << "position " << position;
   return maxDiff;
 }
@@ -92,6 +91,7 @@ protected:
   void SetUp() override {
     ref_ = loadReference(GetParam());
     ASSERT_FALSE(ref_.logits.empty());
+    ASSERT_TRUE(test::allFinite(ref_.logits.data(), ref_.logits.size())) << GetParam();
     engine_ = buildAndLoad(GetParam());
     ASSERT_NE(engine_, nullptr);
     ASSERT_EQ(engine_->vocabSize(), ref_.vocab);
@@ -110,10 +110,10 @@ protected:
 TEST_P(HfLogits, ReferenceLogitsDifferBetweenPositions) {
   // Guards the data: identical rows would hide position (RoPE, mask) bugs.
   for (size_t t = 1; t < ref_.ids.size(); ++t) {
-    double diff = 0.0;
-    for (int64_t v = 0; v < ref_.vocab; ++v)
-      diff = std::max(diff, std::fabs(double(ref_.logits[t * ref_.vocab + v]) -
-                                      double(ref_.logits[(t - 1) * ref_.vocab + v])));
+    // SetUp checked the logits are finite, so a NaN cannot pass as "differs".
+    double diff = test::maxAbsDiff(&ref_.logits[t * ref_.vocab],
+                                   &ref_.logits[(t - 1) * ref_.vocab], ref_.vocab)
+                      .maxAbs;
     EXPECT_GT(diff, 0.1) << "positions " << t - 1 << " and " << t;
   }
 }

@@ -3,6 +3,7 @@
 // 96: a ragged last group at G = 64): folding AWQ's scales leaves the
 // function unchanged, int4 plans hold the documented tensors and compute
 // the float model with their dequantized weights, and bad options are named.
+#include "common/compare.h"
 #include "common/test_paths.h"
 #include "driver/build.h"
 #include "engine/engine.h"
@@ -34,9 +35,6 @@
 
 namespace llmc {
 namespace {
-
-// max(a, b), or NaN when b is NaN, so that a NaN fails the comparison after.
-double largerOrNan(double a, double b) { return b <= a ? a : b; }
 
 const std::vector<int32_t> kPrompt = {0, 421, 17, 256, 3, 98, 511, 77, 140, 302, 5, 64, 64, 200};
 
@@ -108,19 +106,18 @@ TEST(QuantizeBuild, FoldingAwqScalesKeepsTheFunction) {
   std::vector<float> scaled =
       tensorValues(folded.output, "model.layers.0.input_layernorm.weight.awq_scaled");
   ASSERT_EQ(norm.size(), scaled.size());
-  double largest = 0;
+  ASSERT_TRUE(test::allFinite(scaled.data(), scaled.size()));
+  std::vector<double> ratio(norm.size()), one(norm.size(), 1.0);
   for (size_t i = 0; i < norm.size(); ++i)
-    largest = std::max(largest, std::fabs(double(scaled[i]) / norm[i] - 1.0));
-  EXPECT_GT(largest, 0.1);
+    ratio[i] = double(scaled[i]) / norm[i];
+  EXPECT_GT(test::maxAbsDiff(ratio, one).maxAbs, 0.1);
+  EXPECT_TRUE(test::allFinite(ratio.data(), ratio.size()));
 
   std::vector<float> a = logitsOf(reference.output), b = logitsOf(folded.output);
   ASSERT_EQ(a.size(), b.size());
-  double maxDiff = 0, maxAbs = 0;
-  for (size_t i = 0; i < a.size(); ++i) {
-    maxDiff = largerOrNan(maxDiff, std::fabs(double(a[i]) - b[i]));
-    maxAbs = std::max(maxAbs, std::fabs(double(a[i])));
-  }
-  EXPECT_LT(maxDiff, 1e-5) << "largest logit " << maxAbs;
+  ASSERT_FALSE(a.empty());
+  EXPECT_TRUE(test::allClose(a, b, 1e-5))
+      << "largest logit " << test::maxAbsDiff(a, std::vector<float>(a.size(), 0.0f)).maxAbs;
 }
 
 // The float model of tests/data/hf/qwen2 with the weights an int4 plan
@@ -172,6 +169,8 @@ std::vector<float> dequantizedModelLogits(const std::string &planPath, int64_t g
   auto model = quant::ForwardInterpreter::create(
       (*module)->lookupSymbol<mlir::func::FuncOp>("forward"), table, pool, 64);
   EXPECT_TRUE(model.isOk()) << model.message();
+  if (!model.isOk())
+    return {};
   auto logits = (*model)->run(kPrompt);
   EXPECT_TRUE(logits.isOk()) << logits.message();
   return logits.isOk() ? *logits : std::vector<float>();
@@ -210,10 +209,8 @@ TEST(QuantizeBuild, Int4PlansComputeTheDequantizedModel) {
     std::vector<float> got = logitsOf(options.output);
     std::vector<float> expected = dequantizedModelLogits(options.output, group);
     ASSERT_EQ(got.size(), expected.size());
-    double maxDiff = 0;
-    for (size_t i = 0; i < got.size(); ++i)
-      maxDiff = largerOrNan(maxDiff, std::fabs(double(got[i]) - expected[i]));
-    EXPECT_LT(maxDiff, 1e-4) << method << " group " << group;
+    ASSERT_FALSE(got.empty());
+    EXPECT_TRUE(test::allClose(got, expected, 1e-4)) << method << " group " << group;
   }
 }
 
@@ -249,10 +246,8 @@ TEST(QuantizeBuild, FusedInt4PlansMatchTheUnfusedOnes) {
                   1);
     std::vector<float> a = logitsOf(fused.output), b = logitsOf(unfused.output);
     ASSERT_EQ(a.size(), b.size());
-    double maxDiff = 0;
-    for (size_t i = 0; i < a.size(); ++i)
-      maxDiff = largerOrNan(maxDiff, std::fabs(double(a[i]) - b[i]));
-    EXPECT_EQ(maxDiff, 0.0) << name;
+    ASSERT_FALSE(a.empty());
+    EXPECT_TRUE(test::allClose(a, b, 0.0)) << name;
   }
 }
 

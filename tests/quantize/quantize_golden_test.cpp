@@ -3,6 +3,7 @@
 // at group sizes 32 and 64 (the perplexity protocol of ../shared/README.md),
 // and folding AWQ's scales without quantizing must leave the logits equal
 // within 1e-5 (real weights, GQA 8/4: the o_proj scales are tied per kv head).
+#include "common/compare.h"
 #include "common/test_paths.h"
 #include "driver/build.h"
 #include "engine/engine.h"
@@ -51,7 +52,9 @@ std::unique_ptr<Engine> buildAndLoad(const BuildOptions &options) {
 // window, every window id predicted (llmrun perplexity --ctx 512).
 double validationNll(Engine &engine) {
   auto text = readTextFile(test::sharedPath("text/tinystories_valid_excerpt_small.txt"));
-  EXPECT_TRUE(text.isOk());
+  EXPECT_TRUE(text.isOk()) << text.message();
+  if (!text.isOk())
+    return -1.0; // the failure above fails the test
   std::vector<int32_t> ids = engine.tokenizer().encode(*text, false);
   const int64_t vocab = engine.vocabSize();
   double total = 0;
@@ -113,19 +116,19 @@ TEST(QuantizeGolden, FoldedScalesKeepStories260kLogits) {
   ASSERT_NE(f32, nullptr);
   ASSERT_NE(folded, nullptr);
   std::vector<int32_t> prompt = f32->tokenizer().encode("Once upon a time, there was a", true);
-  auto logitsOf = [&](Engine &engine) {
+  // ASSERT inside a void helper: a failed step fails here instead of
+  // dereferencing an error.
+  auto logitsOf = [&](Engine &engine, std::vector<float> &out) {
     SequenceId seq = engine.addSequence();
     auto logits = engine.step({{seq, prompt}}, /*allLogits=*/true);
-    EXPECT_TRUE(logits.isOk()) << logits.message();
-    return std::vector<float>(*logits, *logits + prompt.size() * engine.vocabSize());
+    ASSERT_TRUE(logits.isOk()) << logits.message();
+    out.assign(*logits, *logits + prompt.size() * engine.vocabSize());
   };
-  std::vector<float> a = logitsOf(*f32), b = logitsOf(*folded);
-  double maxDiff = 0;
-  for (size_t i = 0; i < a.size(); ++i) {
-    double d = std::fabs(double(a[i]) - b[i]);
-    maxDiff = d <= maxDiff ? maxDiff : d; // a NaN propagates and fails below
-  }
-  EXPECT_LT(maxDiff, 1e-5);
+  std::vector<float> a, b;
+  ASSERT_NO_FATAL_FAILURE(logitsOf(*f32, a));
+  ASSERT_NO_FATAL_FAILURE(logitsOf(*folded, b));
+  ASSERT_FALSE(a.empty());
+  EXPECT_TRUE(test::allClose(a, b, 1e-5));
 }
 
 } // namespace
