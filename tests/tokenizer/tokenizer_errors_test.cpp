@@ -31,16 +31,17 @@ TEST(TokenizerErrors, NotJson) { expectTextError("{\"model\": {\"vocab\": ", "",
 
 TEST(TokenizerErrors, TopLevelNotAnObject) { expectTextError("[1, 2]", "", "top level"); }
 
-TEST(TokenizerErrors, WordPieceModel) {
+TEST(TokenizerErrors, UnsupportedModelType) {
   Json json = byteLevelTokenizer();
-  json["model"]["type"] = "WordPiece";
-  expectError(json, "field 'model.type'", "'WordPiece'");
+  json["model"]["type"] = "CharLevel";
+  expectError(json, "field 'model.type'", "unsupported model type 'CharLevel'");
 }
 
-TEST(TokenizerErrors, UnigramModel) {
+// A BPE model relabelled Unigram: the first BPE-only field is named.
+TEST(TokenizerErrors, FieldOfAnotherModelType) {
   Json json = sentencePieceTokenizer();
   json["model"]["type"] = "Unigram";
-  expectError(json, "field 'model.type'", "'Unigram'");
+  expectError(json, "field 'model.continuing_subword_prefix'", "unknown field");
 }
 
 TEST(TokenizerErrors, MissingModel) {
@@ -106,8 +107,9 @@ TEST(TokenizerErrors, IdsNotDense) {
 TEST(TokenizerErrors, UnknownPreTokenizer) {
   Json json = byteLevelTokenizer();
   json["pre_tokenizer"] = {{"type", "Sequence"},
-                           {"pretokenizers", {json["pre_tokenizer"], {{"type", "Digits"}}}}};
-  expectError(json, "field 'pre_tokenizer.pretokenizers[1].type'", "'Digits'");
+                           {"pretokenizers", {json["pre_tokenizer"], {{"type", "UnicodeScripts"}}}}};
+  expectError(json, "field 'pre_tokenizer.pretokenizers[1].type'",
+              "unsupported pre-tokenizer type 'UnicodeScripts'");
 }
 
 TEST(TokenizerErrors, InvalidSplitRegex) {
@@ -128,14 +130,15 @@ TEST(TokenizerErrors, UnknownSplitBehavior) {
 
 TEST(TokenizerErrors, UnsupportedNormalizer) {
   Json json = sentencePieceTokenizer();
-  json["normalizer"]["normalizers"].push_back({{"type", "Lowercase"}});
-  expectError(json, "field 'normalizer.normalizers[2].type'", "'Lowercase'");
+  json["normalizer"]["normalizers"].push_back({{"type", "Precompiled"}});
+  expectError(json, "field 'normalizer.normalizers[2].type'",
+              "unsupported normalizer type 'Precompiled'");
 }
 
 TEST(TokenizerErrors, UnknownDecoder) {
   Json json = sentencePieceTokenizer();
-  json["decoder"]["decoders"][3] = {{"type", "WordPiece"}, {"prefix", "##"}};
-  expectError(json, "field 'decoder.decoders[3].type'", "'WordPiece'");
+  json["decoder"]["decoders"][3] = {{"type", "CTC"}, {"pad_token", "<pad>"}};
+  expectError(json, "field 'decoder.decoders[3].type'", "unsupported decoder type 'CTC'");
 }
 
 TEST(TokenizerErrors, UnknownPostProcessor) {
