@@ -159,7 +159,7 @@ Expected<std::string> Pattern::replaceAll(std::string_view text, std::string_vie
                          ", more than the bound of " + std::to_string(maxOutputBytes) +
                          " (a pattern that matches the empty string, or a long content?)");
   std::string out;
-  out.reserve(text.size());
+  out.reserve(outputBytes);
   size_t last = 0;
   for (const Span &m : matches) {
     out.append(text.substr(last, m.begin - last));

@@ -240,5 +240,86 @@ TEST(TokenizerErrors, MergeResultNotInVocabIsAWarning) {
   EXPECT_EQ(tokenizer->encode("wo", false), (std::vector<int32_t>{'w', 'o'}));
 }
 
+// A small Unigram model: <unk> a b ab, Metaspace-free.
+Json unigramTokenizer() {
+  return {{"version", "1.0"},
+          {"added_tokens", Json::array()},
+          {"model",
+           {{"type", "Unigram"},
+            {"unk_id", 0},
+            {"byte_fallback", false},
+            {"vocab", Json::array({Json::array({"<unk>", 0.0}), Json::array({"a", -1.0}),
+                                   Json::array({"b", -2.0}), Json::array({"ab", -2.5})})}}}};
+}
+
+TEST(TokenizerErrors, UnigramEncodes) {
+  auto tokenizer = Tokenizer::fromJson(unigramTokenizer().dump(), kSource);
+  ASSERT_TRUE(tokenizer.isOk()) << tokenizer.message();
+  // "ab" (-2.5) beats "a" + "b" (-3); unknown "cc" is one fused unk.
+  EXPECT_EQ(tokenizer->encode("abccb", false), (std::vector<int32_t>{3, 0, 2}));
+}
+
+TEST(TokenizerErrors, UnigramBadPiece) {
+  Json json = unigramTokenizer();
+  json["model"]["vocab"][2] = Json::array({"b"});
+  expectError(json, "field 'model.vocab[2]'", "expected [\"piece\", score]");
+}
+
+TEST(TokenizerErrors, UnigramDuplicatePiece) {
+  Json json = unigramTokenizer();
+  json["model"]["vocab"][2] = Json::array({"a", -3.0});
+  expectError(json, "field 'model.vocab[", "'a' is listed twice");
+}
+
+TEST(TokenizerErrors, UnigramUnkIdOutOfRange) {
+  Json json = unigramTokenizer();
+  json["model"]["unk_id"] = 4;
+  expectError(json, "field 'model.unk_id'", "out of range");
+}
+
+// Hugging Face fails to encode a character no piece covers without unk_id; so does llmc.
+TEST(TokenizerErrors, UnigramWithoutUnkFailsOnUnknownText) {
+  Json json = unigramTokenizer();
+  json["model"]["unk_id"] = nullptr;
+  auto tokenizer = Tokenizer::fromJson(json.dump(), kSource);
+  ASSERT_TRUE(tokenizer.isOk()) << tokenizer.message();
+  EXPECT_TRUE(tokenizer->tryEncode("ab", false).isOk());
+  auto ids = tokenizer->tryEncode("abz", false);
+  ASSERT_FALSE(ids.isOk());
+  EXPECT_NE(ids.message().find("field 'model'"), std::string::npos) << ids.message();
+  EXPECT_NE(ids.message().find("'z'"), std::string::npos) << ids.message();
+}
+
+TEST(TokenizerErrors, WordPieceUnkNotInVocab) {
+  Json json = {{"model",
+                {{"type", "WordPiece"},
+                 {"unk_token", "[UNK]"},
+                 {"continuing_subword_prefix", "##"},
+                 {"max_input_chars_per_word", 100},
+                 {"vocab", {{"a", 0}, {"##b", 1}}}}}};
+  expectError(json, "field 'model.unk_token'", "'[UNK]' is not in model.vocab");
+}
+
+TEST(TokenizerErrors, WordPieceMaxCharsNegative) {
+  Json json = {{"model",
+                {{"type", "WordPiece"},
+                 {"unk_token", "a"},
+                 {"max_input_chars_per_word", -1},
+                 {"vocab", {{"a", 0}}}}}};
+  expectError(json, "field 'model.max_input_chars_per_word'", "out of range");
+}
+
+TEST(TokenizerErrors, DigitsUnknownField) {
+  Json json = byteLevelTokenizer();
+  json["pre_tokenizer"] = {{"type", "Digits"}, {"individual", true}};
+  expectError(json, "field 'pre_tokenizer.individual'", "unknown field");
+}
+
+TEST(TokenizerErrors, PunctuationBadBehavior) {
+  Json json = byteLevelTokenizer();
+  json["pre_tokenizer"] = {{"type", "Punctuation"}, {"behavior", "Sideways"}};
+  expectError(json, "field 'pre_tokenizer.behavior'", "unknown behavior 'Sideways'");
+}
+
 } // namespace
 } // namespace llmc
