@@ -259,6 +259,20 @@ TEST(TokenizerErrors, UnigramEncodes) {
   EXPECT_EQ(tokenizer->encode("abccb", false), (std::vector<int32_t>{3, 0, 2}));
 }
 
+// Expected ids from Hugging Face: Unigram(vocab, unk_id=0, byte_fallback=True).
+TEST(TokenizerErrors, UnigramByteFallback) {
+  Json json = unigramTokenizer();
+  json["model"]["byte_fallback"] = true;
+  for (const char *piece : {"<0x7A>", "<0xC3>", "<0xA9>"})
+    json["model"]["vocab"].push_back(Json::array({piece, -5.0}));
+  auto tokenizer = Tokenizer::fromJson(json.dump(), kSource);
+  ASSERT_TRUE(tokenizer.isOk()) << tokenizer.message();
+  EXPECT_EQ(tokenizer->encode("abz", false), (std::vector<int32_t>{3, 4}));
+  EXPECT_EQ(tokenizer->encode("z\xC3\xA9", false), (std::vector<int32_t>{4, 5, 6}));
+  // '€' has a byte with no <0xXX> piece: unk.
+  EXPECT_EQ(tokenizer->encode("a\xE2\x82\xAC" "b", false), (std::vector<int32_t>{1, 0, 2}));
+}
+
 TEST(TokenizerErrors, UnigramBadPiece) {
   Json json = unigramTokenizer();
   json["model"]["vocab"][2] = Json::array({"b"});
