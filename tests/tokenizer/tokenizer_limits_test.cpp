@@ -147,5 +147,24 @@ TEST(TokenizerLimits, DecoderRegexMatchLimitIsAnError) {
   EXPECT_EQ(t.decode(Ids{'a', 'a'}), "!");
 }
 
+// Each ByteLevel step maps a byte >= 0x80 to a two-byte character: five in
+// a row grow such text 32-fold. The pre-tokenizer's output is bounded too.
+TEST(TokenizerLimits, PreTokenizerGrowthIsBounded) {
+  Json json = byteLevelTokenizer();
+  Json byteLevel = {{"type", "ByteLevel"}, {"add_prefix_space", false}, {"use_regex", false}};
+  json["pre_tokenizer"] = {{"type", "Sequence"}, {"pretokenizers", Json::array()}};
+  for (int i = 0; i < 5; ++i)
+    json["pre_tokenizer"]["pretokenizers"].push_back(byteLevel);
+  Tokenizer t = make(json);
+  std::string text;
+  for (int i = 0; i < 10000; ++i)
+    text += "\xC3\xA9"; // é
+  auto ids = t.tryEncode(text, false);
+  ASSERT_FALSE(ids.isOk());
+  expectContains(ids.message(), "field 'pre_tokenizer.pretokenizers[4]' (ByteLevel)");
+  expectContains(ids.message(), "bound");
+  EXPECT_TRUE(t.tryEncode("hello", false).isOk());
+}
+
 } // namespace
 } // namespace llmc
