@@ -260,18 +260,15 @@ Status Decoder::run(const Step &step, std::vector<std::string> &tokens) {
       strip(token, step.content, step.start, step.stop);
     break;
   case Kind::Replace:
-    for (std::string &token : tokens) {
-      LLMC_ASSIGN_OR_RETURN(token,
-                            step.pattern.replaceAll(token, step.content, growthLimit(token.size())));
-    }
+    for (std::string &token : tokens)
+      LLMC_RETURN_IF_ERROR(
+          step.pattern.replaceInPlace(token, step.content, growthLimit(token.size())));
     break;
   case Kind::Metaspace:
     // Hugging Face drops every replacement character of the first token, not only a leading one.
-    for (size_t i = 0; i < tokens.size(); ++i) {
-      LLMC_ASSIGN_OR_RETURN(tokens[i],
-                            step.pattern.replaceAll(tokens[i], i == 0 && step.prepend ? "" : " ",
-                                                    growthLimit(tokens[i].size())));
-    }
+    for (size_t i = 0; i < tokens.size(); ++i)
+      LLMC_RETURN_IF_ERROR(step.pattern.replaceInPlace(
+          tokens[i], i == 0 && step.prepend ? "" : " ", growthLimit(tokens[i].size())));
     break;
   case Kind::WordPiece:
     wordPiece(tokens, step.content, step.cleanup);

@@ -175,10 +175,8 @@ Status Normalizer::run(const Step &step, std::string &text, size_t maxBytes) {
     if (!text.empty())
       text.insert(0, step.text);
     return Status::ok();
-  case Kind::Replace: {
-    LLMC_ASSIGN_OR_RETURN(text, step.pattern.replaceAll(text, step.text, maxBytes));
-    return Status::ok();
-  }
+  case Kind::Replace:
+    return step.pattern.replaceInPlace(text, step.text, maxBytes);
   case Kind::UnicodeForm:
     return unicodeForm(text, step.utf8procOptions).withContext(step.where);
   case Kind::Lowercase:

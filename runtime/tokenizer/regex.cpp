@@ -142,6 +142,15 @@ Status Pattern::findAll(std::string_view text, std::vector<Span> &matches) const
   return Status::ok();
 }
 
+Status Pattern::replaceInPlace(std::string &text, std::string_view content,
+                               size_t maxOutputBytes) const {
+  if (!regex_ && (literal_.empty() || text.find(literal_) == std::string::npos))
+    return Status::ok(); // the common case in decoders: nothing to replace
+  LLMC_ASSIGN_OR_RETURN(std::string replaced, replaceAll(text, content, maxOutputBytes));
+  text = std::move(replaced);
+  return Status::ok();
+}
+
 Expected<std::string> Pattern::replaceAll(std::string_view text, std::string_view content,
                                           size_t maxOutputBytes) const {
   thread_local std::vector<Span> matches;

@@ -55,6 +55,8 @@ public:
   // anything, if the result would exceed `maxOutputBytes`.
   Expected<std::string> replaceAll(std::string_view text, std::string_view content,
                                    size_t maxOutputBytes) const;
+  // replaceAll in place; leaves `text` untouched (no copy) when nothing matches.
+  Status replaceInPlace(std::string &text, std::string_view content, size_t maxOutputBytes) const;
 
 private:
   std::string where_; // "file: field 'path'", for errors
