@@ -55,7 +55,10 @@ int runGenerate(GenerateCommand &c) {
   if (!engine)
     return cli::fail(engine.status());
   Engine &e = **engine;
-  std::vector<int32_t> prompt = e.tokenizer().encode(c.prompt, !c.noBos);
+  auto encoded = e.tokenizer().tryEncode(c.prompt, !c.noBos);
+  if (!encoded)
+    return cli::fail(encoded.status());
+  std::vector<int32_t> prompt = std::move(encoded).value();
   if (prompt.empty())
     return cli::fail("the prompt encodes to no tokens (pass text with -p, or drop --no-bos)");
   GenerateOptions options;

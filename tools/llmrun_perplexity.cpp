@@ -67,7 +67,12 @@ void registerPerplexityCommand(CLI::App &app, int &exitCode) {
                            std::to_string(engine.model().max_seq_len()) + "]");
       return;
     }
-    std::vector<int32_t> ids = engine.tokenizer().encode(*text, false);
+    auto encoded = engine.tokenizer().tryEncode(*text, false);
+    if (!encoded) {
+      exitCode = cli::fail(encoded.status());
+      return;
+    }
+    std::vector<int32_t> ids = std::move(encoded).value();
     int64_t window = o->ctx - 1, vocab = engine.vocabSize();
     double totalNll = 0.0;
     int64_t predicted = 0, windows = 0;

@@ -108,9 +108,15 @@ int runTokenize(const TokenizeOptions &o) {
   auto tokenizer = load(o.source);
   if (!tokenizer)
     return cli::fail(tokenizer.status());
-  if (o.bench)
+  if (o.bench) {
+    if (auto check = tokenizer->tryEncode(text, !o.noSpecial); !check)
+      return cli::fail(check.status());
     return bench(*tokenizer, text, !o.noSpecial);
-  std::vector<int32_t> ids = tokenizer->encode(text, !o.noSpecial);
+  }
+  auto encoded = tokenizer->tryEncode(text, !o.noSpecial);
+  if (!encoded)
+    return cli::fail(encoded.status());
+  std::vector<int32_t> ids = std::move(encoded).value();
   if (o.json) {
     std::printf("%s\n", Json{{"ids", ids}}.dump().c_str());
     return cli::flushStdout();

@@ -114,7 +114,7 @@ runCalibration(quant::ForwardInterpreter &model, const std::vector<LinearGroup> 
                const Tokenizer &tokenizer, const quant::CalibrationOptions &calib,
                const BuildOptions &options, const quant::Progress &progress, std::string *detail) {
   LLMC_ASSIGN_OR_RETURN(std::string text, readTextFile(options.calibFile));
-  std::vector<int32_t> ids = tokenizer.encode(text, false);
+  LLMC_ASSIGN_OR_RETURN(std::vector<int32_t> ids, tokenizer.tryEncode(text, false));
   auto activations = quant::calibrate(model, groups, ids, tokenizer.bosId(), calib, progress);
   if (!activations)
     return activations.status().withContext(options.calibFile);

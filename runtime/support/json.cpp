@@ -6,45 +6,78 @@
 namespace llmc {
 namespace {
 
-// Thrown from the parser callback to stop parsing at the first structural
+// Thrown from the DOM builder below to stop parsing at the first structural
 // problem; caught in parseJson.
 struct JsonStructureError {
   std::string message;
+};
+
+// Builds the DOM with nlohmann's plain SAX DOM builder and checks depth and
+// duplicate keys on the way. (nlohmann's callback parser, used before, scans
+// the enclosing array at every object end: quadratic on arrays of objects,
+// 20+ s for a tokenizer.json with 40k added tokens.)
+class CheckingDomBuilder {
+public:
+  CheckingDomBuilder(Json &result, JsonParseOptions options) : dom_(result), options_(options) {}
+
+  bool null() { return dom_.null(); }
+  bool boolean(bool value) { return dom_.boolean(value); }
+  bool number_integer(Json::number_integer_t value) { return dom_.number_integer(value); }
+  bool number_unsigned(Json::number_unsigned_t value) { return dom_.number_unsigned(value); }
+  bool number_float(Json::number_float_t value, const std::string &text) {
+    return dom_.number_float(value, text);
+  }
+  bool string(std::string &value) { return dom_.string(value); }
+  bool binary(Json::binary_t &value) { return dom_.binary(value); }
+  bool start_object(std::size_t size) {
+    enter();
+    keysPerObject_.emplace_back();
+    return dom_.start_object(size);
+  }
+  bool key(std::string &key) {
+    if (options_.rejectDuplicateKeys && !keysPerObject_.back().insert(key).second)
+      throw JsonStructureError{"duplicate key '" + key + "'"};
+    return dom_.key(key);
+  }
+  bool end_object() {
+    keysPerObject_.pop_back();
+    --depth_;
+    return dom_.end_object();
+  }
+  bool start_array(std::size_t size) {
+    enter();
+    return dom_.start_array(size);
+  }
+  bool end_array() {
+    --depth_;
+    return dom_.end_array();
+  }
+  template <typename Exception>
+  bool parse_error(std::size_t position, const std::string &token, const Exception &error) {
+    return dom_.parse_error(position, token, error); // throws `error`
+  }
+
+private:
+  void enter() {
+    if (++depth_ > options_.maxDepth)
+      throw JsonStructureError{"nesting deeper than " + std::to_string(options_.maxDepth)};
+  }
+
+  nlohmann::detail::json_sax_dom_parser<Json> dom_;
+  JsonParseOptions options_;
+  int depth_ = 0;
+  std::vector<std::set<std::string>> keysPerObject_;
 };
 
 } // namespace
 
 Expected<Json> parseJson(std::string_view text, const std::string &source,
                          JsonParseOptions options) {
-  std::vector<std::set<std::string>> keysPerObject;
-  auto callback = [&](int depth, Json::parse_event_t event, Json &parsed) -> bool {
-    if (depth > options.maxDepth)
-      throw JsonStructureError{"nesting deeper than " + std::to_string(options.maxDepth)};
-    switch (event) {
-    case Json::parse_event_t::object_start:
-      keysPerObject.emplace_back();
-      break;
-    case Json::parse_event_t::object_end:
-      if (!keysPerObject.empty())
-        keysPerObject.pop_back();
-      break;
-    case Json::parse_event_t::key:
-      if (options.rejectDuplicateKeys && !keysPerObject.empty()) {
-        const std::string &key = parsed.get_ref<const std::string &>();
-        if (!keysPerObject.back().insert(key).second)
-          throw JsonStructureError{"duplicate key '" + key + "'"};
-      }
-      break;
-    case Json::parse_event_t::array_start:
-    case Json::parse_event_t::array_end:
-    case Json::parse_event_t::value:
-      break;
-    }
-    return true;
-  };
   try {
-    return Json::parse(text.begin(), text.end(), callback, /*allow_exceptions=*/true,
-                       /*ignore_comments=*/false);
+    Json result;
+    CheckingDomBuilder builder(result, options);
+    Json::sax_parse(text.begin(), text.end(), &builder);
+    return result;
   } catch (const JsonStructureError &e) {
     return Status::error(source + ": invalid JSON: " + e.message);
   } catch (const Json::exception &e) {

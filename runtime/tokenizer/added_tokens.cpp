@@ -1,6 +1,6 @@
 #include "tokenizer/added_tokens.h"
 
-#include "tokenizer/regex.h"
+#include "tokenizer/chars.h"
 #include "tokenizer/utf8.h"
 
 #include <algorithm>
@@ -22,20 +22,7 @@ char32_t charAt(std::string_view text, size_t pos) {
   return cp;
 }
 
-// Rust regex's Unicode \w (letters, marks, decimal digits, connector
-// punctuation, joiners), which Hugging Face uses for single_word.
-bool isWordChar(char32_t cp) {
-  if (cp < 0x80)
-    return (cp >= 'a' && cp <= 'z') || (cp >= 'A' && cp <= 'Z') || (cp >= '0' && cp <= '9') ||
-           cp == '_';
-  static const Regex word =
-      Regex::compile(R"([\p{L}\p{Nl}\p{M}\p{Nd}\p{Pc}\x{200C}\x{200D}])").value();
-  std::string encoded;
-  utf8::append(encoded, cp);
-  std::vector<Span> matches;
-  word.findAll(encoded, matches);
-  return !matches.empty();
-}
+bool isWordChar(char32_t cp) { return chars::isWordChar(cp); }
 
 } // namespace
 
@@ -44,11 +31,16 @@ void AddedTokenMatcher::add(std::string pattern, const AddedToken &token) {
     return; // Hugging Face never matches empty content
   uint8_t first = static_cast<uint8_t>(pattern[0]);
   entries_.push_back({std::move(pattern), token});
-  std::vector<uint32_t> &bucket = byFirstByte_[first];
-  bucket.push_back(static_cast<uint32_t>(entries_.size() - 1));
-  std::stable_sort(bucket.begin(), bucket.end(), [&](uint32_t a, uint32_t b) {
-    return entries_[a].pattern.size() > entries_[b].pattern.size();
-  });
+  byFirstByte_[first].push_back(static_cast<uint32_t>(entries_.size() - 1));
+}
+
+// One sort per bucket once all tokens are in: sorting on every add made
+// 40k added tokens cost half a minute at every start.
+void AddedTokenMatcher::finish() {
+  for (std::vector<uint32_t> &bucket : byFirstByte_)
+    std::stable_sort(bucket.begin(), bucket.end(), [&](uint32_t a, uint32_t b) {
+      return entries_[a].pattern.size() > entries_[b].pattern.size();
+    });
 }
 
 int AddedTokenMatcher::longestMatchAt(std::string_view text, size_t pos) const {

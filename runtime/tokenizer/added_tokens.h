@@ -35,8 +35,10 @@ struct Segment {
 
 class AddedTokenMatcher {
 public:
-  // Matches `pattern` (the token's content, normalized if the token is) as `token`.
+  // Matches `pattern` (the token's content, normalized if the token is) as
+  // `token`. Call finish() after the last add and before split().
   void add(std::string pattern, const AddedToken &token);
+  void finish();
 
   // Appends the segments that cover `text`. Empty text gives no segment.
   void split(std::string_view text, std::vector<Segment> &segments) const;

@@ -73,11 +73,6 @@ Expected<BpeModel> BpeModel::fromJson(const Json &model, const JsonPath &at, int
       checkKeys(model, at,
                 {"type", "dropout", "unk_token", "continuing_subword_prefix", "end_of_word_suffix",
                  "fuse_unk", "byte_fallback", "ignore_merges", "vocab", "merges"}));
-  // Old files have no "type"; Hugging Face then recognises BPE by its fields.
-  LLMC_ASSIGN_OR_RETURN(auto type, getOptionalString(model, "type", at));
-  if (type && *type != "BPE")
-    return at.child("type").error("unsupported model type '" + *type +
-                                  "' (llmc supports BPE only)");
   BpeModel bpe;
   LLMC_RETURN_IF_ERROR(bpe.parseVocab(model, at, idLimit));
   LLMC_RETURN_IF_ERROR(bpe.parseMerges(model, at));
@@ -118,6 +113,8 @@ Status BpeModel::parseVocab(const Json &model, const JsonPath &at, int64_t idLim
 Status BpeModel::parseMerges(const Json &model, const JsonPath &at) {
   LLMC_ASSIGN_OR_RETURN(const Json *merges, getArray(model, "merges", at));
   merges_.reserve(merges->size());
+  constexpr size_t kWarnedMerges = 3;
+  size_t ignoredMerges = 0;
   for (size_t rank = 0; rank < merges->size(); ++rank) {
     const Json &merge = (*merges)[rank];
     JsonPath mergeAt = at.child("merges").at(rank);
@@ -142,15 +139,23 @@ Status BpeModel::parseMerges(const Json &model, const JsonPath &at) {
         return mergeAt.error("merge names token '" + *what + "', which is not in model.vocab");
     if (mergedId < 0) {
       // Hugging Face refuses such a file; llama.cpp loads it. The merge can
-      // never yield a token, so it is left out, and said so.
-      warnings_.push_back(*mergeAt.source + ": field '" + mergeAt.path + "': merge '" + left + " " +
-                          right + "' is ignored: '" + left + right + "' is not in model.vocab");
+      // never yield a token, so it is left out, and said so (the first few
+      // one by one, the rest as a count).
+      if (++ignoredMerges <= kWarnedMerges)
+        warnings_.push_back(*mergeAt.source + ": field '" + mergeAt.path + "': merge '" + left +
+                            " " + right + "' is ignored: '" + left + right +
+                            "' is not in model.vocab");
       continue;
     }
     merges_.insert(leftId, rightId, {static_cast<int32_t>(rank), mergedId});
     mergePairs_.push_back({leftId, rightId});
     splittable_ = splittable_ && !left.empty() && !right.empty();
   }
+  if (ignoredMerges > kWarnedMerges)
+    warnings_.push_back(*at.source + ": field '" + at.child("merges").path + "': " +
+                        std::to_string(ignoredMerges - kWarnedMerges) +
+                        " more merges are ignored for the same reason (" +
+                        std::to_string(ignoredMerges) + " in all)");
   return Status::ok();
 }
 

@@ -1,6 +1,7 @@
 #include "tokenizer/decoders.h"
 
 #include "tokenizer/byte_level.h"
+#include "tokenizer/limits.h"
 #include "tokenizer/utf8.h"
 
 namespace llmc::tok {
@@ -80,6 +81,48 @@ void strip(std::string &token, const std::string &content, size_t start, size_t 
   token = token.substr(begin, end - begin);
 }
 
+void replaceEvery(std::string &text, std::string_view from, std::string_view to) {
+  std::string out;
+  size_t last = 0;
+  for (size_t pos = text.find(from); pos != std::string::npos; pos = text.find(from, last)) {
+    out.append(text, last, pos - last);
+    out.append(to);
+    last = pos + from.size();
+  }
+  out.append(text, last, std::string::npos);
+  text = std::move(out);
+}
+
+// Hugging Face's WordPiece cleanup, in its order.
+void cleanupSpaces(std::string &token) {
+  static const std::pair<const char *, const char *> rules[] = {
+      {" .", "."},   {" ?", "?"},   {" !", "!"},   {" ,", ","},         {" ' ", "'"},  {" n't", "n't"},
+      {" 'm", "'m"}, {" do not", " don't"}, {" 's", "'s"}, {" 've", "'ve"}, {" 're", "'re"}};
+  for (const auto &[from, to] : rules)
+    if (token.find(from) != std::string::npos)
+      replaceEvery(token, from, to);
+}
+
+void wordPiece(std::vector<std::string> &tokens, const std::string &prefix, bool cleanup) {
+  for (size_t i = 0; i < tokens.size(); ++i) {
+    std::string &token = tokens[i];
+    if (i != 0) {
+      if (token.compare(0, prefix.size(), prefix) == 0)
+        token.erase(0, prefix.size());
+      else
+        token.insert(0, " ");
+    }
+    if (cleanup)
+      cleanupSpaces(token);
+  }
+}
+
+// BPEDecoder: the suffix ends a word; it becomes a space except at the end.
+void bpeSuffix(std::vector<std::string> &tokens, const std::string &suffix) {
+  for (size_t i = 0; i < tokens.size(); ++i)
+    replaceEvery(tokens[i], suffix, i + 1 == tokens.size() ? "" : " ");
+}
+
 } // namespace
 
 Expected<Decoder> Decoder::fromJson(const Json &value, const JsonPath &at) {
@@ -118,10 +161,27 @@ Status Decoder::parse(const Json &value, const JsonPath &at) {
     return parseStrip(value, at);
   if (type == "Metaspace")
     return parseMetaspace(value, at);
+  if (type == "WordPiece")
+    return parseWordPiece(value, at);
+  if (type == "BPEDecoder") {
+    LLMC_RETURN_IF_ERROR(checkKeys(value, at, {"type", "suffix"}));
+    Step step(Kind::BpeSuffix);
+    LLMC_ASSIGN_OR_RETURN(auto suffix, getOptionalString(value, "suffix", at));
+    step.content = suffix ? *suffix : "</w>";
+    if (step.content.empty() || step.content.size() > kMaxInsertBytes)
+      return at.child("suffix").error("must be 1 to " + std::to_string(kMaxInsertBytes) +
+                                      " bytes long");
+    steps_.push_back(std::move(step));
+    return Status::ok();
+  }
   if (type == "Replace") {
     LLMC_RETURN_IF_ERROR(checkKeys(value, at, {"type", "pattern", "content"}));
     Step step(Kind::Replace);
     LLMC_ASSIGN_OR_RETURN(step.content, getString(value, "content", at));
+    if (step.content.size() > kMaxInsertBytes)
+      return at.child("content").error("is " + std::to_string(step.content.size()) +
+                                       " bytes long; llmc accepts at most " +
+                                       std::to_string(kMaxInsertBytes));
     const Json *pattern = member(value, "pattern");
     if (pattern == nullptr)
       return at.child("pattern").error("missing (expected {\"String\": ...} or {\"Regex\": ...})");
@@ -131,7 +191,21 @@ Status Decoder::parse(const Json &value, const JsonPath &at) {
   }
   return at.child("type").error(
       "unsupported decoder type '" + type +
-      "' (supported: ByteLevel, ByteFallback, Fuse, Strip, Replace, Metaspace, Sequence)");
+      "' (supported: ByteLevel, ByteFallback, Fuse, Strip, Replace, Metaspace, WordPiece, "
+      "BPEDecoder, Sequence)");
+}
+
+Status Decoder::parseWordPiece(const Json &value, const JsonPath &at) {
+  LLMC_RETURN_IF_ERROR(checkKeys(value, at, {"type", "prefix", "cleanup"}));
+  Step step(Kind::WordPiece);
+  LLMC_ASSIGN_OR_RETURN(auto prefix, getOptionalString(value, "prefix", at));
+  step.content = prefix ? *prefix : "##";
+  if (step.content.size() > kMaxInsertBytes)
+    return at.child("prefix").error("is longer than " + std::to_string(kMaxInsertBytes) +
+                                    " bytes");
+  LLMC_ASSIGN_OR_RETURN(step.cleanup, getBool(value, "cleanup", true, at));
+  steps_.push_back(std::move(step));
+  return Status::ok();
 }
 
 Status Decoder::parseStrip(const Json &value, const JsonPath &at) {
@@ -165,12 +239,12 @@ Status Decoder::parseMetaspace(const Json &value, const JsonPath &at) {
     return at.child("prepend_scheme")
         .error("unknown value '" + *scheme + "' (expected always, first or never)");
   step.prepend = scheme ? *scheme != "never" : addPrefixSpace;
-  step.pattern = Pattern::literal(step.content);
+  step.pattern = Pattern::literal(step.content, *at.source + ": field '" + at.path + "'");
   steps_.push_back(std::move(step));
   return Status::ok();
 }
 
-void Decoder::run(const Step &step, std::vector<std::string> &tokens) {
+Status Decoder::run(const Step &step, std::vector<std::string> &tokens) {
   switch (step.kind) {
   case Kind::ByteLevel:
     byteLevel(tokens);
@@ -187,17 +261,26 @@ void Decoder::run(const Step &step, std::vector<std::string> &tokens) {
     break;
   case Kind::Replace:
     for (std::string &token : tokens)
-      token = step.pattern.replaceAll(token, step.content);
+      LLMC_RETURN_IF_ERROR(
+          step.pattern.replaceInPlace(token, step.content, growthLimit(token.size())));
     break;
   case Kind::Metaspace:
     // Hugging Face drops every replacement character of the first token, not only a leading one.
     for (size_t i = 0; i < tokens.size(); ++i)
-      tokens[i] = step.pattern.replaceAll(tokens[i], i == 0 && step.prepend ? "" : " ");
+      LLMC_RETURN_IF_ERROR(step.pattern.replaceInPlace(
+          tokens[i], i == 0 && step.prepend ? "" : " ", growthLimit(tokens[i].size())));
+    break;
+  case Kind::WordPiece:
+    wordPiece(tokens, step.content, step.cleanup);
+    break;
+  case Kind::BpeSuffix:
+    bpeSuffix(tokens, step.content);
     break;
   }
+  return Status::ok();
 }
 
-std::string Decoder::decode(std::vector<std::string> tokens) const {
+Expected<std::string> Decoder::decode(std::vector<std::string> tokens) const {
   if (!present_) {
     std::string joined;
     for (size_t i = 0; i < tokens.size(); ++i)
@@ -205,7 +288,7 @@ std::string Decoder::decode(std::vector<std::string> tokens) const {
     return joined;
   }
   for (const Step &step : steps_)
-    run(step, tokens);
+    LLMC_RETURN_IF_ERROR(run(step, tokens));
   std::string text;
   for (const std::string &token : tokens)
     text += token;

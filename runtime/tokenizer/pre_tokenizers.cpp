@@ -1,9 +1,12 @@
 #include "tokenizer/pre_tokenizers.h"
 
 #include "tokenizer/byte_level.h"
+#include "tokenizer/chars.h"
+#include "tokenizer/limits.h"
 #include "tokenizer/utf8.h"
 
 #include <algorithm>
+#include <optional>
 #include <utility>
 
 namespace llmc::tok {
@@ -87,14 +90,75 @@ Status PreTokenizer::parse(const Json &value, const JsonPath &at) {
     return parseSplit(value, at);
   if (type == "Metaspace")
     return parseMetaspace(value, at);
-  return at.child("type").error("unsupported pre-tokenizer type '" + type +
-                                "' (supported: ByteLevel, Split, Metaspace, Sequence)");
+  bool known = false;
+  LLMC_RETURN_IF_ERROR(parseSimple(type, value, at, known));
+  if (known)
+    return Status::ok();
+  return at.child("type").error(
+      "unsupported pre-tokenizer type '" + type +
+      "' (supported: ByteLevel, Split, Metaspace, Whitespace, WhitespaceSplit, Punctuation, "
+      "Digits, BertPreTokenizer, CharDelimiterSplit, Sequence)");
+}
+
+namespace {
+
+std::string whereOf(const JsonPath &at, const std::string &type) {
+  return *at.source + ": field '" + at.path + "' (" + type + ")";
+}
+
+Expected<PreTokenizer::Behavior> parseBehavior(const Json &value, const JsonPath &at,
+                                               std::optional<PreTokenizer::Behavior> fallback);
+
+} // namespace
+
+// The pre-tokenizers that split on a class of characters.
+Status PreTokenizer::parseSimple(const std::string &type, const Json &value, const JsonPath &at,
+                                 bool &known) {
+  static const std::pair<const char *, Kind> kinds[] = {
+      {"Whitespace", Kind::Whitespace},   {"WhitespaceSplit", Kind::WhitespaceSplit},
+      {"Punctuation", Kind::Punctuation}, {"Digits", Kind::Digits},
+      {"BertPreTokenizer", Kind::Bert},   {"CharDelimiterSplit", Kind::CharDelimiter}};
+  auto entry = std::find_if(std::begin(kinds), std::end(kinds),
+                            [&](const auto &k) { return type == k.first; });
+  known = entry != std::end(kinds);
+  if (!known)
+    return Status::ok();
+  Step step(entry->second, whereOf(at, type));
+  switch (step.kind) {
+  case Kind::Punctuation: {
+    LLMC_RETURN_IF_ERROR(checkKeys(value, at, {"type", "behavior"}));
+    LLMC_ASSIGN_OR_RETURN(step.behavior, parseBehavior(value, at, Behavior::Isolated));
+    break;
+  }
+  case Kind::Digits: {
+    LLMC_RETURN_IF_ERROR(checkKeys(value, at, {"type", "individual_digits"}));
+    LLMC_ASSIGN_OR_RETURN(bool individual, getBool(value, "individual_digits", false, at));
+    step.behavior = individual ? Behavior::Isolated : Behavior::Contiguous;
+    break;
+  }
+  case Kind::CharDelimiter: {
+    LLMC_RETURN_IF_ERROR(checkKeys(value, at, {"type", "delimiter"}));
+    LLMC_ASSIGN_OR_RETURN(step.replacement, getString(value, "delimiter", at));
+    size_t length = 0;
+    char32_t cp;
+    if (step.replacement.empty() || !utf8::decode(step.replacement, length, cp) ||
+        length != step.replacement.size())
+      return at.child("delimiter").error("must be one character, got '" + step.replacement + "'");
+    step.behavior = Behavior::Removed;
+    break;
+  }
+  default:
+    LLMC_RETURN_IF_ERROR(checkKeys(value, at, {"type"}));
+    break;
+  }
+  steps_.push_back(std::move(step));
+  return Status::ok();
 }
 
 Status PreTokenizer::parseByteLevel(const Json &value, const JsonPath &at) {
   LLMC_RETURN_IF_ERROR(
       checkKeys(value, at, {"type", "add_prefix_space", "trim_offsets", "use_regex"}));
-  Step step(Kind::ByteLevel);
+  Step step(Kind::ByteLevel, whereOf(at, "ByteLevel"));
   LLMC_ASSIGN_OR_RETURN(step.addPrefixSpace, getBool(value, "add_prefix_space", true, at));
   LLMC_ASSIGN_OR_RETURN(step.useRegex, getBool(value, "use_regex", true, at));
   LLMC_ASSIGN_OR_RETURN(bool trimOffsets, getBool(value, "trim_offsets", true, at));
@@ -107,13 +171,13 @@ Status PreTokenizer::parseByteLevel(const Json &value, const JsonPath &at) {
   return Status::ok();
 }
 
-Status PreTokenizer::parseSplit(const Json &value, const JsonPath &at) {
-  LLMC_RETURN_IF_ERROR(checkKeys(value, at, {"type", "pattern", "behavior", "invert"}));
-  const Json *pattern = member(value, "pattern");
-  if (pattern == nullptr)
-    return at.child("pattern").error("missing (expected {\"String\": ...} or {\"Regex\": ...})");
-  Step step(Kind::Split);
-  LLMC_ASSIGN_OR_RETURN(step.pattern, Pattern::fromJson(*pattern, at.child("pattern")));
+namespace {
+
+Expected<PreTokenizer::Behavior> parseBehavior(const Json &value, const JsonPath &at,
+                                               std::optional<PreTokenizer::Behavior> fallback) {
+  using Behavior = PreTokenizer::Behavior;
+  if (fallback && member(value, "behavior") == nullptr)
+    return *fallback;
   LLMC_ASSIGN_OR_RETURN(std::string behavior, getString(value, "behavior", at));
   static const std::pair<const char *, Behavior> kBehaviors[] = {
       {"Removed", Behavior::Removed},
@@ -127,7 +191,19 @@ Status PreTokenizer::parseSplit(const Json &value, const JsonPath &at) {
     return at.child("behavior")
         .error("unknown behavior '" + behavior +
                "' (expected Removed, Isolated, MergedWithPrevious, MergedWithNext or Contiguous)");
-  step.behavior = known->second;
+  return known->second;
+}
+
+} // namespace
+
+Status PreTokenizer::parseSplit(const Json &value, const JsonPath &at) {
+  LLMC_RETURN_IF_ERROR(checkKeys(value, at, {"type", "pattern", "behavior", "invert"}));
+  const Json *pattern = member(value, "pattern");
+  if (pattern == nullptr)
+    return at.child("pattern").error("missing (expected {\"String\": ...} or {\"Regex\": ...})");
+  Step step(Kind::Split, whereOf(at, "Split"));
+  LLMC_ASSIGN_OR_RETURN(step.pattern, Pattern::fromJson(*pattern, at.child("pattern")));
+  LLMC_ASSIGN_OR_RETURN(step.behavior, parseBehavior(value, at, std::nullopt));
   LLMC_ASSIGN_OR_RETURN(step.invert, getBool(value, "invert", false, at));
   steps_.push_back(std::move(step));
   return Status::ok();
@@ -137,7 +213,7 @@ Status PreTokenizer::parseMetaspace(const Json &value, const JsonPath &at) {
   LLMC_RETURN_IF_ERROR(
       checkKeys(value, at,
                 {"type", "replacement", "add_prefix_space", "prepend_scheme", "split", "str_rep"}));
-  Step step(Kind::Metaspace);
+  Step step(Kind::Metaspace, whereOf(at, "Metaspace"));
   LLMC_ASSIGN_OR_RETURN(step.replacement, getString(value, "replacement", at));
   size_t length = 0;
   char32_t cp;
@@ -160,33 +236,47 @@ Status PreTokenizer::parseMetaspace(const Json &value, const JsonPath &at) {
         .error("unknown value '" + *scheme + "' (expected always, first or never)");
   if (!addPrefixSpace && step.prepend != Prepend::Never)
     return at.child("add_prefix_space").error("false contradicts prepend_scheme '" + *scheme + "'");
-  step.pattern = Pattern::literal(step.replacement);
+  step.pattern = Pattern::literal(step.replacement, step.where);
   steps_.push_back(std::move(step));
   return Status::ok();
 }
 
-void PreTokenizer::run(Words &words) const {
-  for (const Step &step : steps_) {
-    switch (step.kind) {
-    case Kind::ByteLevel:
-      runByteLevel(step, words);
-      break;
-    case Kind::Split:
-      runSplit(step, words);
-      break;
-    case Kind::Metaspace:
-      runMetaspace(step, words);
-      break;
-    }
+Status PreTokenizer::runStep(const Step &step, Words &words) {
+  switch (step.kind) {
+  case Kind::ByteLevel:
+    return runByteLevel(step, words);
+  case Kind::Split:
+    return runSplit(step, words);
+  case Kind::Metaspace:
+    return runMetaspace(step, words);
+  case Kind::Whitespace:
+  case Kind::WhitespaceSplit:
+  case Kind::Punctuation:
+  case Kind::Digits:
+  case Kind::Bert:
+  case Kind::CharDelimiter:
+    runByChars(step, words);
+    return Status::ok();
   }
+  return Status::ok();
+}
+
+Status PreTokenizer::run(Words &words) const {
+  size_t inputBytes = words.text.size();
+  for (const Step &step : steps_) {
+    LLMC_RETURN_IF_ERROR(runStep(step, words));
+    LLMC_RETURN_IF_ERROR(checkGrowth(step.where, inputBytes, words.text.size()));
+  }
+  return Status::ok();
 }
 
 namespace {
 
-// Splits each word of `words` at the matches of `pattern` (in place: the
-// text does not change, only the word boundaries), dropping empty pieces.
-template <typename Behave>
-void splitWords(const Pattern &pattern, bool invert, Words &words, Behave behave) {
+// Splits each word of `words` at the matches that find(text, matches)
+// appends (in place: the text does not change, only the word boundaries),
+// dropping empty pieces.
+template <typename Find, typename Behave>
+Status splitWords(Words &words, bool invert, Find find, Behave behave) {
   std::vector<Word> out;
   out.reserve(words.words.size());
   std::vector<Span> matches;
@@ -194,7 +284,7 @@ void splitWords(const Pattern &pattern, bool invert, Words &words, Behave behave
   for (const Word &w : words.words) {
     std::string_view text = std::string_view(words.text).substr(w.begin, w.end - w.begin);
     matches.clear();
-    pattern.findAll(text, matches);
+    LLMC_RETURN_IF_ERROR(find(text, matches));
     piecesFromMatches(text.size(), matches, invert, pieces);
     behave(pieces);
     for (const Piece &p : pieces)
@@ -202,34 +292,123 @@ void splitWords(const Pattern &pattern, bool invert, Words &words, Behave behave
         out.push_back({w.begin + p.begin, w.begin + p.end, w.atStart && p.begin == 0});
   }
   words.words = std::move(out);
+  return Status::ok();
+}
+
+template <typename Behave>
+Status splitWords(const Pattern &pattern, bool invert, Words &words, Behave behave) {
+  return splitWords(
+      words, invert,
+      [&](std::string_view text, std::vector<Span> &matches) {
+        return pattern.findAll(text, matches);
+      },
+      behave);
+}
+
+// Hugging Face's SplitDelimiterBehavior on the pieces of one word.
+void applyBehavior(PreTokenizer::Behavior behavior, std::vector<Piece> &pieces) {
+  using Behavior = PreTokenizer::Behavior;
+  switch (behavior) {
+  case Behavior::Removed:
+    pieces.erase(
+        std::remove_if(pieces.begin(), pieces.end(), [](const Piece &p) { return p.isMatch; }),
+        pieces.end());
+    break;
+  case Behavior::Isolated:
+    break;
+  case Behavior::MergedWithPrevious:
+    foldPieces(pieces, false, [](bool match, bool previous) { return match && !previous; });
+    break;
+  case Behavior::MergedWithNext:
+    foldPieces(pieces, true, [](bool match, bool previous) { return match && !previous; });
+    break;
+  case Behavior::Contiguous:
+    foldPieces(pieces, false, [](bool match, bool previous) { return match == previous; });
+    break;
+  }
+}
+
+// Each character for which isDelimiter(cp) holds is one match (Hugging
+// Face's split on a char predicate).
+template <typename Predicate>
+void splitOnChars(Words &words, PreTokenizer::Behavior behavior, Predicate isDelimiter) {
+  auto find = [&](std::string_view text, std::vector<Span> &matches) {
+    for (size_t pos = 0; pos < text.size();) {
+      size_t start = pos;
+      char32_t cp = 0xFFFD;
+      utf8::decode(text, pos, cp);
+      if (isDelimiter(cp))
+        matches.push_back({start, pos});
+    }
+    return Status::ok();
+  };
+  (void)splitWords(words, false, find,
+                   [&](std::vector<Piece> &pieces) { applyBehavior(behavior, pieces); });
+}
+
+// Whitespace: the runs of \w and the runs of [^\w\s] are the words.
+void splitWordRuns(Words &words) {
+  auto find = [](std::string_view text, std::vector<Span> &matches) {
+    int runKind = 0; // 0: space, 1: word characters, 2: other characters
+    for (size_t pos = 0; pos < text.size();) {
+      size_t start = pos;
+      char32_t cp = 0xFFFD;
+      utf8::decode(text, pos, cp);
+      int kind = utf8::isWhitespace(cp) ? 0 : chars::isWordChar(cp) ? 1 : 2;
+      if (kind != 0 && kind == runKind)
+        matches.back().end = pos;
+      else if (kind != 0)
+        matches.push_back({start, pos});
+      runKind = kind;
+    }
+    return Status::ok();
+  };
+  (void)splitWords(words, false, find, [](std::vector<Piece> &pieces) {
+    pieces.erase(
+        std::remove_if(pieces.begin(), pieces.end(), [](const Piece &p) { return !p.isMatch; }),
+        pieces.end());
+  });
 }
 
 } // namespace
 
-void PreTokenizer::runSplit(const Step &step, Words &words) {
-  splitWords(step.pattern, step.invert, words, [&](std::vector<Piece> &pieces) {
-    switch (step.behavior) {
-    case Behavior::Removed:
-      pieces.erase(
-          std::remove_if(pieces.begin(), pieces.end(), [](const Piece &p) { return p.isMatch; }),
-          pieces.end());
-      break;
-    case Behavior::Isolated:
-      break;
-    case Behavior::MergedWithPrevious:
-      foldPieces(pieces, false, [](bool match, bool previous) { return match && !previous; });
-      break;
-    case Behavior::MergedWithNext:
-      foldPieces(pieces, true, [](bool match, bool previous) { return match && !previous; });
-      break;
-    case Behavior::Contiguous:
-      foldPieces(pieces, false, [](bool match, bool previous) { return match == previous; });
-      break;
-    }
-  });
+void PreTokenizer::runByChars(const Step &step, Words &words) {
+  auto isSpace = [](char32_t cp) { return utf8::isWhitespace(cp); };
+  switch (step.kind) {
+  case Kind::Whitespace:
+    splitWordRuns(words);
+    break;
+  case Kind::WhitespaceSplit:
+    splitOnChars(words, Behavior::Removed, isSpace);
+    break;
+  case Kind::Punctuation:
+    splitOnChars(words, step.behavior, chars::isPunctuation);
+    break;
+  case Kind::Digits:
+    splitOnChars(words, step.behavior, chars::isNumeric);
+    break;
+  case Kind::Bert:
+    splitOnChars(words, Behavior::Removed, isSpace);
+    splitOnChars(words, Behavior::Isolated, chars::isPunctuation);
+    break;
+  case Kind::CharDelimiter: {
+    char32_t delimiter = 0;
+    size_t pos = 0;
+    utf8::decode(step.replacement, pos, delimiter);
+    splitOnChars(words, Behavior::Removed, [&](char32_t cp) { return cp == delimiter; });
+    break;
+  }
+  default:
+    break;
+  }
 }
 
-void PreTokenizer::runByteLevel(const Step &step, Words &words) {
+Status PreTokenizer::runSplit(const Step &step, Words &words) {
+  return splitWords(step.pattern, step.invert, words,
+                    [&](std::vector<Piece> &pieces) { applyBehavior(step.behavior, pieces); });
+}
+
+Status PreTokenizer::runByteLevel(const Step &step, Words &words) {
   if (step.addPrefixSpace) {
     Words prefixed;
     for (const Word &w : words.words) {
@@ -242,7 +421,7 @@ void PreTokenizer::runByteLevel(const Step &step, Words &words) {
     words = std::move(prefixed);
   }
   if (step.useRegex)
-    splitWords(step.pattern, false, words, [](std::vector<Piece> &) {});
+    LLMC_RETURN_IF_ERROR(splitWords(step.pattern, false, words, [](std::vector<Piece> &) {}));
   Words mapped;
   mapped.text.reserve(words.text.size() * 2);
   for (const Word &w : words.words) {
@@ -252,9 +431,10 @@ void PreTokenizer::runByteLevel(const Step &step, Words &words) {
     mapped.words.push_back({begin, mapped.text.size(), w.atStart});
   }
   words = std::move(mapped);
+  return Status::ok();
 }
 
-void PreTokenizer::runMetaspace(const Step &step, Words &words) {
+Status PreTokenizer::runMetaspace(const Step &step, Words &words) {
   static const Pattern space = Pattern::literal(" ");
   Words replaced;
   for (const Word &w : words.words) {
@@ -265,14 +445,17 @@ void PreTokenizer::runMetaspace(const Step &step, Words &words) {
     bool prepend = step.prepend == Prepend::Always || (step.prepend == Prepend::First && w.atStart);
     if (prepend && !startsWithReplacement)
       replaced.text += step.replacement;
-    replaced.text += space.replaceAll(text, step.replacement);
+    LLMC_ASSIGN_OR_RETURN(std::string spaced,
+                          space.replaceAll(text, step.replacement, growthLimit(text.size())));
+    replaced.text += spaced;
     replaced.words.push_back({begin, replaced.text.size(), w.atStart});
   }
   words = std::move(replaced);
-  if (step.split)
-    splitWords(step.pattern, false, words, [](std::vector<Piece> &pieces) {
-      foldPieces(pieces, true, [](bool match, bool previous) { return match && !previous; });
-    });
+  if (!step.split)
+    return Status::ok();
+  return splitWords(step.pattern, false, words, [](std::vector<Piece> &pieces) {
+    foldPieces(pieces, true, [](bool match, bool previous) { return match && !previous; });
+  });
 }
 
 } // namespace llmc::tok

@@ -3,9 +3,9 @@
 #include "support/json.h"
 #include "support/mapped_file.h"
 #include "tokenizer/added_tokens.h"
-#include "tokenizer/bpe.h"
 #include "tokenizer/decoders.h"
 #include "tokenizer/json_path.h"
+#include "tokenizer/model.h"
 #include "tokenizer/normalizers.h"
 #include "tokenizer/post_processor.h"
 #include "tokenizer/pre_tokenizers.h"
@@ -19,7 +19,7 @@ using tok::JsonPath;
 
 struct Tokenizer::Impl {
   std::string sourceJson;
-  std::optional<tok::BpeModel> model;
+  std::optional<tok::Model> model;
   tok::Normalizer normalizer;
   tok::PreTokenizer preTokenizer;
   tok::PostProcessor postProcessor;
@@ -36,9 +36,9 @@ struct Tokenizer::Impl {
   Status importJson(const Json &root, const std::string &source);
   Status parseAddedTokens(const Json &root, const JsonPath &at);
   Status checkIds(const JsonPath &at, int64_t idLimit);
-  void buildMatchers();
+  Status buildMatchers();
   void findBosEos();
-  void encodeText(std::string_view text, bool atStart, std::vector<int32_t> &ids) const;
+  Status encodeText(std::string_view text, bool atStart, std::vector<int32_t> &ids) const;
   const std::string *tokenOf(int32_t id) const;
 };
 
@@ -111,7 +111,7 @@ Status Tokenizer::Impl::checkIds(const JsonPath &at, int64_t idLimit) {
   return Status::ok();
 }
 
-void Tokenizer::Impl::buildMatchers() {
+Status Tokenizer::Impl::buildMatchers() {
   for (const tok::AddedToken &token : added) {
     if (!token.normalized) {
       rawMatcher.add(token.content, token);
@@ -119,9 +119,12 @@ void Tokenizer::Impl::buildMatchers() {
     }
     // Hugging Face matches a normalized token by its normalized content.
     std::string pattern = token.content;
-    normalizer.normalize(pattern);
+    LLMC_RETURN_IF_ERROR(normalizer.normalize(pattern));
     normalizedMatcher.add(std::move(pattern), token);
   }
+  rawMatcher.finish();
+  normalizedMatcher.finish();
+  return Status::ok();
 }
 
 void Tokenizer::Impl::findBosEos() {
@@ -149,12 +152,12 @@ Status Tokenizer::Impl::importJson(const Json &root, const std::string &source) 
   LLMC_RETURN_IF_ERROR(parseAddedTokens(root, at.child("added_tokens")));
   const Json *modelJson = tok::member(root, "model");
   if (modelJson == nullptr)
-    return at.child("model").error("missing (expected the BPE model object)");
+    return at.child("model").error("missing (expected the model object)");
   if (!modelJson->is_object())
     return at.child("model").wrongType("an object", *modelJson);
   const Json *vocab = tok::member(*modelJson, "vocab");
   int64_t idLimit = (vocab ? static_cast<int64_t>(vocab->size()) : 0) + added.size();
-  LLMC_ASSIGN_OR_RETURN(model, tok::BpeModel::fromJson(*modelJson, at.child("model"), idLimit));
+  LLMC_ASSIGN_OR_RETURN(model, tok::Model::fromJson(*modelJson, at.child("model"), idLimit));
   LLMC_RETURN_IF_ERROR(checkIds(at, idLimit));
   static const Json null;
   auto field = [&](const char *key) -> const Json & {
@@ -169,7 +172,7 @@ Status Tokenizer::Impl::importJson(const Json &root, const std::string &source) 
       postProcessor,
       tok::PostProcessor::fromJson(field("post_processor"), at.child("post_processor"), vocabSize));
   LLMC_ASSIGN_OR_RETURN(decoder, tok::Decoder::fromJson(field("decoder"), at.child("decoder")));
-  buildMatchers();
+  LLMC_RETURN_IF_ERROR(buildMatchers());
   findBosEos();
   return Status::ok();
 }
@@ -198,18 +201,20 @@ const std::string *Tokenizer::Impl::tokenOf(int32_t id) const {
 }
 
 // Pre-tokenizes and encodes text that holds no added token.
-void Tokenizer::Impl::encodeText(std::string_view text, bool atStart,
-                                 std::vector<int32_t> &ids) const {
+Status Tokenizer::Impl::encodeText(std::string_view text, bool atStart,
+                                   std::vector<int32_t> &ids) const {
   tok::Words words;
   words.text = std::string(text);
   words.words.push_back({0, text.size(), atStart});
-  preTokenizer.run(words);
+  LLMC_RETURN_IF_ERROR(preTokenizer.run(words));
   std::string_view all = words.text;
   for (const tok::Word &w : words.words)
-    model->encodeWord(all.substr(w.begin, w.end - w.begin), ids);
+    LLMC_RETURN_IF_ERROR(model->encodeWord(all.substr(w.begin, w.end - w.begin), ids));
+  return Status::ok();
 }
 
-std::vector<int32_t> Tokenizer::encode(std::string_view text, bool addSpecialTokens) const {
+Expected<std::vector<int32_t>> Tokenizer::tryEncode(std::string_view text,
+                                                    bool addSpecialTokens) const {
   const Impl &impl = *impl_;
   std::string repaired;
   if (!utf8::isValid(text)) {
@@ -225,16 +230,16 @@ std::vector<int32_t> Tokenizer::encode(std::string_view text, bool addSpecialTok
       continue;
     }
     std::string normalized(text.substr(raw.begin, raw.end - raw.begin));
-    impl.normalizer.normalize(normalized);
+    LLMC_RETURN_IF_ERROR(impl.normalizer.normalize(normalized));
     segments.clear();
     impl.normalizedMatcher.split(normalized, segments);
     for (const tok::Segment &segment : segments) {
       if (segment.id >= 0)
         ids.push_back(segment.id);
       else
-        impl.encodeText(
+        LLMC_RETURN_IF_ERROR(impl.encodeText(
             std::string_view(normalized).substr(segment.begin, segment.end - segment.begin),
-            raw.begin == 0 && segment.begin == 0, ids);
+            raw.begin == 0 && segment.begin == 0, ids));
     }
   }
   if (addSpecialTokens)
@@ -242,7 +247,13 @@ std::vector<int32_t> Tokenizer::encode(std::string_view text, bool addSpecialTok
   return ids;
 }
 
-std::string Tokenizer::decode(const std::vector<int32_t> &ids, bool skipSpecialTokens) const {
+std::vector<int32_t> Tokenizer::encode(std::string_view text, bool addSpecialTokens) const {
+  auto ids = tryEncode(text, addSpecialTokens);
+  return ids ? std::move(ids).value() : std::vector<int32_t>();
+}
+
+Expected<std::string> Tokenizer::tryDecode(const std::vector<int32_t> &ids,
+                                           bool skipSpecialTokens) const {
   std::vector<std::string> tokens;
   tokens.reserve(ids.size());
   for (int32_t id : ids) {
@@ -251,6 +262,11 @@ std::string Tokenizer::decode(const std::vector<int32_t> &ids, bool skipSpecialT
       tokens.push_back(*token);
   }
   return impl_->decoder.decode(std::move(tokens));
+}
+
+std::string Tokenizer::decode(const std::vector<int32_t> &ids, bool skipSpecialTokens) const {
+  auto text = tryDecode(ids, skipSpecialTokens);
+  return text ? std::move(text).value() : std::string();
 }
 
 int32_t Tokenizer::vocabSize() const { return impl_->vocabSize; }

@@ -1,17 +1,19 @@
 // Hugging Face tokenizer.json support: import, encode, decode, stream decode.
 //
-// Supported: BPE models of both families used by LLMs
-//   - byte-level (GPT-2, Llama 3, Qwen2): ByteLevel / Split pre-tokenizers,
-//     ByteLevel decoder;
-//   - SentencePiece-style (Llama 2, Mistral, stories260K): Prepend / Replace
-//     normalizers or a Metaspace pre-tokenizer, byte_fallback, fuse_unk,
-//     unk_token, ByteFallback / Fuse / Strip / Replace decoders;
-// plus added tokens, TemplateProcessing, and the other components listed in
-// normalizers.h, pre_tokenizers.h, decoders.h and post_processor.h.
-// Anything else (another model type, an unknown component or field, an
-// inconsistent vocabulary) is an import error that names the file and the
-// JSON field: a tokenizer that imports encodes exactly as Hugging Face's
-// `tokenizers` library does.
+// Supported models: BPE (byte-level as in GPT-2, Llama 3, Qwen2; and
+// SentencePiece-style as in Llama 2, Mistral, stories260K, with
+// byte_fallback, fuse_unk, unk_token), Unigram (SentencePiece unigram, T5,
+// ALBERT style), WordPiece (BERT) and WordLevel; plus added tokens and the
+// normalizers, pre-tokenizers, decoders and post-processors listed in
+// normalizers.h, pre_tokenizers.h, decoders.h and post_processor.h (see also
+// docs/tokenizers.md). Anything else (another model type, an unknown
+// component or field, an inconsistent vocabulary) is an import error that
+// names the file and the JSON field: a tokenizer that imports encodes
+// exactly as Hugging Face's `tokenizers` library does.
+//
+// Encoding is bounded (limits.h): a normalizer or pre-tokenizer that would
+// grow the text beyond 16 x + 4 KiB, or a regex that PCRE2 gives up on,
+// makes tryEncode fail with an error that names the component.
 #pragma once
 
 #include "support/status.h"
@@ -36,10 +38,21 @@ public:
   // Added/special tokens written in `text` are always matched; only the
   // post-processor's tokens (e.g. BOS) depend on addSpecialTokens. Invalid
   // UTF-8 in `text` is first repaired (each ill-formed sequence -> U+FFFD).
+  // Fails, naming the tokenizer.json component, on a regex PCRE2 gives up
+  // on (catastrophic backtracking), on output beyond the bounds of
+  // limits.h, and on a character a Unigram model without unk_id cannot
+  // write (Hugging Face fails there too).
+  Expected<std::vector<int32_t>> tryEncode(std::string_view text, bool addSpecialTokens) const;
+  // tryEncode for callers that cannot report an error: an empty vector on
+  // failure. Prefer tryEncode wherever the error can reach a user.
   std::vector<int32_t> encode(std::string_view text, bool addSpecialTokens) const;
 
   // Hugging Face's decode(ids, skip_special_tokens). Ids outside
-  // [0, vocabSize()) are skipped, as Hugging Face does.
+  // [0, vocabSize()) are skipped, as Hugging Face does. Fails only on a
+  // decoder Replace regex that PCRE2 gives up on.
+  Expected<std::string> tryDecode(const std::vector<int32_t> &ids,
+                                  bool skipSpecialTokens = false) const;
+  // tryDecode, with an empty string on failure.
   std::string decode(const std::vector<int32_t> &ids, bool skipSpecialTokens = false) const;
 
   // One past the highest id (ids are dense: model vocabulary + added tokens).

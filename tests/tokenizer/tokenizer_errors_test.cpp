@@ -31,16 +31,17 @@ TEST(TokenizerErrors, NotJson) { expectTextError("{\"model\": {\"vocab\": ", "",
 
 TEST(TokenizerErrors, TopLevelNotAnObject) { expectTextError("[1, 2]", "", "top level"); }
 
-TEST(TokenizerErrors, WordPieceModel) {
+TEST(TokenizerErrors, UnsupportedModelType) {
   Json json = byteLevelTokenizer();
-  json["model"]["type"] = "WordPiece";
-  expectError(json, "field 'model.type'", "'WordPiece'");
+  json["model"]["type"] = "CharLevel";
+  expectError(json, "field 'model.type'", "unsupported model type 'CharLevel'");
 }
 
-TEST(TokenizerErrors, UnigramModel) {
+// A BPE model relabelled Unigram: the first BPE-only field is named.
+TEST(TokenizerErrors, FieldOfAnotherModelType) {
   Json json = sentencePieceTokenizer();
   json["model"]["type"] = "Unigram";
-  expectError(json, "field 'model.type'", "'Unigram'");
+  expectError(json, "field 'model.continuing_subword_prefix'", "unknown field");
 }
 
 TEST(TokenizerErrors, MissingModel) {
@@ -106,8 +107,9 @@ TEST(TokenizerErrors, IdsNotDense) {
 TEST(TokenizerErrors, UnknownPreTokenizer) {
   Json json = byteLevelTokenizer();
   json["pre_tokenizer"] = {{"type", "Sequence"},
-                           {"pretokenizers", {json["pre_tokenizer"], {{"type", "Digits"}}}}};
-  expectError(json, "field 'pre_tokenizer.pretokenizers[1].type'", "'Digits'");
+                           {"pretokenizers", {json["pre_tokenizer"], {{"type", "UnicodeScripts"}}}}};
+  expectError(json, "field 'pre_tokenizer.pretokenizers[1].type'",
+              "unsupported pre-tokenizer type 'UnicodeScripts'");
 }
 
 TEST(TokenizerErrors, InvalidSplitRegex) {
@@ -128,14 +130,15 @@ TEST(TokenizerErrors, UnknownSplitBehavior) {
 
 TEST(TokenizerErrors, UnsupportedNormalizer) {
   Json json = sentencePieceTokenizer();
-  json["normalizer"]["normalizers"].push_back({{"type", "Lowercase"}});
-  expectError(json, "field 'normalizer.normalizers[2].type'", "'Lowercase'");
+  json["normalizer"]["normalizers"].push_back({{"type", "Precompiled"}});
+  expectError(json, "field 'normalizer.normalizers[2].type'",
+              "unsupported normalizer type 'Precompiled'");
 }
 
 TEST(TokenizerErrors, UnknownDecoder) {
   Json json = sentencePieceTokenizer();
-  json["decoder"]["decoders"][3] = {{"type", "WordPiece"}, {"prefix", "##"}};
-  expectError(json, "field 'decoder.decoders[3].type'", "'WordPiece'");
+  json["decoder"]["decoders"][3] = {{"type", "CTC"}, {"pad_token", "<pad>"}};
+  expectError(json, "field 'decoder.decoders[3].type'", "unsupported decoder type 'CTC'");
 }
 
 TEST(TokenizerErrors, UnknownPostProcessor) {
@@ -235,6 +238,101 @@ TEST(TokenizerErrors, MergeResultNotInVocabIsAWarning) {
   EXPECT_NE(warning.find(kSource), std::string::npos) << warning;
   EXPECT_NE(warning.find("model.merges[9]"), std::string::npos) << warning;
   EXPECT_EQ(tokenizer->encode("wo", false), (std::vector<int32_t>{'w', 'o'}));
+}
+
+// A small Unigram model: <unk> a b ab, Metaspace-free.
+Json unigramTokenizer() {
+  return {{"version", "1.0"},
+          {"added_tokens", Json::array()},
+          {"model",
+           {{"type", "Unigram"},
+            {"unk_id", 0},
+            {"byte_fallback", false},
+            {"vocab", Json::array({Json::array({"<unk>", 0.0}), Json::array({"a", -1.0}),
+                                   Json::array({"b", -2.0}), Json::array({"ab", -2.5})})}}}};
+}
+
+TEST(TokenizerErrors, UnigramEncodes) {
+  auto tokenizer = Tokenizer::fromJson(unigramTokenizer().dump(), kSource);
+  ASSERT_TRUE(tokenizer.isOk()) << tokenizer.message();
+  // "ab" (-2.5) beats "a" + "b" (-3); unknown "cc" is one fused unk.
+  EXPECT_EQ(tokenizer->encode("abccb", false), (std::vector<int32_t>{3, 0, 2}));
+}
+
+// Expected ids from Hugging Face: Unigram(vocab, unk_id=0, byte_fallback=True).
+TEST(TokenizerErrors, UnigramByteFallback) {
+  Json json = unigramTokenizer();
+  json["model"]["byte_fallback"] = true;
+  for (const char *piece : {"<0x7A>", "<0xC3>", "<0xA9>"})
+    json["model"]["vocab"].push_back(Json::array({piece, -5.0}));
+  auto tokenizer = Tokenizer::fromJson(json.dump(), kSource);
+  ASSERT_TRUE(tokenizer.isOk()) << tokenizer.message();
+  EXPECT_EQ(tokenizer->encode("abz", false), (std::vector<int32_t>{3, 4}));
+  EXPECT_EQ(tokenizer->encode("z\xC3\xA9", false), (std::vector<int32_t>{4, 5, 6}));
+  // '€' has a byte with no <0xXX> piece: unk.
+  EXPECT_EQ(tokenizer->encode("a\xE2\x82\xAC" "b", false), (std::vector<int32_t>{1, 0, 2}));
+}
+
+TEST(TokenizerErrors, UnigramBadPiece) {
+  Json json = unigramTokenizer();
+  json["model"]["vocab"][2] = Json::array({"b"});
+  expectError(json, "field 'model.vocab[2]'", "expected [\"piece\", score]");
+}
+
+TEST(TokenizerErrors, UnigramDuplicatePiece) {
+  Json json = unigramTokenizer();
+  json["model"]["vocab"][2] = Json::array({"a", -3.0});
+  expectError(json, "field 'model.vocab[", "'a' is listed twice");
+}
+
+TEST(TokenizerErrors, UnigramUnkIdOutOfRange) {
+  Json json = unigramTokenizer();
+  json["model"]["unk_id"] = 4;
+  expectError(json, "field 'model.unk_id'", "out of range");
+}
+
+// Hugging Face fails to encode a character no piece covers without unk_id; so does llmc.
+TEST(TokenizerErrors, UnigramWithoutUnkFailsOnUnknownText) {
+  Json json = unigramTokenizer();
+  json["model"]["unk_id"] = nullptr;
+  auto tokenizer = Tokenizer::fromJson(json.dump(), kSource);
+  ASSERT_TRUE(tokenizer.isOk()) << tokenizer.message();
+  EXPECT_TRUE(tokenizer->tryEncode("ab", false).isOk());
+  auto ids = tokenizer->tryEncode("abz", false);
+  ASSERT_FALSE(ids.isOk());
+  EXPECT_NE(ids.message().find("field 'model'"), std::string::npos) << ids.message();
+  EXPECT_NE(ids.message().find("'z'"), std::string::npos) << ids.message();
+}
+
+TEST(TokenizerErrors, WordPieceUnkNotInVocab) {
+  Json json = {{"model",
+                {{"type", "WordPiece"},
+                 {"unk_token", "[UNK]"},
+                 {"continuing_subword_prefix", "##"},
+                 {"max_input_chars_per_word", 100},
+                 {"vocab", {{"a", 0}, {"##b", 1}}}}}};
+  expectError(json, "field 'model.unk_token'", "'[UNK]' is not in model.vocab");
+}
+
+TEST(TokenizerErrors, WordPieceMaxCharsNegative) {
+  Json json = {{"model",
+                {{"type", "WordPiece"},
+                 {"unk_token", "a"},
+                 {"max_input_chars_per_word", -1},
+                 {"vocab", {{"a", 0}}}}}};
+  expectError(json, "field 'model.max_input_chars_per_word'", "out of range");
+}
+
+TEST(TokenizerErrors, DigitsUnknownField) {
+  Json json = byteLevelTokenizer();
+  json["pre_tokenizer"] = {{"type", "Digits"}, {"individual", true}};
+  expectError(json, "field 'pre_tokenizer.individual'", "unknown field");
+}
+
+TEST(TokenizerErrors, PunctuationBadBehavior) {
+  Json json = byteLevelTokenizer();
+  json["pre_tokenizer"] = {{"type", "Punctuation"}, {"behavior", "Sideways"}};
+  expectError(json, "field 'pre_tokenizer.behavior'", "unknown behavior 'Sideways'");
 }
 
 } // namespace
