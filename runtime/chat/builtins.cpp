@@ -1495,8 +1495,13 @@ Value fSum(Renderer &r, const Value &v, CallArgs &args) {
 }
 
 Value fAttr(Renderer &r, const Value &v, CallArgs &args) {
+  // jinja2's attr filter is Python's getattr only: a dict's keys are not attributes.
   Params p("attr", args, {"name"});
-  return r.getAttr(v, requireString(p[0], "attr"));
+  const std::string &name = requireString(p[0], "attr");
+  bool unsafe = false;
+  if (v.isObject() || v.isUndefined() || isMethodName(v, name, unsafe))
+    return r.getAttr(v, name);
+  return Value::undefined("'" + typeName(v) + " object' has no attribute '" + name + "'");
 }
 
 Value fTruncate(Renderer &, const Value &v, CallArgs &args) {

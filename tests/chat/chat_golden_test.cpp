@@ -20,6 +20,18 @@ std::map<std::string, OrderedJson> loadConversations() {
   return out;
 }
 
+// "" when equal, else both texts around the first differing byte.
+std::string firstDifference(const std::string &got, const std::string &want) {
+  if (got == want)
+    return "";
+  size_t i = 0;
+  while (i < got.size() && i < want.size() && got[i] == want[i])
+    ++i;
+  size_t from = i > 60 ? i - 60 : 0;
+  return "differs at byte " + std::to_string(i) + "\n  llmc:   [" + got.substr(from, 120) +
+         "]\n  jinja2: [" + want.substr(from, 120) + "]";
+}
+
 // Checks every case of one expected-renderings file; returns how many passed.
 void checkTemplate(const std::string &templatePath, const std::string &expectedPath) {
   SCOPED_TRACE(templatePath);
@@ -46,7 +58,7 @@ void checkTemplate(const std::string &templatePath, const std::string &expectedP
           << "llmc: " << text.message() << "\njinja2: " << c["error"].get<std::string>();
     } else {
       ASSERT_TRUE(text.isOk()) << text.message();
-      EXPECT_EQ(*text, c["output"].get<std::string>());
+      EXPECT_EQ(firstDifference(*text, c["output"].get<std::string>()), "");
     }
     ++checked;
   }
