@@ -173,11 +173,8 @@ std::vector<Value> pySplit(const std::string &s, const Value &sepArg, int64_t ma
         ++i;
       if (i >= text.size())
         break;
-      if (maxsplit >= 0 && splits >= maxsplit) {
-        size_t end = text.size();
-        while (end > i && isPyWhitespace(text[end - 1]))
-          --end;
-        parts.push_back(encodeUtf8(text.substr(i, end - i)));
+      if (maxsplit >= 0 && splits >= maxsplit) { // the rest, as it is
+        parts.push_back(encodeUtf8(text.substr(i)));
         break;
       }
       size_t j = i;
@@ -461,9 +458,23 @@ std::string formatSpec(const Value &v, const std::string &spec) {
     while (j < rest.size() && std::isdigit(static_cast<unsigned char>(rest[j])))
       precision += rest[j++];
   }
-  char type = j < rest.size() ? rest[j] : 0;
   std::string body;
+  bool grouping = j < rest.size() && rest[j] == ',';
+  if (grouping)
+    ++j;
+  char type = j < rest.size() ? rest[j] : 0;
+  if (grouping && (v.isInt() || v.isBool()) && (type == 0 || type == 'd')) {
+    std::string digits = std::to_string(v.asInt() < 0 ? -v.asInt() : v.asInt()), grouped;
+    for (size_t k = 0; k < digits.size(); ++k) {
+      if (k && (digits.size() - k) % 3 == 0)
+        grouped += ',';
+      grouped += digits[k];
+    }
+    body = (v.asInt() < 0 ? "-" : (sign == "+" ? "+" : "")) + grouped;
+    return pad(body, width.empty() ? 0 : std::atoll(width.c_str()), fill, align ? align : '>');
+  }
   if (v.isString() || (!v.isNumber())) {
+    std::string body;
     body = toStr(v);
     if (precision.size() > 1)
       body = encodeUtf8(decodeUtf8(body).substr(0, size_t(std::atoi(precision.c_str() + 1))));
@@ -1322,6 +1333,12 @@ Value fRound(Renderer &, const Value &v, CallArgs &args) {
     fail("type " + typeName(v) + " doesn't define __round__ method");
   if (method == "common" && !v.isFloat())
     return Value::integer(v.asInt());
+  if (method == "common" && precision >= 0 && precision <= 300) {
+    // Python rounds the double's exact value, ties to even; so does printf.
+    char buffer[512];
+    std::snprintf(buffer, sizeof buffer, "%.*f", int(precision), v.asFloat());
+    return Value::real(std::strtod(buffer, nullptr));
+  }
   double scale = std::pow(10.0, double(precision)), x = v.asFloat() * scale;
   double rounded = method == "ceil" ? std::ceil(x) : method == "floor" ? std::floor(x) : std::nearbyint(x);
   return Value::real(rounded / scale);

@@ -783,7 +783,7 @@ private:
   }
 
   ExprPtr parseCall(ExprPtr callee) {
-    auto e = std::make_unique<Expr>(Expr::Kind::Call, current().offset);
+    auto e = std::make_unique<Expr>(Expr::Kind::Call, callee->offset); // errors point at the callee
     e->children.push_back(std::move(callee));
     parseCallArgs(*e);
     return e;

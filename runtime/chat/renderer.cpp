@@ -232,9 +232,17 @@ Renderer::Flow Renderer::execStmt(const Stmt &stmt, const ScopePtr &scope, std::
 }
 
 Renderer::Flow Renderer::execFor(const Stmt &stmt, const ScopePtr &scope, std::string &out) {
-  std::vector<Value> all = iterate(eval(*stmt.expr, scope));
+  std::vector<Value> all;
+  try {
+    all = iterate(eval(*stmt.expr, scope));
+  } catch (RenderError &e) {
+    if (e.offset == SIZE_MAX)
+      e.offset = stmt.expr->offset;
+    throw;
+  }
   auto items = std::make_shared<std::vector<Value>>();
   auto countIteration = [this] {
+    step();
     if (++iterations_ > options_.limits.maxLoopIterations)
       fail("for loops ran more than " + std::to_string(options_.limits.maxLoopIterations) +
            " iterations in one rendering (limits.maxLoopIterations)");
