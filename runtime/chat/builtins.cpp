@@ -1506,9 +1506,58 @@ Value fMin(Renderer &r, const Value &v, CallArgs &a) { return aggregate(r, v, a,
 Value fSum(Renderer &r, const Value &v, CallArgs &args) {
   Params p("sum", args, {"attribute", "start"});
   Value total = p.get(1, Value::integer(0));
+  if (total.isString())
+    fail("sum() can't sum strings [use ''.join(seq) instead]");
   for (const Value &item : iterate(v))
     total = binaryOp(r, "+", total, p.hasValue(0) ? attributeOf(r, item, softStr(p[0])) : item);
   return total;
+}
+
+Value fGroupby(Renderer &r, const Value &v, CallArgs &args) {
+  Params p("groupby", args, {"attribute", "default", "case_sensitive"});
+  bool caseSensitive = truthy(p.get(2, Value::boolean(false)));
+  std::vector<std::pair<Value, Value>> keyed; // (sort key, item)
+  for (const Value &item : iterate(v)) {
+    Value key = attributeOf(r, item, softStr(p[0]));
+    if (key.isUndefined() && p.has(1))
+      key = p[1];
+    keyed.emplace_back(!caseSensitive && key.isString() ? Value::string(mapChars(key.str(), lowerOf)) : key, item);
+  }
+  std::stable_sort(keyed.begin(), keyed.end(),
+                   [](const auto &a, const auto &b) { return compare(a.first, b.first) < 0; });
+  std::vector<Value> groups;
+  for (size_t i = 0; i < keyed.size();) {
+    std::vector<Value> members;
+    size_t j = i;
+    for (; j < keyed.size() && equals(keyed[j].first, keyed[i].first); ++j)
+      members.push_back(keyed[j].second);
+    Value grouper = caseSensitive ? keyed[i].first : attributeOf(r, keyed[i].second, softStr(p[0]));
+    if (grouper.isUndefined() && p.has(1))
+      grouper = p[1];
+    groups.push_back(Value::group(std::move(grouper), makeList(std::move(members))));
+    i = j;
+  }
+  return makeList(std::move(groups));
+}
+
+Value fSlice(Renderer &, const Value &v, CallArgs &args) {
+  Params p("slice", args, {"slices", "fill_with"});
+  int64_t slices = requireInt(p[0], "slice");
+  if (slices <= 0)
+    fail("slice: the number of slices must be positive");
+  std::vector<Value> seq = iterate(v), out;
+  int64_t length = int64_t(seq.size()), per = length / slices, extra = length % slices, offset = 0;
+  for (int64_t n = 0; n < slices; ++n) {
+    int64_t start = offset + n * per;
+    if (n < extra)
+      ++offset;
+    int64_t end = offset + (n + 1) * per;
+    std::vector<Value> part(seq.begin() + start, seq.begin() + end);
+    if (p.hasValue(1) && n >= extra)
+      part.push_back(p[1]);
+    out.push_back(makeList(std::move(part)));
+  }
+  return makeList(std::move(out));
 }
 
 Value fAttr(Renderer &r, const Value &v, CallArgs &args) {
@@ -1545,12 +1594,12 @@ const std::unordered_map<std::string, FilterFn> &filterTable() {
       {"abs", fAbs}, {"attr", fAttr}, {"batch", fBatch}, {"capitalize", fCapitalize},
       {"center", fCenter}, {"count", fLength}, {"d", fDefault}, {"default", fDefault},
       {"dictsort", fDictsort}, {"e", fEscape}, {"escape", fEscape}, {"first", fFirst},
-      {"float", fFloat}, {"forceescape", fEscape}, {"format", fFormat}, {"indent", fIndent},
+      {"float", fFloat}, {"forceescape", fEscape}, {"format", fFormat}, {"groupby", fGroupby}, {"indent", fIndent},
       {"int", fInt}, {"items", fItems}, {"join", fJoin}, {"last", fLast}, {"length", fLength},
       {"list", fList}, {"lower", fLower}, {"map", fMap}, {"max", fMax}, {"min", fMin},
       {"reject", fReject}, {"rejectattr", fRejectattr}, {"replace", fReplace},
       {"reverse", fReverse}, {"round", fRound}, {"safe", fIdentity}, {"select", fSelect},
-      {"selectattr", fSelectattr}, {"sort", fSort}, {"string", fString}, {"sum", fSum},
+      {"selectattr", fSelectattr}, {"slice", fSlice}, {"sort", fSort}, {"string", fString}, {"sum", fSum},
       {"title", fTitle}, {"tojson", fTojson}, {"trim", fTrim}, {"truncate", fTruncate},
       {"unique", fUnique}, {"upper", fUpper}, {"wordcount", fWordcount},
   };
@@ -1582,7 +1631,9 @@ bool tIterable(Renderer &, const Value &v, CallArgs &) {
 bool tSequence(Renderer &, const Value &v, CallArgs &) {
   return v.isString() || v.isList() || v.isDict() || v.isUndefined();
 }
-bool tCallable(Renderer &, const Value &v, CallArgs &) { return v.isObject() && v.object()->callable(); }
+bool tCallable(Renderer &, const Value &v, CallArgs &) {
+  return (v.isObject() && v.object()->callable()) || v.isUnsafeUndefined(); // a refused method is still one
+}
 bool tOdd(Renderer &, const Value &v, CallArgs &) { return requireInt(v, "odd") % 2 != 0; }
 bool tEven(Renderer &, const Value &v, CallArgs &) { return requireInt(v, "even") % 2 == 0; }
 bool tDivisibleby(Renderer &, const Value &v, CallArgs &a) {

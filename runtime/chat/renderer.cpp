@@ -446,6 +446,8 @@ Value Renderer::getAttr(const Value &object, const std::string &name) {
     Value v = object.object()->getAttr(name);
     return v;
   }
+  if (object.isTuple() && object.listData().group && (name == "grouper" || name == "list"))
+    return object.items()[name == "grouper" ? 0 : 1];
   bool unsafe = false;
   if (isMethodName(object, name, unsafe)) {
     if (unsafe)

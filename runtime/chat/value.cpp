@@ -58,6 +58,13 @@ Value Value::list(std::vector<Value> items, bool tuple) {
   v.payload_ = std::make_shared<const ListData>(ListData{std::move(items), tuple});
   return v;
 }
+Value Value::group(Value grouper, Value members) {
+  Value v;
+  v.kind_ = Kind::List;
+  v.payload_ = std::make_shared<const ListData>(ListData{{std::move(grouper), std::move(members)}, true, true});
+  return v;
+}
+
 Value Value::dict(DictData data) {
   Value v;
   v.kind_ = Kind::Dict;

@@ -31,6 +31,7 @@ class Renderer;
 struct ListData {
   std::vector<Value> items;
   bool tuple = false;
+  bool group = false; // groupby's (grouper, list) tuple: also has .grouper and .list
 };
 
 struct DictData {
@@ -52,6 +53,7 @@ public:
   static Value real(double f);
   static Value string(std::string s);
   static Value list(std::vector<Value> items, bool tuple = false);
+  static Value group(Value grouper, Value members); // groupby's (grouper, list)
   static Value dict(DictData data);
   static Value object(std::shared_ptr<Object> object);
   static Value fromJson(const Json &json);
