@@ -431,7 +431,23 @@ std::string percentFormat(const std::string &fmt, const Value &args) {
 }
 
 // One replacement field's spec for str.format: [[fill]align][sign][0][width][,][.precision][type].
+std::string groupThousands(const std::string &number) {
+  size_t start = number[0] == '-' || number[0] == '+' ? 1 : 0;
+  size_t end = number.find_first_not_of("0123456789", start);
+  if (end == std::string::npos)
+    end = number.size();
+  std::string out = number.substr(0, start);
+  for (size_t k = start; k < end; ++k) {
+    if (k > start && (end - k) % 3 == 0)
+      out += ',';
+    out += number[k];
+  }
+  return out + number.substr(end);
+}
+
 std::string formatSpec(const Value &v, const std::string &spec) {
+  if (spec.empty())
+    return toStr(v);
   size_t i = 0;
   std::u32string s = decodeUtf8(spec);
   char32_t fill = ' ';
@@ -452,6 +468,9 @@ std::string formatSpec(const Value &v, const std::string &spec) {
   bool zero = j < rest.size() && rest[j] == '0';
   while (j < rest.size() && std::isdigit(static_cast<unsigned char>(rest[j])))
     width += rest[j++];
+  bool grouping = j < rest.size() && rest[j] == ',';
+  if (grouping)
+    ++j;
   if (j < rest.size() && rest[j] == '.') {
     precision = ".";
     ++j;
@@ -459,10 +478,17 @@ std::string formatSpec(const Value &v, const std::string &spec) {
       precision += rest[j++];
   }
   std::string body;
-  bool grouping = j < rest.size() && rest[j] == ',';
-  if (grouping)
-    ++j;
   char type = j < rest.size() ? rest[j] : 0;
+  if (type == '%' && v.isNumber()) {
+    std::string number = formatNumber(("%" + sign + (precision.empty() ? std::string(".6") : precision)).c_str(),
+                                      Value::real(v.asFloat() * 100), 'f');
+    return pad((grouping ? groupThousands(number) : number) + "%", width.empty() ? 0 : std::atoll(width.c_str()),
+               fill, align ? align : '>');
+  }
+  if (grouping && v.isFloat()) {
+    std::string number = formatNumber(("%" + sign + precision).c_str(), v, type ? type : 'f');
+    return pad(groupThousands(number), width.empty() ? 0 : std::atoll(width.c_str()), fill, align ? align : '>');
+  }
   if (grouping && (v.isInt() || v.isBool()) && (type == 0 || type == 'd')) {
     std::string digits = std::to_string(v.asInt() < 0 ? -v.asInt() : v.asInt()), grouped;
     for (size_t k = 0; k < digits.size(); ++k) {
