@@ -339,16 +339,29 @@ std::string substrArgs(const std::string &s, const Params &p, size_t startIndex)
 // ---- formatting --------------------------------------------------------------
 
 std::string formatNumber(const char *spec, const Value &v, char type) {
-  char buffer[512];
-  if (type == 'd' || type == 'i' || type == 'u' || type == 'x' || type == 'X' || type == 'o') {
-    int64_t i = v.isFloat() ? int64_t(v.asFloat()) : v.asInt();
-    std::string s = std::string(spec) + "ll" + (type == 'i' || type == 'u' ? 'd' : type);
-    std::snprintf(buffer, sizeof buffer, s.c_str(), (long long)i);
+  std::string format;
+  bool integral = type == 'd' || type == 'i' || type == 'u' || type == 'x' || type == 'X' || type == 'o';
+  long long i = 0;
+  if (integral) {
+    double d = v.asFloat();
+    if (v.isFloat() && (!std::isfinite(d) || std::fabs(d) >= 9.2e18))
+      fail("cannot convert float " + pyFloatRepr(d) + " to integer");
+    i = v.isFloat() ? (long long)d : (long long)v.asInt();
+    format = std::string(spec) + "ll" + (type == 'i' || type == 'u' ? 'd' : type);
   } else {
-    std::string s = std::string(spec) + type;
-    std::snprintf(buffer, sizeof buffer, s.c_str(), v.asFloat());
+    format = std::string(spec) + type;
   }
-  return buffer;
+  int n = integral ? std::snprintf(nullptr, 0, format.c_str(), i)
+                   : std::snprintf(nullptr, 0, format.c_str(), v.asFloat());
+  if (n < 0)
+    fail("format: cannot format " + repr(v) + " with '" + format + "'");
+  std::string out(size_t(n) + 1, '\0');
+  if (integral)
+    std::snprintf(out.data(), out.size(), format.c_str(), i);
+  else
+    std::snprintf(out.data(), out.size(), format.c_str(), v.asFloat());
+  out.resize(size_t(n));
+  return out;
 }
 
 // Python's printf-style `fmt % args` (the format filter and the % operator).
@@ -392,6 +405,8 @@ std::string percentFormat(const std::string &fmt, const Value &args) {
     }
     if (i >= fmt.size())
       fail("incomplete format");
+    if (width.size() > 4 || precision.size() > 5)
+      fail("format: width and precision above 9999 are not supported");
     char type = fmt[i];
     if (type == '%') {
       out += '%';
@@ -479,6 +494,12 @@ std::string formatSpec(const Value &v, const std::string &spec) {
   }
   std::string body;
   char type = j < rest.size() ? rest[j] : 0;
+  if (width.size() > 4 || precision.size() > 4)
+    fail("format spec '" + spec + "': width and precision above 9999 are not supported");
+  if (v.isNumber() && type != 0 && std::string("dxXoeEfFgG%").find(type) == std::string::npos)
+    fail(std::string("Unknown format code '") + type + "' for object of type '" + typeName(v) + "'");
+  if (v.isFloat() && std::string("dxXo").find(type) != std::string::npos && type != 0)
+    fail(std::string("Unknown format code '") + type + "' for object of type 'float'");
   if (type == '%' && v.isNumber()) {
     std::string number = formatNumber(("%" + sign + (precision.empty() ? std::string(".6") : precision)).c_str(),
                                       Value::real(v.asFloat() * 100), 'f');
