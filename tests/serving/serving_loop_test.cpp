@@ -138,7 +138,7 @@ TEST(ServingLoop, DrainFinishesInFlightRequestsThenAbortsAfterTheDeadline) {
   SubmitResult quick = loop->submit(test::greedy({1, 2}, 3), c.callback());
   ASSERT_EQ(quick.status, SubmitStatus::Accepted);
   ASSERT_TRUE(c.waitFor(1));
-  // 400 tokens after 400 more: not done in 0.5 s on a loaded machine? Make sure: many.
+  // One at a time, 20 x 500 tokens cannot finish within the 0.5 s drain.
   std::vector<RequestId> slow;
   for (int i = 0; i < 20; ++i)
     slow.push_back(loop->submit(test::greedy({1, 3, static_cast<int32_t>(i + 4)}, 500), c.callback()).id);
@@ -148,11 +148,11 @@ TEST(ServingLoop, DrainFinishesInFlightRequestsThenAbortsAfterTheDeadline) {
   double took = std::chrono::duration<double>(Clock::now() - start).count();
   EXPECT_LT(took, 4.0);
   EXPECT_GE(took, 0.4);
-  ASSERT_TRUE(c.waitFor(23, 1));
+  ASSERT_TRUE(c.waitFor(22, 1));
   std::lock_guard<std::mutex> lock(c.mutex);
   EXPECT_EQ(c.out[quick.id].reason, FinishReason::Length);
   EXPECT_EQ(c.out[slow.back()].reason, FinishReason::Abort); // never admitted in time
-  (void)small;
+  EXPECT_EQ(c.out[small.id].reason, FinishReason::Abort);
   EXPECT_EQ(engine->backend().blockPool().numInUse(), 0);
 }
 
