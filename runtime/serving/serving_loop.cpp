@@ -160,14 +160,18 @@ void ServingLoop::run() {
     if (abortAll)
       for (auto &[loopId, schedulerId] : schedulerIds_)
         scheduler_->abort(schedulerId);
+    std::vector<TokenEvent> events;
     if (scheduler_->hasWork())
-      deliver(scheduler_->step());
-    {
+      events = scheduler_->step();
+    bool done = false;
+    { // the counters first, so that a client that sees its last event sees them updated
       std::lock_guard<std::mutex> lock(mutex_);
       stats_ = scheduler_->stats();
-      if (draining && inbox_.empty() && !scheduler_->hasWork())
-        return;
+      done = draining && inbox_.empty() && !scheduler_->hasWork();
     }
+    deliver(events);
+    if (done)
+      return;
   }
 }
 

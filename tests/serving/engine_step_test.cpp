@@ -9,8 +9,12 @@
 namespace llmc {
 namespace {
 
-TEST(EngineStep, EachRowGetsItsOwnKindOfOutput) {
-  auto engine = test::loadEngine(512);
+// Fused (LmHead writes the Argmax rows' ids) and -O0 (Logits for every row,
+// the engine completes the kinds).
+class EngineStepPlans : public ::testing::TestWithParam<bool> {};
+
+TEST_P(EngineStepPlans, EachRowGetsItsOwnKindOfOutput) {
+  auto engine = test::loadEngine(512, GetParam());
   ASSERT_NE(engine, nullptr);
   const int64_t vocab = engine->vocabSize();
   std::vector<SequenceTokens> batch;
@@ -41,6 +45,7 @@ TEST(EngineStep, EachRowGetsItsOwnKindOfOutput) {
   const StepOutput &o = **out;
   ASSERT_EQ(o.filled.size(), 4u);
   EXPECT_EQ(o.filled[0], OutputKind::Argmax);
+  EXPECT_EQ(o.logitsOf(0) == nullptr, !GetParam()); // the fused head writes no logits for it
   EXPECT_EQ(o.filled[1], OutputKind::TopK);
   EXPECT_EQ(o.filled[2], OutputKind::Logits);
   EXPECT_EQ(o.filled[3], OutputKind::TopK);
@@ -65,6 +70,9 @@ TEST(EngineStep, EachRowGetsItsOwnKindOfOutput) {
   for (int64_t v = 0; v < vocab; ++v)
     ASSERT_EQ(row[v], reference[2 * vocab + v]) << "token " << v;
 }
+
+INSTANTIATE_TEST_SUITE_P(Plans, EngineStepPlans, ::testing::Bool(),
+                         [](const auto &info) { return info.param ? "O0" : "fused"; });
 
 TEST(EngineStep, BadOutputRequestsAreErrors) {
   auto engine = test::loadEngine(512);

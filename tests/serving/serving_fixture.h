@@ -19,16 +19,21 @@
 
 namespace llmc::test {
 
-inline std::string syntheticPlan() {
-  static std::string path;
+// `unfused`: the -O0 plan, whose program ends in a Logits step (no LmHead).
+inline std::string syntheticPlan(bool unfused = false) {
+  static std::string paths[2];
+  std::string &path = paths[unfused ? 1 : 0];
   if (!path.empty())
     return path;
-  std::string dir = writeModelDir("serving-synthetic", kStories260kShape);
+  std::string dir =
+      writeModelDir(unfused ? "serving-synthetic-O0" : "serving-synthetic", kStories260kShape);
   BuildOptions options;
   options.input = dir;
   options.output = dir + "/plan.plan";
   options.syntheticSeed = 11;
   options.targets = "cpu";
+  if (unfused)
+    options.optimizationLevel = 0;
   BuildReporter quiet;
   quiet.info = quiet.warning = quiet.verbose = quiet.ir = [](const std::string &) {};
   Status status = runBuild(options, quiet);
@@ -37,11 +42,11 @@ inline std::string syntheticPlan() {
   return path;
 }
 
-inline std::unique_ptr<Engine> loadEngine(int64_t kvTokens) {
+inline std::unique_ptr<Engine> loadEngine(int64_t kvTokens, bool unfused = false) {
   EngineOptions options;
   options.threads = 2;
   options.kvCacheTokens = kvTokens;
-  auto engine = Engine::load(syntheticPlan(), options);
+  auto engine = Engine::load(syntheticPlan(unfused), options);
   EXPECT_TRUE(engine.isOk()) << engine.message();
   return engine.isOk() ? std::move(*engine) : nullptr;
 }
