@@ -560,13 +560,14 @@ Status CudaBackend::run(const StepInput &input, StepOutput &out) {
   const size_t candidates = static_cast<size_t>(logitRows) * hd::kTopKCapacity;
   std::vector<float> stagedScores((topKGroups.size() > 1 ? topKGroups.size() - 1 : 0) * candidates);
   std::vector<int32_t> stagedIds(stagedScores.size());
-  std::vector<int32_t> stagedCounts((topKGroups.size() > 1 ? topKGroups.size() - 1 : 0) * logitRows);
+  std::vector<int32_t> stagedCounts((topKGroups.size() > 1 ? topKGroups.size() - 1 : 0) *
+                                    logitRows);
   for (size_t g = 0; g < topKGroups.size(); ++g)
-    LLMC_RETURN_IF_ERROR(runTopK(
-        topKGroups[g].first, topKGroups[g].second, deviceLogits, logitRows, vocab,
-        g == 0 ? out.scores.data() : stagedScores.data() + (g - 1) * candidates,
-        g == 0 ? out.candidates.data() : stagedIds.data() + (g - 1) * candidates,
-        g == 0 ? out.counts.data() : stagedCounts.data() + (g - 1) * logitRows));
+    LLMC_RETURN_IF_ERROR(
+        runTopK(topKGroups[g].first, topKGroups[g].second, deviceLogits, logitRows, vocab,
+                g == 0 ? out.scores.data() : stagedScores.data() + (g - 1) * candidates,
+                g == 0 ? out.candidates.data() : stagedIds.data() + (g - 1) * candidates,
+                g == 0 ? out.counts.data() : stagedCounts.data() + (g - 1) * logitRows));
   if (needLogits)
     LLMC_RETURN_IF_ERROR(downloadLogits());
   int32_t flag = 0;
@@ -612,8 +613,8 @@ Status CudaBackend::run(const StepInput &input, StepOutput &out) {
   return Status::ok();
 }
 
-Status CudaBackend::runTopK(int32_t k, float temperature, CUdeviceptr deviceLogits,
-                            int64_t rows, int64_t vocab, float *hostScores, int32_t *hostIds,
+Status CudaBackend::runTopK(int32_t k, float temperature, CUdeviceptr deviceLogits, int64_t rows,
+                            int64_t vocab, float *hostScores, int32_t *hostIds,
                             int32_t *hostCounts) {
   const uint64_t candidates = static_cast<uint64_t>(rows) * hd::kTopKCapacity;
   const CUdeviceptr scores = topKCandidates_.get(), ids = scores + candidates * 4,

@@ -35,14 +35,13 @@ public:
   Status run(ThreadPool &pool, const StepInput &input, kv::KvCache &cache, StepOutput &out);
 
 private:
-  Status runStep(ThreadPool &pool, const fb::Step &step, const StepInput &input,
-                 kv::KvCache &cache, StepOutput &out);
+  Status runStep(ThreadPool &pool, const fb::Step &step, const StepInput &input, kv::KvCache &cache,
+                 StepOutput &out);
   float *buffer(int index, int64_t tokens);
 
   Status runFusedStep(ThreadPool &pool, const fb::Step &step, const StepInput &input,
                       kv::KvCache &cache);
-  Status runLmHead(ThreadPool &pool, const fb::Step &step, const StepInput &input,
-                   StepOutput &out);
+  Status runLmHead(ThreadPool &pool, const fb::Step &step, const StepInput &input, StepOutput &out);
   // LinearQ4 and the fused int4 kinds (plan.h int4Linear).
   Status runInt4Linear(ThreadPool &pool, const fb::Step &step, int64_t tokens);
   // The rows `rows` of buffer `index` ([rows.size(), width], gathered into

@@ -245,8 +245,8 @@ Status Engine::runBatch(const std::vector<SequenceTokens> &batch,
     seq.length += static_cast<int64_t>(batch[i].tokens.size());
     seq.tokens.insert(seq.tokens.end(), batch[i].tokens.begin(), batch[i].tokens.end());
     if (prefixCaching_) // the blocks this step filled now hold computed KV
-      LLMC_RETURN_IF_ERROR(
-          seq.blocks.registerFull(pool, seq.tokens.data(), static_cast<int64_t>(seq.tokens.size())));
+      LLMC_RETURN_IF_ERROR(seq.blocks.registerFull(pool, seq.tokens.data(),
+                                                   static_cast<int64_t>(seq.tokens.size())));
   }
   return Status::ok();
 }

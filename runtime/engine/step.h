@@ -85,9 +85,7 @@ struct StepOutput {
     return logitIndex[r] < 0 ? nullptr : logits + logitIndex[r] * vocab;
   }
   const float *scoresOf(size_t r) const { return scores.data() + r * hd::kTopKCapacity; }
-  const int32_t *candidatesOf(size_t r) const {
-    return candidates.data() + r * hd::kTopKCapacity;
-  }
+  const int32_t *candidatesOf(size_t r) const { return candidates.data() + r * hd::kTopKCapacity; }
 };
 
 } // namespace llmc

@@ -11,7 +11,8 @@ BlockHash hashBlock(const BlockHash *parent, const int32_t *tokens, int64_t coun
   // prefixes differ; the first block of a sequence has seed 0.
   XXH3_state_t *state = XXH3_createState();
   XXH3_128bits_reset(state);
-  const uint64_t seed[2] = {parent != nullptr ? parent->low : 0, parent != nullptr ? parent->high : 0};
+  const uint64_t seed[2] = {parent != nullptr ? parent->low : 0,
+                            parent != nullptr ? parent->high : 0};
   const uint8_t hasParent = parent != nullptr ? 1 : 0;
   XXH3_128bits_update(state, &hasParent, 1);
   XXH3_128bits_update(state, seed, sizeof(seed));
@@ -187,7 +188,8 @@ Status BlockTable::registerFull(BlockPool &pool, const int32_t *tokens, int64_t 
   while (hashes_.size() < blocks_.size() &&
          static_cast<int64_t>(hashes_.size() + 1) * blockSize_ <= count) {
     const size_t i = hashes_.size();
-    BlockHash h = hashBlock(i == 0 ? nullptr : &hashes_.back(), tokens + i * blockSize_, blockSize_);
+    BlockHash h =
+        hashBlock(i == 0 ? nullptr : &hashes_.back(), tokens + i * blockSize_, blockSize_);
     LLMC_RETURN_IF_ERROR(pool.registerCached(blocks_[i], h));
     hashes_.push_back(h);
   }

@@ -56,8 +56,7 @@ Expected<KvCache> KvCache::create(const KvCacheShape &shape) {
 }
 
 void KvCache::poisonFreeBlocks() {
-  const int64_t perBlock =
-      static_cast<int64_t>(shape_.blockSize) * shape_.kvHeads * shape_.headDim;
+  const int64_t perBlock = static_cast<int64_t>(shape_.blockSize) * shape_.kvHeads * shape_.headDim;
   const float nan = std::numeric_limits<float>::quiet_NaN();
   for (int32_t block = 1; block < shape_.numBlocks; ++block) {
     if (!pool_.isFree(block))

@@ -55,14 +55,14 @@ struct TokenEvent {
   // The new generated token, or -1 when the event carries none (a stop token
   // is never emitted: the event says Stop and stopToken names it).
   int32_t token = -1;
-  float logprob = 0.0f;                             // when asked (RequestParams::logprobs >= 0)
+  float logprob = 0.0f;                               // when asked (RequestParams::logprobs >= 0)
   std::vector<std::pair<int32_t, float>> topLogprobs; // (id, logprob), most likely first
   bool finished = false;
   FinishReason reason = FinishReason::None;
-  int32_t stopToken = -1; // reason Stop: the id that stopped it
-  std::string error;      // reason Error: what failed
-  int64_t promptTokens = 0;     // the prompt's length
-  int64_t generatedTokens = 0;  // tokens emitted so far, this one included
+  int32_t stopToken = -1;         // reason Stop: the id that stopped it
+  std::string error;              // reason Error: what failed
+  int64_t promptTokens = 0;       // the prompt's length
+  int64_t generatedTokens = 0;    // tokens emitted so far, this one included
   int64_t cachedPromptTokens = 0; // prompt tokens served by the prefix cache at first admission
 };
 

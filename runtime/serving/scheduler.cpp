@@ -113,8 +113,9 @@ Status Scheduler::validate(const RequestParams &p) const {
                     "an integer in [0, max_tokens " + std::to_string(p.maxTokens) + "]");
   const int64_t total = static_cast<int64_t>(p.prompt.size()) + p.maxTokens;
   if (total > maxLen)
-    return Status::error("the prompt (" + std::to_string(p.prompt.size()) + " tokens) + max_tokens (" +
-                         std::to_string(p.maxTokens) + ") = " + std::to_string(total) +
+    return Status::error("the prompt (" + std::to_string(p.prompt.size()) +
+                         " tokens) + max_tokens (" + std::to_string(p.maxTokens) +
+                         ") = " + std::to_string(total) +
                          " tokens is over the model's context of " + std::to_string(maxLen) +
                          " tokens; shorten the prompt or lower max_tokens");
   // The last generated token is never fed back, so the sequence holds total - 1 tokens at most.
@@ -130,8 +131,7 @@ Status Scheduler::validate(const RequestParams &p) const {
   if (!(p.presencePenalty >= -2.0f && p.presencePenalty <= 2.0f))
     return badField("presence_penalty", std::to_string(p.presencePenalty), "a number in [-2, 2]");
   if (!(p.frequencyPenalty >= -2.0f && p.frequencyPenalty <= 2.0f))
-    return badField("frequency_penalty", std::to_string(p.frequencyPenalty),
-                    "a number in [-2, 2]");
+    return badField("frequency_penalty", std::to_string(p.frequencyPenalty), "a number in [-2, 2]");
   if (p.logprobs < -1 || p.logprobs > kMaxTopLogprobs)
     return badField("logprobs", std::to_string(p.logprobs),
                     "-1 (off) or an integer in [0, " + std::to_string(kMaxTopLogprobs) + "]");
@@ -169,7 +169,8 @@ SchedulerStats Scheduler::stats() const {
   s.running = static_cast<int64_t>(running_.size());
   s.waiting = static_cast<int64_t>(waiting_.size());
   const int64_t available = engine_->availableBlocks();
-  s.kvUsage = usableBlocks_ > 0 ? static_cast<double>(usableBlocks_ - available) / usableBlocks_ : 0;
+  s.kvUsage =
+      usableBlocks_ > 0 ? static_cast<double>(usableBlocks_ - available) / usableBlocks_ : 0;
   return s;
 }
 
@@ -247,8 +248,7 @@ std::vector<Scheduler::Scheduled> Scheduler::schedule() {
   // hold one, the most recently admitted running request makes room.
   for (size_t i = 0; i < running_.size() && budget > 0;) {
     Request &r = *running_[i];
-    const int64_t n =
-        std::min<int64_t>(static_cast<int64_t>(r.tokens.size()) - r.computed, budget);
+    const int64_t n = std::min<int64_t>(static_cast<int64_t>(r.tokens.size()) - r.computed, budget);
     const int64_t need = engine_->blocksToGrow(r.sequence, n);
     if (planned + need > engine_->availableBlocks()) {
       Request &victim = *running_.back();
@@ -269,8 +269,7 @@ std::vector<Scheduler::Scheduled> Scheduler::schedule() {
          static_cast<int64_t>(running_.size()) < config_.maxNumSeqs) {
     Request &r = *waiting_.front();
     admit(r);
-    const int64_t n =
-        std::min<int64_t>(static_cast<int64_t>(r.tokens.size()) - r.computed, budget);
+    const int64_t n = std::min<int64_t>(static_cast<int64_t>(r.tokens.size()) - r.computed, budget);
     const int64_t need = engine_->blocksToGrow(r.sequence, n);
     if (planned + need > engine_->availableBlocks()) {
       // Give back the shared prefix blocks (they stay cached) until it fits.
@@ -335,10 +334,9 @@ std::vector<TokenEvent> Scheduler::step() {
     o.row = row - 1;
     const RequestParams &p = r.params;
     // Masking stop ids before min_tokens, penalties and logprobs need the row's logits.
-    const bool masks = r.generated < p.minTokens && (!p.stopTokenIds.empty() ||
-                                                     (!p.ignoreEos && !eosIds_.empty()));
-    const bool needsLogits =
-        masks || p.logprobs >= 0 || !r.generatedCounts.empty();
+    const bool masks = r.generated < p.minTokens &&
+                       (!p.stopTokenIds.empty() || (!p.ignoreEos && !eosIds_.empty()));
+    const bool needsLogits = masks || p.logprobs >= 0 || !r.generatedCounts.empty();
     if (needsLogits)
       o.kind = OutputKind::Logits;
     else if (p.sampling.temperature == 0.0f && p.sampling.repetitionPenalty == 1.0f)
@@ -426,9 +424,8 @@ void Scheduler::emit(Request &r, const StepOutput &out, size_t index,
         event.topLogprobs.emplace_back(ids[i], lsm.of(logits[ids[i]]));
     }
   }
-  const bool stops =
-      r.generated >= p.minTokens &&
-      (contains(p.stopTokenIds, token) || (!p.ignoreEos && contains(eosIds_, token)));
+  const bool stops = r.generated >= p.minTokens && (contains(p.stopTokenIds, token) ||
+                                                    (!p.ignoreEos && contains(eosIds_, token)));
   if (stops) {
     event.stopToken = token;
     finish(r, FinishReason::Stop, events, std::move(event));

@@ -53,13 +53,13 @@ struct SchedulerConfig {
 struct SchedulerStats {
   int64_t running = 0;
   int64_t waiting = 0;
-  double kvUsage = 0.0;           // 0..1: allocated blocks (not free, not evictable) / usable blocks
-  int64_t prefixQueries = 0;      // prompt tokens looked up in the prefix cache
-  int64_t prefixHits = 0;         // of those, tokens found
+  double kvUsage = 0.0;      // 0..1: allocated blocks (not free, not evictable) / usable blocks
+  int64_t prefixQueries = 0; // prompt tokens looked up in the prefix cache
+  int64_t prefixHits = 0;    // of those, tokens found
   int64_t preemptions = 0;
-  int64_t promptTokens = 0;       // prompt tokens of requests admitted (once per request)
-  int64_t generationTokens = 0;   // tokens emitted
-  int64_t finished = 0;           // requests that ended with stop or length
+  int64_t promptTokens = 0;     // prompt tokens of requests admitted (once per request)
+  int64_t generationTokens = 0; // tokens emitted
+  int64_t finished = 0;         // requests that ended with stop or length
   int64_t aborted = 0;
 };
 
@@ -67,8 +67,7 @@ class Scheduler {
 public:
   // The engine must outlive the scheduler; the scheduler owns every
   // sequence it creates and releases them. Fails naming a bad config field.
-  static Expected<std::unique_ptr<Scheduler>> create(Engine &engine,
-                                                     const SchedulerConfig &config);
+  static Expected<std::unique_ptr<Scheduler>> create(Engine &engine, const SchedulerConfig &config);
   ~Scheduler();
 
   // Whether `params` can be served, as the message of a 400: an empty prompt,

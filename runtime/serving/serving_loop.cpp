@@ -40,8 +40,8 @@ SubmitResult ServingLoop::submit(RequestParams params, EventCallback callback) {
   }
   if (static_cast<int64_t>(inbox_.size()) + stats_.waiting >= config_.maxWaiting) {
     result.status = SubmitStatus::QueueFull;
-    result.message = "too many requests waiting (" + std::to_string(config_.maxWaiting) +
-                     "); retry later";
+    result.message =
+        "too many requests waiting (" + std::to_string(config_.maxWaiting) + "); retry later";
     return result;
   }
   result.id = nextId_++;

@@ -99,10 +99,10 @@ private:
 
   mutable std::mutex mutex_;
   std::condition_variable wake_;
-  std::vector<Pending> inbox_;       // submitted, not yet given to the scheduler
-  std::vector<RequestId> cancels_;   // asked, not yet given to the scheduler
+  std::vector<Pending> inbox_;     // submitted, not yet given to the scheduler
+  std::vector<RequestId> cancels_; // asked, not yet given to the scheduler
   std::map<RequestId, EventCallback> callbacks_;
-  SchedulerStats stats_;             // copied after each iteration
+  SchedulerStats stats_; // copied after each iteration
   RequestId nextId_ = 1;
   bool stopping_ = false;
   bool abortAll_ = false;

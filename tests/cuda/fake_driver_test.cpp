@@ -157,9 +157,9 @@ TEST(CudaFakeDriver, EachRowGetsItsOwnOutputKind) {
   EXPECT_EQ(fakeCountOf("llmc_argmax_f32") - argmaxBefore, 1);
   EXPECT_EQ(fakeCountOf("llmc_topk_f32") - topKBefore, 2);
   const StepOutput &o = **out;
-  EXPECT_EQ(o.filled, (std::vector<OutputKind>{OutputKind::Argmax, OutputKind::TopK,
-                                               OutputKind::Logits, OutputKind::TopK,
-                                               OutputKind::TopK}));
+  EXPECT_EQ(o.filled,
+            (std::vector<OutputKind>{OutputKind::Argmax, OutputKind::TopK, OutputKind::Logits,
+                                     OutputKind::TopK, OutputKind::TopK}));
   const int64_t vocab = engine->vocabSize();
   for (int r : {1, 3, 4}) {
     EXPECT_EQ(o.counts[r], vocab); // every token ties on the fake device

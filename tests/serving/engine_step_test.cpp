@@ -55,9 +55,9 @@ TEST_P(EngineStepPlans, EachRowGetsItsOwnKindOfOutput) {
   for (int r : {1, 3}) {
     std::vector<float> scores(hd::kTopKCapacity);
     std::vector<int32_t> cand(hd::kTopKCapacity);
-    int32_t count = sampling::topKCandidates(reference.data() + r * vocab,
-                                             static_cast<int32_t>(vocab), outputs[r].k,
-                                             outputs[r].temperature, scores.data(), cand.data());
+    int32_t count =
+        sampling::topKCandidates(reference.data() + r * vocab, static_cast<int32_t>(vocab),
+                                 outputs[r].k, outputs[r].temperature, scores.data(), cand.data());
     ASSERT_EQ(o.counts[r], count);
     ASSERT_LE(count, hd::kTopKCapacity);
     for (int32_t i = 0; i < count; ++i) {
@@ -80,7 +80,8 @@ TEST(EngineStep, BadOutputRequestsAreErrors) {
   SequenceId s = engine->addSequence();
   EXPECT_FALSE(engine->run({{s, {1, 2}}}, {}).isOk());
   EXPECT_FALSE(engine->run({{s, {1, 2}}}, {{2, OutputKind::Argmax}}).isOk());
-  EXPECT_FALSE(engine->run({{s, {1, 2}}}, {{1, OutputKind::Argmax}, {1, OutputKind::Logits}}).isOk());
+  EXPECT_FALSE(
+      engine->run({{s, {1, 2}}}, {{1, OutputKind::Argmax}, {1, OutputKind::Logits}}).isOk());
   auto badK = engine->run({{s, {1, 2}}}, {{1, OutputKind::TopK, 0, 1.0f}});
   ASSERT_FALSE(badK.isOk());
   EXPECT_NE(badK.message().find("takes k in [1, 64]"), std::string::npos) << badK.message();
@@ -96,8 +97,8 @@ TEST(EngineStep, KvFullStepReservesNothing) {
   ASSERT_TRUE(engine->step({{a, std::vector<int32_t>(20, 4)}}, false).isOk()); // 2 blocks
   ASSERT_EQ(engine->availableBlocks(), 4);
   // b needs 2 blocks (fits alone), c 3: together 5 > 4.
-  auto full = engine->step({{b, std::vector<int32_t>(17, 5)}, {c, std::vector<int32_t>(40, 6)}},
-                           false);
+  auto full =
+      engine->step({{b, std::vector<int32_t>(17, 5)}, {c, std::vector<int32_t>(40, 6)}}, false);
   ASSERT_FALSE(full.isOk());
   EXPECT_NE(full.message().find("KV cache full"), std::string::npos) << full.message();
   EXPECT_EQ(engine->availableBlocks(), 4);

@@ -109,8 +109,8 @@ TEST(Scheduler, StopConditionsAtTheTokenLevel) {
   // A stop id ends the request before it is emitted.
   RequestParams stop = test::greedy(prompt, 12);
   stop.stopTokenIds = {free.tokens[3]};
-  size_t firstAt = std::find(free.tokens.begin(), free.tokens.end(), free.tokens[3]) -
-                   free.tokens.begin();
+  size_t firstAt =
+      std::find(free.tokens.begin(), free.tokens.end(), free.tokens[3]) - free.tokens.begin();
   test::Outcome stopped = test::solo(*engine, stop);
   EXPECT_EQ(stopped.reason, FinishReason::Stop);
   EXPECT_EQ(stopped.tokens,
@@ -173,7 +173,8 @@ TEST(Scheduler, PreemptionByRecomputeKeepsEveryOutput) {
     auto out = test::drain(*s);
     EXPECT_GT(s->stats().preemptions, 0) << "the pool was meant to be too small";
     for (size_t i = 0; i < ids.size(); ++i) {
-      EXPECT_EQ(out[ids[i]].tokens, expected[i].tokens) << "request " << i << " caching " << caching;
+      EXPECT_EQ(out[ids[i]].tokens, expected[i].tokens)
+          << "request " << i << " caching " << caching;
       EXPECT_EQ(out[ids[i]].reason, FinishReason::Length);
     }
     EXPECT_EQ(engine->availableBlocks(), engine->usableBlocks());
@@ -305,7 +306,8 @@ TEST(Scheduler, CancellationRegressionCve202624205) {
     std::map<RequestId, int> abortAfter; // tokens before the abort; 0 = mid-prefill
     for (int i = 0; i < 16; ++i) {
       std::vector<int32_t> prompt = test::randomPrompt(rng, 20 + (i * 13) % 90);
-      requests.push_back(i % 2 ? test::seeded(prompt, 16, round * 100 + i) : test::greedy(prompt, 16));
+      requests.push_back(i % 2 ? test::seeded(prompt, 16, round * 100 + i)
+                               : test::greedy(prompt, 16));
       ids.push_back(*s->add(requests.back()));
       if (i % 4 == 3)
         abortAfter[ids.back()] = (round + i) % 3 == 0 ? 0 : 1 + (i % 3);

@@ -44,7 +44,7 @@ inline std::string syntheticPlan(bool unfused = false) {
 
 inline std::unique_ptr<Engine> loadEngine(int64_t kvTokens, bool unfused = false) {
   EngineOptions options;
-  options.threads = 2;
+  options.threads = 1; // a tiny model: one thread beats the pool's sync cost
   options.kvCacheTokens = kvTokens;
   auto engine = Engine::load(syntheticPlan(unfused), options);
   EXPECT_TRUE(engine.isOk()) << engine.message();
@@ -124,8 +124,8 @@ inline serving::RequestParams greedy(std::vector<int32_t> prompt, int64_t maxTok
   return p;
 }
 
-inline serving::RequestParams seeded(std::vector<int32_t> prompt, int64_t maxTokens,
-                                     uint64_t seed, int32_t topK = 0) {
+inline serving::RequestParams seeded(std::vector<int32_t> prompt, int64_t maxTokens, uint64_t seed,
+                                     int32_t topK = 0) {
   serving::RequestParams p = greedy(std::move(prompt), maxTokens);
   p.sampling.temperature = 0.9f;
   p.sampling.topK = topK;

@@ -141,7 +141,8 @@ TEST(ServingLoop, DrainFinishesInFlightRequestsThenAbortsAfterTheDeadline) {
   // One at a time, 20 x 500 tokens cannot finish within the 0.5 s drain.
   std::vector<RequestId> slow;
   for (int i = 0; i < 20; ++i)
-    slow.push_back(loop->submit(test::greedy({1, 3, static_cast<int32_t>(i + 4)}, 500), c.callback()).id);
+    slow.push_back(
+        loop->submit(test::greedy({1, 3, static_cast<int32_t>(i + 4)}, 500), c.callback()).id);
   SubmitResult small = loop->submit(test::greedy({1, 7}, 2), c.callback());
   auto start = Clock::now();
   loop->shutdown(ShutdownMode::Drain);
