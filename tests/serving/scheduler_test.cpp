@@ -4,6 +4,8 @@
 // change a request's output (the same tokens as the request run alone).
 #include "serving_fixture.h"
 
+#include <cmath>
+
 namespace llmc {
 namespace {
 
@@ -144,6 +146,51 @@ TEST(Scheduler, LogprobsAreTheRawLogSoftmax) {
       EXPECT_LE(e.topLogprobs[i].second, e.topLogprobs[i - 1].second);
   }
   EXPECT_EQ(test::solo(*engine, test::greedy({1, 9, 30}, 3)).tokens.size(), 3u);
+}
+
+// Greedy with OpenAI penalties picks argmax(logit - presence * (count > 0)
+// - frequency * count) over the generated tokens: checked against the raw
+// top-20 logprobs (their differences are the logits' differences).
+TEST(Scheduler, PresenceAndFrequencyPenaltiesShiftTheGreedyChoice) {
+  auto engine = test::loadEngine(4096);
+  ASSERT_NE(engine, nullptr);
+  auto s = test::makeScheduler(*engine);
+  RequestParams p = test::greedy({1, 40, 41}, 40);
+  p.presencePenalty = 1.5f;
+  p.frequencyPenalty = 0.5f;
+  p.logprobs = 20;
+  s->add(p);
+  std::map<int32_t, int> counts;
+  int changed = 0, events = 0, exact = 0;
+  test::drain(*s, [&](const serving::TokenEvent &e) {
+    ASSERT_GE(e.token, 0);
+    ++events;
+    auto penalized = [&](int32_t id, float logprob) {
+      auto it = counts.find(id);
+      int n = it == counts.end() ? 0 : it->second;
+      return logprob - (n > 0 ? p.presencePenalty : 0.0f) - p.frequencyPenalty * n;
+    };
+    const float chosen = penalized(e.token, e.logprob);
+    int32_t bestId = -1;
+    float best = -INFINITY;
+    for (const auto &[id, logprob] : e.topLogprobs) {
+      EXPECT_GE(chosen, penalized(id, logprob) - 1e-4f) << "token " << id;
+      if (penalized(id, logprob) > best) {
+        best = penalized(id, logprob);
+        bestId = id;
+      }
+    }
+    // Tokens outside the top 20 score at most the 20th raw logprob.
+    if (best > e.topLogprobs.back().second + 1e-4f) {
+      EXPECT_EQ(e.token, bestId);
+      ++exact;
+    }
+    changed += e.token != e.topLogprobs[0].first;
+    ++counts[e.token];
+  });
+  EXPECT_EQ(events, 40);
+  EXPECT_GT(changed, 0) << "the penalties never changed the choice";
+  EXPECT_GT(exact, 20);
 }
 
 // Many requests, a pool that holds a few: preemption by recompute, and
