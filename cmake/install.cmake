@@ -18,7 +18,7 @@ install(FILES ${LLMC_STATIC_ARCHIVE} DESTINATION ${LLMC_INSTALL_LIBDIR})
 install(FILES ${CMAKE_SOURCE_DIR}/include/llmc/llmc.h DESTINATION include/llmc)
 
 # What a static link needs besides libllmc.a (the runtime's own dependencies).
-set(LLMC_STATIC_LINK_LIBRARIES "-lpcre2-8 -lutf8proc -ldl -lpthread -lstdc++ -lm")
+set(LLMC_STATIC_LINK_LIBRARIES "-lpcre2-8 -lutf8proc -lxxhash -ldl -lpthread -lstdc++ -lm")
 configure_file(${CMAKE_SOURCE_DIR}/cmake/llmc.pc.in ${CMAKE_BINARY_DIR}/llmc.pc @ONLY)
 install(FILES ${CMAKE_BINARY_DIR}/llmc.pc DESTINATION ${LLMC_INSTALL_LIBDIR}/pkgconfig)
 
