@@ -1,8 +1,9 @@
 // The host/device math that the CUDA kernels share with the CPU
 // (runtime/kernels/common), checked on the host: flash-decoding's run-time
 // split of a context, the many-way split merge against folded pairwise
-// merges.
+// merges, the int4 GEMV's paired bf16 dequantization against the f32 one.
 #include "kernels/common/decode_splits.h"
+#include "kernels/common/int4.h"
 #include "kernels/common/online_softmax.h"
 
 #include <gtest/gtest.h>
@@ -84,6 +85,36 @@ TEST(SoftmaxScaleTo, EmptyPiecesWeighNothingAndAllEmptyGivesZeros) {
   EXPECT_EQ(softmaxScaleTo(softmaxEmpty(), -infinity()), 0.0f);
   EXPECT_EQ(softmaxScaleTo(SoftmaxState{2.0f, 1.0f}, 2.0f), 1.0f);
   EXPECT_EQ(softmaxInvSum({-infinity(), 0.0f}), 0.0f);
+}
+
+// Bit for bit the values of int4MinusMagicZero (the f32 path and the CPU's
+// q - zero) for every nibble and every zero point the fast path takes.
+TEST(Int4PairBf16x2, EqualsTheF32DequantizationBitForBit) {
+  std::mt19937 rng(11);
+  std::vector<float> zeros;
+  for (int z = 0; z <= 127; ++z)
+    zeros.push_back(static_cast<float>(z));
+  for (float z : {0.5f, 7.5f, 8.5f, 0.25f, 14.75f, 126.5f, 127.0f})
+    zeros.push_back(z); // rounded to nearest even by both
+  for (int trial = 0; trial < 64; ++trial) {
+    const u32 word = trial < 16 ? 0x11111111u * static_cast<u32>(trial) : static_cast<u32>(rng());
+    for (float zero : zeros) {
+      ASSERT_TRUE(int4ZeroFitsBf16x2(zero));
+      const u32 neg = int4NegMagicZeroBf16x2(zero);
+      for (int s = 0; s < 4; ++s) {
+        const u32 pair = int4PairBf16x2(word, s);
+        for (int half = 0; half < 2; ++half) {
+          const float want = int4MinusMagicZero(word, s + 4 * half, int4MagicZero(zero));
+          const float got = int4PairMinusMagicZero(pair, neg, half);
+          ASSERT_EQ(floatBits(got), floatBits(want))
+              << std::hex << word << std::dec << " nibble " << s + 4 * half << " zero " << zero;
+        }
+      }
+    }
+  }
+  EXPECT_FALSE(int4ZeroFitsBf16x2(-1.0f));
+  EXPECT_FALSE(int4ZeroFitsBf16x2(127.5f));
+  EXPECT_FALSE(int4ZeroFitsBf16x2(std::nanf("")));
 }
 
 } // namespace
