@@ -308,10 +308,13 @@ Expected<KernelInstance> linear(const StepView &v) {
     return k;
   }
   if (v.shape.maxTokens > 0) {
+    // 16-byte weight loads (gamma, f32, comes in as many 16-byte pieces),
+    // UNROLL x WR of them per lane in flight: 4 KB per warp at T = 1 without
+    // a norm, else 2 KB for T <= 4 (more costs the registers that keep the
+    // grid in one wave: 107 instead of 61 for the norm forms at T = 1).
     const int64_t tmax = v.shape.maxTokens, warps = 4, rows = f.swiglu ? 1 : 2;
-    const int unroll = tmax <= 4 ? 2 : 1;
-    int vec = f.norm ? vectorWidth(kDim, {dtypeSize(a), dtypeSize(w), dtypeSize(g)})
-                     : vectorWidth(kDim, {dtypeSize(a), dtypeSize(w)});
+    const int unroll = tmax == 1 && !f.norm ? 4 : tmax <= 4 ? 2 : 1;
+    int vec = vectorWidth(kDim, {dtypeSize(a), dtypeSize(w)});
     int64_t blocks = ceilDiv(n, warps * rows), splitK = 1;
     while (blocks * splitK < 2 * kSmCount && splitK < 16 && (kDim / vec) % (2 * splitK) == 0 &&
            (kDim / vec) / (2 * splitK) >= 32 * unroll)
