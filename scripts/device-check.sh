@@ -78,7 +78,7 @@ else
   ninja -C "$BUILD" -j"$(nproc)" llmrun cuda_runtime_test cuda_kernel_math_test \
     cuda_kernels_gpu_test cuda_e2e_gpu_test >"$OUT/build.log" 2>&1 ||
     { grep -E "error|FAILED" "$OUT/build.log" | head -30; exit 1; }
-  BIN=$OUT/bin
+  BIN=$BUILD/bin
   mkdir -p "$BIN"
   for b in llmrun cuda_runtime_test cuda_kernel_math_test cuda_kernels_gpu_test cuda_e2e_gpu_test; do
     cp "$(find "$BUILD" -name "$b" -type f -perm -u+x | head -1)" "$BIN/"
@@ -87,10 +87,12 @@ fi
 
 say "tests"
 export LLMC_TEST_PLAN_DIR=$PLANS LLMC_SHARED_DIR=$DEPS/shared
-# A copy of the warm cache: what the tests compile anew stays out of .deps.
-rm -rf "$OUT/kernel-cache"
-cp -r "$DEPS/kernel-cache" "$OUT/kernel-cache" 2>/dev/null || mkdir -p "$OUT/kernel-cache"
-export LLMC_CACHE_DIR=$OUT/kernel-cache
+# A copy of the warm cache, outside OUT (whose files come back, 8 at most):
+# what the tests compile anew stays out of .deps.
+export LLMC_CACHE_DIR=$BUILD/kernel-cache
+rm -rf "$LLMC_CACHE_DIR"
+mkdir -p "$BUILD"
+cp -r "$DEPS/kernel-cache" "$LLMC_CACHE_DIR" 2>/dev/null || mkdir -p "$LLMC_CACHE_DIR"
 CACHED=$(find "$LLMC_CACHE_DIR" -type f | wc -l)
 TESTS=ok
 runTest() { # binary timeout
