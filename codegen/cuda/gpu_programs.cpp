@@ -222,6 +222,7 @@ Status addGpuTargets(PlanContents &contents, const GpuBuildOptions &options,
     auto module = std::make_unique<fb::KernelModuleT>();
     module->target = target;
     module->image = std::move(image);
+    module->cuda_version = nvrtcVersionNumber();
     for (const KernelInstance &k : table.kernels())
       module->functions.push_back(k.name);
     local.moduleBytes += module->image.size();

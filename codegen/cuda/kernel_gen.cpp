@@ -308,10 +308,13 @@ Expected<KernelInstance> linear(const StepView &v) {
     return k;
   }
   if (v.shape.maxTokens > 0) {
+    // 16-byte weight loads (gamma, f32, comes in as many 16-byte pieces),
+    // UNROLL x WR of them per lane in flight: 4 KB per warp at T = 1 without
+    // a norm, else 2 KB for T <= 4 (more costs the registers that keep the
+    // grid in one wave: 107 instead of 61 for the norm forms at T = 1).
     const int64_t tmax = v.shape.maxTokens, warps = 4, rows = f.swiglu ? 1 : 2;
-    const int unroll = tmax <= 4 ? 2 : 1;
-    int vec = f.norm ? vectorWidth(kDim, {dtypeSize(a), dtypeSize(w), dtypeSize(g)})
-                     : vectorWidth(kDim, {dtypeSize(a), dtypeSize(w)});
+    const int unroll = tmax == 1 && !f.norm ? 4 : tmax <= 4 ? 2 : 1;
+    int vec = vectorWidth(kDim, {dtypeSize(a), dtypeSize(w)});
     int64_t blocks = ceilDiv(n, warps * rows), splitK = 1;
     while (blocks * splitK < 2 * kSmCount && splitK < 16 && (kDim / vec) % (2 * splitK) == 0 &&
            (kDim / vec) / (2 * splitK) >= 32 * unroll)
@@ -382,10 +385,17 @@ Expected<KernelInstance> attention(const StepView &v) {
       vec /= 2;
   // Prefill tiles of rows share each K/V chunk: 32 query vectors per block.
   int64_t rowsPerBlock = v.shape.decode ? 1 : std::max<int64_t>(1, 32 / group);
-  int64_t splitLen = 0, splits = 1;
+  // Decode: the grid has room for `splits` splits per KV head, enough for
+  // the heads to cover the SMs twice (32 for 8 KV heads); how many work,
+  // and on how many positions each, the kernel decides from the context
+  // (hd::decodeSplits), so short contexts spread too and max_seq does not
+  // fix the split length.
+  int64_t splits = 1;
   if (v.shape.decode) {
-    splitLen = std::max<int64_t>(8 * chunk, roundUp(ceilDiv(maxSeq, 32), chunk));
-    splits = ceilDiv(maxSeq, splitLen);
+    int64_t wanted = std::max<int64_t>(1, 2 * kSmCount / kvHeads);
+    while (splits * 2 <= std::min<int64_t>(wanted, 64))
+      splits *= 2;
+    splits = std::min(splits, ceilDiv(maxSeq, chunk));
   }
   uint64_t sharedFloats = chunk * (dim + 1) + chunk * dim + rowsPerBlock * group * dim;
   std::string table, hashTag;
@@ -397,7 +407,7 @@ Expected<KernelInstance> attention(const StepView &v) {
   k.name = "llmc_attention_" + std::string(v.shape.decode ? "decode_" : "prefill_") + tag(a) +
            "_d" + str(dim) + "_g" + str(group) + "_kv" + str(kvHeads) + "_bs" + str(blockSize) +
            "_bm" + str(rowsPerBlock) +
-           (splits > 1 ? "_s" + str(splits) + "x" + str(splitLen) : "") + "_sc" + floatTag(scale) +
+           (splits > 1 ? "_s" + str(splits) : "") + "_sc" + floatTag(scale) +
            (fused ? "_q" + str(qStride) + "c" + str(qCol) + "_k" + str(kStride) + "c" + str(kCol) +
                         "_v" + str(vStride) + "c" + str(vCol)
                   : "") +
@@ -409,8 +419,8 @@ Expected<KernelInstance> attention(const StepView &v) {
                              "attention.cuh", table, warps * 32, "StepArgs",
                              "llmc::dev::attention<" + std::string(deviceType(a)) + ", " +
                                  str(dim) + ", " + str(group) + ", " + str(kvHeads) + ", " +
-                                 str(rowsPerBlock) + ", " + str(splits) + ", " + str(splitLen) +
-                                 ", " + str(blockSize) + ", " + str(vec) + ", " + str(warps) +
+                                 str(rowsPerBlock) + ", " + str(splits) + ", " + str(blockSize) +
+                                 ", " + str(vec) + ", " + str(warps) +
                                  ", " + str(qStride) + ", " + str(kStride) + ", " + str(vStride) +
                                  ", " + str(qCol) + ", " + str(kCol) + ", " + str(vCol) + ", " +
                                  bool01(rope) + ">(args, " + floatLiteral(scale) + ", kInvFreq)");

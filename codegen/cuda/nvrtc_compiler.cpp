@@ -318,6 +318,12 @@ std::string nvrtcVersionString() {
   return std::to_string(major) + "." + std::to_string(minor);
 }
 
+int nvrtcVersionNumber() {
+  int major = 0, minor = 0;
+  nvrtcVersion(&major, &minor);
+  return 1000 * major + 10 * minor;
+}
+
 ResourceUsage parsePtxasReport(const std::string &log, const std::string &kernel) {
   ResourceUsage usage;
   size_t at = log.find("Compiling entry function '" + kernel + "'");

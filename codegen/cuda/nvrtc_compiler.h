@@ -49,6 +49,8 @@ std::string defaultCacheDir();
 
 // "13.0": the NVRTC this compiler was built with.
 std::string nvrtcVersionString();
+// The same as 1000 * major + 10 * minor (13000), as cuDriverGetVersion counts.
+int nvrtcVersionNumber();
 
 // Compiles one instance for `target` (Sm90a or Ptx). Errors name the kernel
 // and carry NVRTC's log.

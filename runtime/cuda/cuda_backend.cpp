@@ -10,6 +10,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
 
 namespace llmc::cuda {
@@ -45,7 +46,11 @@ Expected<std::unique_ptr<CudaBackend>> CudaBackend::create(const Plan &plan,
                                                            const EngineOptions &options) {
   std::unique_ptr<CudaBackend> b(new CudaBackend());
   b->plan_ = &plan;
-  b->useGraphs_ = options.cudaGraphs;
+  // Synchronizing after every step attributes a fault to its step; graphs
+  // would hide the steps, so they are off then.
+  const char *sync = std::getenv("LLMC_CUDA_SYNC");
+  b->syncEachStep_ = sync != nullptr && std::strcmp(sync, "1") == 0;
+  b->useGraphs_ = options.cudaGraphs && !b->syncEachStep_;
   LLMC_ASSIGN_OR_RETURN(b->device_, Device::open(options.cudaDevice));
   const DeviceInfo &info = b->device_->info();
   auto has = [&](fb::Target t) {
@@ -66,11 +71,16 @@ Expected<std::unique_ptr<CudaBackend>> CudaBackend::create(const Plan &plan,
     if (p->target() != b->target_)
       continue;
     b->arenaBytesPerToken_ = std::max(b->arenaBytesPerToken_, p->arena_bytes_per_token());
+    // A decode program's rows are its sequences, one each.
+    const bool decode = p->phase() == fb::Phase::Decode;
+    uint64_t &workspace = decode ? b->workspacePerSequence_ : b->workspacePerToken_;
+    uint64_t &counters = decode ? b->countersPerSequence_ : b->countersPerToken_;
     for (const fb::Step *s : *p->steps()) {
-      b->workspacePerToken_ = std::max(b->workspacePerToken_, s->workspace_bytes_per_token());
-      b->countersPerToken_ = std::max(b->countersPerToken_, s->counters_per_token());
+      workspace = std::max(workspace, s->workspace_bytes_per_token());
+      counters = std::max(counters, s->counters_per_token());
     }
   }
+  LLMC_RETURN_IF_ERROR(b->checkDriverVersion());
   LLMC_RETURN_IF_ERROR(b->loadModule());
   LLMC_RETURN_IF_ERROR(b->uploadWeights());
   // cuBLASLt's workspace before the KV cache takes what is left.
@@ -103,7 +113,29 @@ std::string CudaBackend::description() const {
          std::to_string(info.minor) + ", " + std::to_string(info.multiprocessors) + " SMs), " +
          (target_ == fb::Target::Sm90a ? "sm_90a cubin" : "PTX JIT-compiled by the driver") +
          ", KV cache " + std::to_string(blocks_->numBlocks()) + " blocks of " +
-         std::to_string(blockSize_) + " tokens (" + gib(kv_.bytes()) + "); " + cublasLtNote_;
+         std::to_string(blockSize_) + " tokens (" + gib(kv_.bytes()) + "), driver " +
+         cudaVersionText(info.driverVersion) + "; " + cublasLtNote_ +
+         (syncEachStep_ ? "; LLMC_CUDA_SYNC=1: synchronized after every step, no CUDA graphs"
+                        : "");
+}
+
+// One line when the driver is older than what the module (cubin: the major
+// version of the CUDA that compiled it; PTX: its ISA) needs.
+Status CudaBackend::checkDriverVersion() {
+  const fb::KernelModule &module = *plan_->module(target_);
+  const int driver = device_->info().driverVersion;
+  const int needed = moduleDriverVersion(target_, module.image()->data(), module.image()->size(),
+                                         module.cuda_version());
+  if (driver >= needed)
+    return Status::ok();
+  return Status::error(
+      "the CUDA driver on this machine is " + cudaVersionText(driver) + ", older than the " +
+      cudaVersionText(needed) + " that " + plan_->path() + "'s " +
+      (target_ == fb::Target::Sm90a
+           ? "sm_90a cubin (compiled by CUDA " + cudaVersionText(module.cuda_version()) + ")"
+           : std::string("PTX (its ISA .version)")) +
+      " needs: install an NVIDIA driver for CUDA " + cudaVersionText(needed) +
+      " or newer, or run with --device cpu");
 }
 
 Status CudaBackend::openCublasLt(const EngineOptions &options) {
@@ -121,6 +153,13 @@ Status CudaBackend::openCublasLt(const EngineOptions &options) {
     return Status::ok();
   }
   // Whatever keeps cuBLASLt from working leaves the plan's own kernels.
+  if (device_->info().driverVersion < kCublasLtDriverVersion) {
+    cublasLtNote_ = "cuBLASLt not used (libcublasLt.so.13 needs CUDA driver " +
+                    cudaVersionText(kCublasLtDriverVersion) + ", this one is " +
+                    cudaVersionText(device_->info().driverVersion) +
+                    "): every GEMM on llmc kernels";
+    return Status::ok();
+  }
   auto library = CublasLt::load();
   if (!library) {
     cublasLtNote_ = "cuBLASLt not used (" + library.message() + "): every GEMM on llmc kernels";
@@ -268,6 +307,10 @@ Status CudaBackend::allocateKvCache(const EngineOptions &options) {
   return Status::ok();
 }
 
+// All or nothing: the old buffers are freed first (the KV cache took the
+// rest of the device), and the capacity stays 0 until every new buffer is
+// there, so after a failed growth no later step launches on freed memory:
+// the next one allocates again, for its own size.
 Status CudaBackend::ensureCapacity(int64_t rows, int64_t sequences) {
   if (rows <= capacityRows_ && sequences <= capacitySequences_)
     return Status::ok();
@@ -275,19 +318,34 @@ Status CudaBackend::ensureCapacity(int64_t rows, int64_t sequences) {
   sequences = std::max(sequences, capacitySequences_);
   LLMC_RETURN_IF_ERROR(device_->synchronize());
   dropGraphs(); // they hold the old addresses
-  arena_ = DeviceBuffer();
-  workspace_ = DeviceBuffer();
-  counters_ = DeviceBuffer();
-  metadata_ = DeviceBuffer();
-  ids_ = DeviceBuffer();
-  topKCandidates_ = DeviceBuffer();
+  capacityRows_ = capacitySequences_ = 0;
+  auto release = [&] {
+    arena_ = DeviceBuffer();
+    workspace_ = DeviceBuffer();
+    counters_ = DeviceBuffer();
+    metadata_ = DeviceBuffer();
+    ids_ = DeviceBuffer();
+    topKCandidates_ = DeviceBuffer();
+  };
+  release();
+  Status allocated = allocateCapacity(rows, sequences);
+  if (!allocated) {
+    release();
+    return allocated.withContext("growing the activations to " + std::to_string(rows) +
+                                 " rows, " + std::to_string(sequences) + " sequences");
+  }
+  capacityRows_ = rows;
+  capacitySequences_ = sequences;
+  return Status::ok();
+}
+
+Status CudaBackend::allocateCapacity(int64_t rows, int64_t sequences) {
   LLMC_ASSIGN_OR_RETURN(arena_, device_->allocate(arenaBytesPerToken_ * rows));
   LLMC_ASSIGN_OR_RETURN(ids_, device_->allocate(rows * sizeof(int32_t)));
   // Top-k: scores f32 and ids i32 [rows, kTopKCapacity], then counts [rows].
   LLMC_ASSIGN_OR_RETURN(topKCandidates_, device_->allocate(rows * (2 * hd::kTopKCapacity + 1) * 4));
-  LLMC_ASSIGN_OR_RETURN(workspace_,
-                        device_->allocate(std::max<uint64_t>(256, workspacePerToken_ * rows)));
-  uint64_t counterBytes = std::max<uint64_t>(256, countersPerToken_ * 4 * rows);
+  LLMC_ASSIGN_OR_RETURN(workspace_, device_->allocate(workspaceBytes(rows, sequences)));
+  uint64_t counterBytes = counterBytesFor(rows, sequences);
   LLMC_ASSIGN_OR_RETURN(counters_, device_->allocate(counterBytes));
   LLMC_RETURN_IF_ERROR(device_->zeroAsync(counters_.get(), counterBytes));
   if (errorFlag_.get() == 0) {
@@ -305,9 +363,16 @@ Status CudaBackend::ensureCapacity(int64_t rows, int64_t sequences) {
   uint64_t total = offLogitRows_ + rows;
   hostMetadata_.assign(total, 0);
   LLMC_ASSIGN_OR_RETURN(metadata_, device_->allocate(total * 4));
-  capacityRows_ = rows;
-  capacitySequences_ = sequences;
   return Status::ok();
+}
+
+uint64_t CudaBackend::workspaceBytes(int64_t rows, int64_t sequences) const {
+  return std::max<uint64_t>({256, workspacePerToken_ * rows, workspacePerSequence_ * sequences});
+}
+
+uint64_t CudaBackend::counterBytesFor(int64_t rows, int64_t sequences) const {
+  return std::max<uint64_t>(
+      {256, countersPerToken_ * 4 * rows, countersPerSequence_ * 4 * sequences});
 }
 
 Status CudaBackend::writeMetadata(const StepInput &input, int64_t logitRows) {
@@ -381,9 +446,28 @@ Status CudaBackend::launchProgram(const fb::Program &program, int64_t rows, int6
   base.blockTableStride = static_cast<int>(blockTableStride_);
   base.numLogitRows = static_cast<int>(logitRows);
   base.numSequences = static_cast<int>(sequences);
-  for (const fb::Step *step : *program.steps())
-    LLMC_RETURN_IF_ERROR(runStep(program, *step, base, rows, logitRows));
+  for (uint32_t i = 0; i < program.steps()->size(); ++i) {
+    const fb::Step &step = *program.steps()->Get(i);
+    LLMC_RETURN_IF_ERROR(runStep(program, step, base, rows, logitRows));
+    if (syncEachStep_)
+      LLMC_RETURN_IF_ERROR(syncAfterStep(program, step, i));
+  }
   return Status::ok();
+}
+
+Status CudaBackend::syncAfterStep(const fb::Program &program, const fb::Step &step,
+                                  uint32_t index) {
+  Status synced = device_->synchronize();
+  if (synced)
+    return synced;
+  const bool library = gemms_ != nullptr && step.library_gemm() != nullptr;
+  return Status::error(
+      "LLMC_CUDA_SYNC: step " + std::to_string(index) + " of the " +
+      fb::EnumNamePhase(program.phase()) + " program (max_tokens " +
+      std::to_string(program.max_tokens()) + "), " + fb::EnumNameOpKind(step.op()) + ", " +
+      (library ? std::string("cuBLASLt (else kernel ") : std::string("kernel ")) +
+      plan_->module(target_)->functions()->Get(step.kernel())->str() + (library ? ")" : "") +
+      ", failed: " + synced.message());
 }
 
 // One step: its GEMM on cuBLASLt when the plan allows it and the library has
@@ -441,11 +525,16 @@ Status CudaBackend::runGraph(const fb::Program &program, int64_t rows) {
     LLMC_CU(cu.streamBeginCapture(device_->stream(), kStreamCaptureModeThreadLocal));
     Status launched = launchProgram(program, rows, rows, rows); // decode: one row per sequence
     CUgraph graph = nullptr;
-    LLMC_CU(cu.streamEndCapture(device_->stream(), &graph));
+    // A failed launch invalidates the capture: its own error is the one to
+    // report, not the CAPTURE_INVALIDATED that ending the capture returns.
+    CUresult ended = cu.streamEndCapture(device_->stream(), &graph);
     if (!launched) {
-      cu.graphDestroy(graph);
-      return launched;
+      if (ended == kCudaSuccess && graph != nullptr)
+        cu.graphDestroy(graph);
+      return launched.withContext("capturing the CUDA graph of a decode step of " +
+                                  std::to_string(rows) + " rows");
     }
+    LLMC_RETURN_IF_ERROR(checkCall(ended, "cuStreamEndCapture", __FILE__, __LINE__));
     CUgraphExec exec = nullptr;
     Status instantiated =
         checkCall(cu.graphInstantiate(&exec, graph, 0), "cuGraphInstantiate", __FILE__, __LINE__);

@@ -51,6 +51,9 @@ public:
   // Whether library GEMM steps run on cuBLASLt; cublasLtNote() says why not.
   bool usesCublasLt() const { return gemms_ != nullptr; }
   const std::string &cublasLtNote() const { return cublasLtNote_; }
+  // Scratch and zeroed counters for a capacity of rows and sequences.
+  uint64_t workspaceBytes(int64_t rows, int64_t sequences) const;
+  uint64_t counterBytesFor(int64_t rows, int64_t sequences) const;
 
 private:
   CudaBackend() = default;
@@ -58,11 +61,15 @@ private:
   Status loadModule();
   Status uploadWeights();
   Status allocateKvCache(const EngineOptions &options);
+  Status checkDriverVersion();
   Status openCublasLt(const EngineOptions &options);
   Status ensureCapacity(int64_t rows, int64_t sequences);
+  Status allocateCapacity(int64_t rows, int64_t sequences);
   Status writeMetadata(const StepInput &input, int64_t logitRows);
   Status launchProgram(const fb::Program &program, int64_t rows, int64_t logitRows,
                        int64_t sequences);
+  // LLMC_CUDA_SYNC=1: waits for step `index` and names it when it failed.
+  Status syncAfterStep(const fb::Program &program, const fb::Step &step, uint32_t index);
   Status runStep(const fb::Program &program, const fb::Step &step, const abi::StepArgs &base,
                  int64_t rows, int64_t logitRows);
   CUdeviceptr bufferAddress(const fb::Program &program, int index, int64_t rows) const;
@@ -94,10 +101,18 @@ private:
   int32_t blockSize_ = 16;
   int64_t blockTableStride_ = 0; // max blocks per sequence
   bool useGraphs_ = true;
+  bool syncEachStep_ = false; // $LLMC_CUDA_SYNC=1: synchronize and check after every step
 
-  // Sized for capacityRows_ rows / capacitySequences_ sequences.
+  // Sized for capacityRows_ rows / capacitySequences_ sequences; both 0
+  // while no complete set is allocated (after a failed growth).
   int64_t capacityRows_ = 0, capacitySequences_ = 0;
-  uint64_t arenaBytesPerToken_ = 0, workspacePerToken_ = 0, countersPerToken_ = 0;
+  uint64_t arenaBytesPerToken_ = 0;
+  // Scratch and counters: per row for the prefill programs, per sequence
+  // for the decode ones (one row per sequence): the flash-decoding partials
+  // of 32 heads x 32 splits x 130 floats must not be reserved for every
+  // prefill row.
+  uint64_t workspacePerToken_ = 0, countersPerToken_ = 0;
+  uint64_t workspacePerSequence_ = 0, countersPerSequence_ = 0;
   DeviceBuffer arena_, workspace_, counters_, metadata_, errorFlag_, ids_;
   DeviceBuffer topKCandidates_;       // top-k scores, ids [rows, kTopKCapacity], counts [rows]
   std::vector<int32_t> hostMetadata_; // staged, then uploaded with one copy

@@ -1,6 +1,9 @@
 #include "cuda/device.h"
 
+#include <algorithm>
+#include <cstdio>
 #include <cstring>
+#include <string_view>
 #include <utility>
 
 namespace llmc::cuda {
@@ -98,6 +101,7 @@ Expected<std::unique_ptr<Device>> Device::open(int ordinal) {
   LLMC_CU(cu.deviceGetAttribute(&info.multiprocessors, kAttrMultiprocessorCount, d->device_));
   LLMC_CU(cu.deviceGetAttribute(&info.maxSharedPerBlock, kAttrMaxSharedMemoryPerBlockOptin,
                                 d->device_));
+  LLMC_CU(cu.driverGetVersion(&info.driverVersion));
   size_t total = 0;
   LLMC_CU(cu.deviceTotalMem(&total, d->device_));
   info.totalBytes = total;
@@ -202,6 +206,36 @@ Status Device::launch(CUfunction f, const uint32_t grid[3], const uint32_t block
   LLMC_CU(cu.launchKernel(f, grid[0], grid[1], grid[2], block[0], block[1], block[2], sharedBytes,
                           stream_, params, nullptr));
   return Status::ok();
+}
+
+std::string cudaVersionText(int version) {
+  return std::to_string(version / 1000) + "." + std::to_string(version % 1000 / 10);
+}
+
+int ptxIsaDriverVersion(const char *ptx, size_t size) {
+  const std::string_view text(ptx, size);
+  size_t at = text.find(".version ");
+  if (at == std::string_view::npos)
+    return 0;
+  int major = 0, minor = 0;
+  std::string line(text.substr(at + 9, std::min<size_t>(16, text.size() - at - 9)));
+  if (std::sscanf(line.c_str(), "%d.%d", &major, &minor) != 2)
+    return 0;
+  // PTX ISA 9.x came with CUDA 13.x; 8.0-8.5 with 12.0-12.5 (8.5 also 12.6),
+  // 8.6-8.8 with 12.7-12.9; 7.x with 11.x.
+  if (major >= 9)
+    return 13000 + (major - 9) * 1000 + minor * 10;
+  if (major == 8)
+    return 12000 + (minor <= 5 ? minor : minor + 1) * 10;
+  if (major == 7)
+    return 11000 + minor * 10;
+  return 10000;
+}
+
+int moduleDriverVersion(fb::Target target, const uint8_t *image, size_t size, int cudaVersion) {
+  if (target == fb::Target::Ptx)
+    return ptxIsaDriverVersion(reinterpret_cast<const char *>(image), size);
+  return cudaVersion > 0 ? cudaVersion / 1000 * 1000 : 13000;
 }
 
 fb::Target pickTarget(const DeviceInfo &info, bool hasSm90a, bool hasPtx) {

@@ -21,7 +21,20 @@ struct DeviceInfo {
   int multiprocessors = 0;
   int maxSharedPerBlock = 0; // opt-in limit, bytes
   uint64_t totalBytes = 0;
+  int driverVersion = 0; // cuDriverGetVersion: 1000 * major + 10 * minor (13000 = CUDA 13.0)
 };
+
+// "13.0" for 13000.
+std::string cudaVersionText(int version);
+// The CUDA driver version that the PTX text's ISA (its .version line)
+// needs, e.g. 13000 for ISA 9.0, 12080 for 8.7; 0 when it has no .version.
+int ptxIsaDriverVersion(const char *ptx, size_t size);
+// The driver version a module of a plan needs: a cubin the major version of
+// the CUDA that compiled it (minor-version compatibility; `cudaVersion` 0,
+// from older plans: 13.0, the toolkit llmc builds with), PTX its ISA's.
+int moduleDriverVersion(fb::Target target, const uint8_t *image, size_t size, int cudaVersion);
+// The driver version libcublasLt.so.13 needs.
+inline constexpr int kCublasLtDriverVersion = 13000;
 
 // Device memory, freed on destruction.
 class DeviceBuffer {

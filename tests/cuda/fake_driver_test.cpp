@@ -126,6 +126,142 @@ TEST(CudaFakeDriver, ArenaGrowsForALongerStep) {
   EXPECT_EQ(fakeError(), "");
 }
 
+// --- Faults: a failed growth, an attributed launch error, the driver version. ---
+
+template <typename... A> void fakeSet(const char *name, A... args) {
+  fake<void (*)(A...)>(name)(args...);
+}
+
+// The first module function whose name holds `part`.
+std::string kernelNamed(const Engine &engine, const std::string &part) {
+  for (const auto *name : *engine.plan().module(fb::Target::Sm90a)->functions())
+    if (name->str().find(part) != std::string::npos)
+      return name->str();
+  ADD_FAILURE() << "no kernel named *" << part << "*";
+  return "";
+}
+
+TEST(CudaFakeDriverFaults, AFailedGrowthLeavesNoStepOnFreedBuffers) {
+  auto engine = loadCuda(plan("cpu,sm_90a,ptx"), 1, /*kvTokens=*/2048);
+  ASSERT_NE(engine, nullptr);
+  uint64_t perToken = 0;
+  for (const fb::Program *p : *engine->plan().meta().programs())
+    perToken = std::max(perToken, p->arena_bytes_per_token());
+  ASSERT_GT(perToken, 0u);
+  SequenceId a = engine->addSequence(), a2 = engine->addSequence();
+  // The arena for 800 rows (512 reserved at load) cannot be had; one for 600 could.
+  fakeSet<uint64_t>("fakeCudaFailAllocationsAbove", perToken * 600);
+  std::vector<int32_t> prompt(400, 3);
+  auto grown = engine->step({{a, prompt}, {a2, prompt}}, false);
+  ASSERT_FALSE(grown.isOk());
+  EXPECT_NE(grown.message().find("growing the activations to 800 rows"), std::string::npos)
+      << grown.message();
+  EXPECT_NE(grown.message().find("CUDA_ERROR_OUT_OF_MEMORY"), std::string::npos);
+  // A smaller step allocates for itself and launches only on live buffers.
+  SequenceId b = engine->addSequence();
+  auto small = engine->step({{b, {1, 3, 4, 5, 6}}}, false);
+  ASSERT_TRUE(small.isOk()) << small.message();
+  auto decode = engine->step({{b, {7}}}, false);
+  ASSERT_TRUE(decode.isOk()) << decode.message();
+  EXPECT_EQ(fakeError(), "");
+  fakeSet<uint64_t>("fakeCudaFailAllocationsAbove", 0);
+  SequenceId c = engine->addSequence(), c2 = engine->addSequence();
+  std::vector<int32_t> longer(280, 3);
+  ASSERT_TRUE(engine->step({{c, longer}, {c2, longer}}, false).isOk());
+  EXPECT_EQ(fakeError(), "");
+}
+
+TEST(CudaFakeDriverFaults, DecodePartialsAreSizedBySequencesNotRows) {
+  const int64_t sequences = 3;
+  auto engine = loadCuda(plan("cpu,sm_90a,ptx"), sequences);
+  ASSERT_NE(engine, nullptr);
+  uint64_t decodePerRow = 0, prefillPerRow = 0;
+  for (const fb::Program *p : *engine->plan().meta().programs())
+    if (p->target() == fb::Target::Sm90a)
+      for (const fb::Step *s : *p->steps())
+        (p->phase() == fb::Phase::Decode ? decodePerRow : prefillPerRow) =
+            std::max(p->phase() == fb::Phase::Decode ? decodePerRow : prefillPerRow,
+                     s->workspace_bytes_per_token());
+  ASSERT_GT(decodePerRow, 0u) << "no flash-decoding or split-K step in the decode programs";
+  EXPECT_EQ(prefillPerRow, 0u);
+  std::vector<SequenceTokens> batch;
+  for (int64_t s = 0; s < sequences; ++s)
+    batch.push_back({engine->addSequence(), {1, 3, 4}});
+  ASSERT_TRUE(engine->step(batch, false).isOk());
+  for (auto &t : batch)
+    t.tokens = {5};
+  ASSERT_TRUE(engine->step(batch, false).isOk());
+  // The 512 rows reserved at load do not multiply the decode partials.
+  EXPECT_EQ(fakeCount("fakeCudaLastWorkspaceBytes"),
+            static_cast<long>(std::max<uint64_t>(256, decodePerRow * sequences)));
+  EXPECT_EQ(fakeError(), "");
+}
+
+TEST(CudaFakeDriverFaults, ALaunchErrorInACaptureIsReportedNotTheInvalidatedCapture) {
+  auto engine = loadCuda(plan("cpu,sm_90a,ptx"), 1);
+  ASSERT_NE(engine, nullptr);
+  SequenceId a = engine->addSequence();
+  ASSERT_TRUE(engine->step({{a, {1, 3, 4}}}, false).isOk());
+  const std::string kernel = kernelNamed(*engine, "attention_decode");
+  fakeSet<const char *, int>("fakeCudaFailLaunchesOf", kernel.c_str(), 701);
+  auto decode = engine->step({{a, {5}}}, false);
+  fakeSet<const char *, int>("fakeCudaFailLaunchesOf", "", 0);
+  ASSERT_FALSE(decode.isOk());
+  EXPECT_NE(decode.message().find("CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES"), std::string::npos)
+      << decode.message();
+  EXPECT_NE(decode.message().find(kernel), std::string::npos) << decode.message();
+  EXPECT_NE(decode.message().find("capturing the CUDA graph"), std::string::npos);
+  EXPECT_EQ(decode.message().find("CAPTURE_INVALIDATED"), std::string::npos) << decode.message();
+  EXPECT_EQ(decode.message().find('\n'), std::string::npos) << decode.message();
+  // The next decode captures again and runs.
+  ASSERT_TRUE(engine->step({{a, {5}}}, false).isOk());
+  EXPECT_EQ(fakeError(), "");
+}
+
+TEST(CudaFakeDriverFaults, CudaSyncNamesTheStepAndKernelOfAnAsynchronousFault) {
+  setenv("LLMC_CUDA_SYNC", "1", 1);
+  auto engine = loadCuda(plan("cpu,sm_90a,ptx"), 1);
+  unsetenv("LLMC_CUDA_SYNC");
+  ASSERT_NE(engine, nullptr);
+  EXPECT_NE(engine->backend().description().find("LLMC_CUDA_SYNC=1"), std::string::npos);
+  SequenceId a = engine->addSequence();
+  ASSERT_TRUE(engine->step({{a, {1, 3, 4}}}, false).isOk());
+  const std::string kernel = kernelNamed(*engine, "attention_decode");
+  long graphsBefore = fakeCount("fakeCudaGraphsCaptured");
+  fakeSet<const char *, int>("fakeCudaFailSyncAfter", kernel.c_str(), 700);
+  auto decode = engine->step({{a, {5}}}, false);
+  fakeSet<const char *, int>("fakeCudaFailSyncAfter", "", 0);
+  ASSERT_FALSE(decode.isOk());
+  const std::string &m = decode.message();
+  EXPECT_NE(m.find("LLMC_CUDA_SYNC: step "), std::string::npos) << m;
+  EXPECT_NE(m.find("of the Decode program (max_tokens 1)"), std::string::npos) << m;
+  EXPECT_NE(m.find("Attention, kernel " + kernel), std::string::npos) << m;
+  EXPECT_NE(m.find("CUDA_ERROR_ILLEGAL_ADDRESS"), std::string::npos) << m;
+  EXPECT_EQ(fakeCount("fakeCudaGraphsCaptured"), graphsBefore); // kernel by kernel
+  ASSERT_TRUE(engine->step({{a, {5}}}, false).isOk());
+}
+
+TEST(CudaFakeDriverFaults, AnOldDriverIsOneLineNamingBothVersions) {
+  const std::string path = plan("cpu,sm_90a,ptx");
+  fakeSet<int>("fakeCudaSetDriverVersion", 12080);
+  EngineOptions options;
+  options.device = "cuda";
+  options.gpuMemoryFraction = 0.5;
+  auto engine = Engine::load(path, options);
+  fakeSet<int>("fakeCudaSetDriverVersion", 13000);
+  ASSERT_FALSE(engine.isOk());
+  const std::string &m = engine.message();
+  EXPECT_NE(m.find("the CUDA driver on this machine is 12.8, older than the 13.0"),
+            std::string::npos)
+      << m;
+  EXPECT_NE(m.find("sm_90a cubin (compiled by CUDA 13."), std::string::npos) << m;
+  EXPECT_EQ(m.find('\n'), std::string::npos) << m;
+  auto current = loadCuda(path, 1);
+  ASSERT_NE(current, nullptr);
+  EXPECT_NE(current->backend().description().find(", driver 13.0;"), std::string::npos)
+      << current->backend().description();
+}
+
 TEST(CudaFakeDriver, BadTokenIdsAreAnErrorNamingThePosition) {
   auto engine = loadCuda(plan("cpu,sm_90a,ptx"), 1);
   ASSERT_NE(engine, nullptr);

@@ -3,7 +3,10 @@
 // kernels do not run. Every launch of a step kernel is checked: its grid,
 // and that each pointer of its StepArgs lies inside a live allocation (the
 // backend's address arithmetic). Loaded through $LLMC_LIBCUDA; the test
-// reads what it saw through the fakeCuda* functions.
+// reads what it saw through the fakeCuda* functions, and injects faults
+// through the fakeCudaSet* / fakeCudaFail* ones: an old driver version, out
+// of memory above a size, a launch that fails (invalidating a capture), an
+// asynchronous fault that the next synchronization reports.
 #include "cuda/kernel_abi.h"
 
 #include <cstdint>
@@ -17,7 +20,8 @@
 namespace {
 
 using CUresult = int;
-constexpr CUresult kOk = 0, kInvalidValue = 1, kOutOfMemory = 2, kNotFound = 500;
+constexpr CUresult kOk = 0, kInvalidValue = 1, kOutOfMemory = 2, kNotFound = 500,
+                   kCaptureInvalidated = 901;
 
 struct State {
   std::mutex mutex;
@@ -30,6 +34,12 @@ struct State {
   long capturedLaunches = 0;
   uint64_t total = uint64_t(4) << 30;
   uint64_t allocated = 0;
+  int driverVersion = 13000;
+  uint64_t failAllocationsAbove = 0;          // 0: none fail
+  std::string failLaunchOf, failSyncAfter;    // kernel names ("" none)
+  CUresult failLaunchCode = 0, failSyncCode = 0;
+  bool captureInvalid = false, syncFaultPending = false;
+  uint64_t lastWorkspaceBytes = 0; // allocation holding the last step's StepArgs.workspace
 };
 
 State &state() {
@@ -128,10 +138,41 @@ int fakeCudaInside(const void *p, size_t bytes) {
          (bytes == 0 || fakeCudaAllocationBase(static_cast<const char *>(p) + bytes - 1) == base);
 }
 
+uint64_t fakeCudaLastWorkspaceBytes() { return state().lastWorkspaceBytes; }
+// Faults to inject.
+void fakeCudaSetDriverVersion(int version) { state().driverVersion = version; }
+void fakeCudaFailAllocationsAbove(uint64_t bytes) { state().failAllocationsAbove = bytes; }
+// Launches of `name` return `code` ("" stops); one inside a capture also
+// invalidates it, as the driver does.
+void fakeCudaFailLaunchesOf(const char *name, int code) {
+  state().failLaunchOf = name;
+  state().failLaunchCode = code;
+}
+// After a launch of `name` the next stream synchronization returns `code`
+// (a fault inside the kernel, reported asynchronously).
+void fakeCudaFailSyncAfter(const char *name, int code) {
+  state().failSyncAfter = name;
+  state().failSyncCode = code;
+  state().syncFaultPending = false;
+}
+
 // --- The driver API subset of runtime/cuda/driver.cpp. ---
 CUresult cuInit(unsigned) { return kOk; }
-CUresult cuDriverGetVersion(int *v) { return *v = 13000, kOk; }
-CUresult cuGetErrorName(CUresult, const char **name) { return *name = "CUDA_ERROR_FAKE", kOk; }
+CUresult cuDriverGetVersion(int *v) { return *v = state().driverVersion, kOk; }
+CUresult cuGetErrorName(CUresult error, const char **name) {
+  switch (error) {
+  case kOutOfMemory:
+    return *name = "CUDA_ERROR_OUT_OF_MEMORY", kOk;
+  case 700:
+    return *name = "CUDA_ERROR_ILLEGAL_ADDRESS", kOk;
+  case 701:
+    return *name = "CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES", kOk;
+  case kCaptureInvalidated:
+    return *name = "CUDA_ERROR_STREAM_CAPTURE_INVALIDATED", kOk;
+  default:
+    return *name = "CUDA_ERROR_FAKE", kOk;
+  }
+}
 CUresult cuGetErrorString(CUresult, const char **text) { return *text = "fake driver", kOk; }
 CUresult cuDeviceGetCount(int *count) { return *count = 1, kOk; }
 CUresult cuDeviceGet(int *device, int ordinal) { return *device = ordinal, kOk; }
@@ -167,7 +208,8 @@ CUresult cuMemGetInfo_v2(size_t *free, size_t *total) {
 }
 CUresult cuMemAlloc_v2(unsigned long long *pointer, size_t bytes) {
   std::lock_guard<std::mutex> lock(state().mutex);
-  if (state().allocated + bytes > state().total)
+  if (state().allocated + bytes > state().total ||
+      (state().failAllocationsAbove > 0 && bytes > state().failAllocationsAbove))
     return kOutOfMemory;
   void *p = std::calloc(1, bytes); // untouched pages cost nothing
   if (p == nullptr)
@@ -224,7 +266,12 @@ CUresult cuStreamCreate(void **stream, unsigned) {
   return *stream = &stream_, kOk;
 }
 CUresult cuStreamDestroy_v2(void *) { return kOk; }
-CUresult cuStreamSynchronize(void *) { return kOk; }
+CUresult cuStreamSynchronize(void *) {
+  if (!state().syncFaultPending)
+    return kOk;
+  state().syncFaultPending = false;
+  return state().failSyncCode;
+}
 CUresult cuModuleLoadDataEx(void **module, const void *image, unsigned, int *, void **) {
   static int module_;
   if (image == nullptr)
@@ -249,10 +296,21 @@ CUresult cuLaunchKernel(void *f, unsigned gx, unsigned gy, unsigned gz, unsigned
   if (gx == 0 || gy == 0 || gz == 0 || gy > 65535 || gz > 65535 || bx * by * bz > 1024 ||
       bx * by * bz == 0 || shared > 232448)
     fail(name + ": bad launch shape");
+  if (!state().failLaunchOf.empty() && name == state().failLaunchOf) {
+    state().captureInvalid |= state().capturing;
+    return state().failLaunchCode;
+  }
+  if (!state().failSyncAfter.empty() && name == state().failSyncAfter)
+    state().syncFaultPending = true;
   bool step = name.rfind("llmc_synthetic_fill_", 0) != 0 && name != "llmc_argmax_f32" &&
               name != llmc::abi::kTopKKernel;
-  if (step)
-    checkStepArgs(name, *static_cast<const llmc::abi::StepArgs *>(params[0]));
+  if (step) {
+    const auto &args = *static_cast<const llmc::abi::StepArgs *>(params[0]);
+    checkStepArgs(name, args);
+    auto it = state().allocations.upper_bound(reinterpret_cast<uintptr_t>(args.workspace));
+    if (it != state().allocations.begin() && inside(args.workspace))
+      state().lastWorkspaceBytes = (--it)->second;
+  }
   if (name == llmc::abi::kTopKKernel)
     fakeTopK(*static_cast<const llmc::abi::TopKArgs *>(params[0]), gx);
   ++(state().capturing ? state().capturedLaunches : state().launches);
@@ -261,12 +319,15 @@ CUresult cuLaunchKernel(void *f, unsigned gx, unsigned gy, unsigned gz, unsigned
 }
 CUresult cuStreamBeginCapture_v2(void *, int) {
   state().capturing = true;
+  state().captureInvalid = false;
   state().capturedLaunches = 0;
   return kOk;
 }
 CUresult cuStreamEndCapture(void *, void **graph) {
   static int graph_;
   state().capturing = false;
+  if (state().captureInvalid)
+    return *graph = nullptr, kCaptureInvalidated;
   ++state().graphsCaptured;
   return *graph = &graph_, kOk;
 }

@@ -20,6 +20,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <numeric>
+#include <thread>
 
 namespace llmc::test {
 namespace {
@@ -27,6 +28,12 @@ namespace {
 const DType kActivations[] = {DType::F32, DType::BF16};
 
 const char *name(DType t) { return t == DType::BF16 ? "bf16" : "f32"; }
+
+// CPU threads for a reference of `macs` multiply-adds: one for the small
+// cases, the machine's cores for the 8B shapes.
+int referenceThreads(int64_t macs) {
+  return macs < (int64_t(1) << 26) ? 1 : std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
+}
 
 TEST(GpuKernels, EmbeddingGathersRows) {
   LLMC_REQUIRE_GPU();
@@ -95,7 +102,7 @@ TEST(GpuKernels, RmsNormMatchesCpu) {
 // the prefill GEMM (0), against cpu::matmul.
 void checkLinear(DType act, int64_t N, int64_t K, int64_t T, int64_t maxTokens, bool bias,
                  bool accumulate) {
-  ThreadPool pool(1);
+  ThreadPool pool(referenceThreads(N * K * T));
   MiniPlan p;
   int w = p.tensor(act, {N, K});
   std::vector<int> weights = {w};
@@ -358,18 +365,35 @@ TEST(GpuKernels, PointwiseOpsMatchCpu) {
 // cpu::pagedAttention; checks the outputs and the cache slots written.
 // packed: q, k, v are column ranges of one qkv buffer and RopeAttention
 // rotates them on the fly (the CPU with its RoPE table).
-void checkAttention(DType act, bool decode, bool packed = false) {
-  ThreadPool pool(1);
-  const int64_t heads = 8, kvHeads = 2, D = 64, bs = 16, numBlocks = 64, maxSeq = 300;
-  // Decode splits positions at 256 (max_seq_len 300): the last sequence
-  // (past 280) has both splits non-empty, the others leave split 1 empty.
-  const std::vector<int64_t> past = {0, 37, 280};
+// An attention shape: heads, KV heads, head dim, max_seq_len, cache blocks,
+// and per sequence its cached positions and (prefill) new rows.
+struct AttentionShape {
+  int64_t heads, kvHeads, D, maxSeq, numBlocks;
+  std::vector<int64_t> past, prefillRows;
+};
+
+// Small: max_seq 300 gives room for 10 splits of 32 positions or more
+// (hd::decodeSplits): contexts 1, 38 and 281 use 1, 2 and 9 of them.
+const AttentionShape kSmallAttention{8, 2, 64, 300, 64, {0, 37, 280}, {5, 20, 1}};
+// Llama-3-8B: 32 heads / 8 KV heads of 128, max_seq 8192: 32 splits, mostly
+// empty at contexts 1 and 38 (1 and 2 working), all working at 4096; prefill
+// tiles of 8 rows spanning sequences (rows 0..4 | 5..24 | 25..27).
+const AttentionShape kLlama8bAttention{32, 8, 128, 8192, 300, {0, 37, 300, 4095}, {5, 20, 3, 1}};
+
+void checkAttention(DType act, bool decode, bool packed = false,
+                    const AttentionShape &dims = kSmallAttention) {
+  ThreadPool pool(4);
+  const int64_t heads = dims.heads, kvHeads = dims.kvHeads, D = dims.D, bs = 16,
+                numBlocks = dims.numBlocks, maxSeq = dims.maxSeq;
+  const std::vector<int64_t> &past = dims.past;
   const std::vector<int64_t> fresh =
-      decode ? std::vector<int64_t>{1, 1, 1} : std::vector<int64_t>{5, 20, 1};
+      decode ? std::vector<int64_t>(past.size(), 1) : dims.prefillRows;
   MiniPlan p;
+  p.plan.model->max_seq_len = maxSeq;
   const int64_t qkvWidth = (heads + 2 * kvHeads) * D;
   const double scale = 1.0 / std::sqrt(double(D));
   cuda::KernelInstance kernel;
+  ASSERT_EQ(past.size(), fresh.size());
   if (packed) {
     int qkv = p.buffer(act, qkvWidth), out = p.buffer(act, heads * D);
     kernel = p.kernel(fb::OpKind::RopeAttention, {qkv, qkv, qkv}, {out}, {},
@@ -512,6 +536,16 @@ TEST(GpuKernels, RopeAttentionOnPackedQkvMatchesCpu) {
       checkAttention(act, decode, /*packed=*/true);
 }
 
+// What the 8B benchmarks run: head_dim 128, 32 splits mostly empty at short
+// contexts, a 4096 context, prefill row tiles spanning sequences.
+TEST(GpuKernels, Llama3_8bShapeAttentionMatchesCpu) {
+  LLMC_REQUIRE_GPU();
+  for (bool decode : {true, false}) {
+    checkAttention(DType::BF16, decode, /*packed=*/true, kLlama8bAttention);
+    checkAttention(DType::BF16, decode, /*packed=*/false, kLlama8bAttention);
+  }
+}
+
 TEST(GpuKernels, RopeColumnsMatchesCpu) {
   LLMC_REQUIRE_GPU();
   ThreadPool pool(1);
@@ -543,7 +577,7 @@ TEST(GpuKernels, RopeColumnsMatchesCpu) {
 // CPU's fused kernels, through the GEMV (maxTokens > 0) or the GEMM.
 void checkFusedLinear(fb::OpKind op, DType act, int64_t N, int64_t K, int64_t T,
                       int64_t maxTokens) {
-  ThreadPool pool(1);
+  ThreadPool pool(referenceThreads(N * K * T));
   const bool norm = op != fb::OpKind::LinearSwiGlu;
   const bool swiglu = op != fb::OpKind::RmsNormLinear;
   const int64_t rows = swiglu ? 2 * N : N; // weight rows
@@ -602,6 +636,19 @@ TEST(GpuKernels, FusedLinearKindsMatchCpu) {
     }
 }
 
+// The 8B layers' shapes: o_proj, down_proj (K = 14336), gate/up with the
+// norm and SwiGLU at N = 14336 (GEMV and tensor-core GEMM tiles).
+TEST(GpuKernels, Llama3_8bShapeLinearsMatchCpu) {
+  LLMC_REQUIRE_GPU();
+  checkLinear(DType::BF16, 4096, 4096, 1, 1, false, true);
+  checkLinear(DType::BF16, 4096, 14336, 1, 1, false, true);
+  checkLinear(DType::BF16, 4096, 14336, 8, 8, false, true);
+  checkLinear(DType::BF16, 4096, 14336, 33, 0, false, true);
+  checkFusedLinear(fb::OpKind::RmsNormLinearSwiGlu, DType::BF16, 14336, 4096, 1, 1);
+  checkFusedLinear(fb::OpKind::RmsNormLinearSwiGlu, DType::BF16, 14336, 4096, 33, 0);
+  checkFusedLinear(fb::OpKind::RmsNormLinear, DType::BF16, 6144, 4096, 1, 1);
+}
+
 TEST(GpuKernels, LmHeadNormalizesAndGathersRows) {
   LLMC_REQUIRE_GPU();
   ThreadPool pool(1);
@@ -651,7 +698,7 @@ TEST(GpuKernels, LmHeadNormalizesAndGathersRows) {
 // matmulSwigluQ4.
 void checkLinearQ4(fb::OpKind op, DType act, int64_t N, int64_t K, int64_t G, int64_t T,
                    int64_t maxTokens) {
-  ThreadPool pool(1);
+  ThreadPool pool(referenceThreads(N * K * T));
   const Int4Linear form = int4Linear(op);
   const int64_t rows = form.swiglu ? 2 * N : N; // weight rows
   const int64_t words = hd::q4WordsPerRow(K), groups = hd::q4NumGroups(K, G);
@@ -727,6 +774,17 @@ TEST(GpuKernels, Int4LinearMatchesCpu) {
       checkLinearQ4(op, act, 45, 202, 64, 2, 2);  // x rows not 16-byte multiples: scalar loads
       checkLinearQ4(op, act, 67, 200, 32, 70, 0); // prefill: dequantizing GEMM
     }
+}
+
+// The 8B int4 layers (groups of 128): down_proj K = 14336, gate/up with
+// the norm at N = 14336, batch 1 and 8.
+TEST(GpuKernels, Llama3_8bShapeInt4LinearsMatchCpu) {
+  LLMC_REQUIRE_GPU();
+  checkLinearQ4(fb::OpKind::LinearQ4, DType::BF16, 4096, 14336, 128, 1, 1);
+  checkLinearQ4(fb::OpKind::LinearQ4, DType::BF16, 4096, 14336, 128, 8, 8);
+  checkLinearQ4(fb::OpKind::RmsNormLinearSwiGluQ4, DType::BF16, 14336, 4096, 128, 1, 1);
+  checkLinearQ4(fb::OpKind::RmsNormLinearQ4, DType::BF16, 6144, 4096, 128, 1, 1);
+  checkLinearQ4(fb::OpKind::RmsNormLinearSwiGluQ4, DType::BF16, 14336, 4096, 128, 33, 0);
 }
 
 TEST(GpuKernels, ArgmaxTakesTheFirstLargestAndIgnoresNan) {

@@ -9,9 +9,11 @@
 // GROUP query heads sharing KV head blockIdx.y (GQA: each K/V chunk is read
 // once for the whole group), over one split of the positions.
 //   prefill: BM > 1 rows (tiled), NSPLITS == 1;
-//   decode:  BM == 1, NSPLITS splits of SPLIT positions (flash-decoding):
-//            each split writes (max, sum, acc) to the workspace and the last
-//            split block to finish merges them in split order.
+//   decode:  BM == 1, at most NSPLITS splits (flash-decoding), their length
+//            chosen at run time from the sequence's context
+//            (kernels/common/decode_splits.h; splits past the context exit
+//            at once): each writes (max, sum, acc) to the workspace and the
+//            last split block to finish merges them, one split per lane.
 // Positions before the sequence's first new row are read from the cache
 // through its block table; the step's own rows are read from the k/v inputs
 // (they are written to the cache by split 0 in the same launch, so no block
@@ -26,8 +28,11 @@
 // floats: a K chunk (rows padded against bank conflicts), a V chunk, the
 // queries. Warp w owns query vectors w, w + WARPS, ...; lane j scores
 // position j of a chunk of BN = 32; lane l accumulates dims l, l + 32, ...
+// The next chunk's K/V loads are issued into registers before the current
+// chunk's scores (double buffering: global latency behind the arithmetic).
 #pragma once
 
+#include "kernels/common/decode_splits.h"
 #include "kernels/common/online_softmax.h"
 #include "kernels/common/rope.h"
 #include "llmc/common.cuh"
@@ -56,8 +61,112 @@ __device__ __forceinline__ void ropeInShared(float *vectors, int rows, const flo
   }
 }
 
-template <class TA, int D, int GROUP, int NKV, int BM, int NSPLITS, int SPLIT, int BS, int VEC,
-          int WARPS, int QS, int KS, int VS, int QC, int KC, int VC, bool ROPE>
+// The K and V vectors of one chunk that a thread loads, held raw (as
+// stored) in registers between the load and the store to shared memory.
+template <class TA, int D, int VEC, int THREADS, int BN> struct ChunkLoads {
+  using Raw = typename RawVec<VEC * sizeof(TA)>::type;
+  static constexpr int kIters = (BN * D / VEC + THREADS - 1) / THREADS;
+  Raw k[kIters], v[kIters];
+
+  // Element offset of iteration `it`'s vector in the [BN][D] chunk.
+  __device__ __forceinline__ static int offset(int it) { return (threadIdx.x + it * THREADS) * VEC; }
+
+  // Positions c0 + j < pEnd: from the cache through `cacheSlot` before
+  // firstPos, else from the step's own k/v rows (`rowK`, `rowV`); zeros after.
+  template <class CacheSlot, class RowK, class RowV>
+  __device__ __forceinline__ void fetch(int c0, int pEnd, int firstPos, const TA *keys,
+                                        const TA *values, CacheSlot cacheSlot, RowK rowK,
+                                        RowV rowV) {
+#pragma unroll
+    for (int it = 0; it < kIters; ++it) {
+      const int i = offset(it), j = i / D, d = i % D, p = c0 + j;
+      k[it] = v[it] = Raw{};
+      if (i < BN * D && p < pEnd) {
+        const TA *ks = p < firstPos ? keys + cacheSlot(p) + d : rowK(p) + d;
+        const TA *vs = p < firstPos ? values + cacheSlot(p) + d : rowV(p) + d;
+        k[it] = *reinterpret_cast<const Raw *>(ks);
+        v[it] = *reinterpret_cast<const Raw *>(vs);
+      }
+    }
+  }
+
+  // As floats into ks [BN][D + 1] and vs [BN][D].
+  __device__ __forceinline__ void store(float *ks, float *vs) const {
+#pragma unroll
+    for (int it = 0; it < kIters; ++it) {
+      const int i = offset(it), j = i / D, d = i % D;
+      if (i >= BN * D)
+        continue;
+      float kv[VEC], vv[VEC];
+      loadVec<VEC>(reinterpret_cast<const TA *>(&k[it]), kv);
+      loadVec<VEC>(reinterpret_cast<const TA *>(&v[it]), vv);
+#pragma unroll
+      for (int e = 0; e < VEC; ++e) {
+        ks[j * (D + 1) + d + e] = kv[e];
+        vs[j * D + d + e] = vv[e];
+      }
+    }
+  }
+};
+
+// The last split block of (row r0, KV head kvh): merges the `count` splits'
+// partials [heads, NSPLITS, D + 2] of each head of the group, split s's
+// (max, sum) read by lane s % 32 and its accumulator by all lanes, with one
+// common max (softmaxScaleTo), and writes the output row.
+template <class TA, int D, int GROUP, int NKV, int NSPLITS, int WARPS>
+__device__ __forceinline__ void mergeSplits(const float *partials, TA *out, int r0, int kvh,
+                                            int count) {
+  constexpr int kHeads = NKV * GROUP, kOutWidth = kHeads * D, DPL = (D + 31) / 32;
+  constexpr int SPL = (NSPLITS + 31) / 32; // splits per lane
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  for (int g = warp; g < GROUP; g += WARPS) {
+    const int head = kvh * GROUP + g;
+    const float *part = partials + (static_cast<i64>(r0) * kHeads + head) * NSPLITS * (D + 2);
+    hd::SoftmaxState mine[SPL];
+    float m = -hd::infinity();
+#pragma unroll
+    for (int i = 0; i < SPL; ++i) {
+      const int s = lane + 32 * i;
+      mine[i] = s < count ? hd::SoftmaxState{loadCoherent(part + s * (D + 2) + D),
+                                             loadCoherent(part + s * (D + 2) + D + 1)}
+                          : hd::softmaxEmpty();
+      m = hd::maxF(m, mine[i].max);
+    }
+    m = warpMax(m);
+    float scale[SPL], sum = 0.0f;
+#pragma unroll
+    for (int i = 0; i < SPL; ++i) {
+      scale[i] = hd::softmaxScaleTo(mine[i], m);
+      sum += mine[i].sum * scale[i];
+    }
+    sum = warpSum(sum);
+    float total[DPL] = {};
+#pragma unroll
+    for (int i = 0; i < SPL; ++i) {
+      const int end = min(count, 32 * i + 32);
+#pragma unroll 4
+      for (int s = 32 * i; s < end; ++s) {
+        const float f = __shfl_sync(0xffffffffu, scale[i], s - 32 * i);
+#pragma unroll
+        for (int dd = 0; dd < DPL; ++dd) {
+          const int d = lane + 32 * dd;
+          if (d < D)
+            total[dd] += f * loadCoherent(part + s * (D + 2) + d);
+        }
+      }
+    }
+    const float inv = hd::softmaxInvSum(hd::SoftmaxState{m, sum});
+#pragma unroll
+    for (int dd = 0; dd < DPL; ++dd) {
+      const int d = lane + 32 * dd;
+      if (d < D)
+        out[static_cast<i64>(r0) * kOutWidth + head * D + d] = fromFloat<TA>(total[dd] * inv);
+    }
+  }
+}
+
+template <class TA, int D, int GROUP, int NKV, int BM, int NSPLITS, int BS, int VEC, int WARPS,
+          int QS, int KS, int VS, int QC, int KC, int VC, bool ROPE>
 __device__ __forceinline__ void attention(const abi::StepArgs &a, float scale,
                                           const float *invFreq) {
   static_assert(NSPLITS == 1 || BM == 1, "split positions only for one row per block");
@@ -96,6 +205,17 @@ __device__ __forceinline__ void attention(const abi::StepArgs &a, float scale,
     };
     __syncthreads(); // the previous segment is done with shared memory
 
+    // This block's positions [pBegin, pEnd): all of them, or its split's.
+    int pBegin = 0, pEnd = lastPos + 1, splitCount = 1;
+    if (NSPLITS > 1) {
+      const hd::DecodeSplits splits = hd::decodeSplits(lastPos + 1, NSPLITS, BN);
+      splitCount = splits.count;
+      pBegin = min(split * splits.length, pEnd);
+      pEnd = min(pEnd, pBegin + splits.length);
+    }
+    // A split past the context only arrives (split 0 always has positions).
+    const bool working = pBegin < pEnd;
+
     if (split == 0) {
       for (int i = threadIdx.x * VEC; i < (segEnd - segBegin) * D; i += kThreads * VEC) {
         const int row = segBegin + i / D, d = i % D;
@@ -116,7 +236,7 @@ __device__ __forceinline__ void attention(const abi::StepArgs &a, float scale,
           keys[slot + pair + D / 2] = fromFloat<TA>(k1);
         }
     }
-    for (int i = threadIdx.x * VEC; i < QV * D; i += kThreads * VEC) {
+    for (int i = threadIdx.x * VEC; working && i < QV * D; i += kThreads * VEC) {
       const int qv = i / D, d = i % D, row = r0 + qv / GROUP;
       float vals[VEC] = {};
       if (row >= segBegin && row < segEnd)
@@ -126,7 +246,7 @@ __device__ __forceinline__ void attention(const abi::StepArgs &a, float scale,
       for (int e = 0; e < VEC; ++e)
         qs[i + e] = vals[e];
     }
-    if (ROPE) {
+    if (ROPE && working) {
       __syncthreads();
       ropeInShared<D, kThreads>(qs, QV, invFreq, [&](int qv) {
         const int row = r0 + qv / GROUP;
@@ -134,11 +254,6 @@ __device__ __forceinline__ void attention(const abi::StepArgs &a, float scale,
       });
     }
 
-    int pBegin = 0, pEnd = lastPos + 1;
-    if (NSPLITS > 1) {
-      pBegin = split * SPLIT;
-      pEnd = min(pEnd, pBegin + SPLIT);
-    }
     hd::SoftmaxState state[QPW];
     float acc[QPW][DPL];
 #pragma unroll
@@ -149,29 +264,21 @@ __device__ __forceinline__ void attention(const abi::StepArgs &a, float scale,
         acc[iq][dd] = 0.0f;
     }
 
+    ChunkLoads<TA, D, VEC, kThreads, BN> loads;
+    auto fetch = [&](int c0) {
+      loads.fetch(
+          c0, pEnd, firstPos, keys, values, slotOf,
+          [&](int p) { return k + static_cast<i64>(seqFirst + p - firstPos) * KS + KC + kvh * D; },
+          [&](int p) { return v + static_cast<i64>(seqFirst + p - firstPos) * VS + VC + kvh * D; });
+    };
+    if (working)
+      fetch(pBegin);
     for (int c0 = pBegin; c0 < pEnd; c0 += BN) {
       __syncthreads(); // queries written / previous chunk consumed
-      for (int i = threadIdx.x * VEC; i < BN * D; i += kThreads * VEC) {
-        const int j = i / D, d = i % D, p = c0 + j;
-        float kv[VEC] = {}, vv[VEC] = {};
-        if (p < pEnd) {
-          if (p < firstPos) {
-            const i64 slot = slotOf(p) + d;
-            loadVec<VEC>(keys + slot, kv);
-            loadVec<VEC>(values + slot, vv);
-          } else {
-            const i64 row = seqFirst + (p - firstPos);
-            loadVec<VEC>(k + row * KS + KC + kvh * D + d, kv);
-            loadVec<VEC>(v + row * VS + VC + kvh * D + d, vv);
-          }
-        }
-#pragma unroll
-        for (int e = 0; e < VEC; ++e) {
-          ks[j * (D + 1) + d + e] = kv[e];
-          vs[j * D + d + e] = vv[e];
-        }
-      }
+      loads.store(ks, vs);
       __syncthreads();
+      if (c0 + BN < pEnd) // in flight during this chunk's scores
+        fetch(c0 + BN);
       if (ROPE && c0 + BN > firstPos) { // the step's own keys, not rotated yet (pitch D + 1)
         for (int i = threadIdx.x; i < BN * (D / 2); i += kThreads) {
           const int j = i / (D / 2), pair = i % (D / 2), p = c0 + j;
@@ -225,7 +332,7 @@ __device__ __forceinline__ void attention(const abi::StepArgs &a, float scale,
     for (int iq = 0; iq < QPW; ++iq) {
       const int qv = warp + iq * WARPS;
       const int row = r0 + qv / GROUP;
-      if (qv >= QV || row < segBegin || row >= segEnd)
+      if (!working || qv >= QV || row < segBegin || row >= segEnd)
         continue;
       const int head = kvh * GROUP + qv % GROUP;
       if (NSPLITS == 1) {
@@ -257,29 +364,7 @@ __device__ __forceinline__ void attention(const abi::StepArgs &a, float scale,
       // BM == 1: the tile is one row.
       if (!arriveLast(a.counters + r0 * NKV + kvh, NSPLITS))
         return;
-      for (int g = warp; g < GROUP; g += WARPS) {
-        const int head = kvh * GROUP + g;
-        const float *part = partials + (static_cast<i64>(r0) * kHeads + head) * NSPLITS * (D + 2);
-        hd::SoftmaxState merged = hd::softmaxEmpty();
-        float total[DPL] = {};
-        for (int s = 0; s < NSPLITS; ++s, part += D + 2) {
-          const hd::SoftmaxMerge m = hd::softmaxMerge(
-              merged, hd::SoftmaxState{loadCoherent(part + D), loadCoherent(part + D + 1)});
-          merged = m.state;
-#pragma unroll
-          for (int dd = 0; dd < DPL; ++dd) {
-            const int d = lane + 32 * dd;
-            total[dd] = total[dd] * m.scaleA + (d < D ? loadCoherent(part + d) * m.scaleB : 0.0f);
-          }
-        }
-        const float inv = hd::softmaxInvSum(merged);
-#pragma unroll
-        for (int dd = 0; dd < DPL; ++dd) {
-          const int d = lane + 32 * dd;
-          if (d < D)
-            out[static_cast<i64>(r0) * kOutWidth + head * D + d] = fromFloat<TA>(total[dd] * inv);
-        }
-      }
+      mergeSplits<TA, D, GROUP, NKV, NSPLITS, WARPS>(partials, out, r0, kvh, splitCount);
     }
     segBegin = segEnd;
   }

@@ -52,6 +52,20 @@ template <int N, class T> __device__ __forceinline__ void loadVec(const T *p, fl
     out[i] = toFloat(u.elems[i]);
 }
 
+// Loads N consecutive elements at p as floats in accesses of at most 16
+// bytes (N * sizeof(T) > 16: several, e.g. 8 f32 gamma values as two).
+template <int N, class T> __device__ __forceinline__ void loadVecWide(const T *p, float (&out)[N]) {
+  constexpr int kPiece = N * sizeof(T) > 16 ? 16 / static_cast<int>(sizeof(T)) : N;
+#pragma unroll
+  for (int c = 0; c < N / kPiece; ++c) {
+    float piece[kPiece];
+    loadVec<kPiece>(p + c * kPiece, piece);
+#pragma unroll
+    for (int e = 0; e < kPiece; ++e)
+      out[c * kPiece + e] = piece[e];
+  }
+}
+
 // Stores N floats converted to T at p (aligned to N * sizeof(T)), one access.
 template <int N, class T> __device__ __forceinline__ void storeVec(T *p, const float (&in)[N]) {
   using V = typename RawVec<N * sizeof(T)>::type;

@@ -10,7 +10,9 @@
 //
 // Each warp owns R consecutive output rows (2R weight rows with SWIGLU); its
 // lanes walk K in VEC-element vectors (one 16-byte load each), UNROLL
-// vectors per row in flight before the first use. Accumulation is f32 in
+// vectors per row in flight before the first use, held as loaded (raw) until
+// then: UNROLL x WR x 512 bytes per warp (4 KB at batch 1). NORM's gamma
+// (f32) comes in 16-byte pieces too. Accumulation is f32 in
 // registers, reduced over the warp at the end. Split-K (grid.y = SPLITK > 1,
 // chosen when the grid would not fill the GPU) gives each block K / SPLITK
 // columns; blocks write f32 partials (and NORM's partial sums of squares)
@@ -106,25 +108,15 @@ __device__ __forceinline__ void gemv(const abi::StepArgs &a, float eps) {
   float acc[WR][TMAX] = {};
   float sumSquares[TMAX] = {};
 
+  using RawW = typename RawVec<VEC * sizeof(TW)>::type;
   for (int v0 = lane; v0 < kVecs; v0 += 32 * UNROLL) {
-    float wv[UNROLL][WR][VEC];
-    float gv[UNROLL][VEC];
+    RawW wraw[UNROLL][WR];
 #pragma unroll
     for (int u = 0; u < UNROLL; ++u) {
       const int v = v0 + u * 32;
 #pragma unroll
-      for (int r = 0; r < WR; ++r) {
-        if (v < kVecs) {
-          loadVec<VEC>(wRow[r] + v * VEC, wv[u][r]);
-        } else {
-#pragma unroll
-          for (int e = 0; e < VEC; ++e)
-            wv[u][r][e] = 0.0f;
-        }
-      }
-      if constexpr (NORM)
-        if (v < kVecs)
-          loadVec<VEC>(gamma + colBase + v * VEC, gv[u]);
+      for (int r = 0; r < WR; ++r)
+        wraw[u][r] = v < kVecs ? *reinterpret_cast<const RawW *>(wRow[r] + v * VEC) : RawW{};
     }
 #pragma unroll
     for (int t = 0; t < TMAX; ++t) {
@@ -136,18 +128,23 @@ __device__ __forceinline__ void gemv(const abi::StepArgs &a, float eps) {
         if (v < kVecs) {
           float xv[VEC];
           loadVec<VEC>(xRow[t] + v * VEC, xv);
-          if (NORM) {
+          if (NORM) { // gamma at its use: shared by every warp, an L1 hit
+            float gv[VEC];
+            loadVecWide<VEC>(gamma + colBase + v * VEC, gv);
 #pragma unroll
             for (int e = 0; e < VEC; ++e) {
               sumSquares[t] += xv[e] * xv[e];
-              xv[e] *= gv[u][e];
+              xv[e] *= gv[e];
             }
           }
 #pragma unroll
-          for (int r = 0; r < WR; ++r)
+          for (int r = 0; r < WR; ++r) {
+            float wv[VEC];
+            loadVec<VEC>(reinterpret_cast<const TW *>(&wraw[u][r]), wv);
 #pragma unroll
             for (int e = 0; e < VEC; ++e)
-              acc[r][t] += wv[u][r][e] * xv[e];
+              acc[r][t] += wv[e] * xv[e];
+          }
         }
       }
     }
@@ -209,13 +206,24 @@ __device__ __forceinline__ void gemv(const abi::StepArgs &a, float eps) {
   }
 }
 
+// NORM's gamma staged once per block in shared memory (f32), 4 floats of
+// padding after every 32 so that the lanes' 16-byte reads of their own 32
+// columns fall in different banks; zeros past K. Staged while it fits.
+__device__ __forceinline__ int gammaStagedIndex(int k) { return k + (k / 32) * 4; }
+template <int K> struct GammaStage {
+  static constexpr int kFloats = (K + 31) / 32 * 36;
+  static constexpr bool kFits = kFloats * 4 <= 40 * 1024;
+};
+
 // One 32-column piece of a W4A16 GEMV (gemvQ4): for every token t < tokens,
 // acc[r][t] += scale[r] * sum_j wq[r][j] * x[t][k0 + j] (x times gamma with
 // NORM, whose sum of squares it also accumulates); columns past K read 0.
-template <class TA, class TG, int K, int TMAX, int WR, bool NORM>
+// gamma: the block's staged copy (gammaStaged) when `staged`, else global.
+template <class TA, class TG, int K, int TMAX, int WR, bool NORM, bool STAGED>
 __device__ __forceinline__ void
-accumulateQ4Piece(const TA *x, const TG *gamma, int k0, int tokens, const float (&wq)[WR][32],
-                  const float (&scale)[WR], float (&acc)[WR][TMAX], float (&sumSquares)[TMAX]) {
+accumulateQ4Piece(const TA *x, const TG *gamma, const float *staged, int k0, int tokens,
+                  const float (&wq)[WR][32], const float (&scale)[WR], float (&acc)[WR][TMAX],
+                  float (&sumSquares)[TMAX]) {
   constexpr int kPiece = 16 / static_cast<int>(sizeof(TA)); // x elements per 16-byte load
   constexpr bool kAligned = K % kPiece == 0;                // x rows allow 16-byte loads
 #pragma unroll
@@ -239,7 +247,20 @@ accumulateQ4Piece(const TA *x, const TG *gamma, int k0, int tokens, const float 
       for (int j = 0; j < 32; ++j)
         xv[j] = k0 + j < K ? toFloat(xr[j]) : 0.0f;
     }
-    if constexpr (NORM) {
+    if constexpr (NORM && STAGED) {
+      // 32 columns at the padded offset: 16-byte reads, no bank conflicts.
+      const float4 *g = reinterpret_cast<const float4 *>(staged + gammaStagedIndex(k0));
+#pragma unroll
+      for (int c = 0; c < 8; ++c) {
+        const float4 g4 = g[c];
+        const float gs[4] = {g4.x, g4.y, g4.z, g4.w};
+#pragma unroll
+        for (int e = 0; e < 4; ++e) {
+          sumSquares[t] += xv[4 * c + e] * xv[4 * c + e];
+          xv[4 * c + e] *= gs[e];
+        }
+      }
+    } else if constexpr (NORM) {
 #pragma unroll
       for (int j = 0; j < 32; ++j) {
         sumSquares[t] += xv[j] * xv[j];
@@ -254,6 +275,30 @@ accumulateQ4Piece(const TA *x, const TG *gamma, int k0, int tokens, const float 
         part += wq[r][j] * xv[j];
       acc[r][t] += scale[r] * part;
     }
+  }
+}
+
+// Eight weights (q - zero) of one int4 word, columns 0..7, through the
+// bf16x2 pair form (kernels/common/int4.h): per pair one lop3 (mask and
+// OR 0x4300), one bf16x2 FMA by 1 with -(128 + zero), and two bit moves to
+// f32; exactly int4MinusMagicZero's values when int4ZeroFitsBf16x2(zero).
+__device__ __forceinline__ u32 lop3AndOr(u32 a, u32 b, u32 c) { // (a & b) | c
+  u32 d;
+  asm("lop3.b32 %0, %1, %2, %3, 0xEA;" : "=r"(d) : "r"(a), "r"(b), "r"(c));
+  return d;
+}
+__device__ __forceinline__ u32 fmaBf16x2(u32 a, u32 b, u32 c) {
+  u32 d;
+  asm("fma.rn.bf16x2 %0, %1, %2, %3;" : "=r"(d) : "r"(a), "r"(b), "r"(c));
+  return d;
+}
+__device__ __forceinline__ void int4WordMinusZero(u32 word, u32 negMagic, float *out) {
+#pragma unroll
+  for (int s = 0; s < 4; ++s) {
+    const u32 pair = lop3AndOr(word >> (4 * s), 0x000f000fu, 0x43004300u);
+    const u32 d = fmaBf16x2(pair, 0x3f803f80u, negMagic); // (1.0, 1.0)
+    out[s] = hd::bitsToFloat(d << 16);
+    out[s + 4] = hd::bitsToFloat(d & 0xffff0000u);
   }
 }
 
@@ -289,12 +334,21 @@ __device__ __forceinline__ void gemvQ4(const abi::StepArgs &a, float eps) {
     wRow[r] = warpWeightRow<R, N>(rowBase, r);
   float acc[WR][TMAX] = {};
   float sumSquares[TMAX] = {};
+  constexpr bool kStaged = NORM && GammaStage<K>::kFits;
+  __shared__ __align__(16) float gammaStaged[kStaged ? GammaStage<K>::kFloats : 4];
+  if constexpr (kStaged) {
+    for (int i = threadIdx.x; i < GammaStage<K>::kFloats; i += WARPS * 32) {
+      const int k = i / 36 * 32 + i % 36; // the padding reads as 0
+      gammaStaged[i] = i % 36 < 32 && k < K ? toFloat(gamma[k]) : 0.0f;
+    }
+    __syncthreads();
+  }
   // Each lane issues the loads of U pieces (32 columns each) of every warp
   // row before it dequantizes the first, so U x WR 16-byte loads are in flight.
   constexpr int U = 2;
   for (int l0 = lane; l0 < kLoads; l0 += 32 * U) {
     uint4 words[U][WR];
-    float scale[U][WR], zeroMagic[U][WR];
+    float scale[U][WR], zero[U][WR];
 #pragma unroll
     for (int u = 0; u < U; ++u) {
       const int l = l0 + 32 * u;
@@ -305,7 +359,7 @@ __device__ __forceinline__ void gemvQ4(const abi::StepArgs &a, float eps) {
         const i64 g = static_cast<i64>(wRow[r]) * kGroups + group;
         words[u][r] = inside ? q[static_cast<i64>(wRow[r]) * kLoads + l] : make_uint4(0, 0, 0, 0);
         scale[u][r] = inside ? hd::f16ToF32(scales[g]) : 0.0f;
-        zeroMagic[u][r] = hd::int4MagicZero(inside ? hd::f16ToF32(zeros[g]) : 0.0f);
+        zero[u][r] = inside ? hd::f16ToF32(zeros[g]) : 0.0f;
       }
     }
 #pragma unroll
@@ -318,12 +372,14 @@ __device__ __forceinline__ void gemvQ4(const abi::StepArgs &a, float eps) {
 #pragma unroll
       for (int r = 0; r < WR; ++r) {
         const u32 word[4] = {words[u][r].x, words[u][r].y, words[u][r].z, words[u][r].w};
+        // Zero points are integers 0..15 (q4_layout.h): int4ZeroFitsBf16x2.
+        const u32 negMagic = hd::int4NegMagicZeroBf16x2(zero[u][r]);
 #pragma unroll
-        for (int j = 0; j < 32; ++j)
-          wq[r][j] = hd::int4MinusMagicZero(word[j / 8], j % 8, zeroMagic[u][r]);
+        for (int w = 0; w < 4; ++w)
+          int4WordMinusZero(word[w], negMagic, &wq[r][8 * w]);
       }
-      accumulateQ4Piece<TA, TG, K, TMAX, WR, NORM>(x, gamma, k0, tokens, wq, scale[u], acc,
-                                                   sumSquares);
+      accumulateQ4Piece<TA, TG, K, TMAX, WR, NORM, kStaged>(x, gamma, gammaStaged, k0, tokens, wq,
+                                                            scale[u], acc, sumSquares);
     }
   }
   warpSumPartials<TMAX, WR, NORM>(acc, sumSquares);

@@ -3,6 +3,7 @@
 // quantization pass; these helpers only extract and dequantize.
 #pragma once
 
+#include "kernels/common/half.h"
 #include "kernels/common/hd.h"
 
 namespace llmc::hd {
@@ -40,6 +41,30 @@ LLMC_HD inline float int4Dequant(i32 q, i32 zero, float scale) {
 LLMC_HD inline float int4MagicZero(float zero) { return 8388608.0f + zero; }
 LLMC_HD inline float int4MinusMagicZero(u32 word, int index, float magicZero) {
   return bitsToFloat(((word >> (4 * index)) & 0xfu) | 0x4b000000u) - magicZero;
+}
+
+// The W4A16 GEMV's paired form: two weights per instruction as a bf16 pair
+// (the device's lop3.b32 and fma.rn.bf16x2). int4PairBf16x2 takes nibbles s
+// and s + 4 (s = 0..3) of `word` into the mantissas of two bf16 128.0
+// (0x4300), low half first: the pair (128 + q_s, 128 + q_{s+4}) exactly.
+// One bf16x2 FMA, pair * 1 - (128 + zero), then leaves q - zero in each half
+// exactly (an integer in [-127, 15]), the value int4MinusMagicZero gives,
+// when int4ZeroFitsBf16x2(zero); int4PairMinusMagicZero is that FMA on the
+// host, for one half.
+LLMC_HD inline u32 int4PairBf16x2(u32 word, int s) {
+  return ((word >> (4 * s)) & 0x000f000fu) | 0x43004300u;
+}
+LLMC_HD inline bool int4ZeroFitsBf16x2(float zero) { return zero >= 0.0f && zero <= 127.0f; }
+// -(128 + zero) in bf16 (rounded to nearest even, as 2^23 + zero rounds in
+// int4MagicZero), in both halves.
+LLMC_HD inline u32 int4NegMagicZeroBf16x2(float zero) {
+  const u32 b = f32ToBf16(128.0f + zero) | 0x8000u;
+  return b | (b << 16);
+}
+LLMC_HD inline float int4PairMinusMagicZero(u32 pair, u32 negMagic, int half) {
+  const float v = bf16ToF32(static_cast<u16>(pair >> (16 * half)));
+  const float m = bf16ToF32(static_cast<u16>(negMagic >> (16 * half)));
+  return bf16ToF32(f32ToBf16(v + m)); // v * 1 + m, rounded once to bf16
 }
 
 // Packs eight values 0..15 (least significant first); the inverse of int4Unpack8.

@@ -39,6 +39,14 @@ LLMC_HD inline SoftmaxMerge softmaxPush(SoftmaxState a, float score) {
   return softmaxMerge(a, SoftmaxState{score, 1.0f});
 }
 
+// Merging N pieces at once (flash-decoding's split merge, one piece per
+// lane): with m the largest of their maxes, each piece's sum and accumulator
+// are scaled by this factor (0 for an empty piece) and summed. Equal to
+// folding softmaxMerge over the pieces, up to rounding.
+LLMC_HD inline float softmaxScaleTo(SoftmaxState s, float max) {
+  return s.max == -infinity() ? 0.0f : expF(s.max - max);
+}
+
 // 1 / sum, or 0 for an empty row (attention over no keys yields zeros).
 LLMC_HD inline float softmaxInvSum(SoftmaxState s) { return s.sum > 0.0f ? 1.0f / s.sum : 0.0f; }
 
