@@ -45,11 +45,17 @@ bool greedyOnly(const GenerateOptions &options) {
 
 std::string promptTooLong(size_t index, size_t tokens, int64_t maxLen) {
   return "prompt " + std::to_string(index) + " has " + std::to_string(tokens) +
-         " tokens, over the plan's context (max_seq_len) of " + std::to_string(maxLen) +
-         " tokens: shorten the prompt, or rebuild the plan with a larger max_seq_len";
+         " tokens, over the context of " + std::to_string(maxLen) +
+         " tokens: shorten the prompt, or raise the context (-c, up to the plan's max_seq_len; "
+         "llmc build --max-seq-len for more)";
 }
 
 } // namespace
+
+int64_t contextSizeOf(const Engine &engine, const GenerateOptions &options) {
+  const int64_t planMax = engine.model().max_seq_len();
+  return options.contextSize > 0 && options.contextSize < planMax ? options.contextSize : planMax;
+}
 
 Status checkGenerateOptions(const Engine &engine, const std::vector<std::vector<int32_t>> &prompts,
                             const GenerateOptions &options) {
@@ -57,7 +63,7 @@ Status checkGenerateOptions(const Engine &engine, const std::vector<std::vector<
     return Status::error("max_tokens: expected -1 (until a stop or the end of the context), 0 or "
                          "more, got " + std::to_string(options.maxNewTokens));
   LLMC_RETURN_IF_ERROR(sampling::Sampler::create(options.sampling).status());
-  const int64_t maxLen = engine.model().max_seq_len();
+  const int64_t maxLen = contextSizeOf(engine, options);
   for (size_t i = 0; i < prompts.size(); ++i) {
     if (prompts[i].empty())
       return Status::error("prompt " + std::to_string(i) + " has no tokens");
@@ -87,7 +93,7 @@ generateOnSequences(Engine &engine, const std::vector<GenerateRequest> &requests
                     const GenerateOptions &options, GenerateTimings *timings,
                     const TextCallback &onText) {
   const int64_t vocab = engine.vocabSize();
-  const int64_t maxLen = engine.model().max_seq_len();
+  const int64_t maxLen = contextSizeOf(engine, options);
   std::vector<std::vector<int32_t>> prompts;
   for (const GenerateRequest &request : requests)
     prompts.push_back(request.prompt);

@@ -32,7 +32,14 @@ struct GenerateOptions {
   std::vector<std::string> stopStrings; // end the text before the first one (not shown)
   bool skipSpecialTokens = true;        // leave special tokens out of the text (vLLM's default)
   bool keepAllLogits = false;           // record the logits of every position
+  // The context in tokens (llama.cpp's -c): 0 or more than the plan's
+  // max_seq_len means max_seq_len.
+  int64_t contextSize = 0;
 };
+
+// The context a generation with `options` has: the plan's max_seq_len, or
+// options.contextSize when that is smaller.
+int64_t contextSizeOf(const Engine &engine, const GenerateOptions &options);
 
 struct GenerateTimings {
   double prefillSeconds = 0; // first step: the prompts (time to first token)
