@@ -25,12 +25,14 @@ int main(int argc, char **argv) {
   CLI::App *help = app.add_subcommand("help", "Show this help");
   help->callback([&app]() { std::fputs(app.help().c_str(), stdout); });
   llmc::GenerateCommand *generate = llmc::addGenerateOptions(app);
-  // llama.cpp's "-sys TEXT" (a multi-letter short flag CLI11 cannot declare).
+  // llama.cpp's "-sys TEXT" for chat (a multi-letter short flag CLI11 cannot
+  // declare); not a value ("-p -sys" stays a prompt).
   std::vector<char *> args(argv, argv + argc);
   static char systemPrompt[] = "--system-prompt";
-  for (char *&arg : args)
-    if (std::strcmp(arg, "-sys") == 0)
-      arg = systemPrompt;
+  const bool chat = argc > 1 && std::strcmp(argv[1], "chat") == 0;
+  for (int i = 2; chat && i < argc; ++i)
+    if (std::strcmp(args[i], "-sys") == 0 && std::strcmp(args[i - 1], "--system-prompt") != 0)
+      args[i] = systemPrompt;
   if (int code = llmc::cli::parseArgs(app, argc, args.data()); code >= 0)
     return code;
   if (app.get_subcommands().empty())
