@@ -8,6 +8,7 @@
 
 #include "cli_common.h"
 #include "llmrun_commands.h"
+#include "plan/plan.h"
 #include "support/mapped_file.h"
 
 #include <cstdio>
@@ -17,6 +18,8 @@ namespace llmc {
 namespace {
 
 struct ChatTemplateOptions {
+  std::string plan;         // a plan in place of --template: its template and special tokens
+  std::string templateName = "default";
   std::string templateFile;
   std::string messagesFile;
   std::string contextFile;
@@ -33,7 +36,39 @@ struct TemplateSource {
   chat::OrderedJson context = chat::OrderedJson::object();
 };
 
+// A plan's template `name`, with its special tokens as the context.
+Expected<TemplateSource> planTemplateSource(const ChatTemplateOptions &o) {
+  PlanLoadOptions load;
+  load.verifyWeights = false; // only the metadata is read
+  LLMC_ASSIGN_OR_RETURN(Plan plan, Plan::open(o.plan, load));
+  const fb::TokenizerInfo &info = *plan.meta().tokenizer();
+  TemplateSource source;
+  auto token = [](const flatbuffers::String *s) { return s != nullptr ? s->str() : std::string(); };
+  source.context["bos_token"] = token(info.bos_token());
+  source.context["eos_token"] = token(info.eos_token());
+  source.context["pad_token"] = token(info.pad_token());
+  source.context["unk_token"] = token(info.unk_token());
+  std::string names;
+  if (info.chat_templates() != nullptr)
+    for (const fb::ChatTemplate *t : *info.chat_templates()) {
+      if (t->name()->str() == o.templateName) {
+        source.name = o.plan + ": chat template '" + o.templateName + "'";
+        source.text = t->source()->str();
+        return source;
+      }
+      names += (names.empty() ? "" : ", ") + t->name()->str();
+    }
+  return Status::error(o.plan + " has no chat template '" + o.templateName + "'" +
+                       (names.empty() ? std::string(" (its model had none)")
+                                      : " (it has: " + names + ")"));
+}
+
 Expected<TemplateSource> loadTemplateSource(const ChatTemplateOptions &o) {
+  if (o.plan.empty() == o.templateFile.empty())
+    return Status::error("give the template as --template F.jinja or as a plan (llmrun "
+                         "chat-template PLAN ...), one of them");
+  if (!o.plan.empty())
+    return planTemplateSource(o);
   LLMC_ASSIGN_OR_RETURN(std::string text, readTextFile(o.templateFile));
   return TemplateSource{o.templateFile, std::move(text), chat::OrderedJson::object()};
 }
@@ -81,7 +116,11 @@ void registerChatTemplateCommand(CLI::App &app, int &exitCode) {
   auto options = std::make_shared<ChatTemplateOptions>();
   CLI::App *command = app.add_subcommand(
       "chat-template", "Render a chat template over messages, as transformers' apply_chat_template does");
-  command->add_option("--template", options->templateFile, "The Jinja chat template file")->required();
+  command->add_option("plan", options->plan,
+                      "An engine plan whose chat template (and special tokens) to render");
+  command->add_option("--template", options->templateFile, "The Jinja chat template file");
+  command->add_option("--chat-template", options->templateName,
+                      "With a plan: which of its templates (default: \"default\")");
   command->add_option("--messages", options->messagesFile,
                       "A JSON array of {\"role\": ..., \"content\": ...} messages")
       ->required();

@@ -18,10 +18,12 @@ void registerInspectCommand(CLI::App &app, int &exitCode);    // llmrun_inspect.
 void registerPerplexityCommand(CLI::App &app, int &exitCode); // llmrun_perplexity.cpp
 void registerBenchCommand(CLI::App &app, int &exitCode);      // llmrun_bench.cpp
 void registerChatTemplateCommand(CLI::App &app, int &exitCode); // llmrun_chat_template.cpp
+void registerChatCommand(CLI::App &app, int &exitCode);       // llmrun_chat.cpp
 
 inline std::vector<CommandRegistrar> llmrunCommandRegistrars() {
   return {registerTokenizeCommands, registerInspectCommand, registerPerplexityCommand,
-          registerBenchCommand, registerChatTemplateCommand};
+          registerBenchCommand, registerChatTemplateCommand,
+          registerChatCommand};
 }
 
 // The default mode, `llmrun engine.plan -p PROMPT ...` (llmrun_generate.cpp):

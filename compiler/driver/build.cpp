@@ -517,6 +517,7 @@ Status runBuild(const BuildOptions &options, const BuildReporter &reporter) {
   LLMC_ASSIGN_OR_RETURN(TargetSelection targets, parseTargets(options.targets));
   LLMC_ASSIGN_OR_RETURN(PlanContents contents, lowerToPlan(*module, lowering));
   contents.meta.provenance->created_unix = createdUnix;
+  recordGenerationSettings(spec.generation, contents.meta);
   const fb::ProgramT &program = *contents.meta.programs.front();
   stages.finish("lower", start, mlir::ModuleOp(),
                 std::to_string(program.steps.size()) + " steps per token, " +
