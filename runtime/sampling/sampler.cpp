@@ -68,60 +68,150 @@ Expected<Sampler> Sampler::create(const SamplingParams &p) {
     return badField("min_p", p.minP, "a number in [0, 1]");
   if (!(p.repetitionPenalty > 0.0f) || std::isinf(p.repetitionPenalty))
     return badField("repetition_penalty", p.repetitionPenalty, "a finite number > 0");
+  if (!(p.frequencyPenalty >= -2.0f && p.frequencyPenalty <= 2.0f))
+    return badField("frequency_penalty", p.frequencyPenalty, "a number in [-2, 2]");
+  if (!(p.presencePenalty >= -2.0f && p.presencePenalty <= 2.0f))
+    return badField("presence_penalty", p.presencePenalty, "a number in [-2, 2]");
+  if (p.minTokens < 0)
+    return badField("min_tokens", static_cast<float>(p.minTokens), "an integer >= 0");
+  if (p.logprobs < -1 || p.logprobs > kMaxLogprobs)
+    return badField("logprobs", static_cast<float>(p.logprobs),
+                    "an integer in [0, 20] (or -1: off)");
   return Sampler(p);
 }
 
-int32_t Sampler::sample(const float *logits, int32_t vocab, const int32_t *seen, int64_t numSeen) {
+// scores_ = logits after the min_tokens mask and the penalties (NaN as -inf).
+void Sampler::applyPenalties(const float *logits, int32_t vocab, const TokenHistory &history) {
   scores_.assign(logits, logits + vocab);
   if (params_.repetitionPenalty != 1.0f)
-    for (int64_t i = 0; i < numSeen; ++i)
-      if (seen[i] >= 0 && seen[i] < vocab) // from the raw logit: once per distinct token
-        scores_[seen[i]] = hd::repetitionPenalty(logits[seen[i]], params_.repetitionPenalty);
+    for (int64_t i = 0; i < history.size; ++i) {
+      const int32_t t = history.ids[i];
+      if (t >= 0 && t < vocab) // from the raw logit: once per distinct token
+        scores_[t] = hd::repetitionPenalty(logits[t], params_.repetitionPenalty);
+    }
+  if (params_.frequencyPenalty != 0.0f || params_.presencePenalty != 0.0f) {
+    counts_.resize(vocab, 0);
+    const int32_t *generated = history.ids + history.promptSize;
+    for (int64_t i = 0; i < history.generated(); ++i)
+      if (generated[i] >= 0 && generated[i] < vocab)
+        ++counts_[generated[i]];
+    for (int64_t i = 0; i < history.generated(); ++i) {
+      const int32_t t = generated[i];
+      if (t < 0 || t >= vocab || counts_[t] == 0)
+        continue; // outside, or already penalized
+      scores_[t] -= params_.frequencyPenalty * static_cast<float>(counts_[t]) +
+                    params_.presencePenalty;
+      counts_[t] = 0; // back to zero for the next call
+    }
+  }
+  if (history.generated() < params_.minTokens)
+    for (int32_t t : params_.stopTokenIds)
+      if (t >= 0 && t < vocab)
+        scores_[t] = -INFINITY;
   for (float &s : scores_) // a NaN logit (a broken model) is never picked
     if (std::isnan(s))
       s = -INFINITY;
-  if (params_.temperature == 0.0f)
-    return argmaxOf(scores_);
+}
+
+int32_t Sampler::sample(const float *logits, int32_t vocab, const TokenHistory &history,
+                        SampledLogprobs *logprobs) {
+  applyPenalties(logits, vocab, history);
+  const bool wantLogprobs = logprobs != nullptr && params_.logprobs >= 0;
+  if (params_.temperature == 0.0f) {
+    const int32_t token = argmaxOf(scores_);
+    if (wantLogprobs) {
+      candidates_.resize(vocab);
+      std::iota(candidates_.begin(), candidates_.end(), 0);
+      sorted_ = false;
+      fillLogprobs(token, scores_[token], *logprobs);
+    }
+    return token;
+  }
   if (params_.temperature != 1.0f)
     for (float &s : scores_)
       s /= params_.temperature;
   const float maxScore = *std::max_element(scores_.begin(), scores_.end());
-  if (!(maxScore > -INFINITY)) // nothing finite to draw from
-    return argmaxOf(scores_);
   candidates_.resize(vocab);
   std::iota(candidates_.begin(), candidates_.end(), 0);
   sorted_ = false;
+  if (!(maxScore > -INFINITY)) { // nothing finite to draw from
+    const int32_t token = argmaxOf(scores_);
+    if (wantLogprobs)
+      fillLogprobs(token, maxScore, *logprobs);
+    return token;
+  }
   if (params_.topK > 0 && params_.topK < vocab)
     applyTopK();
   if (params_.topP < 1.0f)
     applyTopP(maxScore);
   if (params_.minP > 0.0f)
     applyMinP(maxScore);
-  return draw(maxScore);
+  const int32_t token = draw(maxScore);
+  if (wantLogprobs)
+    fillLogprobs(token, maxScore, *logprobs);
+  return token;
 }
 
-bool Sampler::drawsFromTopK(int32_t vocab) const {
-  return params_.temperature > 0.0f && params_.repetitionPenalty == 1.0f && params_.topK > 0 &&
-         params_.topK <= hd::kTopKMaxK && params_.topK < vocab;
+// Log-softmax over candidates_ (scores_); tokens scoring -inf (probability
+// 0) are left out of the top list. With nothing finite, the chosen token's
+// logprob is -inf and the list is empty.
+void Sampler::fillLogprobs(int32_t token, float maxScore, SampledLogprobs &out) {
+  double total = 0.0;
+  if (maxScore > -INFINITY)
+    for (int32_t t : candidates_)
+      total += std::exp(static_cast<double>(scores_[t]) - maxScore);
+  const double logTotal = maxScore > -INFINITY ? maxScore + std::log(total) : 0.0;
+  auto logprobOf = [&](int32_t t) {
+    return maxScore > -INFINITY ? static_cast<float>(scores_[t] - logTotal) : -INFINITY;
+  };
+  out.chosen = {token, logprobOf(token)};
+  out.top.clear();
+  const int32_t n = std::min<int32_t>(params_.logprobs, static_cast<int32_t>(candidates_.size()));
+  if (n <= 0)
+    return;
+  const HigherScore higher{scores_};
+  if (!sorted_)
+    std::partial_sort(candidates_.begin(), candidates_.begin() + n, candidates_.end(), higher);
+  for (int32_t i = 0; i < n; ++i) {
+    const int32_t t = candidates_[i];
+    if (!(scores_[t] > -INFINITY))
+      break;
+    out.top.push_back({t, logprobOf(t)});
+  }
+}
+
+bool Sampler::drawsFromTopK(int32_t vocab, int64_t generated) const {
+  const bool masked = generated < params_.minTokens && !params_.stopTokenIds.empty();
+  return params_.temperature > 0.0f && params_.repetitionPenalty == 1.0f &&
+         params_.frequencyPenalty == 0.0f && params_.presencePenalty == 0.0f && !masked &&
+         params_.topK > 0 && params_.topK <= hd::kTopKMaxK && params_.topK < vocab;
 }
 
 // sample() after applyTopK, from the candidates: the same scores, in the
 // same order, through the same filters and draw.
-int32_t Sampler::sampleTopK(const float *scores, const int32_t *ids, int32_t count, int32_t vocab) {
+int32_t Sampler::sampleTopK(const float *scores, const int32_t *ids, int32_t count, int32_t vocab,
+                            SampledLogprobs *logprobs) {
   if (static_cast<int32_t>(scores_.size()) != vocab)
     scores_.resize(vocab); // only the candidates' entries are read
   for (int32_t i = 0; i < count; ++i)
     scores_[ids[i]] = scores[i];
   const float maxScore = scores[0];
-  if (!(maxScore > -INFINITY)) // nothing finite: sample()'s argmax, the first of the ties
-    return ids[0];
   candidates_.assign(ids, ids + count);
   sorted_ = true;
+  const bool wantLogprobs = logprobs != nullptr && params_.logprobs >= 0;
+  if (!(maxScore > -INFINITY)) { // nothing finite: sample()'s argmax, the first of the ties
+    if (wantLogprobs)
+      fillLogprobs(ids[0], maxScore, *logprobs);
+    return ids[0];
+  }
   if (params_.topP < 1.0f)
     applyTopP(maxScore);
   if (params_.minP > 0.0f)
     applyMinP(maxScore);
-  return draw(maxScore);
+  const int32_t token = draw(maxScore);
+  if (wantLogprobs)
+    fillLogprobs(token, maxScore, *logprobs);
+  return token;
 }
 
 int32_t topKCandidates(const float *logits, int32_t vocab, int32_t k, float temperature,

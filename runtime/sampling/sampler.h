@@ -1,7 +1,15 @@
 // Picks the next token from a row of logits, with the semantics of Hugging
-// Face generate: repetition penalty, then temperature, top-k, top-p, min-p
-// (in that order), then a draw from the softmax of what is left.
-// Temperature 0 is greedy (after the repetition penalty).
+// Face generate and vLLM: the min_tokens mask, the repetition penalty (over
+// prompt and generated tokens), the frequency and presence penalties (OpenAI:
+// over generated tokens only), then temperature, top-k, top-p, min-p (in that
+// order), then a draw from the softmax of what is left. Temperature 0 is
+// greedy (after the mask and the penalties).
+//
+// Logprobs are those of the processed distribution (vLLM's
+// logprobs_mode=processed_logprobs): the log-softmax over the tokens the
+// draw chooses from, after the penalties, the temperature and the top-k /
+// top-p / min-p cuts; at temperature 0 over the whole penalized row, not
+// scaled. A token the cuts removed has probability 0 and is never listed.
 //
 // Each sequence owns a Sampler: its random generator (xoshiro256**, seeded by
 // splitmix64 from `seed`) makes the same seed and the same logits give the
@@ -22,6 +30,36 @@ struct SamplingParams {
   float minP = 0.0f;              // 0: off; in [0, 1]
   float repetitionPenalty = 1.0f; // 1: off; > 0
   uint64_t seed = 0;
+  float frequencyPenalty = 0.0f; // 0: off; in [-2, 2]; x count of each generated token
+  float presencePenalty = 0.0f;  // 0: off; in [-2, 2]; once per distinct generated token
+  // The stop tokens (EOS and extra stop ids) cannot be drawn before
+  // minTokens tokens have been generated.
+  int64_t minTokens = 0; // >= 0
+  std::vector<int32_t> stopTokenIds;
+  // -1: no logprobs; 0: the chosen token's only; N: also the N most likely
+  // (at most kMaxLogprobs).
+  int32_t logprobs = -1;
+};
+
+constexpr int32_t kMaxLogprobs = 20; // OpenAI's and vLLM's default limit
+
+// The tokens of a sequence so far: its prompt, then what it generated.
+struct TokenHistory {
+  const int32_t *ids = nullptr; // [size]
+  int64_t size = 0;
+  int64_t promptSize = 0; // ids[promptSize:] were generated
+  int64_t generated() const { return size - promptSize; }
+};
+
+struct TokenLogprob {
+  int32_t id = 0;
+  float logprob = 0.0f;
+};
+
+// One generated token's logprobs, in the processed distribution.
+struct SampledLogprobs {
+  TokenLogprob chosen;
+  std::vector<TokenLogprob> top; // the most likely first, at most params.logprobs
 };
 
 // xoshiro256** (Blackman & Vigna), seeded through splitmix64.
@@ -43,18 +81,29 @@ public:
 
   const SamplingParams &params() const { return params_; }
 
-  // logits: [vocab]. seen: the tokens of the sequence so far (prompt and
-  // generated), for the repetition penalty; ids outside [0, vocab) are
-  // ignored. Buffers are reused between calls.
-  int32_t sample(const float *logits, int32_t vocab, const int32_t *seen, int64_t numSeen);
+  // logits: [vocab]. history: the tokens of the sequence so far, for the
+  // penalties and min_tokens; ids outside [0, vocab) are ignored. Fills
+  // `logprobs` when params.logprobs >= 0 and it is not null. Buffers are
+  // reused between calls.
+  int32_t sample(const float *logits, int32_t vocab, const TokenHistory &history,
+                 SampledLogprobs *logprobs = nullptr);
+  // The same with every seen token counted as prompt (no frequency or
+  // presence penalty, no min_tokens mask).
+  int32_t sample(const float *logits, int32_t vocab, const int32_t *seen, int64_t numSeen) {
+    return sample(logits, vocab, TokenHistory{seen, numSeen, numSeen});
+  }
 
-  // Whether sampleTopK can stand in for sample(): top-k on (1 <= k <=
-  // kTopKMaxK, k < vocab), a temperature > 0, no repetition penalty.
-  bool drawsFromTopK(int32_t vocab) const;
+  // Whether sampleTopK can stand in for sample() for the next token of a
+  // sequence that generated `generated` tokens so far: top-k on (1 <= k <=
+  // kTopKMaxK, k < vocab), a temperature > 0, no penalty, no min_tokens mask
+  // in force.
+  bool drawsFromTopK(int32_t vocab, int64_t generated = 0) const;
   // The same token sample() would pick from the full logits (and the same
-  // state change), from the top-k candidates of the logits only: scores and
-  // ids as topKCandidates gives them (count <= kTopKCapacity).
-  int32_t sampleTopK(const float *scores, const int32_t *ids, int32_t count, int32_t vocab);
+  // state change, and the same logprobs), from the top-k candidates of the
+  // logits only: scores and ids as topKCandidates gives them (count <=
+  // kTopKCapacity).
+  int32_t sampleTopK(const float *scores, const int32_t *ids, int32_t count, int32_t vocab,
+                     SampledLogprobs *logprobs = nullptr);
 
 private:
   explicit Sampler(const SamplingParams &params) : params_(params), rng_(params.seed) {}
@@ -63,6 +112,9 @@ private:
   void applyTopP(float maxScore);
   void applyMinP(float maxScore);
   int32_t draw(float maxScore);
+  void applyPenalties(const float *logits, int32_t vocab, const TokenHistory &history);
+  // The log-softmax of the candidates at the chosen token and the top ones.
+  void fillLogprobs(int32_t token, float maxScore, SampledLogprobs &out);
 
   SamplingParams params_;
   Rng rng_;
@@ -70,6 +122,7 @@ private:
   std::vector<int32_t> candidates_; // token ids still in play
   bool sorted_ = false;             // candidates_ in descending score order
   std::vector<float> probs_;        // scratch for top-p
+  std::vector<int32_t> counts_;     // [vocab] generated-token counts, zero between calls
 };
 
 // The top-k candidates of a row of logits: every token whose sampling score

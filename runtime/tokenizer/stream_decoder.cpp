@@ -7,6 +7,12 @@ namespace llmc {
 StreamDecoder::StreamDecoder(Tokenizer tokenizer, bool skipSpecialTokens)
     : tokenizer_(std::move(tokenizer)), skipSpecialTokens_(skipSpecialTokens) {}
 
+StreamDecoder::StreamDecoder(Tokenizer tokenizer, std::vector<int32_t> context,
+                             bool skipSpecialTokens)
+    : tokenizer_(std::move(tokenizer)), skipSpecialTokens_(skipSpecialTokens),
+      ids_(std::move(context)), contextCount_(ids_.size()),
+      contextText_(tokenizer_.decode(ids_, skipSpecialTokens_)) {}
+
 // The part of `text` past the context's text. `text` extends the context's
 // text for every decoder llmc supports, except around invalid bytes (a
 // valid <0xXX> run that later turns invalid becomes U+FFFD per byte); then

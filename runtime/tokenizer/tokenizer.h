@@ -83,6 +83,11 @@ private:
 class StreamDecoder {
 public:
   explicit StreamDecoder(Tokenizer tokenizer, bool skipSpecialTokens = false);
+  // Starts with `context` (e.g. the end of the prompt) as the previous piece,
+  // so the text emitted is decode(context + ids) minus decode(context): a
+  // SentencePiece tokenizer then keeps the space before the first generated
+  // word, which a decode from the start strips.
+  StreamDecoder(Tokenizer tokenizer, std::vector<int32_t> context, bool skipSpecialTokens);
 
   // Adds one id; returns the text it completes (often empty).
   std::string step(int32_t id);
