@@ -1,6 +1,8 @@
 #include "server/completion.h"
 
+#if LLMC_SERVER_HAVE_CHAT
 #include "chat/chat_template.h"
+#endif
 #include "generation/text_stream.h"
 
 #include <httplib.h>
@@ -130,6 +132,10 @@ std::optional<ApiError> Handler::renderChat(std::string &prompt) const {
   const ServerOptions &options = context.options;
   if (!options.chatTemplate)
     return badRequest("messages", options.chatTemplateMissing);
+#if !LLMC_SERVER_HAVE_CHAT
+  return badRequest("messages", "this llmc was built without the chat-template engine "
+                                "(runtime/chat); chat completions are not available");
+#else
   Json variables = exchange->request.chatTemplateKwargs;
   const Tokenizer &tok = tokenizer();
   auto special = [&](std::optional<int32_t> id) {
@@ -148,6 +154,7 @@ std::optional<ApiError> Handler::renderChat(std::string &prompt) const {
                                       rendered.message());
   prompt = std::move(*rendered);
   return std::nullopt;
+#endif
 }
 
 std::optional<ApiError> Handler::tokenize() {
