@@ -17,10 +17,12 @@ void registerTokenizeCommands(CLI::App &app, int &exitCode);  // llmrun_tokenize
 void registerInspectCommand(CLI::App &app, int &exitCode);    // llmrun_inspect.cpp
 void registerPerplexityCommand(CLI::App &app, int &exitCode); // llmrun_perplexity.cpp
 void registerBenchCommand(CLI::App &app, int &exitCode);      // llmrun_bench.cpp
+void registerServeCommand(CLI::App &app, int &exitCode);      // llmrun_serve.cpp
+void registerBenchServeCommand(CLI::App &app, int &exitCode); // llmrun_bench_serve.cpp
 
 inline std::vector<CommandRegistrar> llmrunCommandRegistrars() {
   return {registerTokenizeCommands, registerInspectCommand, registerPerplexityCommand,
-          registerBenchCommand};
+          registerBenchCommand, registerServeCommand, registerBenchServeCommand};
 }
 
 // The default mode, `llmrun engine.plan -p PROMPT ...` (llmrun_generate.cpp):
