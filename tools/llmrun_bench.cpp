@@ -6,12 +6,14 @@
 #include "engine/generate.h"
 #include "llmrun_commands.h"
 #include "llmrun_engine.h"
+#include "support/thread_pool.h"
 
 #include <nlohmann/json.hpp>
 
 #include <sys/resource.h>
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>

@@ -327,7 +327,7 @@ Status CudaBackend::writeMetadata(const StepInput &input, int64_t logitRows) {
     std::fill(table + used, table + blockTableStride_, 0); // the null block
   }
   for (int64_t r = 0; r < logitRows; ++r)
-    h[offLogitRows_ + r] = static_cast<int32_t>(input.logitRows.empty() ? r : input.logitRows[r]);
+    h[offLogitRows_ + r] = static_cast<int32_t>(input.outputs[r].row);
   return device_->uploadAsync(metadata_.get(), h, hostMetadata_.size() * sizeof(int32_t));
 }
 
@@ -492,13 +492,15 @@ Expected<double> CudaBackend::memoryBandwidthGBs() {
   return best;
 }
 
-Status CudaBackend::run(const StepInput &input, const float **logits) {
+Status CudaBackend::run(const StepInput &input, StepOutput &out) {
   const int64_t rows = input.numTokens;
   if (rows <= 0)
     return Status::error("a step needs at least one token");
+  if (input.outputs.empty())
+    return Status::error("a step needs at least one output row");
   const int64_t sequences = static_cast<int64_t>(input.sequences.size());
-  const int64_t logitRows =
-      input.logitRows.empty() ? rows : static_cast<int64_t>(input.logitRows.size());
+  // The program computes the logits of the output rows, in their order.
+  const int64_t logitRows = static_cast<int64_t>(input.outputs.size());
   const int64_t vocab = plan_->meta().model()->vocab_size();
   for (int64_t t = 0; t < rows; ++t)
     if (input.tokens[t] < 0 || input.tokens[t] >= vocab)
@@ -523,26 +525,50 @@ Status CudaBackend::run(const StepInput &input, const float **logits) {
     LLMC_RETURN_IF_ERROR(launchProgram(*program, rows, logitRows, sequences));
   const fb::Buffer &logitsBuffer = *program->buffers()->Get(program->logits_buffer());
   CUdeviceptr deviceLogits = arena_.get() + logitsBuffer.offset_per_token() * rows;
-  // Greedy decoding downloads R ids instead of R x V logits.
-  const bool greedy = input.greedyIds != nullptr && argmax_ != nullptr;
-  const bool topK = !greedy && input.topK != nullptr && topK_ != nullptr;
+  // Each row's own output: one argmax launch over the rows when any row
+  // wants ids, one top-k launch per distinct (k, temperature), and the
+  // logits downloaded only when a row needs them (a Logits row, a kind
+  // without its kernel, or a top-k row whose ties overflowed).
+  bool anyArgmax = false, needLogits = false;
+  std::vector<std::pair<int32_t, float>> topKGroups;
+  for (const OutputRequest &o : input.outputs) {
+    if (o.kind == OutputKind::Argmax && argmax_ != nullptr) {
+      anyArgmax = true;
+    } else if (o.kind == OutputKind::TopK && topK_ != nullptr) {
+      std::pair<int32_t, float> group{o.k, o.temperature};
+      if (std::find(topKGroups.begin(), topKGroups.end(), group) == topKGroups.end())
+        topKGroups.push_back(group);
+    } else {
+      needLogits = true;
+    }
+  }
   auto downloadLogits = [&] {
     logits_.resize(static_cast<size_t>(logitRows * vocab));
     return device_->downloadAsync(logits_.data(), deviceLogits, logits_.size() * sizeof(float));
   };
-  if (greedy) {
+  if (anyArgmax) { // R ids instead of R x V logits
     abi::ArgmaxArgs args{reinterpret_cast<const float *>(deviceLogits),
                          reinterpret_cast<int *>(ids_.get()), static_cast<int>(logitRows),
                          static_cast<int>(vocab)};
     uint32_t grid[3] = {static_cast<uint32_t>(logitRows), 1, 1}, block[3] = {1024, 1, 1};
     LLMC_RETURN_IF_ERROR(device_->launch(argmax_, grid, block, 0, &args));
     LLMC_RETURN_IF_ERROR(
-        device_->downloadAsync(input.greedyIds, ids_.get(), logitRows * sizeof(int32_t)));
-  } else if (topK) {
-    LLMC_RETURN_IF_ERROR(runTopK(*input.topK, deviceLogits, logitRows, vocab));
-  } else {
-    LLMC_RETURN_IF_ERROR(downloadLogits());
+        device_->downloadAsync(out.ids.data(), ids_.get(), logitRows * sizeof(int32_t)));
   }
+  // The first group's candidates land in `out`; later groups' in staging,
+  // copied row by row after the synchronization.
+  const size_t candidates = static_cast<size_t>(logitRows) * hd::kTopKCapacity;
+  std::vector<float> stagedScores((topKGroups.size() > 1 ? topKGroups.size() - 1 : 0) * candidates);
+  std::vector<int32_t> stagedIds(stagedScores.size());
+  std::vector<int32_t> stagedCounts((topKGroups.size() > 1 ? topKGroups.size() - 1 : 0) * logitRows);
+  for (size_t g = 0; g < topKGroups.size(); ++g)
+    LLMC_RETURN_IF_ERROR(runTopK(
+        topKGroups[g].first, topKGroups[g].second, deviceLogits, logitRows, vocab,
+        g == 0 ? out.scores.data() : stagedScores.data() + (g - 1) * candidates,
+        g == 0 ? out.candidates.data() : stagedIds.data() + (g - 1) * candidates,
+        g == 0 ? out.counts.data() : stagedCounts.data() + (g - 1) * logitRows));
+  if (needLogits)
+    LLMC_RETURN_IF_ERROR(downloadLogits());
   int32_t flag = 0;
   LLMC_RETURN_IF_ERROR(device_->downloadAsync(&flag, errorFlag_.get(), sizeof(flag)));
   LLMC_RETURN_IF_ERROR(device_->synchronize());
@@ -551,23 +577,44 @@ Status CudaBackend::run(const StepInput &input, const float **logits) {
     return Status::error("a CUDA kernel reported bad input (error code " + std::to_string(flag) +
                          ")");
   }
-  // With top-k the logits come back only for a row whose ties overflowed
-  // the candidates.
-  const bool overflow =
-      topK && std::any_of(input.topK->counts, input.topK->counts + logitRows,
-                          [](int32_t count) { return count > hd::kTopKCapacity; });
-  if (overflow) {
+  bool overflow = false;
+  for (int64_t r = 0; r < logitRows; ++r) {
+    const OutputRequest &o = input.outputs[r];
+    if (o.kind == OutputKind::Argmax && argmax_ != nullptr) {
+      out.filled[r] = OutputKind::Argmax;
+    } else if (o.kind == OutputKind::TopK && topK_ != nullptr) {
+      const size_t g = std::find(topKGroups.begin(), topKGroups.end(),
+                                 std::pair<int32_t, float>{o.k, o.temperature}) -
+                       topKGroups.begin();
+      if (g > 0) {
+        const size_t from = (g - 1) * candidates + r * hd::kTopKCapacity;
+        std::copy_n(stagedScores.data() + from, hd::kTopKCapacity,
+                    out.scores.data() + r * hd::kTopKCapacity);
+        std::copy_n(stagedIds.data() + from, hd::kTopKCapacity,
+                    out.candidates.data() + r * hd::kTopKCapacity);
+        out.counts[r] = stagedCounts[(g - 1) * logitRows + r];
+      }
+      out.filled[r] = OutputKind::TopK;
+      overflow |= out.counts[r] > hd::kTopKCapacity;
+    } else {
+      out.filled[r] = OutputKind::Logits;
+    }
+  }
+  if (overflow && !needLogits) {
     LLMC_RETURN_IF_ERROR(downloadLogits());
     LLMC_RETURN_IF_ERROR(device_->synchronize());
   }
-  *logits = greedy || (topK && !overflow) ? nullptr : logits_.data();
+  if (needLogits || overflow) {
+    out.logits = logits_.data();
+    for (int64_t r = 0; r < logitRows; ++r)
+      out.logitIndex[r] = r;
+  }
   return Status::ok();
 }
 
-// Launches the top-k kernel on the logits rows and queues the download of
-// the candidates into the request (the caller synchronizes).
-Status CudaBackend::runTopK(TopKRequest &request, CUdeviceptr deviceLogits, int64_t rows,
-                            int64_t vocab) {
+Status CudaBackend::runTopK(int32_t k, float temperature, CUdeviceptr deviceLogits,
+                            int64_t rows, int64_t vocab, float *hostScores, int32_t *hostIds,
+                            int32_t *hostCounts) {
   const uint64_t candidates = static_cast<uint64_t>(rows) * hd::kTopKCapacity;
   const CUdeviceptr scores = topKCandidates_.get(), ids = scores + candidates * 4,
                     counts = ids + candidates * 4;
@@ -577,15 +624,13 @@ Status CudaBackend::runTopK(TopKRequest &request, CUdeviceptr deviceLogits, int6
                      reinterpret_cast<int *>(counts),
                      static_cast<int>(rows),
                      static_cast<int>(vocab),
-                     request.k,
-                     request.temperature};
+                     k,
+                     temperature};
   uint32_t grid[3] = {static_cast<uint32_t>(rows), 1, 1}, block[3] = {1024, 1, 1};
   LLMC_RETURN_IF_ERROR(device_->launch(topK_, grid, block, 0, &args));
-  LLMC_RETURN_IF_ERROR(device_->downloadAsync(request.scores, scores, candidates * 4));
-  LLMC_RETURN_IF_ERROR(device_->downloadAsync(request.ids, ids, candidates * 4));
-  LLMC_RETURN_IF_ERROR(device_->downloadAsync(request.counts, counts, rows * 4));
-  request.filled = true;
-  return Status::ok();
+  LLMC_RETURN_IF_ERROR(device_->downloadAsync(hostScores, scores, candidates * 4));
+  LLMC_RETURN_IF_ERROR(device_->downloadAsync(hostIds, ids, candidates * 4));
+  return device_->downloadAsync(hostCounts, counts, rows * 4);
 }
 
 } // namespace llmc::cuda

@@ -43,7 +43,7 @@ public:
   uint64_t generatedWeightBytes() const override { return 0; } // generated on the device
   // Copies 1 GiB device to device a few times; (read + written bytes) / best time.
   Expected<double> memoryBandwidthGBs() override;
-  Status run(const StepInput &input, const float **logits) override;
+  Status run(const StepInput &input, StepOutput &out) override;
 
   fb::Target target() const { return target_; }
   const DeviceInfo &device() const { return device_->info(); }
@@ -71,7 +71,11 @@ private:
   // work, before a graph capture).
   Status prepareLibraryGemms(const fb::Program &program, int64_t rows);
   Status runGraph(const fb::Program &program, int64_t rows);
-  Status runTopK(TopKRequest &request, CUdeviceptr deviceLogits, int64_t rows, int64_t vocab);
+  // Launches llmc_topk_f32 on the logits rows at (k, temperature) and
+  // queues the download of the candidates to the host (the caller
+  // synchronizes).
+  Status runTopK(int32_t k, float temperature, CUdeviceptr deviceLogits, int64_t rows,
+                 int64_t vocab, float *hostScores, int32_t *hostIds, int32_t *hostCounts);
 
   const Plan *plan_ = nullptr;
   std::unique_ptr<Device> device_;

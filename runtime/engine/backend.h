@@ -7,8 +7,10 @@
 //   CudaBackend (cuda/cuda_backend.h): its sm_90a or ptx programs on one GPU.
 #pragma once
 
-#include "engine/cpu_executor.h"
+#include "engine/step.h"
 #include "kv/block_pool.h"
+#include "plan/plan.h"
+#include "support/status.h"
 
 #include <memory>
 #include <string>
@@ -37,12 +39,11 @@ public:
   // the CPU (llmrun bench measures host memory itself).
   virtual Expected<double> memoryBandwidthGBs() { return 0.0; }
 
-  // Runs one batch step (StepInput: engine/cpu_executor.h). On success
-  // *logits points to host [R, V] f32 logits (R = logitRows.size(), or T
-  // when empty), valid until the next run(); or is null when the backend
-  // wrote input.greedyIds instead (the argmax of each of those rows), or
-  // filled input.topK and no row needs its logits.
-  virtual Status run(const StepInput &input, const float **logits) = 0;
+  // Runs one batch step (engine/step.h) and fills `out`, which the caller
+  // has reset() for input.outputs.size() rows: for each output row either
+  // its requested kind, or its logits in its place (out.filled says which).
+  // Host logits stay valid until the next run().
+  virtual Status run(const StepInput &input, StepOutput &out) = 0;
 };
 
 // The backend EngineOptions::device asks for: "cpu", "cuda" (an error when

@@ -38,12 +38,12 @@ std::string CpuBackend::description() const {
   return "the CPU backend (" + std::to_string(pool_->numThreads()) + " threads)";
 }
 
-Status CpuBackend::run(const StepInput &input, const float **logits) {
+Status CpuBackend::run(const StepInput &input, StepOutput &out) {
   bool anyPrefill = false;
   for (const StepSequence &s : input.sequences)
     anyPrefill |= s.numRows > 1;
   CpuExecutor &executor = anyPrefill ? *prefill_ : *decode_;
-  return executor.run(*pool_, input, *cache_, logits);
+  return executor.run(*pool_, input, *cache_, out);
 }
 
 } // namespace llmc

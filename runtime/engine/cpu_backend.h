@@ -4,6 +4,7 @@
 #pragma once
 
 #include "engine/backend.h"
+#include "engine/cpu_executor.h"
 #include "engine/weights.h"
 #include "kv/kv_cache.h"
 #include "support/thread_pool.h"
@@ -21,9 +22,10 @@ public:
   int threads() const override { return pool_->numThreads(); }
   uint64_t kvCacheBytes() const override { return static_cast<uint64_t>(cache_->bytes()); }
   uint64_t generatedWeightBytes() const override { return weights_.generatedBytes(); }
-  Status run(const StepInput &input, const float **logits) override;
+  Status run(const StepInput &input, StepOutput &out) override;
 
   const kv::KvCache &kvCache() const { return *cache_; }
+  kv::KvCache &kvCache() { return *cache_; } // tests poison its free blocks
   const LoadedWeights &weights() const { return weights_; }
 
 private:

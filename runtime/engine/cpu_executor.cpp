@@ -62,10 +62,24 @@ float *CpuExecutor::buffer(int index, int64_t tokens) {
 }
 
 Status CpuExecutor::run(ThreadPool &pool, const StepInput &input, kv::KvCache &cache,
-                        const float **logits) {
+                        StepOutput &out) {
   int64_t tokens = input.numTokens;
   if (tokens <= 0)
     return Status::error("a step needs at least one token");
+  if (input.outputs.empty())
+    return Status::error("a step needs at least one output row");
+  // Every row in order needs no gather.
+  outputRows_.clear();
+  bool identity = static_cast<int64_t>(input.outputs.size()) == tokens;
+  for (size_t r = 0; r < input.outputs.size(); ++r) {
+    if (input.outputs[r].row < 0 || input.outputs[r].row >= tokens)
+      return Status::error("output row " + std::to_string(input.outputs[r].row) +
+                           " is outside the step's " + std::to_string(tokens) + " rows");
+    identity &= input.outputs[r].row == static_cast<int64_t>(r);
+    outputRows_.push_back(input.outputs[r].row);
+  }
+  if (identity)
+    outputRows_.clear();
   size_t arenaBytes = program_->arena_bytes_per_token() * tokens;
   if (arena_.size() < arenaBytes)
     arena_.resize(arenaBytes);
@@ -74,17 +88,19 @@ Status CpuExecutor::run(ThreadPool &pool, const StepInput &input, kv::KvCache &c
   for (const StepSequence &s : input.sequences)
     attentionSequences_.push_back({s.firstRow, s.numRows, s.blockTable});
   lastLogits_ = nullptr;
-  wroteIds_ = false;
+  // A Logits step answers every row with logits, in order; LmHead overrides.
+  for (size_t r = 0; r < input.outputs.size(); ++r) {
+    out.filled[r] = OutputKind::Logits;
+    out.logitIndex[r] = static_cast<int64_t>(r);
+  }
   for (const fb::Step *step : *program_->steps())
-    LLMC_RETURN_IF_ERROR(runStep(pool, *step, input, cache));
-  *logits = wroteIds_                ? nullptr
-            : lastLogits_ != nullptr ? lastLogits_
-                                     : buffer(program_->logits_buffer(), tokens);
+    LLMC_RETURN_IF_ERROR(runStep(pool, *step, input, cache, out));
+  out.logits = lastLogits_ != nullptr ? lastLogits_ : buffer(program_->logits_buffer(), tokens);
   return Status::ok();
 }
 
 Status CpuExecutor::runStep(ThreadPool &pool, const fb::Step &step, const StepInput &input,
-                            kv::KvCache &cache) {
+                            kv::KvCache &cache, StepOutput &stepOut) {
   int64_t T = input.numTokens;
   auto in = [&](int i) { return buffer(step.inputs()->Get(i), T); };
   auto width = [&](int i) { return program_->buffers()->Get(step.inputs()->Get(i))->width(); };
@@ -150,13 +166,13 @@ Status CpuExecutor::runStep(ThreadPool &pool, const fb::Step &step, const StepIn
     return Status::ok();
   case fb::OpKind::Logits: {
     cpu::WeightMatrix w = weights_->matrix(weightIndex(0));
-    if (input.logitRows.empty()) {
+    if (outputRows_.empty()) {
       cpu::matmul(pool, in(0), T, w, nullptr, 0.0f, out);
       return Status::ok();
     }
     // Only the requested rows: decode needs one row per sequence, not T.
-    int64_t rows = static_cast<int64_t>(input.logitRows.size());
-    const float *x = selectRows(step.inputs()->Get(0), T, input.logitRows);
+    int64_t rows = static_cast<int64_t>(outputRows_.size());
+    const float *x = selectRows(step.inputs()->Get(0), T, outputRows_);
     logits_.resize(rows * w.rows);
     cpu::matmul(pool, x, rows, w, nullptr, 0.0f, logits_.data());
     lastLogits_ = logits_.data();
@@ -169,7 +185,7 @@ Status CpuExecutor::runStep(ThreadPool &pool, const fb::Step &step, const StepIn
   case fb::OpKind::RopeColumns:
     return runFusedStep(pool, step, input, cache);
   case fb::OpKind::LmHead:
-    return runLmHead(pool, step, input);
+    return runLmHead(pool, step, input, stepOut);
   }
   return Status::error("unknown op kind");
 }
@@ -276,29 +292,51 @@ Status CpuExecutor::runFusedStep(ThreadPool &pool, const fb::Step &step, const S
   }
 }
 
-// Final norm + lm_head (+ argmax) over the requested rows only, compacted at
-// the top of the outputs: the ids when the caller decodes greedily (no
-// logits written), else the logits.
-Status CpuExecutor::runLmHead(ThreadPool &pool, const fb::Step &step, const StepInput &input) {
+// Final norm + lm_head over the output rows only: the Argmax rows through
+// the fused projection + argmax (no logits written), the other rows'
+// logits compacted at the top of the logits buffer.
+Status CpuExecutor::runLmHead(ThreadPool &pool, const fb::Step &step, const StepInput &input,
+                              StepOutput &out) {
   int64_t T = input.numTokens;
-  int64_t rows = input.logitRows.empty() ? T : static_cast<int64_t>(input.logitRows.size());
-  const float *x = selectRows(step.inputs()->Get(0), T, input.logitRows);
+  argmaxRows_.clear();
+  logitRows_.clear();
+  for (const OutputRequest &request : input.outputs)
+    (request.kind == OutputKind::Argmax ? argmaxRows_ : logitRows_).push_back(request.row);
   int64_t hidden = program_->buffers()->Get(step.inputs()->Get(0))->width();
-  if (static_cast<int64_t>(normScratch_.size()) < rows * hidden)
-    normScratch_.resize(rows * hidden);
   auto weightIndex = [&](int i) { return static_cast<uint32_t>(step.weights()->Get(i)); };
-  cpu::rmsNorm(pool, x, rows, weights_->vector(weightIndex(0)),
-               static_cast<float>(step.float_params()->Get(0)), normScratch_.data());
   cpu::WeightMatrix w = weights_->matrix(weightIndex(1));
-  if (input.greedyIds != nullptr) {
-    auto *ids = reinterpret_cast<int32_t *>(buffer(step.outputs()->Get(1), T));
-    cpu::matmulArgmax(pool, normScratch_.data(), rows, w, ids);
-    std::memcpy(input.greedyIds, ids, rows * sizeof(int32_t));
-    wroteIds_ = true;
-    return Status::ok();
+  // Normalizes `rows` of the step's input into normScratch_.
+  auto normalize = [&](const std::vector<int64_t> &rows) {
+    const int64_t n = static_cast<int64_t>(rows.size());
+    const float *x = selectRows(step.inputs()->Get(0), T, rows);
+    if (static_cast<int64_t>(normScratch_.size()) < n * hidden)
+      normScratch_.resize(n * hidden);
+    cpu::rmsNorm(pool, x, n, weights_->vector(weightIndex(0)),
+                 static_cast<float>(step.float_params()->Get(0)), normScratch_.data());
+  };
+  if (!argmaxRows_.empty()) {
+    normalize(argmaxRows_);
+    argmaxIds_.resize(argmaxRows_.size());
+    cpu::matmulArgmax(pool, normScratch_.data(), static_cast<int64_t>(argmaxRows_.size()), w,
+                      argmaxIds_.data());
   }
   float *logits = buffer(step.outputs()->Get(0), T);
-  cpu::matmul(pool, normScratch_.data(), rows, w, nullptr, 0.0f, logits);
+  if (!logitRows_.empty()) {
+    normalize(logitRows_);
+    cpu::matmul(pool, normScratch_.data(), static_cast<int64_t>(logitRows_.size()), w, nullptr,
+                0.0f, logits);
+  }
+  int64_t nextArgmax = 0, nextLogits = 0;
+  for (size_t r = 0; r < input.outputs.size(); ++r) {
+    if (input.outputs[r].kind == OutputKind::Argmax) {
+      out.filled[r] = OutputKind::Argmax;
+      out.ids[r] = argmaxIds_[nextArgmax++];
+      out.logitIndex[r] = -1;
+    } else {
+      out.filled[r] = OutputKind::Logits;
+      out.logitIndex[r] = nextLogits++;
+    }
+  }
   lastLogits_ = logits;
   return Status::ok();
 }

@@ -3,6 +3,7 @@
 #pragma once
 
 #include "cpu/attention.h"
+#include "engine/step.h"
 #include "engine/weights.h"
 #include "kv/kv_cache.h"
 #include "plan/plan.h"
@@ -13,47 +14,6 @@
 #include <vector>
 
 namespace llmc {
-
-// One sequence's part of a step.
-struct StepSequence {
-  int64_t firstRow = 0;                // first of its rows among the step's T tokens
-  int64_t numRows = 0;                 // its new tokens this step
-  const int32_t *blockTable = nullptr; // covers all its positions up to the last new one
-};
-
-// Top-k sampling candidates, computed next to the logits by a backend that
-// can (the CUDA top-k kernel) so that only they travel back: per logit row r,
-// counts[r] tokens score >= the k-th largest, and when counts[r] <=
-// kTopKCapacity their scores and ids are in scores/ids [R, kTopKCapacity]
-// (sampling::topKCandidates). A backend that fills them sets `filled`.
-struct TopKRequest {
-  int32_t k = 0; // 1 .. kTopKMaxK
-  float temperature = 1.0f;
-  float *scores = nullptr;
-  int32_t *ids = nullptr;
-  int32_t *counts = nullptr;
-  bool filled = false;
-};
-
-struct StepInput {
-  const int32_t *tokens = nullptr;    // [T]
-  const int32_t *positions = nullptr; // [T] position of each token in its sequence
-  int64_t numTokens = 0;              // T
-  std::vector<StepSequence> sequences;
-  // Rows whose logits are wanted, in order (e.g. the last row of each
-  // sequence); empty means every row.
-  std::vector<int64_t> logitRows;
-  // Greedy decoding: [R] receives the argmax id of each of those rows (the
-  // first largest logit) when the program computes ids itself (its last step
-  // is LmHead): then no logits are written and run() sets *logits to null.
-  // Otherwise run() returns the logits as usual and the caller takes the
-  // argmax.
-  int32_t *greedyIds = nullptr;
-  // Sampling: when set, a backend that computes top-k candidates fills them
-  // and returns logits only when a row's ties overflow the capacity (null
-  // *logits otherwise); other backends return the logits as usual.
-  TopKRequest *topK = nullptr;
-};
 
 class CpuExecutor {
 public:
@@ -67,19 +27,22 @@ public:
   // with its theta and scaling), built once at load.
   static std::shared_ptr<const std::vector<float>> ropeTableFor(const Plan &plan);
 
-  // Runs the program. On success *logits points to [R, V] f32 logits (R =
-  // logitRows.size(), or T when empty), valid until the next run(), or is
-  // null when the program wrote input.greedyIds instead.
-  Status run(ThreadPool &pool, const StepInput &input, kv::KvCache &cache, const float **logits);
+  // Runs the program and fills `out` (engine/step.h; out.reset() first):
+  // a program ending in the fused LmHead step writes the ids of the Argmax
+  // rows without their logits and the logits of the other rows; a program
+  // ending in a Logits step returns logits for every output row. Logits are
+  // valid until the next run().
+  Status run(ThreadPool &pool, const StepInput &input, kv::KvCache &cache, StepOutput &out);
 
 private:
   Status runStep(ThreadPool &pool, const fb::Step &step, const StepInput &input,
-                 kv::KvCache &cache);
+                 kv::KvCache &cache, StepOutput &out);
   float *buffer(int index, int64_t tokens);
 
   Status runFusedStep(ThreadPool &pool, const fb::Step &step, const StepInput &input,
                       kv::KvCache &cache);
-  Status runLmHead(ThreadPool &pool, const fb::Step &step, const StepInput &input);
+  Status runLmHead(ThreadPool &pool, const fb::Step &step, const StepInput &input,
+                   StepOutput &out);
   // LinearQ4 and the fused int4 kinds (plan.h int4Linear).
   Status runInt4Linear(ThreadPool &pool, const fb::Step &step, int64_t tokens);
   // The rows `rows` of buffer `index` ([rows.size(), width], gathered into
@@ -97,8 +60,10 @@ private:
   std::vector<float> normScratch_;   // normalized rows of a GEMM's norm prologue
   std::vector<float> swigluScratch_; // gate and up products of an int4 SwiGLU GEMM
   std::vector<cpu::AttentionSequence> attentionSequences_;
+  std::vector<int64_t> outputRows_; // the rows of input.outputs, empty when they are 0 .. T-1
+  std::vector<int64_t> argmaxRows_, logitRows_; // LmHead: rows taking ids, rows taking logits
+  std::vector<int32_t> argmaxIds_;
   const float *lastLogits_ = nullptr;
-  bool wroteIds_ = false; // an LmHead step wrote input.greedyIds
 };
 
 } // namespace llmc

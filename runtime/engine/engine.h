@@ -9,6 +9,7 @@
 #pragma once
 
 #include "engine/backend.h"
+#include "engine/step.h"
 #include "plan/plan.h"
 #include "tokenizer/tokenizer.h"
 
@@ -60,6 +61,38 @@ public:
   // Tokens the sequence holds in the KV cache.
   int64_t sequenceLength(SequenceId id) const;
 
+  // Prefix caching (off by default). When on, every block a sequence fills
+  // is registered in the block pool under its chained hash (kv/block_pool.h)
+  // once the step that wrote it has run, and stays there, evictable, after
+  // the sequence is released.
+  void setPrefixCaching(bool on) { prefixCaching_ = on; }
+  bool prefixCaching() const { return prefixCaching_; }
+  // For a sequence that holds no tokens yet: shares the cached blocks of the
+  // longest run of full blocks of `tokens` found in the pool, leaving at
+  // least the last token to compute (its logits are wanted), and returns how
+  // many tokens they cover (a multiple of the block size; 0 when caching is
+  // off or nothing matches). The sequence's length becomes that; the caller
+  // then steps the rest of `tokens`.
+  Expected<int64_t> attachCachedPrefix(SequenceId id, const std::vector<int32_t> &tokens);
+  // Blocks a step that adds `newTokens` to the sequence must take from the pool.
+  int64_t blocksToGrow(SequenceId id, int64_t newTokens) const;
+  // Blocks allocatable now (free, or cached and unreferenced) and in all
+  // (the null block aside).
+  int64_t availableBlocks() { return backend_->blockPool().numFree(); }
+  int64_t usableBlocks() { return backend_->blockPool().numBlocks() - 1; }
+
+  // Runs one batch step with one output per requested row (engine/step.h):
+  // `outputs[r].row` indexes the flattened new tokens of `batch` in order
+  // (lastRows() gives each sequence's last). Every row gets its own kind
+  // (Argmax, TopK at its own k and temperature, Logits), completed here from
+  // the logits when the backend returned those instead. The result is valid
+  // until the next step. KV blocks are reserved for every sequence or none:
+  // a failure leaves every sequence unchanged.
+  Expected<const StepOutput *> run(const std::vector<SequenceTokens> &batch,
+                                   const std::vector<OutputRequest> &outputs);
+  // The row of each sequence's last new token, [batch.size()].
+  static std::vector<int64_t> lastRows(const std::vector<SequenceTokens> &batch);
+
   // Runs one batch step. With allLogits false the result holds the logits of
   // each sequence's last new token ([batch.size(), V]); with true, of every
   // new token in batch order ([sum of tokens, V]). The pointer is valid until
@@ -95,13 +128,17 @@ private:
   struct Sequence {
     kv::BlockTable blocks;
     int64_t length = 0;
+    std::vector<int32_t> tokens; // every token stepped, for the prefix cache's block hashes
   };
 
   Engine() = default;
 
-  // step(), stepGreedy() and stepTopK(): greedyIds and topK null ask for logits.
-  Status runBatch(const std::vector<SequenceTokens> &batch, bool allLogits, int32_t *greedyIds,
-                  TopKRequest *topK, const float **logits);
+  // Reserves KV for every sequence of the batch (all or none), runs the
+  // backend, completes the outputs and commits the sequences' new tokens.
+  Status runBatch(const std::vector<SequenceTokens> &batch,
+                  const std::vector<OutputRequest> &outputs);
+  Status validateOutputs(const std::vector<OutputRequest> &outputs, int64_t rows) const;
+  void completeOutputs(const std::vector<OutputRequest> &outputs);
 
   Plan plan_;
   std::unique_ptr<Tokenizer> tokenizer_;
@@ -110,9 +147,8 @@ private:
   std::map<SequenceId, Sequence> sequences_;
   SequenceId nextId_ = 1;
   std::vector<int32_t> tokens_, positions_;
-  std::vector<int32_t> greedyIds_; // stepGreedy's result
-  std::vector<float> topKScores_;  // stepTopK's result [batch, kTopKCapacity]
-  std::vector<int32_t> topKIds_, topKCounts_;
+  StepOutput output_;
+  bool prefixCaching_ = false;
 };
 
 } // namespace llmc

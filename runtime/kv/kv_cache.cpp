@@ -1,5 +1,6 @@
 #include "kv/kv_cache.h"
 
+#include <algorithm>
 #include <cstdlib>
 #include <limits>
 #include <string>
@@ -52,6 +53,21 @@ Expected<KvCache> KvCache::create(const KvCacheShape &shape) {
     return Status::error("KV cache: cannot allocate " + std::to_string(bytes) + " bytes for " +
                          describe(shape));
   return KvCache(shape, static_cast<float *>(storage));
+}
+
+void KvCache::poisonFreeBlocks() {
+  const int64_t perBlock =
+      static_cast<int64_t>(shape_.blockSize) * shape_.kvHeads * shape_.headDim;
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  for (int32_t block = 1; block < shape_.numBlocks; ++block) {
+    if (!pool_.isFree(block))
+      continue;
+    for (int32_t l = 0; l < shape_.numLayers; ++l) {
+      KvLayerView view = layer(l);
+      std::fill_n(view.keys + block * perBlock, perBlock, nan);
+      std::fill_n(view.values + block * perBlock, perBlock, nan);
+    }
+  }
 }
 
 KvLayerView KvCache::layer(int32_t layer) {

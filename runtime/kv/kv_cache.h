@@ -46,6 +46,10 @@ public:
   KvLayerView layer(int32_t layer);
   // Bytes of K and V storage over all layers.
   int64_t bytes() const;
+  // Test hook: fills the K and V of every free block (BlockPool::isFree) with
+  // NaN, so that a kernel reading a slot no live sequence wrote shows up as
+  // NaN logits. Touches the pages of those blocks.
+  void poisonFreeBlocks();
 
 private:
   struct FreeStorage {

@@ -112,7 +112,7 @@ private:
     int64_t numTokens;
   };
   std::vector<Scheduled> schedule();
-  bool admit(Request &request);
+  void admit(Request &request);
   void preempt(Request &request);
   void finish(Request &request, FinishReason reason, std::vector<TokenEvent> &events,
               TokenEvent event);
@@ -131,6 +131,7 @@ private:
   int64_t lastStepTokens_ = 0;
   std::vector<int64_t> eosIds_;
   int64_t usableBlocks_ = 0;
+  std::vector<float> scratch_; // a logits row with penalties and masks applied
 };
 
 } // namespace llmc::serving

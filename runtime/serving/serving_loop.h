@@ -25,6 +25,7 @@
 
 #include <condition_variable>
 #include <functional>
+#include <map>
 #include <mutex>
 #include <thread>
 
@@ -87,13 +88,14 @@ private:
     RequestId id;
     RequestParams params;
   };
-  ServingLoop(Engine &engine, const ServingConfig &config, std::unique_ptr<Scheduler> scheduler);
+  ServingLoop(const ServingConfig &config, std::unique_ptr<Scheduler> scheduler);
   void run();
   void deliver(const std::vector<TokenEvent> &events);
 
-  Engine *engine_;
   ServingConfig config_;
   std::unique_ptr<Scheduler> scheduler_; // touched only by the loop thread (and validate())
+  // Loop thread only: the ids submit() handed out <-> the scheduler's.
+  std::map<RequestId, RequestId> schedulerIds_, loopIds_;
 
   mutable std::mutex mutex_;
   std::condition_variable wake_;

@@ -136,6 +136,49 @@ TEST(CudaFakeDriver, BadTokenIdsAreAnErrorNamingThePosition) {
       << logits.message();
 }
 
+// Per-row outputs in one step: one argmax launch for the Argmax rows, one
+// top-k launch per distinct (k, temperature), logits for the Logits row
+// (and for the top-k rows, whose ties overflow on the fake device).
+TEST(CudaFakeDriver, EachRowGetsItsOwnOutputKind) {
+  auto engine = loadCuda(plan("cpu,sm_90a,ptx"), 4);
+  ASSERT_NE(engine, nullptr);
+  std::vector<SequenceTokens> batch;
+  for (int i = 0; i < 5; ++i)
+    batch.push_back({engine->addSequence(), {1, 3, 4 + i}});
+  std::vector<int64_t> last = Engine::lastRows(batch);
+  long argmaxBefore = fakeCountOf("llmc_argmax_f32"), topKBefore = fakeCountOf("llmc_topk_f32");
+  auto out = engine->run(batch, {{last[0], OutputKind::Argmax},
+                                 {last[1], OutputKind::TopK, 8, 0.7f},
+                                 {last[2], OutputKind::Logits},
+                                 {last[3], OutputKind::TopK, 3, 1.0f},
+                                 {last[4], OutputKind::TopK, 8, 0.7f}});
+  ASSERT_TRUE(out.isOk()) << out.message();
+  EXPECT_EQ(fakeError(), "");
+  EXPECT_EQ(fakeCountOf("llmc_argmax_f32") - argmaxBefore, 1);
+  EXPECT_EQ(fakeCountOf("llmc_topk_f32") - topKBefore, 2);
+  const StepOutput &o = **out;
+  EXPECT_EQ(o.filled, (std::vector<OutputKind>{OutputKind::Argmax, OutputKind::TopK,
+                                               OutputKind::Logits, OutputKind::TopK,
+                                               OutputKind::TopK}));
+  const int64_t vocab = engine->vocabSize();
+  for (int r : {1, 3, 4}) {
+    EXPECT_EQ(o.counts[r], vocab); // every token ties on the fake device
+    EXPECT_NE(o.logitsOf(r), nullptr);
+  }
+  EXPECT_NE(o.logitsOf(2), nullptr);
+  // Only argmax rows: ids come back, no logits.
+  std::vector<SequenceTokens> next;
+  for (const SequenceTokens &entry : batch)
+    next.push_back({entry.sequence, {5}});
+  std::vector<OutputRequest> greedy;
+  for (int64_t r : Engine::lastRows(next))
+    greedy.push_back({r, OutputKind::Argmax});
+  auto ids = engine->run(next, greedy);
+  ASSERT_TRUE(ids.isOk()) << ids.message();
+  EXPECT_EQ((*ids)->logits, nullptr);
+  EXPECT_EQ(fakeError(), "");
+}
+
 TEST(CudaFakeDriver, PlanWithoutGpuCodeIsAClearError) {
   EngineOptions options;
   options.device = "cuda";
