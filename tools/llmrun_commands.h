@@ -19,10 +19,12 @@ void registerPerplexityCommand(CLI::App &app, int &exitCode); // llmrun_perplexi
 void registerBenchCommand(CLI::App &app, int &exitCode);      // llmrun_bench.cpp
 void registerServeCommand(CLI::App &app, int &exitCode);      // llmrun_serve.cpp
 void registerBenchServeCommand(CLI::App &app, int &exitCode); // llmrun_bench_serve.cpp
+void registerChatTemplateCommand(CLI::App &app, int &exitCode); // llmrun_chat_template.cpp
 
 inline std::vector<CommandRegistrar> llmrunCommandRegistrars() {
   return {registerTokenizeCommands, registerInspectCommand, registerPerplexityCommand,
-          registerBenchCommand, registerServeCommand, registerBenchServeCommand};
+          registerBenchCommand, registerServeCommand, registerBenchServeCommand,
+          registerChatTemplateCommand};
 }
 
 // The default mode, `llmrun engine.plan -p PROMPT ...` (llmrun_generate.cpp):

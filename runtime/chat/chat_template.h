@@ -35,8 +35,8 @@ struct ChatTemplateLimits {
 
 struct RenderOptions {
   ChatTemplateLimits limits;
-  // strftime_now() formats this moment (seconds since the Unix epoch, local
-  // time) instead of the clock's: reproducible renderings for tests.
+  // strftime_now() formats this moment (seconds since the Unix epoch, in
+  // UTC) instead of the local clock's: reproducible renderings for tests.
   std::optional<int64_t> fixedTimeSeconds;
 };
 
@@ -56,6 +56,16 @@ Expected<std::string> renderChatTemplate(const ChatTemplate &tmpl, const Json &m
 Expected<std::string> renderChatTemplate(const ChatTemplate &tmpl, const Json &messages,
                                          const Json &context, bool addGenerationPrompt,
                                          const RenderOptions &options);
+
+// Key order matters to a rendering (tojson, dict printing) as it does in
+// Python, and nlohmann::json sorts keys: callers that have the JSON text
+// (a request body, a --messages file) parse it with parseOrderedJson and
+// render through this overload to keep the order the user wrote.
+using OrderedJson = nlohmann::ordered_json;
+Expected<OrderedJson> parseOrderedJson(std::string_view text, const std::string &source);
+Expected<std::string> renderChatTemplate(const ChatTemplate &tmpl, const OrderedJson &messages,
+                                         const OrderedJson &context, bool addGenerationPrompt,
+                                         const RenderOptions &options = {});
 
 // The name the template was parsed with, and its source text.
 const std::string &chatTemplateName(const ChatTemplate &tmpl);

@@ -1,0 +1,2 @@
+#include "chat_test_util.h"
+TEST(ChatUnit, Placeholder) {}
