@@ -326,13 +326,17 @@ void Handler::finishChoice(Choice &choice, const std::string &reason) {
     return;
   choice.done = true;
   choice.finishReason = reason;
-  if (reason != "stop" || !choice.text->stopped())
+  if (!choice.text->stopped()) {
+    // The text held back at the end may complete a stop string.
     choice.pending += choice.text->finish();
-  if (reason == "stop")
+    if (choice.text->stopped())
+      choice.finishReason = "stop";
+  }
+  if (choice.finishReason == "stop")
     context.metrics.successStop++;
-  else if (reason == "length")
+  else if (choice.finishReason == "length")
     context.metrics.successLength++;
-  else if (reason == "abort")
+  else if (choice.finishReason == "abort")
     context.metrics.successAbort++;
   else
     context.metrics.successError++;
@@ -577,7 +581,7 @@ void streamResponse(const GenerationContext &context, std::shared_ptr<Handler> h
       return true;
     };
     for (;;) {
-      handler->absorbEvents(std::chrono::milliseconds(100));
+      bool news = handler->absorbEvents(std::chrono::milliseconds(100));
       // A choice's stream stops at its finish chunk; the others go on.
       bool done = handler->allDone();
       // Choices that finished get their finish chunk (tokensSent == SIZE_MAX after).
@@ -589,6 +593,14 @@ void streamResponse(const GenerationContext &context, std::shared_ptr<Handler> h
       if (done) {
         sink.done();
         return true;
+      }
+      // Tokens came but their text is held back (an incomplete character,
+      // the start of a stop string): an SSE comment line, which clients
+      // ignore, still tests the connection, so a client that left is
+      // noticed within a token or two whatever the text does.
+      if (news && chunks.empty() && !writeAll({":\n\n"})) {
+        handler->cancelUnfinished();
+        return false;
       }
       if (chunks.empty() && !sink.is_writable()) {
         handler->cancelUnfinished();

@@ -4,7 +4,14 @@
 
 #include <httplib.h>
 
+#if LLMC_SERVER_HAVE_CHAT
+#include "chat/chat_template.h"
+#endif
+
 #include <chrono>
+#include <sys/socket.h>
+#include <fstream>
+#include <sstream>
 
 namespace llmc::server {
 namespace {
@@ -33,6 +40,20 @@ bool authorized(const ServerOptions &options, const httplib::Request &request) {
 }
 
 } // namespace
+
+Expected<std::shared_ptr<const chat::ChatTemplate>> loadChatTemplateFile(const std::string &path) {
+#if LLMC_SERVER_HAVE_CHAT
+  std::ifstream in(path, std::ios::binary);
+  if (!in)
+    return Status::error(path + ": cannot read the chat template");
+  std::stringstream text;
+  text << in.rdbuf();
+  return chat::parseChatTemplate(text.str(), path);
+#else
+  return Status::error(path + ": this llmc was built without the chat-template engine "
+                              "(runtime/chat)");
+#endif
+}
 
 HttpServer::HttpServer(Engine &engine, serving::ServingLoop &loop, ServerOptions options)
     : engine_(engine), loop_(loop), options_(std::move(options)),
@@ -130,6 +151,14 @@ Expected<std::unique_ptr<HttpServer>> HttpServer::start(Engine &engine, serving:
   server->http_->set_keep_alive_timeout(5);
   server->http_->set_read_timeout(30, 0);
   server->http_->set_write_timeout(30, 0);
+  // cpp-httplib 0.11 listens with a backlog of 5: a burst of clients
+  // connecting at once would see dropped SYNs and second-long retries. The
+  // listening socket is captured here and its backlog raised after bind.
+  auto listenSocket = std::make_shared<int>(-1);
+  server->http_->set_socket_options([listenSocket](socket_t sock) {
+    httplib::default_socket_options(sock);
+    *listenSocket = sock;
+  });
   server->installRoutes();
   int port = o.port;
   if (port == 0) {
@@ -140,6 +169,8 @@ Expected<std::unique_ptr<HttpServer>> HttpServer::start(Engine &engine, serving:
     return Status::error("server: cannot listen on " + o.host + ":" + std::to_string(port) +
                          " (in use, or not an address of this machine); pick another --port");
   }
+  if (*listenSocket >= 0)
+    ::listen(*listenSocket, SOMAXCONN);
   server->port_ = port;
   httplib::Server *http = server->http_.get();
   server->listener_ = std::thread([http] { http->listen_after_bind(); });

@@ -44,6 +44,10 @@ struct ServerOptions {
                                     "--chat-template FILE";
 };
 
+// Reads and parses a Jinja chat template file (--chat-template); fails when
+// this llmc was built without the chat-template engine.
+Expected<std::shared_ptr<const chat::ChatTemplate>> loadChatTemplateFile(const std::string &path);
+
 class HttpServer {
 public:
   // Binds host:port and starts serving on a thread of its own. The engine

@@ -20,14 +20,21 @@ namespace llmc::test {
 
 using Json = nlohmann::json;
 
-// The default model's plan, built once into a scratch folder.
+// The test model's plan, built once into a scratch folder: stories260K
+// (real text, so streams carry many pieces) when ../shared has it, else the
+// default model (synthetic weights, which a fresh clone always has).
 inline const std::string &defaultModelPlan() {
   static const std::string plan = [] {
     std::string dir = scratchDir("server-plan");
     BuildOptions options;
-    options.input = std::string(LLMC_SOURCE_DIR) + "/scripts/default-model/model.json";
-    options.output = dir + "/default.plan";
-    options.syntheticSeed = 1;
+    const std::string stories = sharedPath("models/stories260k");
+    if (std::filesystem::exists(stories + "/model.safetensors")) {
+      options.input = stories;
+    } else {
+      options.input = std::string(LLMC_SOURCE_DIR) + "/scripts/default-model/model.json";
+      options.syntheticSeed = 1;
+    }
+    options.output = dir + "/test.plan";
     options.targets = "cpu";
     BuildReporter reporter;
     reporter.info = reporter.verbose = reporter.ir = reporter.warning = [](const std::string &) {};
@@ -108,7 +115,7 @@ public:
   std::unique_ptr<httplib::Client> client() const {
     auto c = std::make_unique<httplib::Client>("127.0.0.1", server_->port());
     c->set_read_timeout(60, 0);
-    c->set_connection_timeout(5, 0);
+    c->set_connection_timeout(30, 0);
     return c;
   }
 
@@ -151,7 +158,7 @@ struct Stream {
   }
 };
 
-// Streams a POST; hangs up after `hangUpAfter` text chunks when >= 0.
+// Streams a POST; hangs up after `hangUpAfter` events when >= 0.
 inline Stream streamPost(int port, const std::string &path, const Json &body,
                          int hangUpAfter = -1) {
   Stream stream;
@@ -165,11 +172,10 @@ inline Stream streamPost(int port, const std::string &path, const Json &body,
     for (size_t end; (end = buffer.find("\n\n")) != std::string::npos;) {
       std::string event = buffer.substr(0, end);
       buffer.erase(0, end + 2);
-      if (event.rfind("data: ", 0) == 0)
+      if (event.rfind("data: ", 0) == 0) {
         stream.events.push_back(event.substr(6));
-      if (event.find("\"text\":\"") != std::string::npos &&
-          event.find("\"text\":\"\"") == std::string::npos)
         ++textChunks;
+      }
     }
     if (hangUpAfter >= 0 && textChunks >= hangUpAfter) {
       stream.cut = true;
@@ -177,8 +183,15 @@ inline Stream streamPost(int port, const std::string &path, const Json &body,
     }
     return true;
   };
-  auto result = client.Post(path.c_str(), httplib::Headers(), body.dump(), "application/json",
-                            receive);
+  httplib::Request request; // cpp-httplib 0.11 streams a POST's answer only through send()
+  request.method = "POST";
+  request.path = path;
+  request.set_header("Content-Type", "application/json");
+  request.body = body.dump();
+  request.content_receiver = [&](const char *data, size_t size, uint64_t, uint64_t) {
+    return receive(data, size);
+  };
+  auto result = client.send(request);
   if (result)
     stream.status = result->status;
   return stream;
