@@ -17,6 +17,7 @@ PACKAGES=(
   libgtest-dev libcli11-dev nlohmann-json3-dev libpcre2-dev libutf8proc-dev
   libflatbuffers-dev flatbuffers-compiler libcpp-httplib-dev
   libxxhash-dev
+  libedit-dev
   libmlir-16-dev mlir-16-tools llvm-16-dev llvm-16-tools
 )
 

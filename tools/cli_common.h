@@ -1,13 +1,20 @@
 // Shared behaviour of the llmc command-line tools: errors go to stderr as
-// "error: <what>" with a non-zero exit, never a stack dump.
+// "error: <what>" with a non-zero exit, never a stack dump; an unknown flag
+// is reported in the order given, with the nearest known flag ("did you mean
+// --temperature?"); log levels; the dtype spellings users type.
 #pragma once
 
 #include "support/status.h"
 
 #include <CLI/CLI.hpp>
 
+#include <algorithm>
+#include <cerrno>
 #include <cstdio>
+#include <cstring>
+#include <map>
 #include <string>
+#include <vector>
 
 namespace llmc::cli {
 
@@ -18,9 +25,100 @@ inline int fail(const std::string &message) {
 
 inline int fail(const Status &status) { return fail(status.message()); }
 
+// Levenshtein distance, for "did you mean".
+inline size_t editDistance(const std::string &a, const std::string &b) {
+  std::vector<size_t> row(b.size() + 1);
+  for (size_t j = 0; j <= b.size(); ++j)
+    row[j] = j;
+  for (size_t i = 1; i <= a.size(); ++i) {
+    size_t diagonal = row[0];
+    row[0] = i;
+    for (size_t j = 1; j <= b.size(); ++j) {
+      size_t above = row[j];
+      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diagonal + (a[i - 1] != b[j - 1])});
+      diagonal = above;
+    }
+  }
+  return row[b.size()];
+}
+
+// The known long flag nearest to `flag` ("--temprature" -> "--temperature"),
+// or "" when none is close.
+inline std::string nearestFlag(const CLI::App &command, const std::string &flag) {
+  std::string best;
+  size_t bestDistance = std::max<size_t>(2, flag.size() / 3) + 1;
+  for (const CLI::Option *option : command.get_options()) {
+    for (const std::string &name : option->get_lnames()) {
+      const std::string candidate = "--" + name;
+      size_t distance = editDistance(flag, candidate);
+      // A prefix of a known flag ("--temp" of "--temperature") is close too.
+      if (candidate.compare(0, flag.size(), flag) == 0 && flag.size() >= 4)
+        distance = std::min<size_t>(distance, 1);
+      if (distance < bestDistance) {
+        bestDistance = distance;
+        best = candidate;
+      }
+    }
+  }
+  return best;
+}
+
+inline bool looksLikeNumber(const std::string &arg) {
+  return arg.size() > 1 && (std::isdigit(static_cast<unsigned char>(arg[1])) || arg[1] == '.');
+}
+
+// The first argument, in the order given, that no option of the command it
+// belongs to knows: "unknown option '--temp'; did you mean --temperature?".
+// Values of known options are skipped. "" when every flag is known (CLI11
+// then reports what remains, e.g. a bad value).
+inline std::string firstUnknownFlag(CLI::App &app, int argc, char **argv) {
+  CLI::App *command = &app;
+  for (int i = 1; i < argc; ++i) {
+    const std::string arg = argv[i];
+    if (arg == "--")
+      break;
+    if (arg.size() < 2 || arg[0] != '-' || looksLikeNumber(arg)) {
+      if (command == &app)
+        for (CLI::App *sub : app.get_subcommands([](CLI::App *) { return true; }))
+          if (sub->check_name(arg))
+            command = sub;
+      continue;
+    }
+    const bool isLong = arg.compare(0, 2, "--") == 0;
+    const size_t equals = arg.find('=');
+    const std::string name = isLong ? arg.substr(0, equals) : arg.substr(0, 2);
+    const CLI::Option *option = command->get_option_no_throw(name);
+    if (option == nullptr && command != &app && (name == "--version"))
+      option = app.get_option_no_throw(name);
+    if (option == nullptr) {
+      std::string message = "unknown option '" + name + "'";
+      if (isLong) {
+        std::string nearest = nearestFlag(*command, name);
+        if (!nearest.empty())
+          message += "; did you mean " + nearest + "?";
+      }
+      return message;
+    }
+    const bool takesValue = option->get_type_size_min() > 0 && option->get_expected_min() > 0;
+    const bool attached = isLong ? equals != std::string::npos : arg.size() > 2;
+    if (takesValue && !attached)
+      ++i; // the value, whatever it looks like ("-p -", "--temperature -1")
+  }
+  return std::string();
+}
+
 // Parses argv; prints help/version or "error: ..." for bad usage.
 // Returns -1 when the caller should go on, else the exit code.
 inline int parseArgs(CLI::App &app, int argc, char **argv) {
+  std::string unknown = firstUnknownFlag(app, argc, argv);
+  bool wantsHelp = false;
+  for (int i = 1; i < argc; ++i)
+    wantsHelp |= std::strcmp(argv[i], "--help") == 0 || std::strcmp(argv[i], "-h") == 0;
+  if (!unknown.empty() && !wantsHelp) {
+    std::fprintf(stderr, "error: %s\n", unknown.c_str());
+    std::fprintf(stderr, "run '%s --help' for usage\n", app.get_name().c_str());
+    return 2;
+  }
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp &e) {
@@ -35,6 +133,47 @@ inline int parseArgs(CLI::App &app, int argc, char **argv) {
     return 2;
   }
   return -1;
+}
+
+// What the tools print besides their results (stderr): -q shows errors
+// only, -v adds details (the seed, settings taken from the plan).
+enum class LogLevel { Error = 0, Warning = 1, Info = 2, Debug = 3 };
+
+struct LogFlags {
+  bool quiet = false;
+  bool verbose = false;
+  std::string level; // --log-level: error, warning, info, debug
+
+  void add(CLI::App &command) {
+    command.add_flag("-q,--quiet", quiet, "Print only errors on stderr");
+    command.add_flag("-v,--verbose", verbose, "Also print details (the seed, plan defaults)");
+    command.add_option("--log-level", level, "error, warning, info (default) or debug")
+        ->check(CLI::IsMember({"error", "warning", "info", "debug"}));
+  }
+  LogLevel get() const {
+    if (!level.empty())
+      return level == "error"     ? LogLevel::Error
+             : level == "warning" ? LogLevel::Warning
+             : level == "debug"   ? LogLevel::Debug
+                                  : LogLevel::Info;
+    return quiet ? LogLevel::Error : verbose ? LogLevel::Debug : LogLevel::Info;
+  }
+};
+
+// --dtype spellings of PyTorch, vLLM and llama.cpp users, to llmc's names.
+inline const std::map<std::string, std::string> &dtypeAliases() {
+  static const std::map<std::string, std::string> aliases = {
+      {"float32", "f32"}, {"fp32", "f32"},  {"float", "f32"},     {"float16", "f16"},
+      {"fp16", "f16"},    {"half", "f16"},  {"bfloat16", "bf16"}, {"f32", "f32"},
+      {"f16", "f16"},     {"bf16", "bf16"}};
+  return aliases;
+}
+
+// Flushes stdout; a write error (a full disk, a closed pipe) is an error.
+inline Status flushStdout() {
+  if (std::fflush(stdout) != 0 || std::ferror(stdout))
+    return Status::error(std::string("cannot write to stdout: ") + std::strerror(errno));
+  return Status::ok();
 }
 
 } // namespace llmc::cli

@@ -114,7 +114,8 @@ int main(int argc, char **argv) {
       ->required();
   build->add_option("-o,--output", options.output, "Plan file to write");
   build->add_option("--dtype", options.dtype, "Weight dtype of the plan: f32, f16 or bf16 "
-                                              "(default: the model's)");
+                                              "(default: the model's)")
+      ->transform(CLI::Transformer(llmc::cli::dtypeAliases(), CLI::ignore_case)); // float16, half...
   build->add_option("--max-seq-len", options.maxSeqLen,
                     "Longest sequence the plan accepts (default: the model's)");
   CLI::Option *syntheticOption =

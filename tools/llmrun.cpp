@@ -3,6 +3,9 @@
 #include "cli_common.h"
 #include "llmrun_commands.h"
 
+#include <cstring>
+#include <vector>
+
 #ifndef LLMC_VERSION
 #define LLMC_VERSION "0.0.0"
 #endif
@@ -12,13 +15,23 @@ int main(int argc, char **argv) {
   app.name("llmrun");
   app.set_version_flag("--version", std::string("llmrun ") + LLMC_VERSION);
   app.require_subcommand(0, 1);
-  app.footer("Generate: llmrun engine.plan -p \"Once upon a time\" [-n 128]\n"
-             "Subcommands: tokenize, detokenize, inspect, perplexity, bench (each has --help)");
+  app.footer("Generate: llmrun engine.plan -p \"Once upon a time\" [-n 128] [--temp 0.8]\n"
+             "Chat:     llmrun chat engine.plan [-sys \"You are helpful.\"]\n"
+             "Subcommands: chat, chat-template, tokenize, detokenize, inspect, perplexity, bench, "
+             "help (each has --help)");
   int exitCode = 0;
   for (const auto &registerCommand : llmc::llmrunCommandRegistrars())
     registerCommand(app, exitCode);
+  CLI::App *help = app.add_subcommand("help", "Show this help");
+  help->callback([&app]() { std::fputs(app.help().c_str(), stdout); });
   llmc::GenerateCommand *generate = llmc::addGenerateOptions(app);
-  if (int code = llmc::cli::parseArgs(app, argc, argv); code >= 0)
+  // llama.cpp's "-sys TEXT" (a multi-letter short flag CLI11 cannot declare).
+  std::vector<char *> args(argv, argv + argc);
+  static char systemPrompt[] = "--system-prompt";
+  for (char *&arg : args)
+    if (std::strcmp(arg, "-sys") == 0)
+      arg = systemPrompt;
+  if (int code = llmc::cli::parseArgs(app, argc, args.data()); code >= 0)
     return code;
   if (app.get_subcommands().empty())
     return llmc::runGenerate(*generate);

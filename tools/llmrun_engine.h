@@ -2,6 +2,7 @@
 // should see (CPU backend in use, synthetic weights).
 #pragma once
 
+#include "cli_common.h"
 #include "engine/engine.h"
 
 #include <CLI/CLI.hpp>
@@ -21,7 +22,8 @@ struct EngineFlags {
   bool noCublasLt = false;
 
   void add(CLI::App &command) {
-    command.add_option("--threads", threads, "CPU threads (default: all cores)");
+    command.add_option("-t,--threads", threads, "CPU threads (default: all cores)")
+        ->check(CLI::Range(0, 4096));
     command.add_flag("--no-verify", noVerify,
                      "Skip the weight checksum at load (large plans load faster)");
     command.add_option("--device", device, "auto (a GPU when one can run the plan, else the CPU), "
@@ -38,10 +40,14 @@ struct EngineFlags {
   }
 };
 
-// Loads the plan; prints which backend runs it on stderr unless quiet.
+// Loads the plan; prints which backend runs it on stderr at Info level (one
+// line), and that its weights are synthetic. kvCacheTokens: 0 for the
+// plan's max_seq_len per sequence.
 inline Expected<std::unique_ptr<Engine>> loadEngine(const std::string &plan,
                                                     const EngineFlags &flags,
-                                                    int64_t maxSequences, bool quiet = false) {
+                                                    int64_t maxSequences,
+                                                    cli::LogLevel level = cli::LogLevel::Info,
+                                                    int64_t kvCacheTokens = 0) {
   EngineOptions options;
   options.device = flags.device;
   options.gpuMemoryFraction = flags.gpuMemoryFraction;
@@ -50,19 +56,27 @@ inline Expected<std::unique_ptr<Engine>> loadEngine(const std::string &plan,
   options.threads = flags.threads;
   options.verifyWeights = !flags.noVerify;
   options.maxSequences = maxSequences;
+  options.kvCacheTokens = kvCacheTokens;
   LLMC_ASSIGN_OR_RETURN(std::unique_ptr<Engine> engine, Engine::load(plan, options));
-  if (!quiet) {
+  if (level >= cli::LogLevel::Info) {
     if (!engine->backendNotice().empty())
       std::fprintf(stderr, "llmrun: %s (%d threads)\n", engine->backendNotice().c_str(),
                    engine->threads());
     else
       std::fprintf(stderr, "llmrun: running on %s\n", engine->backend().description().c_str());
-    if (engine->synthetic())
-      std::fprintf(stderr, "llmrun: this plan has synthetic weights (seed %llu): the text is "
-                           "meaningless; use it for speed, not quality\n",
-                   static_cast<unsigned long long>(engine->plan().meta().synthetic_seed()));
   }
+  if (level >= cli::LogLevel::Warning && engine->synthetic())
+    std::fprintf(stderr, "llmrun: this plan has synthetic weights (seed %llu): the text is "
+                         "meaningless; use it for speed, not quality\n",
+                 static_cast<unsigned long long>(engine->plan().meta().synthetic_seed()));
   return engine;
+}
+
+// The old form: quiet prints nothing.
+inline Expected<std::unique_ptr<Engine>> loadEngine(const std::string &plan,
+                                                    const EngineFlags &flags,
+                                                    int64_t maxSequences, bool quiet) {
+  return loadEngine(plan, flags, maxSequences, quiet ? cli::LogLevel::Error : cli::LogLevel::Info);
 }
 
 } // namespace llmc

@@ -7,6 +7,7 @@
 
 #include <cstdio>
 #include <map>
+#include <type_traits>
 
 namespace llmc {
 namespace {
@@ -85,6 +86,42 @@ nlohmann::json describe(const Plan &plan) {
                        {"source_hash", s(p->source_hash())},
                        {"options", s(p->options())},
                        {"created_unix", p->created_unix()}};
+  // Generation settings (tokenizer_config.json, generation_config.json).
+  nlohmann::json g;
+  g["eos_token_ids"] = m.eos_token_ids() ? std::vector<int64_t>(m.eos_token_ids()->begin(),
+                                                                 m.eos_token_ids()->end())
+                                         : std::vector<int64_t>();
+  g["chat_templates"] = nlohmann::json::array();
+  if (const auto *templates = meta.tokenizer()->chat_templates())
+    for (const fb::ChatTemplate *t : *templates)
+      g["chat_templates"].push_back({{"name", s(t->name())}, {"bytes", t->source()->size()}});
+  for (auto [key, value] : {std::pair{"bos_token", meta.tokenizer()->bos_token()},
+                            std::pair{"eos_token", meta.tokenizer()->eos_token()},
+                            std::pair{"pad_token", meta.tokenizer()->pad_token()},
+                            std::pair{"unk_token", meta.tokenizer()->unk_token()}})
+    if (value != nullptr && value->size() > 0)
+      g[key] = value->str();
+  g["defaults"] = nlohmann::json::object();
+  if (const fb::GenerationDefaults *d = meta.generation()) {
+    auto put = [&](const char *key, auto v) {
+      if (!v.has_value())
+        return;
+      if constexpr (std::is_floating_point_v<std::decay_t<decltype(*v)>>) { // 0.7f as 0.7, not 0.69999998
+        char text[32];
+        std::snprintf(text, sizeof(text), "%.6g", static_cast<double>(*v));
+        g["defaults"][key] = std::stod(text);
+      } else {
+        g["defaults"][key] = *v;
+      }
+    };
+    put("temperature", d->temperature());
+    put("top_p", d->top_p());
+    put("top_k", d->top_k());
+    put("min_p", d->min_p());
+    put("repetition_penalty", d->repetition_penalty());
+    put("max_new_tokens", d->max_new_tokens());
+  }
+  j["generation"] = g;
   return j;
 }
 
@@ -127,6 +164,24 @@ void printText(const nlohmann::json &j) {
   std::printf("kv cache    block size %lld, %lld bytes per token\n",
               j["kv_cache"]["block_size"].get<long long>(),
               j["kv_cache"]["bytes_per_token"].get<long long>());
+  if (j.contains("generation")) {
+    const auto &g = j["generation"];
+    std::string templates;
+    for (const auto &t : g["chat_templates"])
+      templates += (templates.empty() ? "" : ", ") + t["name"].get<std::string>() + " (" +
+                   std::to_string(t["bytes"].get<unsigned long long>()) + " B)";
+    std::printf("generation  eos ids %s; chat templates: %s; special tokens: %s; defaults: %s\n",
+                g["eos_token_ids"].dump().c_str(), templates.empty() ? "none" : templates.c_str(),
+                [&] {
+                  std::string tokens;
+                  for (const char *key : {"bos_token", "eos_token", "pad_token", "unk_token"})
+                    if (g.contains(key))
+                      tokens += (tokens.empty() ? "" : " ") + std::string(key) + "=" +
+                                g[key].get<std::string>();
+                  return tokens.empty() ? std::string("none") : tokens;
+                }().c_str(),
+                g["defaults"].empty() ? "none" : g["defaults"].dump().c_str());
+  }
   if (j.contains("provenance")) {
     const auto &p = j["provenance"];
     std::printf("provenance  llmc %s, from %s (hash %s), options: %s\n",

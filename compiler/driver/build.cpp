@@ -362,6 +362,7 @@ Status runBuild(const BuildOptions &options, const BuildReporter &reporter) {
   lowering.buildOptions = options.commandLine;
   LLMC_ASSIGN_OR_RETURN(TargetSelection targets, parseTargets(options.targets));
   LLMC_ASSIGN_OR_RETURN(PlanContents contents, lowerToPlan(*module, lowering));
+  recordGenerationSettings(spec.generation, contents.meta);
   const fb::ProgramT &program = *contents.meta.programs.front();
   stages.finish("lower", start, mlir::ModuleOp(),
                 std::to_string(program.steps.size()) + " steps per token, " +

@@ -294,9 +294,7 @@ Expected<ModelSpec> loadModelJson(const std::string &source, const std::string &
   return spec;
 }
 
-} // namespace
-
-Expected<ModelSpec> loadModelSpec(const std::string &path, const SpecOptions &options) {
+Expected<ModelSpec> loadSpecFiles(const std::string &path, const SpecOptions &options) {
   std::error_code ec;
   if (fs::is_directory(path, ec))
     return loadHfDir(path, options);
@@ -308,6 +306,23 @@ Expected<ModelSpec> loadModelSpec(const std::string &path, const SpecOptions &op
   if (findField(json, "architectures") != nullptr)
     return loadHfConfig(path, file, json, options);
   return loadModelJson(path, file, json, options);
+}
+
+} // namespace
+
+// The spec, with the generation settings of the files beside the tokenizer
+// and the config; Hugging Face stops at generation_config.json's eos ids as
+// well as config.json's.
+Expected<ModelSpec> loadModelSpec(const std::string &path, const SpecOptions &options) {
+  LLMC_ASSIGN_OR_RETURN(ModelSpec spec, loadSpecFiles(path, options));
+  const std::string configDir =
+      spec.configSource.empty() ? fs::path(spec.tokenizerPath).parent_path().string()
+                                : fs::path(spec.configSource).parent_path().string();
+  LLMC_ASSIGN_OR_RETURN(spec.generation,
+                        loadGenerationSettings(fs::path(spec.tokenizerPath).parent_path().string(),
+                                               configDir, spec.config.vocabSize));
+  spec.config.eosTokenIds = joinTokenIds(spec.config.eosTokenIds, spec.generation.eosTokenIds);
+  return spec;
 }
 
 } // namespace llmc

@@ -7,6 +7,7 @@
 //   - a Hugging Face model directory.
 #pragma once
 
+#include "frontend/generation_config.h"
 #include "models/model_config.h"
 #include "support/json.h"
 #include "support/status.h"
@@ -25,6 +26,10 @@ struct ModelSpec {
   std::string tokenizerPath;            // resolved tokenizer.json
   std::string dtype = "f32";            // default plan dtype: "f32", "f16" or "bf16"
   int64_t maxSeqLen = 0;                // 0: use config.maxPositionEmbeddings
+  // tokenizer_config.json, chat_template.jinja (beside the tokenizer) and
+  // generation_config.json (beside the config); its eos ids are already
+  // joined into config.eosTokenIds.
+  GenerationSettings generation;
 };
 
 // Parses a Hugging Face config.json object. `source` names the file in errors.

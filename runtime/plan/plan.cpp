@@ -2,6 +2,7 @@
 
 #include "kernels/common/q4_layout.h"
 #include "plan/plan_format.h"
+#include "tokenizer/utf8.h"
 
 #include <algorithm>
 #include <cstring>
@@ -105,6 +106,56 @@ Status checkModel(const fb::Plan &plan, const std::string &name) {
       kv->block_size() <= 0 || kv->block_size() > 1024 || kv->dtype() != fb::DType::F32)
     return Status::error(name + ": kv_cache geometry does not match the model (layers, kv heads, " +
                          "head dim), or has an invalid block size or dtype");
+  return Status::ok();
+}
+
+// The chat templates, special token strings and sampling defaults (the
+// build validated them; a plan from elsewhere may not have been).
+Status checkGenerationSettings(const fb::Plan &plan, const std::string &name) {
+  constexpr size_t kMaxTemplateBytes = size_t(1) << 20, kMaxTemplates = 64, kMaxTokenBytes = 1024;
+  const fb::TokenizerInfo &t = *plan.tokenizer();
+  if (const auto *templates = t.chat_templates()) {
+    if (templates->size() > kMaxTemplates)
+      return Status::error(name + ": tokenizer.chat_templates has " + str(templates->size()) +
+                           " entries, over the limit of " + str(kMaxTemplates));
+    for (const fb::ChatTemplate *ct : *templates) {
+      if (ct->name() == nullptr || ct->name()->size() == 0 || ct->source() == nullptr)
+        return Status::error(name + ": tokenizer.chat_templates: an entry has no name or source");
+      const std::string where = name + ": tokenizer.chat_templates '" + ct->name()->str() + "'";
+      if (ct->source()->size() > kMaxTemplateBytes)
+        return Status::error(where + ": " + str(ct->source()->size()) +
+                             " bytes, over the limit of " + str(kMaxTemplateBytes));
+      if (!utf8::isValid(ct->name()->string_view()) || !utf8::isValid(ct->source()->string_view()))
+        return Status::error(where + ": not valid UTF-8 (corrupt plan)");
+    }
+  }
+  const std::pair<const char *, const flatbuffers::String *> tokens[] = {
+      {"bos_token", t.bos_token()},
+      {"eos_token", t.eos_token()},
+      {"pad_token", t.pad_token()},
+      {"unk_token", t.unk_token()}};
+  for (const auto &[field, value] : tokens)
+    if (value != nullptr && (value->size() > kMaxTokenBytes || !utf8::isValid(value->string_view())))
+      return Status::error(name + ": tokenizer." + field +
+                           " is over 1024 bytes or not valid UTF-8 (corrupt plan)");
+  if (const fb::GenerationDefaults *g = plan.generation()) {
+    auto badFloat = [&](const char *field, flatbuffers::Optional<float> v, float lo, float hi,
+                        bool loOpen) {
+      return v.has_value() &&
+             !(*v <= hi && (loOpen ? *v > lo : *v >= lo)); // NaN fails both
+    };
+    const char *bad = badFloat("temperature", g->temperature(), 0.0f, 1e6f, false) ? "temperature"
+                      : badFloat("top_p", g->top_p(), 0.0f, 1.0f, true)            ? "top_p"
+                      : badFloat("min_p", g->min_p(), 0.0f, 1.0f, false)           ? "min_p"
+                      : badFloat("repetition_penalty", g->repetition_penalty(), 0.0f, 1e6f, true)
+                          ? "repetition_penalty"
+                      : (g->top_k().has_value() && *g->top_k() < 0) ? "top_k"
+                      : (g->max_new_tokens().has_value() && *g->max_new_tokens() < 0)
+                          ? "max_new_tokens"
+                          : nullptr;
+    if (bad != nullptr)
+      return Status::error(name + ": generation." + bad + " is out of range (corrupt plan)");
+  }
   return Status::ok();
 }
 
@@ -771,6 +822,7 @@ Status validatePlanImage(const uint8_t *data, uint64_t size, const std::string &
     return Status::error(name + ": metadata FlatBuffer fails verification (corrupt plan)");
   const fb::Plan *plan = fb::GetPlan(metaBytes);
   LLMC_RETURN_IF_ERROR(checkModel(*plan, name));
+  LLMC_RETURN_IF_ERROR(checkGenerationSettings(*plan, name));
   LLMC_RETURN_IF_ERROR(checkTensors(*plan, header.weightsSize, name));
   LLMC_RETURN_IF_ERROR(checkKernelModules(*plan, name));
   LLMC_RETURN_IF_ERROR(checkPrograms(*plan, name));
