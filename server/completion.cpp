@@ -137,15 +137,20 @@ std::optional<ApiError> Handler::renderChat(std::string &prompt) const {
                                 "(runtime/chat); chat completions are not available");
 #else
   Json variables = exchange->request.chatTemplateKwargs;
+  // The special-token strings: the plan's (tokenizer_config.json), else the
+  // tokenizer's BOS / EOS tokens.
   const Tokenizer &tok = tokenizer();
-  auto special = [&](std::optional<int32_t> id) {
+  const fb::TokenizerInfo &info = *context.engine.plan().meta().tokenizer();
+  auto special = [&](const flatbuffers::String *fromPlan, std::optional<int32_t> id) {
+    if (fromPlan != nullptr)
+      return fromPlan->str();
     std::optional<std::string> text = id ? tok.idToToken(*id) : std::nullopt;
     return text ? *text : std::string();
   };
   if (!variables.contains("bos_token"))
-    variables["bos_token"] = special(tok.bosId());
+    variables["bos_token"] = special(info.bos_token(), tok.bosId());
   if (!variables.contains("eos_token"))
-    variables["eos_token"] = special(tok.eosId());
+    variables["eos_token"] = special(info.eos_token(), tok.eosId());
   Expected<std::string> rendered = chat::renderChatTemplate(
       *options.chatTemplate, exchange->request.messages, variables,
       exchange->request.addGenerationPrompt);

@@ -55,6 +55,22 @@ Expected<std::shared_ptr<const chat::ChatTemplate>> loadChatTemplateFile(const s
 #endif
 }
 
+Expected<std::shared_ptr<const chat::ChatTemplate>> chatTemplateFromPlan(const Plan &plan) {
+  const auto *templates = plan.meta().tokenizer()->chat_templates();
+  if (templates == nullptr || templates->size() == 0)
+    return std::shared_ptr<const chat::ChatTemplate>();
+#if LLMC_SERVER_HAVE_CHAT
+  const fb::ChatTemplate *chosen = templates->Get(0);
+  for (const fb::ChatTemplate *t : *templates)
+    if (t->name()->str() == "default")
+      chosen = t;
+  return chat::parseChatTemplate(chosen->source()->string_view(),
+                                 "plan chat template '" + chosen->name()->str() + "'");
+#else
+  return std::shared_ptr<const chat::ChatTemplate>();
+#endif
+}
+
 HttpServer::HttpServer(Engine &engine, serving::ServingLoop &loop, ServerOptions options)
     : engine_(engine), loop_(loop), options_(std::move(options)),
       metrics_(std::make_unique<ServerMetrics>()), http_(std::make_unique<httplib::Server>()) {}

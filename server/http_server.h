@@ -48,6 +48,10 @@ struct ServerOptions {
 // this llmc was built without the chat-template engine.
 Expected<std::shared_ptr<const chat::ChatTemplate>> loadChatTemplateFile(const std::string &path);
 
+// The plan's own chat template ("default", else the first), parsed; null
+// when the plan has none.
+Expected<std::shared_ptr<const chat::ChatTemplate>> chatTemplateFromPlan(const Plan &plan);
+
 class HttpServer {
 public:
   // Binds host:port and starts serving on a thread of its own. The engine

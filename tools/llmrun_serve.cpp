@@ -107,6 +107,12 @@ int runServe(const ServeOptions &o) {
   serverOptions.apiKey = o.apiKey;
   serverOptions.httpThreads = o.httpThreads;
   serverOptions.maxBodyBytes = o.maxBodyBytes;
+  if (!serverOptions.chatTemplate) {
+    auto fromPlan = server::chatTemplateFromPlan(engine.plan());
+    if (!fromPlan)
+      return cli::fail(fromPlan.status().withContext(o.plan));
+    serverOptions.chatTemplate = *fromPlan;
+  }
   if (!serverOptions.chatTemplate)
     serverOptions.chatTemplateMissing =
         "this server has no chat template: the plan holds none; restart it with "
