@@ -100,7 +100,7 @@ struct Exchange {
 };
 
 struct Handler {
-  const GenerationContext &context;
+  GenerationContext context; // by value: a stream outlives the route handler that made it
   std::shared_ptr<Exchange> exchange;
 
   const Tokenizer &tokenizer() const { return context.engine.tokenizer(); }

@@ -96,7 +96,7 @@ TEST(ServeProcess, SigtermDrainsAndExitsZero) {
   ASSERT_EQ(answer->status, 200) << answer->body;
   Stream stream;
   std::thread longClient([&] {
-    Json request = {{"prompt", "Once upon"}, {"max_tokens", 900}, {"ignore_eos", true},
+    Json request = {{"prompt", "Once upon"}, {"max_tokens", 400}, {"ignore_eos", true},
                     {"stream", true}};
     stream = streamPost(serve.port, "/v1/completions", request);
   });
