@@ -4,7 +4,9 @@
 // --request-rate per second, default all at once), each asking for exactly
 // --random-output-len tokens (ignore_eos), and reports throughput and the
 // distributions of time to first token (TTFT), time per output token after
-// the first (TPOT) and inter-token latency (ITL, between streamed chunks).
+// the first (TPOT) and inter-token latency (ITL, between streamed chunks:
+// text, or the SSE comments llmrun serve sends for tokens with no visible
+// text yet).
 #include "cli_common.h"
 #include "llmrun_commands.h"
 
@@ -122,11 +124,26 @@ Outcome sendOne(const BenchServeOptions &o, const Json &prompt) {
   const Clock::time_point start = Clock::now();
   Clock::time_point last = start;
   bool first = true;
+  auto arrival = [&] {
+    Clock::time_point now = Clock::now();
+    if (first)
+      out.ttft = std::chrono::duration<double>(now - start).count();
+    else
+      out.itl.push_back(std::chrono::duration<double>(now - last).count());
+    first = false;
+    last = now;
+  };
   auto onData = [&](const char *data, size_t size) {
     buffer.append(data, size);
     for (size_t end; (end = buffer.find("\n\n")) != std::string::npos;) {
       std::string event = buffer.substr(0, end);
       buffer.erase(0, end + 2);
+      // An SSE comment: llmrun serve sends one for tokens whose text is held
+      // back (or decodes to nothing), so they are timed as arrivals too.
+      if (event.rfind(":", 0) == 0) {
+        arrival();
+        continue;
+      }
       if (event.rfind("data: ", 0) != 0)
         continue;
       std::string payload = event.substr(6);
@@ -145,19 +162,19 @@ Outcome sendOne(const BenchServeOptions &o, const Json &prompt) {
       if (!choice.contains("text") || !choice["text"].is_string() ||
           choice["text"].get_ref<const std::string &>().empty())
         continue;
-      Clock::time_point now = Clock::now();
-      if (first)
-        out.ttft = std::chrono::duration<double>(now - start).count();
-      else
-        out.itl.push_back(std::chrono::duration<double>(now - last).count());
-      first = false;
-      last = now;
+      arrival();
     }
     return true;
   };
-  std::string path = "/v1/completions";
-  auto result = client.Post(path.c_str(), httplib::Headers(), body.dump(), "application/json",
-                            onData);
+  httplib::Request request; // cpp-httplib 0.11 streams a POST's answer only through send()
+  request.method = "POST";
+  request.path = "/v1/completions";
+  request.set_header("Content-Type", "application/json");
+  request.body = body.dump();
+  request.content_receiver = [&](const char *data, size_t size, uint64_t, uint64_t) {
+    return onData(data, size);
+  };
+  auto result = client.send(request);
   out.e2e = std::chrono::duration<double>(Clock::now() - start).count();
   if (!result) {
     out.error = "request failed: " + httplib::to_string(result.error());
