@@ -217,6 +217,29 @@ TEST(Server, ConcurrentGreedyRequestsEqualSoloRuns) {
   }
 }
 
+// The HTTP pool holds max_num_seqs + 64 connections: 256 streams at once
+// (the default max_num_seqs) all get served, none starved.
+TEST(Server, Holds256ConcurrentStreams) {
+  constexpr int kStreams = 256;
+  TestServer server;
+  ASSERT_TRUE(server.ok());
+  std::vector<Stream> streams(kStreams);
+  std::vector<std::thread> clients;
+  for (int i = 0; i < kStreams; ++i)
+    clients.emplace_back([&, i] {
+      streams[i] = streamPost(server.port(), "/v1/completions", completion(promptFor(i), 4, true));
+    });
+  for (std::thread &t : clients)
+    t.join();
+  for (int i = 0; i < kStreams; ++i) {
+    SCOPED_TRACE(i);
+    ASSERT_EQ(streams[i].status, 200);
+    ASSERT_FALSE(streams[i].events.empty());
+    EXPECT_EQ(streams[i].events.back(), "[DONE]");
+  }
+  EXPECT_EQ(server.loop().metrics().generationTokens, 4 * kStreams);
+}
+
 TEST(Server, StreamingEqualsNonStreaming) {
   TestServer server;
   ASSERT_TRUE(server.ok());
