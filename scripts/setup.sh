@@ -15,7 +15,7 @@ JOBS="${LLMC_JOBS:-$(nproc)}"
 PACKAGES=(
   cmake ninja-build g++ clang libclang-rt-14-dev python3 pkg-config
   libgtest-dev libcli11-dev nlohmann-json3-dev libpcre2-dev libutf8proc-dev
-  libflatbuffers-dev flatbuffers-compiler
+  libflatbuffers-dev flatbuffers-compiler libcpp-httplib-dev
   libxxhash-dev
   libedit-dev
   libmlir-16-dev mlir-16-tools llvm-16-dev llvm-16-tools

@@ -17,13 +17,15 @@ void registerTokenizeCommands(CLI::App &app, int &exitCode);  // llmrun_tokenize
 void registerInspectCommand(CLI::App &app, int &exitCode);    // llmrun_inspect.cpp
 void registerPerplexityCommand(CLI::App &app, int &exitCode); // llmrun_perplexity.cpp
 void registerBenchCommand(CLI::App &app, int &exitCode);      // llmrun_bench.cpp
+void registerServeCommand(CLI::App &app, int &exitCode);      // llmrun_serve.cpp
+void registerBenchServeCommand(CLI::App &app, int &exitCode); // llmrun_bench_serve.cpp
 void registerChatTemplateCommand(CLI::App &app, int &exitCode); // llmrun_chat_template.cpp
 void registerChatCommand(CLI::App &app, int &exitCode);       // llmrun_chat.cpp
 
 inline std::vector<CommandRegistrar> llmrunCommandRegistrars() {
   return {registerTokenizeCommands, registerInspectCommand, registerPerplexityCommand,
-          registerBenchCommand, registerChatTemplateCommand,
-          registerChatCommand};
+          registerBenchCommand, registerServeCommand, registerBenchServeCommand,
+          registerChatTemplateCommand, registerChatCommand};
 }
 
 // The default mode, `llmrun engine.plan -p PROMPT ...` (llmrun_generate.cpp):

@@ -1,0 +1,31 @@
+// POST /v1/completions and /v1/chat/completions: from a validated request to
+// serving requests (one per choice), and from their token events to
+// OpenAI-shaped JSON responses or SSE streams. Internal to llmc_server.
+#pragma once
+
+#include "server/http_server.h"
+
+namespace httplib {
+struct Request;
+struct Response;
+} // namespace httplib
+
+namespace llmc::server {
+
+struct GenerationContext {
+  Engine &engine;
+  serving::ServingLoop &loop;
+  const ServerOptions &options;
+  ServerMetrics &metrics;
+  std::atomic<int64_t> &inFlight;
+};
+
+// Answers one generation request: sets `response` to a JSON body, an error,
+// or a chunked SSE stream that the HTTP thread then writes.
+void handleGeneration(const GenerationContext &context, Endpoint endpoint,
+                      const httplib::Request &request, httplib::Response &response);
+
+// Writes `error` as the response (status and OpenAI's error body).
+void setError(httplib::Response &response, const ApiError &error);
+
+} // namespace llmc::server
