@@ -105,6 +105,8 @@ inline std::string firstUnknownFlag(CLI::App &app, int argc, char **argv) {
       ++i; // the value, whatever it looks like ("-p -", "--temperature -1")
   }
   return std::string();
+}
+
 // Flushes stdout: a failed write (a full disk, /dev/full, a closed pipe, an
 // I/O error) is an error. Call it last in a command that prints its result.
 inline Status stdoutWritten() {

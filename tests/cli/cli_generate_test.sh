@@ -96,7 +96,7 @@ set +e
 "$LLMRUN" "$P" -p hi -n 3 -q --json >/dev/full 2>>"$WORK/full.err"; rc2=$?
 set -e
 [[ $rc1 != 0 && $rc2 != 0 ]] || fail "/dev/full exit codes $rc1 $rc2"
-grep -q "cannot write to stdout" "$WORK/full.err" || fail "full: $(cat "$WORK/full.err")"
+grep -q "cannot write the output to stdout" "$WORK/full.err" || fail "full: $(cat "$WORK/full.err")"
 
 # Stop strings: the text ends before the first one, which is not shown.
 "$LLMRUN" "$P" -p "Hi" -n 12 --temp 0 --ignore-eos --json -q >"$WORK/free.json"

@@ -54,11 +54,18 @@ inline Status runOnCpu(const Plan &plan, int64_t promptTokens, int64_t decodeSte
     input.positions = positions.data();
     input.numTokens = rows;
     input.sequences.push_back({0, rows, blocks.blocks().data()});
-    input.logitRows = {rows - 1};
-    const float *logits = nullptr;
-    LLMC_RETURN_IF_ERROR(backend->run(input, &logits));
-    if (logits == nullptr)
-      return Status::error(plan.path() + ": the CPU backend returned no logits");
+    // The prompt asks for logits, each decode step for its argmax, so that a
+    // fused LmHead program runs both of its paths.
+    const OutputKind kind = done == 0 ? OutputKind::Logits : OutputKind::Argmax;
+    input.outputs = {OutputRequest{rows - 1, kind}};
+    StepOutput output;
+    output.reset(1);
+    output.vocab = m.vocab_size();
+    LLMC_RETURN_IF_ERROR(backend->run(input, output));
+    const bool answered = output.filled[0] == OutputKind::Logits ? output.logitsOf(0) != nullptr
+                                                                 : output.ids[0] >= 0;
+    if (!answered)
+      return Status::error(plan.path() + ": the CPU backend returned no result for the row");
     done += rows;
   }
   return blocks.releaseAll(backend->blockPool());
