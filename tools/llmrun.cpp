@@ -17,8 +17,8 @@ int main(int argc, char **argv) {
   app.require_subcommand(0, 1);
   app.footer("Generate: llmrun engine.plan -p \"Once upon a time\" [-n 128] [--temp 0.8]\n"
              "Chat:     llmrun chat engine.plan [-sys \"You are helpful.\"]\n"
-             "Subcommands: chat, chat-template, tokenize, detokenize, inspect, perplexity, bench, "
-             "help (each has --help)");
+             "Subcommands: chat, chat-template, serve, bench serve, tokenize, detokenize, inspect, "
+             "perplexity, bench, help (each has --help)");
   int exitCode = 0;
   for (const auto &registerCommand : llmc::llmrunCommandRegistrars())
     registerCommand(app, exitCode);
@@ -33,6 +33,17 @@ int main(int argc, char **argv) {
   for (int i = 2; chat && i < argc; ++i)
     if (std::strcmp(args[i], "-sys") == 0 && std::strcmp(args[i - 1], "--system-prompt") != 0)
       args[i] = systemPrompt;
+  // `llmrun bench serve ...` (vllm bench serve's spelling) is the bench-serve
+  // command: `bench` itself takes a plan as its first argument.
+  static char benchServe[] = "bench-serve";
+  std::vector<char *> benchArgs;
+  if (argc > 2 && std::strcmp(args[1], "bench") == 0 && std::strcmp(args[2], "serve") == 0) {
+    benchArgs.push_back(args[0]);
+    benchArgs.push_back(benchServe);
+    benchArgs.insert(benchArgs.end(), args.begin() + 3, args.end());
+    args = benchArgs;
+    argc = static_cast<int>(args.size());
+  }
   if (int code = llmc::cli::parseArgs(app, argc, args.data()); code >= 0)
     return code;
   if (app.get_subcommands().empty())

@@ -137,6 +137,12 @@ POS="$(json "$WORK/d.json" 'len(j["prompt_ids"]) + len(j["ids"]) - 1')"
 "$LLMRUN" "$P" -p hi -n 2 --log-level error >/dev/null 2>"$WORK/le.err"
 [[ ! -s "$WORK/le.err" ]] || fail "--log-level error printed"
 
+# `llmrun bench serve` is vllm's spelling of llmrun bench-serve (built with the server).
+if "$LLMRUN" bench-serve --help >/dev/null 2>&1; then
+  "$LLMRUN" bench serve --help >"$WORK/bs.txt" || fail "llmrun bench serve --help"
+  grep -q -- "--max-concurrency" "$WORK/bs.txt" || fail "bench serve help: $(cat "$WORK/bs.txt")"
+fi
+
 # llmrun help; llm-opt --help lists llmc's options and passes, not LLVM's.
 "$LLMRUN" help >"$WORK/help.txt"
 grep -q "chat" "$WORK/help.txt" || fail "llmrun help"

@@ -5,6 +5,7 @@
 //   - golden/tok512_encode_cases.json: llama2.c run.c's encoder with BOS, for
 //     the stories260K tokenizer.json.
 // Also decode(encode(s)) round trips and StreamDecoder == decode.
+#include "common/expect_value.h"
 #include "common/test_paths.h"
 #include "support/json.h"
 #include "support/mapped_file.h"
@@ -50,9 +51,7 @@ std::vector<Vector> readVectors(const std::string &stem) {
 }
 
 Tokenizer load(const std::string &relative) {
-  auto tokenizer = Tokenizer::fromFile(test::sharedPath(relative));
-  EXPECT_TRUE(tokenizer.isOk()) << tokenizer.message();
-  return std::move(tokenizer).value();
+  return test::valueOrThrow(Tokenizer::fromFile(test::sharedPath(relative)));
 }
 
 std::string streamDecode(const Tokenizer &tokenizer, const std::vector<int32_t> &ids,

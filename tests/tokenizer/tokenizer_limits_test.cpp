@@ -2,6 +2,7 @@
 // (issue 14): each is bounded and fails with an error naming the component,
 // never gigabytes, minutes, millions of lines or a silently different split.
 #include "tokenizer/tokenizer.h"
+#include "common/expect_value.h"
 #include "tokenizer_test_util.h"
 
 #include <gtest/gtest.h>
@@ -17,9 +18,7 @@ using Ids = std::vector<int32_t>;
 const char *const kSource = "hostile/tokenizer.json";
 
 Tokenizer make(const Json &json) {
-  auto tokenizer = Tokenizer::fromJson(json.dump(), kSource);
-  EXPECT_TRUE(tokenizer.isOk()) << tokenizer.message();
-  return std::move(tokenizer).value();
+  return valueOrThrow(Tokenizer::fromJson(json.dump(), kSource));
 }
 
 void expectContains(const std::string &message, const std::string &part) {

@@ -2,6 +2,7 @@
 // the tests (tokenizer_test_util.h): both BPE families, added tokens,
 // pre-tokenizer behaviours, decoders and the stream decoder.
 #include "tokenizer/tokenizer.h"
+#include "common/expect_value.h"
 #include "tokenizer_test_util.h"
 
 #include <gtest/gtest.h>
@@ -15,9 +16,7 @@ using Ids = std::vector<int32_t>;
 using namespace llmc::test;
 
 Tokenizer make(const Json &json) {
-  auto tokenizer = Tokenizer::fromJson(json.dump(), "test-tokenizer.json");
-  EXPECT_TRUE(tokenizer.isOk()) << tokenizer.message();
-  return std::move(tokenizer).value();
+  return valueOrThrow(Tokenizer::fromJson(json.dump(), "test-tokenizer.json"));
 }
 
 int32_t b(char c) { return static_cast<uint8_t>(c); } // byte-level id of a byte
