@@ -67,6 +67,36 @@ std::vector<MemoryDemand> hostMemoryDemands(const Plan &plan, const kv::KvCacheS
           {"activations of a one-token step", arenaPerToken}};
 }
 
+// The default KV cache (one sequence of max_seq_len: no kvCacheTokens, no
+// extra sequences) of a long-context model can exceed host memory (Llama 3's
+// 131072 positions take 34 GB at 8B) while the weights fit. As vLLM sizes
+// its pool by memory, take then the token slots that fit in 80% of what the
+// rest leaves, whole blocks, and say so; a sequence then ends when the pool
+// is full. Returns false (the caller refuses) when the user asked for a size
+// or not even one block fits.
+bool shrinkDefaultKvCache(const Plan &plan, const EngineOptions &options, uint64_t usable,
+                          kv::KvCacheShape &shape, std::string *note) {
+  if (options.kvCacheTokens != 0 || options.maxSequences > 1)
+    return false;
+  uint64_t others = 0;
+  for (const MemoryDemand &d : hostMemoryDemands(plan, shape))
+    if (d.what.rfind("KV cache", 0) != 0 && __builtin_add_overflow(others, d.bytes, &others))
+      return false;
+  if (others >= usable)
+    return false;
+  kv::KvCacheShape oneBlock = shape;
+  oneBlock.numBlocks = 1;
+  const uint64_t bytesPerBlock = kvCacheBytes(oneBlock);
+  const uint64_t blocks = (usable - others) / 10 * 8 / bytesPerBlock;
+  if (blocks < 2 || blocks >= static_cast<uint64_t>(shape.numBlocks))
+    return false; // one block besides the null block, and smaller than asked
+  shape.numBlocks = static_cast<int32_t>(blocks);
+  const int64_t slots = static_cast<int64_t>(blocks - 1) * shape.blockSize;
+  *note = "KV cache capped at " + std::to_string(slots) + " token slots of the plan's " +
+          std::to_string(plan.meta().model()->max_seq_len()) + " to fit host memory";
+  return true;
+}
+
 } // namespace
 
 Expected<std::unique_ptr<CpuBackend>> CpuBackend::create(const Plan &plan,
@@ -74,8 +104,11 @@ Expected<std::unique_ptr<CpuBackend>> CpuBackend::create(const Plan &plan,
   std::unique_ptr<CpuBackend> backend(new CpuBackend());
   backend->pool_ = std::make_unique<ThreadPool>(options.threads);
   LLMC_ASSIGN_OR_RETURN(kv::KvCacheShape shape, kvCacheShapeFor(plan, options));
-  LLMC_RETURN_IF_ERROR(
-      checkHostMemory(plan.path(), hostMemoryDemands(plan, shape), usableHostMemoryBytes()));
+  const uint64_t usable = usableHostMemoryBytes();
+  Status fits = checkHostMemory(plan.path(), hostMemoryDemands(plan, shape), usable);
+  if (!fits && shrinkDefaultKvCache(plan, options, usable, shape, &backend->kvNote_))
+    fits = checkHostMemory(plan.path(), hostMemoryDemands(plan, shape), usable);
+  LLMC_RETURN_IF_ERROR(fits);
   LLMC_ASSIGN_OR_RETURN(backend->weights_, LoadedWeights::load(plan, *backend->pool_));
   LLMC_ASSIGN_OR_RETURN(kv::KvCache cache, kv::KvCache::create(shape));
   backend->cache_ = std::make_unique<kv::KvCache>(std::move(cache));
@@ -90,7 +123,8 @@ Expected<std::unique_ptr<CpuBackend>> CpuBackend::create(const Plan &plan,
 }
 
 std::string CpuBackend::description() const {
-  return "the CPU backend (" + std::to_string(pool_->numThreads()) + " threads)";
+  return "the CPU backend (" + std::to_string(pool_->numThreads()) + " threads" +
+         (kvNote_.empty() ? std::string() : "; " + kvNote_) + ")";
 }
 
 Status CpuBackend::run(const StepInput &input, StepOutput &out) {

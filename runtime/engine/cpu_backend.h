@@ -36,6 +36,7 @@ private:
   std::unique_ptr<kv::KvCache> cache_;
   std::unique_ptr<CpuExecutor> prefill_;
   std::unique_ptr<CpuExecutor> decode_;
+  std::string kvNote_; // why the KV cache is smaller than asked, for description()
 };
 
 } // namespace llmc

@@ -159,5 +159,61 @@ TEST(CpuBackendBounds, HonoursTheProcessMemoryLimit) {
       << message;
 }
 
+TEST(CpuBackendBounds, CapsTheDefaultKvCacheToHostMemory) {
+  // A long-context plan (max_seq_len 2^24: a 512 MiB KV cache for its one
+  // default sequence, a 256 MiB RoPE table) in a child with 512 MiB of data:
+  // the default KV cache is capped to what fits, and said; asked for
+  // explicitly, the same size is refused.
+#if defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define LLMC_TEST_UNDER_ASAN 1
+#endif
+#endif
+#if defined(__SANITIZE_ADDRESS__) || defined(LLMC_TEST_UNDER_ASAN)
+  GTEST_SKIP() << "AddressSanitizer's allocator maps shadow and redzones under the data limit, "
+                  "so the 384 MiB this test allocates in a 512 MiB child would not fit";
+#endif
+  test::TinyPlan tiny = test::makeSyntheticTinyPlan();
+  tiny.contents.meta.model->max_seq_len = int64_t{1} << 24;
+  auto plan = written(std::move(tiny), "long.plan");
+  ASSERT_TRUE(plan.isOk()) << plan.message();
+  int fds[2];
+  ASSERT_EQ(pipe(fds), 0);
+  pid_t child = fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    close(fds[0]);
+    struct rlimit limit;
+    getrlimit(RLIMIT_DATA, &limit);
+    limit.rlim_cur = std::min<rlim_t>(limit.rlim_max, rlim_t{512} << 20);
+    setrlimit(RLIMIT_DATA, &limit);
+    EngineOptions options;
+    options.threads = 1;
+    auto backend = CpuBackend::create(*plan, options);
+    std::string message = backend.isOk() ? "accepted: " + (*backend)->description() + " | " +
+                                               std::to_string((*backend)->kvCacheBytes())
+                                         : backend.message();
+    options.kvCacheTokens = int64_t{1} << 24;
+    auto asked = CpuBackend::create(*plan, options);
+    message += asked.isOk() ? " | explicit accepted" : " | explicit refused";
+    (void)!write(fds[1], message.data(), message.size());
+    _exit(0);
+  }
+  close(fds[1]);
+  std::string message;
+  char chunk[512];
+  for (ssize_t n; (n = read(fds[0], chunk, sizeof(chunk))) > 0;)
+    message.append(chunk, static_cast<size_t>(n));
+  close(fds[0]);
+  int status = 0;
+  waitpid(child, &status, 0);
+  EXPECT_EQ(message.rfind("accepted: the CPU backend (1 threads; KV cache capped at ", 0), 0u)
+      << message;
+  EXPECT_NE(message.find("token slots of the plan's 16777216 to fit host memory)"),
+            std::string::npos)
+      << message;
+  EXPECT_NE(message.find(" | explicit refused"), std::string::npos) << message;
+}
+
 } // namespace
 } // namespace llmc
