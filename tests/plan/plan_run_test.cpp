@@ -159,20 +159,21 @@ TEST(CpuBackendBounds, HonoursTheProcessMemoryLimit) {
       << message;
 }
 
-TEST(CpuBackendBounds, CapsTheDefaultKvCacheToHostMemory) {
-  // A long-context plan (max_seq_len 2^24: a 512 MiB KV cache for its one
-  // default sequence, a 256 MiB RoPE table) in a child with 512 MiB of data:
-  // the default KV cache is capped to what fits, and said; asked for
-  // explicitly, the same size is refused.
+// Not under AddressSanitizer: its allocator maps shadow and redzones under
+// the data limit, so the 384 MiB this test allocates in a 512 MiB child would
+// not fit. (Left out, not skipped: a skip line would make ctest report the
+// whole binary as skipped.)
 #if defined(__has_feature)
 #if __has_feature(address_sanitizer)
 #define LLMC_TEST_UNDER_ASAN 1
 #endif
 #endif
-#if defined(__SANITIZE_ADDRESS__) || defined(LLMC_TEST_UNDER_ASAN)
-  GTEST_SKIP() << "AddressSanitizer's allocator maps shadow and redzones under the data limit, "
-                  "so the 384 MiB this test allocates in a 512 MiB child would not fit";
-#endif
+#if !defined(__SANITIZE_ADDRESS__) && !defined(LLMC_TEST_UNDER_ASAN)
+TEST(CpuBackendBounds, CapsTheDefaultKvCacheToHostMemory) {
+  // A long-context plan (max_seq_len 2^24: a 512 MiB KV cache for its one
+  // default sequence, a 256 MiB RoPE table) in a child with 512 MiB of data:
+  // the default KV cache is capped to what fits, and said; asked for
+  // explicitly, the same size is refused.
   test::TinyPlan tiny = test::makeSyntheticTinyPlan();
   tiny.contents.meta.model->max_seq_len = int64_t{1} << 24;
   auto plan = written(std::move(tiny), "long.plan");
@@ -214,6 +215,7 @@ TEST(CpuBackendBounds, CapsTheDefaultKvCacheToHostMemory) {
       << message;
   EXPECT_NE(message.find(" | explicit refused"), std::string::npos) << message;
 }
+#endif
 
 } // namespace
 } // namespace llmc
