@@ -7,6 +7,7 @@
 #include "plan_run.h"
 
 #include <filesystem>
+#include <functional>
 #include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -82,6 +83,37 @@ TEST(PlanRun, FromImageMatchesOpenAndNamesTheImage) {
 }
 
 // --- What the CPU backend may allocate.
+// Runs `body` in a forked child whose RLIMIT_DATA is at most `bytes` and
+// returns the string it produced (the child's memory limit never reaches
+// the test process itself).
+std::string messageUnderDataLimit(rlim_t bytes, const std::function<std::string()> &body) {
+  int fds[2];
+  if (pipe(fds) != 0)
+    return "pipe failed";
+  pid_t child = fork();
+  if (child < 0)
+    return "fork failed";
+  if (child == 0) {
+    close(fds[0]);
+    struct rlimit limit;
+    getrlimit(RLIMIT_DATA, &limit);
+    limit.rlim_cur = std::min<rlim_t>(limit.rlim_max, bytes);
+    setrlimit(RLIMIT_DATA, &limit);
+    const std::string message = body();
+    (void)!write(fds[1], message.data(), message.size());
+    _exit(0);
+  }
+  close(fds[1]);
+  std::string message;
+  char chunk[512];
+  for (ssize_t n; (n = read(fds[0], chunk, sizeof(chunk))) > 0;)
+    message.append(chunk, static_cast<size_t>(n));
+  close(fds[0]);
+  int status = 0;
+  waitpid(child, &status, 0);
+  return message;
+}
+
 TEST(CpuBackendBounds, RefusesABlockCountBeyondInt32) {
   auto plan = written(test::makeSyntheticTinyPlan(), "bounds.plan");
   ASSERT_TRUE(plan.isOk()) << plan.message();
@@ -126,32 +158,13 @@ TEST(CpuBackendBounds, HonoursTheProcessMemoryLimit) {
   // check, not by a failed (or, with overcommit, a successful) allocation.
   auto plan = written(test::makeSyntheticTinyPlan(), "limit.plan");
   ASSERT_TRUE(plan.isOk()) << plan.message();
-  int fds[2];
-  ASSERT_EQ(pipe(fds), 0);
-  pid_t child = fork();
-  ASSERT_GE(child, 0);
-  if (child == 0) {
-    close(fds[0]);
-    struct rlimit limit = {uint64_t{1} << 30, uint64_t{1} << 30};
-    getrlimit(RLIMIT_DATA, &limit);
-    limit.rlim_cur = std::min<rlim_t>(limit.rlim_max, rlim_t{1} << 30);
-    setrlimit(RLIMIT_DATA, &limit);
+  const std::string message = messageUnderDataLimit(rlim_t{1} << 30, [&] {
     EngineOptions options;
     options.threads = 1;
     options.kvCacheTokens = int64_t{1} << 26; // 2^26 slots x 32 bytes = 2 GiB
     auto backend = CpuBackend::create(*plan, options);
-    std::string message = backend.isOk() ? "accepted" : backend.message();
-    (void)!write(fds[1], message.data(), message.size());
-    _exit(0);
-  }
-  close(fds[1]);
-  std::string message;
-  char chunk[512];
-  for (ssize_t n; (n = read(fds[0], chunk, sizeof(chunk))) > 0;)
-    message.append(chunk, static_cast<size_t>(n));
-  close(fds[0]);
-  int status = 0;
-  waitpid(child, &status, 0);
+    return backend.isOk() ? std::string("accepted") : backend.message();
+  });
   EXPECT_NE(message.find("KV cache of 67108864 token slots 2147484160 bytes, RoPE table "
                          "512 bytes, activations of a one-token step 164 bytes) but at most "
                          "1073741824 bytes (1.00 GiB"),
@@ -178,36 +191,17 @@ TEST(CpuBackendBounds, CapsTheDefaultKvCacheToHostMemory) {
   tiny.contents.meta.model->max_seq_len = int64_t{1} << 24;
   auto plan = written(std::move(tiny), "long.plan");
   ASSERT_TRUE(plan.isOk()) << plan.message();
-  int fds[2];
-  ASSERT_EQ(pipe(fds), 0);
-  pid_t child = fork();
-  ASSERT_GE(child, 0);
-  if (child == 0) {
-    close(fds[0]);
-    struct rlimit limit;
-    getrlimit(RLIMIT_DATA, &limit);
-    limit.rlim_cur = std::min<rlim_t>(limit.rlim_max, rlim_t{512} << 20);
-    setrlimit(RLIMIT_DATA, &limit);
+  const std::string message = messageUnderDataLimit(rlim_t{512} << 20, [&] {
     EngineOptions options;
     options.threads = 1;
     auto backend = CpuBackend::create(*plan, options);
-    std::string message = backend.isOk() ? "accepted: " + (*backend)->description() + " | " +
-                                               std::to_string((*backend)->kvCacheBytes())
-                                         : backend.message();
+    std::string result = backend.isOk() ? "accepted: " + (*backend)->description() + " | " +
+                                              std::to_string((*backend)->kvCacheBytes())
+                                        : backend.message();
     options.kvCacheTokens = int64_t{1} << 24;
     auto asked = CpuBackend::create(*plan, options);
-    message += asked.isOk() ? " | explicit accepted" : " | explicit refused";
-    (void)!write(fds[1], message.data(), message.size());
-    _exit(0);
-  }
-  close(fds[1]);
-  std::string message;
-  char chunk[512];
-  for (ssize_t n; (n = read(fds[0], chunk, sizeof(chunk))) > 0;)
-    message.append(chunk, static_cast<size_t>(n));
-  close(fds[0]);
-  int status = 0;
-  waitpid(child, &status, 0);
+    return result + (asked.isOk() ? " | explicit accepted" : " | explicit refused");
+  });
   EXPECT_EQ(message.rfind("accepted: the CPU backend (1 threads; KV cache capped at ", 0), 0u)
       << message;
   EXPECT_NE(message.find("token slots of the plan's 16777216 to fit host memory)"),
