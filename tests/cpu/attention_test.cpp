@@ -5,6 +5,7 @@
 // before a step's window poisoned (so a read outside the window shows).
 #include "cpu/attention.h"
 #include "common/compare.h"
+#include "kv/window_retention.h"
 #include "test_util.h"
 
 #include <algorithm>
@@ -245,6 +246,54 @@ TEST(PagedAttention, WindowCoveringTheSequenceIsBitIdenticalToNone) {
     ASSERT_EQ(std::memcmp(got.data(), want.data(), got.size() * sizeof(float)), 0)
         << "after " << tokens << " tokens: " << test::maxAbsDiff(got, want).describe();
   }
+}
+
+// One sequence with window-16 layers, run twice over the same inputs: in a
+// cache of 4 usable blocks (64 slots) that holds its 80 tokens only because
+// out-of-window blocks are released between steps and their memory is
+// poisoned and reused, and in a cache that keeps everything. Identical bits.
+TEST(PagedAttention, ReleasingOutOfWindowBlocksLeavesOutputsUnchanged) {
+  const int32_t blockSize = 16, kvHeads = 2, headDim = 24, heads = 6, window = 16;
+  auto small = kv::KvCache::create({1, 5, blockSize, kvHeads, headDim});
+  auto large = kv::KvCache::create({1, 8, blockSize, kvHeads, headDim});
+  ASSERT_TRUE(small.isOk() && large.isOk());
+  kv::BlockTable releasing(blockSize), keeping(blockSize);
+  std::mt19937 rng(9);
+  const int64_t qWidth = heads * headDim, kvWidth = kvHeads * headDim;
+  int64_t next = 0;
+  std::vector<int64_t> chunks = {20, 17};
+  chunks.resize(chunks.size() + 43, 1); // then decode to 80 tokens
+  ThreadPool pool(2);
+  for (int64_t n : chunks) {
+    auto released = kv::releaseOutOfWindowBlocks(releasing, small->pool(), {window, window}, next);
+    ASSERT_TRUE(released.isOk()) << released.message();
+    small->poisonFreeBlocks();
+    ASSERT_TRUE(releasing.reserve(small->pool(), next + n)) << "at position " << next;
+    ASSERT_TRUE(keeping.reserve(large->pool(), next + n));
+    std::vector<float> q = test::randomFloats(rng, n * qWidth);
+    std::vector<float> k = test::randomFloats(rng, n * kvWidth);
+    std::vector<float> v = test::randomFloats(rng, n * kvWidth);
+    std::vector<int32_t> positions(n);
+    for (int64_t t = 0; t < n; ++t)
+      positions[t] = static_cast<int32_t>(next + t);
+    auto run = [&](kv::KvCache &cache, const kv::BlockTable &table) {
+      std::vector<float> out(n * qWidth, -1.0f);
+      AttentionSequence seq{0, n, table.blocks().data()};
+      AttentionBatch b{q.data(), qWidth, k.data(), kvWidth, v.data(), kvWidth, out.data(), qWidth,
+                       positions.data(), &seq, 1, heads, 0.2f};
+      b.scores = {window, 0.0f};
+      pagedAttention(pool, b, cache.layer(0));
+      return out;
+    };
+    std::vector<float> got = run(*small, releasing), want = run(*large, keeping);
+    test::Difference diff = test::maxAbsDiff(got, want);
+    ASSERT_FALSE(diff.nonFinite) << "at position " << next << ": " << diff.describe();
+    ASSERT_EQ(std::memcmp(got.data(), want.data(), got.size() * sizeof(float)), 0)
+        << "at position " << next << ": " << diff.describe();
+    next += n;
+  }
+  EXPECT_EQ(next, 80);
+  EXPECT_GE(releasing.releasedBlocks(), 3u);
 }
 
 } // namespace
