@@ -35,6 +35,17 @@ inline int64_t rowsPerL2Block(int64_t rowBytes, int64_t rowTile) {
 struct IsaOps {
   // Computes y rows [rowBegin, rowEnd) for every token.
   void (*matmulRows)(const MatmulProblem &p, int64_t rowBegin, int64_t rowEnd);
+  // Computes y[tokenBegin .. tokenEnd, rowBegin .. rowEnd). Every output has
+  // the value matmulRows gives it, whatever the ranges (threads may split a
+  // GEMM over both tokens and rows).
+  void (*matmulBlock)(const MatmulProblem &p, int64_t rowBegin, int64_t rowEnd,
+                      int64_t tokenBegin, int64_t tokenEnd);
+  // From this many tokens on, matmulRows runs the packed GEMM (simd_gemm.h):
+  // matmul splits such a problem over tokens too, in whole gemmTokenTile
+  // tiles and gemmRowBlock blocks. 0: never (the scalar path).
+  int64_t gemmMinTokens;
+  int64_t gemmTokenTile;
+  int64_t gemmRowBlock;
   float (*dot)(const float *a, const float *b, int64_t n);
   void (*axpy)(float a, const float *x, float *y, int64_t n); // y += a * x
   void (*scale)(float a, float *y, int64_t n);                // y *= a
