@@ -1,0 +1,172 @@
+// The packed prefill GEMM (cpu/simd_gemm.h) against a scalar reference that
+// sums in the order the GEMM promises (one f32 fma chain per output over k,
+// then bias, then the residual): equal bit for bit, on sizes that leave tails
+// in every direction (tokens per micro-tile, rows per panel and per packed
+// block, columns per 8-wide packing step and per depth block), for every
+// weight dtype, with 1 and 2 threads, and on any block of rows and tokens.
+#include "../common/compare.h"
+#include "cpu/matmul.h"
+#include "cpu/simd.h"
+#include "cpu/simd_gemm.h"
+#include "test_util.h"
+
+#include <cmath>
+#include <limits>
+
+namespace llmc::cpu {
+namespace {
+
+struct GemmCase {
+  int64_t tokens, n, k;
+};
+
+struct GemmData {
+  test::TestWeights w;
+  std::vector<float> x, bias, y0;
+};
+
+GemmData makeData(DType dtype, GemmCase c, uint32_t seed) {
+  std::mt19937 rng(seed);
+  GemmData d{test::makeWeights(rng, dtype, c.n * c.k), {}, {}, {}};
+  d.x = test::randomFloats(rng, c.tokens * c.k);
+  d.bias = test::randomFloats(rng, c.n);
+  d.y0 = test::randomFloats(rng, c.tokens * c.n);
+  return d;
+}
+
+// y[t, n] as the GEMM computes it.
+float reference(const GemmData &d, GemmCase c, int64_t t, int64_t n, bool withBias, float beta) {
+  float acc = 0.0f;
+  for (int64_t k = 0; k < c.k; ++k)
+    acc = std::fma(d.x[t * c.k + k], d.w.values[n * c.k + k], acc);
+  if (beta == 0.0f && !withBias)
+    return acc;
+  float value = acc + (withBias ? d.bias[n] : 0.0f);
+  return beta != 0.0f ? d.y0[t * c.n + n] + value : value;
+}
+
+std::vector<float> referenceAll(const GemmData &d, GemmCase c, bool withBias, float beta) {
+  std::vector<float> y(c.tokens * c.n);
+  for (int64_t t = 0; t < c.tokens; ++t)
+    for (int64_t n = 0; n < c.n; ++n)
+      y[t * c.n + n] = reference(d, c, t, n, withBias, beta);
+  return y;
+}
+
+// Whether this ISA runs the packed GEMM for `tokens` tokens.
+bool packed(int64_t tokens) {
+  const detail::IsaOps &ops = detail::activeOps();
+  return ops.gemmMinTokens > 0 && tokens >= ops.gemmMinTokens;
+}
+
+const GemmCase kCases[] = {
+    {8, 16, 8},     // one full micro-tile, one packing step
+    {13, 17, 9},    // 6 + 6 + 1 tokens, a 1-row panel, a 1-column packing tail
+    {11, 130, 257}, // 6 + 5 tokens, a second 2-row block, a 1-column second depth block
+    {37, 300, 600}, // 3 row blocks, 3 depth blocks, a 1-token tile
+    {9, 5, 1},      // K = 1: only the packing tail
+    {20, 1, 300},   // N = 1
+};
+
+TEST(PackedGemm, MatchesTheFmaChainReferenceBitForBit) {
+  uint32_t seed = 100;
+  for (Isa isa : test::supportedIsas()) {
+    test::ScopedIsa scoped(isa);
+    if (!packed(64))
+      continue; // this ISA has no packed GEMM
+    for (int threads : {1, 2}) {
+      ThreadPool pool(threads);
+      for (DType dtype : test::kWeightDTypes)
+        for (const GemmCase &c : kCases)
+          for (int form = 0; form < 3; ++form) {
+            const bool withBias = form > 0;
+            const float beta = form == 2 ? 1.0f : 0.0f;
+            GemmData d = makeData(dtype, c, seed++);
+            std::vector<float> y = d.y0;
+            matmul(pool, d.x.data(), c.tokens, d.w.matrix(c.n, c.k),
+                   withBias ? d.bias.data() : nullptr, beta, y.data());
+            test::Difference diff = test::maxAbsDiff(y, referenceAll(d, c, withBias, beta));
+            ASSERT_EQ(diff.maxAbs, 0.0)
+                << diff.describe() << " " << isaName(isa) << " " << dtypeName(dtype)
+                << " threads " << threads << " T=" << c.tokens << " N=" << c.n << " K=" << c.k
+                << " bias " << withBias << " beta " << beta;
+          }
+    }
+  }
+}
+
+TEST(PackedGemm, ABlockWritesOnlyItsRowsAndTokensAndTheirValuesDoNotDependOnIt) {
+  const GemmCase c{23, 150, 270};
+  const float poison = std::numeric_limits<float>::quiet_NaN();
+  for (Isa isa : test::supportedIsas()) {
+    test::ScopedIsa scoped(isa);
+    if (!packed(c.tokens))
+      continue;
+    for (DType dtype : test::kWeightDTypes) {
+      GemmData d = makeData(dtype, c, 7);
+      const std::vector<float> expected = referenceAll(d, c, true, 0.0f);
+      // Blocks that start and end inside micro-tiles, panels and packed blocks.
+      const int64_t blocks[][4] = {{0, 150, 0, 23}, {3, 131, 5, 18}, {129, 150, 0, 1}, {17, 18, 22, 23}};
+      for (const auto &b : blocks) {
+        std::vector<float> y(c.tokens * c.n, poison);
+        const detail::MatmulProblem p{d.x.data(), c.tokens, d.w.matrix(c.n, c.k), d.bias.data(),
+                                      0.0f, y.data()};
+        detail::activeOps().matmulBlock(p, b[0], b[1], b[2], b[3]);
+        for (int64_t t = 0; t < c.tokens; ++t)
+          for (int64_t n = 0; n < c.n; ++n) {
+            const float got = y[t * c.n + n];
+            if (n >= b[0] && n < b[1] && t >= b[2] && t < b[3])
+              ASSERT_EQ(got, expected[t * c.n + n])
+                  << dtypeName(dtype) << " block " << b[0] << ".." << b[1] << " x " << b[2]
+                  << ".." << b[3] << " t=" << t << " n=" << n;
+            else
+              ASSERT_TRUE(std::isnan(got)) << "wrote outside the block at t=" << t << " n=" << n;
+          }
+      }
+    }
+  }
+}
+
+TEST(PackedGemm, ANaNInATokenReachesOnlyThatTokensOutputs) {
+  const GemmCase c{12, 40, 300};
+  ThreadPool pool(2);
+  for (Isa isa : test::supportedIsas()) {
+    test::ScopedIsa scoped(isa);
+    GemmData d = makeData(DType::BF16, c, 9);
+    d.x[5 * c.k + 270] = std::numeric_limits<float>::quiet_NaN(); // token 5, second depth block
+    std::vector<float> y(c.tokens * c.n);
+    matmul(pool, d.x.data(), c.tokens, d.w.matrix(c.n, c.k), nullptr, 0.0f, y.data());
+    for (int64_t t = 0; t < c.tokens; ++t)
+      for (int64_t n = 0; n < c.n; ++n)
+        ASSERT_EQ(std::isnan(y[t * c.n + n]), t == 5) << isaName(isa) << " t=" << t << " n=" << n;
+  }
+}
+
+TEST(PackedGemm, TokenCountsAroundTheGemmThresholdMatchTheDoubleReference) {
+  ThreadPool pool(2);
+  const int64_t n = 70, k = 333;
+  for (Isa isa : test::supportedIsas()) {
+    test::ScopedIsa scoped(isa);
+    const int64_t threshold = std::max<int64_t>(detail::activeOps().gemmMinTokens, 2);
+    for (DType dtype : test::kWeightDTypes)
+      for (int64_t tokens = threshold - 1; tokens <= threshold + 1; ++tokens) {
+        GemmData d = makeData(dtype, {tokens, n, k}, static_cast<uint32_t>(tokens));
+        std::vector<float> y = d.y0;
+        matmul(pool, d.x.data(), tokens, d.w.matrix(n, k), d.bias.data(), 1.0f, y.data());
+        for (int64_t t = 0; t < tokens; ++t)
+          for (int64_t r = 0; r < n; ++r) {
+            double expected = d.bias[r] + static_cast<double>(d.y0[t * n + r]), magnitude = 0;
+            for (int64_t i = 0; i < k; ++i) {
+              const double term = static_cast<double>(d.x[t * k + i]) * d.w.values[r * k + i];
+              expected += term;
+              magnitude += std::fabs(term);
+            }
+            ASSERT_NEAR(y[t * n + r], expected, 1e-5 * (magnitude + 1))
+                << isaName(isa) << " " << dtypeName(dtype) << " T=" << tokens;
+          }
+      }
+  }
+}
+
+} // namespace
+} // namespace llmc::cpu
