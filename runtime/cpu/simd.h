@@ -38,8 +38,8 @@ struct IsaOps {
   // Computes y[tokenBegin .. tokenEnd, rowBegin .. rowEnd). Every output has
   // the value matmulRows gives it, whatever the ranges (threads may split a
   // GEMM over both tokens and rows).
-  void (*matmulBlock)(const MatmulProblem &p, int64_t rowBegin, int64_t rowEnd,
-                      int64_t tokenBegin, int64_t tokenEnd);
+  void (*matmulBlock)(const MatmulProblem &p, int64_t rowBegin, int64_t rowEnd, int64_t tokenBegin,
+                      int64_t tokenEnd);
   // From this many tokens on, matmulRows runs the packed GEMM (simd_gemm.h):
   // matmul splits such a problem over tokens too, in whole gemmTokenTile
   // tiles and gemmRowBlock blocks. 0: never (the scalar path).

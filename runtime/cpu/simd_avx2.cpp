@@ -97,7 +97,6 @@ LLMC_AVX2 void tiledRows(const MatmulProblem &p, int64_t rowBegin, int64_t rowEn
   }
 }
 
-
 // Transposes 8 vectors in place: v[i][j] becomes v[j][i].
 LLMC_AVX2 inline void transpose8(__m256 (&v)[8]) {
   __m256 t[8], u[8];
@@ -168,8 +167,10 @@ struct Avx2Gemm {
   }
 };
 
-// The packed GEMM from this many tokens on; fewer run the GEMV tiles.
-constexpr int64_t kAvx2GemmMinTokens = 8;
+// The packed GEMM from this many tokens on; fewer run the GEMV tiles. Packing
+// a block costs about what 16-32 tokens of FMAs on it do: at 8 tokens the
+// tiles ran twice as fast, at 32 the two were even (bench_gemm 1 T, Zen 3).
+constexpr int64_t kAvx2GemmMinTokens = 32;
 
 template <DType D>
 void blockOf(const MatmulProblem &p, int64_t rowBegin, int64_t rowEnd, int64_t tokenBegin,
@@ -337,14 +338,8 @@ LLMC_AVX2 void scaleAvx2(float a, float *y, int64_t n) {
 
 } // namespace
 
-const IsaOps kAvx2Ops = {matmulRowsAvx2,
-                         matmulBlockAvx2,
-                         kAvx2GemmMinTokens,
-                         Avx2Gemm::kMr,
-                         kGemmRowBlock,
-                         dotAvx2,
-                         axpyAvx2,
-                         scaleAvx2};
+const IsaOps kAvx2Ops = {matmulRowsAvx2, matmulBlockAvx2, kAvx2GemmMinTokens, Avx2Gemm::kMr,
+                         kGemmRowBlock,  dotAvx2,         axpyAvx2,           scaleAvx2};
 
 } // namespace llmc::cpu::detail
 

@@ -111,8 +111,8 @@ LLMC_AVX512 void matmulRowsAvx512(const MatmulProblem &p, int64_t rowBegin, int6
 }
 
 // The GEMV tiles compute every token; a token range is a problem of its own.
-void matmulBlockAvx512(const MatmulProblem &p, int64_t rowBegin, int64_t rowEnd,
-                       int64_t tokenBegin, int64_t tokenEnd) {
+void matmulBlockAvx512(const MatmulProblem &p, int64_t rowBegin, int64_t rowEnd, int64_t tokenBegin,
+                       int64_t tokenEnd) {
   MatmulProblem part = p;
   part.x = p.x + tokenBegin * p.w.cols;
   part.tokens = tokenEnd - tokenBegin;
@@ -159,8 +159,8 @@ LLMC_AVX512 void scaleAvx512(float a, float *y, int64_t n) {
 
 } // namespace
 
-const IsaOps kAvx512Ops = {
-    matmulRowsAvx512, matmulBlockAvx512, 0, 1, 1, dotAvx512, axpyAvx512, scaleAvx512};
+const IsaOps kAvx512Ops = {matmulRowsAvx512, matmulBlockAvx512, 0,          1, 1,
+                           dotAvx512,        axpyAvx512,        scaleAvx512};
 
 } // namespace llmc::cpu::detail
 

@@ -76,8 +76,8 @@ void gemmTileOf(const float *x, int64_t ldx, const float *panel, int64_t depth, 
 }
 
 template <typename Kernel, int MR = Kernel::kMr>
-void gemmTile(int64_t mr, const float *x, int64_t ldx, const float *panel, int64_t depth,
-              float *c, int64_t ldc, int64_t valid, bool load) {
+void gemmTile(int64_t mr, const float *x, int64_t ldx, const float *panel, int64_t depth, float *c,
+              int64_t ldc, int64_t valid, bool load) {
   if constexpr (MR > 1)
     if (mr < MR)
       return gemmTile<Kernel, MR - 1>(mr, x, ldx, panel, depth, c, ldc, valid, load);
@@ -85,8 +85,8 @@ void gemmTile(int64_t mr, const float *x, int64_t ldx, const float *panel, int64
 }
 
 // After the last depth block: y = (acc + bias) (+ y), acc at c.
-inline void gemmEpilogue(const MatmulProblem &p, int64_t t0, int64_t mr, int64_t n0,
-                         int64_t valid, const float *c, int64_t ldc) {
+inline void gemmEpilogue(const MatmulProblem &p, int64_t t0, int64_t mr, int64_t n0, int64_t valid,
+                         const float *c, int64_t ldc) {
   if (p.beta == 0.0f && p.bias == nullptr)
     return; // c is y, and holds the result
   for (int64_t t = 0; t < mr; ++t)

@@ -29,8 +29,8 @@ void scaleScalar(float a, float *y, int64_t n) {
 }
 
 // Converts each weight row to f32 once, then dots it with every token.
-void matmulBlockScalar(const MatmulProblem &p, int64_t rowBegin, int64_t rowEnd,
-                       int64_t tokenBegin, int64_t tokenEnd) {
+void matmulBlockScalar(const MatmulProblem &p, int64_t rowBegin, int64_t rowEnd, int64_t tokenBegin,
+                       int64_t tokenEnd) {
   const int64_t k = p.w.cols;
   thread_local std::vector<float> row;
   if (static_cast<int64_t>(row.size()) < k)
@@ -48,8 +48,8 @@ void matmulRowsScalar(const MatmulProblem &p, int64_t rowBegin, int64_t rowEnd) 
 
 } // namespace
 
-const IsaOps kScalarOps = {
-    matmulRowsScalar, matmulBlockScalar, 0, 1, 1, dotScalar, axpyScalar, scaleScalar};
+const IsaOps kScalarOps = {matmulRowsScalar, matmulBlockScalar, 0,          1, 1,
+                           dotScalar,        axpyScalar,        scaleScalar};
 
 const IsaOps &activeOps() {
   switch (activeIsa()) {

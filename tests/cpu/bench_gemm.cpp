@@ -79,9 +79,9 @@ constexpr double kFlopsPerStep = 2;
 double fmaPeakGflops(ThreadPool &pool) {
   constexpr int64_t kSteps = 1 << 22;
   const int threads = pool.numThreads();
-  return bestRate(kFlopsPerStep * kSteps * threads, [&] {
-           pool.parallelFor(threads, [&](int64_t, int64_t) { fmaChains(kSteps); });
-         }) /
+  return bestRate(
+             kFlopsPerStep * kSteps * threads,
+             [&] { pool.parallelFor(threads, [&](int64_t, int64_t) { fmaChains(kSteps); }); }) /
          1e9;
 }
 
@@ -105,9 +105,8 @@ double gemmGflops(ThreadPool &pool, Shape s, DType dtype, int64_t tokens, float 
                                                 : static_cast<const void *>(half.data()),
                             dtype, s.n, s.k};
   const double flops = 2.0 * tokens * s.n * s.k;
-  return bestRate(flops, [&] {
-           llmc::cpu::matmul(pool, x.data(), tokens, w, nullptr, beta, y.data());
-         }) /
+  return bestRate(flops,
+                  [&] { llmc::cpu::matmul(pool, x.data(), tokens, w, nullptr, beta, y.data()); }) /
          1e9;
 }
 
@@ -130,8 +129,7 @@ int main(int argc, char **argv) {
   std::printf("isa: %s, tokens: %lld\n", llmc::cpu::isaName(llmc::cpu::activeIsa()),
               static_cast<long long>(tokens));
   // The 110M Llama's projections: q/k/v/o, the fused gate+up, down.
-  const Shape shapes[] = {{"768x768", 768, 768}, {"4096x768", 4096, 768},
-                          {"768x2048", 768, 2048}};
+  const Shape shapes[] = {{"768x768", 768, 768}, {"4096x768", 4096, 768}, {"768x2048", 768, 2048}};
   for (int t = 1; t <= maxThreads; ++t) {
     ThreadPool pool(t);
     const double peak = fmaPeakGflops(pool);

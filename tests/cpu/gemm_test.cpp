@@ -5,6 +5,8 @@
 // block, columns per 8-wide packing step and per depth block), for every
 // weight dtype, with 1 and 2 threads, and on any block of rows and tokens.
 #include "../common/compare.h"
+#include "cpu/fused.h"
+#include "cpu/kernels.h"
 #include "cpu/matmul.h"
 #include "cpu/simd.h"
 #include "cpu/simd_gemm.h"
@@ -59,13 +61,15 @@ bool packed(int64_t tokens) {
   return ops.gemmMinTokens > 0 && tokens >= ops.gemmMinTokens;
 }
 
+// Token counts at or past the AVX2 GEMM threshold (32), with every remainder
+// of the 6-token micro-tile.
 const GemmCase kCases[] = {
-    {8, 16, 8},     // one full micro-tile, one packing step
-    {13, 17, 9},    // 6 + 6 + 1 tokens, a 1-row panel, a 1-column packing tail
-    {11, 130, 257}, // 6 + 5 tokens, a second 2-row block, a 1-column second depth block
-    {37, 300, 600}, // 3 row blocks, 3 depth blocks, a 1-token tile
-    {9, 5, 1},      // K = 1: only the packing tail
-    {20, 1, 300},   // N = 1
+    {36, 16, 8},    // whole micro-tiles, one panel, one packing step
+    {38, 17, 9},    // a 2-token tile, a 1-row panel, a 1-column packing tail
+    {41, 130, 257}, // a 5-token tile, a second 2-row block, a 1-column second depth block
+    {37, 300, 600}, // a 1-token tile, 3 row blocks, 3 depth blocks
+    {39, 5, 1},     // a 3-token tile, K = 1: only the packing tail
+    {40, 1, 300},   // a 4-token tile, N = 1
 };
 
 TEST(PackedGemm, MatchesTheFmaChainReferenceBitForBit) {
@@ -87,16 +91,16 @@ TEST(PackedGemm, MatchesTheFmaChainReferenceBitForBit) {
                    withBias ? d.bias.data() : nullptr, beta, y.data());
             test::Difference diff = test::maxAbsDiff(y, referenceAll(d, c, withBias, beta));
             ASSERT_EQ(diff.maxAbs, 0.0)
-                << diff.describe() << " " << isaName(isa) << " " << dtypeName(dtype)
-                << " threads " << threads << " T=" << c.tokens << " N=" << c.n << " K=" << c.k
-                << " bias " << withBias << " beta " << beta;
+                << diff.describe() << " " << isaName(isa) << " " << dtypeName(dtype) << " threads "
+                << threads << " T=" << c.tokens << " N=" << c.n << " K=" << c.k << " bias "
+                << withBias << " beta " << beta;
           }
     }
   }
 }
 
 TEST(PackedGemm, ABlockWritesOnlyItsRowsAndTokensAndTheirValuesDoNotDependOnIt) {
-  const GemmCase c{23, 150, 270};
+  const GemmCase c{47, 150, 270};
   const float poison = std::numeric_limits<float>::quiet_NaN();
   for (Isa isa : test::supportedIsas()) {
     test::ScopedIsa scoped(isa);
@@ -106,19 +110,20 @@ TEST(PackedGemm, ABlockWritesOnlyItsRowsAndTokensAndTheirValuesDoNotDependOnIt) 
       GemmData d = makeData(dtype, c, 7);
       const std::vector<float> expected = referenceAll(d, c, true, 0.0f);
       // Blocks that start and end inside micro-tiles, panels and packed blocks.
-      const int64_t blocks[][4] = {{0, 150, 0, 23}, {3, 131, 5, 18}, {129, 150, 0, 1}, {17, 18, 22, 23}};
+      const int64_t blocks[][4] = {
+          {0, 150, 0, 47}, {3, 131, 5, 18}, {129, 150, 0, 1}, {17, 18, 46, 47}};
       for (const auto &b : blocks) {
         std::vector<float> y(c.tokens * c.n, poison);
-        const detail::MatmulProblem p{d.x.data(), c.tokens, d.w.matrix(c.n, c.k), d.bias.data(),
-                                      0.0f, y.data()};
+        const detail::MatmulProblem p{d.x.data(),    c.tokens, d.w.matrix(c.n, c.k),
+                                      d.bias.data(), 0.0f,     y.data()};
         detail::activeOps().matmulBlock(p, b[0], b[1], b[2], b[3]);
         for (int64_t t = 0; t < c.tokens; ++t)
           for (int64_t n = 0; n < c.n; ++n) {
             const float got = y[t * c.n + n];
             if (n >= b[0] && n < b[1] && t >= b[2] && t < b[3])
               ASSERT_EQ(got, expected[t * c.n + n])
-                  << dtypeName(dtype) << " block " << b[0] << ".." << b[1] << " x " << b[2]
-                  << ".." << b[3] << " t=" << t << " n=" << n;
+                  << dtypeName(dtype) << " block " << b[0] << ".." << b[1] << " x " << b[2] << ".."
+                  << b[3] << " t=" << t << " n=" << n;
             else
               ASSERT_TRUE(std::isnan(got)) << "wrote outside the block at t=" << t << " n=" << n;
           }
@@ -128,7 +133,7 @@ TEST(PackedGemm, ABlockWritesOnlyItsRowsAndTokensAndTheirValuesDoNotDependOnIt) 
 }
 
 TEST(PackedGemm, ANaNInATokenReachesOnlyThatTokensOutputs) {
-  const GemmCase c{12, 40, 300};
+  const GemmCase c{40, 40, 300};
   ThreadPool pool(2);
   for (Isa isa : test::supportedIsas()) {
     test::ScopedIsa scoped(isa);
@@ -165,6 +170,29 @@ TEST(PackedGemm, TokenCountsAroundTheGemmThresholdMatchTheDoubleReference) {
                 << isaName(isa) << " " << dtypeName(dtype) << " T=" << tokens;
           }
       }
+  }
+}
+
+// The fused SwiGLU GEMM runs the packed GEMM on 64-row slices of the matrix;
+// its outputs must still equal the whole-matrix GEMM's (fused_test covers
+// the GEMV token counts).
+TEST(PackedGemm, FusedSwigluOnPrefillEqualsMatmulThenSwiglu) {
+  ThreadPool pool(2);
+  std::mt19937 rng(21);
+  const int64_t tokens = 45, k = 300, inter = 150;
+  for (Isa isa : test::supportedIsas()) {
+    test::ScopedIsa scoped(isa);
+    for (DType dtype : test::kWeightDTypes) {
+      test::TestWeights w = test::makeWeights(rng, dtype, 2 * inter * k);
+      std::vector<float> x = test::randomFloats(rng, tokens * k);
+      std::vector<float> gateUp(tokens * 2 * inter), expected(tokens * inter), got(tokens * inter);
+      matmul(pool, x.data(), tokens, w.matrix(2 * inter, k), nullptr, 0.0f, gateUp.data());
+      swigluFused(pool, gateUp.data(), tokens, inter, expected.data());
+      matmulSwiglu(pool, x.data(), tokens, w.matrix(2 * inter, k), got.data());
+      test::Difference diff = test::maxAbsDiff(got, expected);
+      ASSERT_EQ(diff.maxAbs, 0.0) << diff.describe() << " " << isaName(isa) << " "
+                                  << dtypeName(dtype);
+    }
   }
 }
 
