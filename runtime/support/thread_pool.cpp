@@ -2,6 +2,10 @@
 
 #include <algorithm>
 
+#if defined(__linux__)
+#include <sched.h>
+#endif
+
 namespace llmc {
 namespace {
 
@@ -33,9 +37,18 @@ template <typename Pred> bool spinUntil(const Pred &pred) {
 
 } // namespace
 
+int availableCores() {
+#if defined(__linux__)
+  cpu_set_t mask;
+  if (sched_getaffinity(0, sizeof(mask), &mask) == 0)
+    return std::max(1, CPU_COUNT(&mask));
+#endif
+  return static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+}
+
 ThreadPool::ThreadPool(int numThreads) {
   if (numThreads <= 0)
-    numThreads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+    numThreads = availableCores();
   workers_.reserve(numThreads - 1);
   for (int i = 1; i < numThreads; ++i)
     workers_.emplace_back([this] { workerLoop(); });
