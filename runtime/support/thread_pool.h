@@ -61,6 +61,8 @@ private:
   std::atomic<int> workersBusy_{0};
 
   std::atomic<uint64_t> generation_{0};
+  std::atomic<int> sleepers_{0};            // workers blocked on wake_
+  std::atomic<bool> callerSleeping_{false}; // the caller blocked on done_
   std::atomic<bool> stop_{false};
   std::mutex mutex_;
   std::condition_variable wake_; // workers wait for a new generation

@@ -1,6 +1,7 @@
 // Microbenchmark (not a test): prefill GEMM GFLOP/s against the machine's
 // FMA peak, and the thread pool's cost per parallelFor.
-// Usage: bench_gemm [max threads, default 2] [tokens, default 512]
+// Usage: bench_gemm [max threads, default 2] [tokens, default 512] [--pool]
+// (--pool: only the FMA peak and the thread pool)
 //
 // The FMA peak is measured, not taken from a data sheet: each thread runs
 // independent chains of 8-lane f32 FMAs on registers (enough chains to cover
@@ -14,6 +15,8 @@
 #include <cstdio>
 #include <cstdlib>
 #include <random>
+#include <string>
+#include <thread>
 #include <vector>
 
 #if defined(__x86_64__)
@@ -117,11 +120,28 @@ double dispatchMicros(ThreadPool &pool) {
   return 1e6 / bestRate(1.0, [&] { pool.parallelFor(n, [](int64_t, int64_t) {}); });
 }
 
+// Median microseconds of a parallelFor as above issued 2 ms after the last:
+// the workers have stopped spinning and sleep, so this is a wake-up from
+// the kernel plus the barrier.
+double dispatchAfterSleepMicros(ThreadPool &pool) {
+  const int64_t n = pool.numThreads();
+  std::vector<double> micros;
+  for (int i = 0; i < 101; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+    auto start = Clock::now();
+    pool.parallelFor(n, [](int64_t, int64_t) {});
+    micros.push_back(1e6 * seconds(start));
+  }
+  std::nth_element(micros.begin(), micros.begin() + 50, micros.end());
+  return micros[50];
+}
+
 } // namespace
 
 int main(int argc, char **argv) {
   const int maxThreads = argc > 1 ? std::atoi(argv[1]) : 2;
   const int64_t tokens = argc > 2 ? std::atoll(argv[2]) : 512;
+  const bool poolOnly = argc > 3 && std::string(argv[3]) == "--pool";
   if (maxThreads < 1 || tokens < 1) {
     std::fprintf(stderr, "error: usage: bench_gemm [max threads >= 1] [tokens >= 1]\n");
     return 1;
@@ -133,8 +153,11 @@ int main(int argc, char **argv) {
   for (int t = 1; t <= maxThreads; ++t) {
     ThreadPool pool(t);
     const double peak = fmaPeakGflops(pool);
-    std::printf("threads %d: FMA peak %.1f GFLOP/s, parallelFor %.2f us\n", t, peak,
-                dispatchMicros(pool));
+    std::printf("threads %d: FMA peak %.1f GFLOP/s, parallelFor %.2f us back to back, "
+                "%.1f us after 2 ms idle\n",
+                t, peak, dispatchMicros(pool), dispatchAfterSleepMicros(pool));
+    if (poolOnly)
+      continue;
     for (const Shape &s : shapes)
       for (DType dtype : {DType::F32, DType::F16, DType::BF16})
         for (float beta : {0.0f, 1.0f}) {
