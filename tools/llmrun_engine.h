@@ -20,8 +20,10 @@ inline std::string capThreadsToCores(const std::string &value) {
   const int cores = availableCores();
   if (std::stoll(value) <= cores)
     return value;
-  std::fprintf(stderr, "warning: --threads %s is more than the %d cores this process may run on; "
-               "using %d\n", value.c_str(), cores, cores);
+  std::fprintf(stderr,
+               "warning: --threads %s is more than the %d cores this process may run on; "
+               "using %d\n",
+               value.c_str(), cores, cores);
   return std::to_string(cores);
 }
 
