@@ -19,22 +19,22 @@ void matmulDecode(ThreadPool &pool, const detail::MatmulProblem &problem,
       grain < 4 ? 4 : grain);
 }
 
-// Prefill: items of one packed row block by a span of whole token tiles. The
+// Prefill: items of one block of rows by a span of whole token tiles. The
 // tokens are split only when there are too few row blocks for every thread
-// to take several (a thread re-packs its row block for its own span).
+// to take several.
 void matmulPrefill(ThreadPool &pool, const detail::MatmulProblem &problem,
                    const detail::IsaOps &ops) {
-  const int64_t rowBlocks = (problem.w.rows + ops.gemmRowBlock - 1) / ops.gemmRowBlock;
-  const int64_t tileCount = (problem.tokens + ops.gemmTokenTile - 1) / ops.gemmTokenTile;
+  const int64_t rowBlocks = (problem.w.rows + ops.splitRowBlock - 1) / ops.splitRowBlock;
+  const int64_t tileCount = (problem.tokens + ops.splitTokenTile - 1) / ops.splitTokenTile;
   const int64_t wanted = 3 * static_cast<int64_t>(pool.numThreads());
   int64_t spans = 1;
   while (rowBlocks * spans < wanted && tileCount / (2 * spans) >= 8)
     spans *= 2;
-  const int64_t spanTokens = (tileCount + spans - 1) / spans * ops.gemmTokenTile;
+  const int64_t spanTokens = (tileCount + spans - 1) / spans * ops.splitTokenTile;
   pool.parallelFor(rowBlocks * spans, [&](int64_t begin, int64_t end) {
     for (int64_t item = begin; item < end; ++item) {
-      const int64_t row = item / spans * ops.gemmRowBlock, token = item % spans * spanTokens;
-      ops.matmulBlock(problem, row, std::min(problem.w.rows, row + ops.gemmRowBlock), token,
+      const int64_t row = item / spans * ops.splitRowBlock, token = item % spans * spanTokens;
+      ops.matmulBlock(problem, row, std::min(problem.w.rows, row + ops.splitRowBlock), token,
                       std::min(problem.tokens, token + spanTokens));
     }
   });
@@ -48,7 +48,7 @@ void matmul(ThreadPool &pool, const float *x, int64_t tokens, const WeightMatrix
     return;
   const detail::MatmulProblem problem{x, tokens, w, bias, beta, y};
   const detail::IsaOps &ops = detail::activeOps();
-  if (ops.gemmMinTokens > 0 && tokens >= ops.gemmMinTokens)
+  if (ops.splitMinTokens > 0 && tokens >= ops.splitMinTokens)
     matmulPrefill(pool, problem, ops);
   else
     matmulDecode(pool, problem, ops);

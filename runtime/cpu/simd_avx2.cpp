@@ -8,7 +8,6 @@
 #include <immintrin.h>
 
 #include <algorithm>
-#include <vector>
 
 #define LLMC_AVX2 __attribute__((target("avx2,fma,f16c")))
 
@@ -167,10 +166,10 @@ struct Avx2Gemm {
   }
 };
 
-// The packed GEMM from this many tokens on; fewer run the GEMV tiles. Packing
-// a block costs about what 16-32 tokens of FMAs on it do: at 8 tokens the
-// tiles ran twice as fast, at 32 the two were even (bench_gemm 1 T, Zen 3).
-constexpr int64_t kAvx2GemmMinTokens = 32;
+// matmul splits a problem over tokens as well as rows from this many tokens.
+// (Were the packed GEMM the default, this would be its threshold too: packing
+// a block costs about what 16-32 tokens of FMAs on it do.)
+constexpr int64_t kAvx2SplitTokens = 32;
 
 template <DType D>
 void blockOf(const MatmulProblem &p, int64_t rowBegin, int64_t rowEnd, int64_t tokenBegin,
@@ -178,88 +177,15 @@ void blockOf(const MatmulProblem &p, int64_t rowBegin, int64_t rowEnd, int64_t t
   packedGemm<Avx2Gemm, D>(p, rowBegin, rowEnd, tokenBegin, tokenEnd);
 }
 
-// Decode GEMV (one token), 16 weights of a row per step, two accumulators
-// per row so that no FMA waits on the one before it. A bf16 step is one
-// 32-byte load split into its even and odd elements by a shift and a mask
-// (no widening), so x is read in the matching order: x16 holds, per block of
-// 16, the 8 even elements then the 8 odd ones. F32 and F16 read x as it is.
-template <DType D>
-LLMC_AVX2 inline void load16(const char *row, int64_t k, __m256 &lo, __m256 &hi) {
-  if constexpr (D == DType::BF16) {
-    const __m256i bits = _mm256_loadu_si256(reinterpret_cast<const __m256i *>(row + 2 * k));
-    lo = _mm256_castsi256_ps(_mm256_slli_epi32(bits, 16));
-    hi = _mm256_castsi256_ps(_mm256_and_si256(bits, _mm256_set1_epi32(-65536)));
-  } else {
-    lo = load8<D>(row, k);
-    hi = load8<D>(row, k + 8);
-  }
-}
-
-// x [k] in the order load16<D> yields the weights, for the whole 16-blocks.
-template <DType D> LLMC_AVX2 const float *gemvInput(const float *x, int64_t k) {
-  if constexpr (D != DType::BF16)
-    return x;
-  thread_local std::vector<float> order;
-  if (static_cast<int64_t>(order.size()) < k)
-    order.resize(k);
-  for (int64_t i = 0; i + 16 <= k; i += 16)
-    for (int j = 0; j < 8; ++j) {
-      order[i + j] = x[i + 2 * j];
-      order[i + 8 + j] = x[i + 2 * j + 1];
-    }
-  return order.data();
-}
-
-template <DType D, int R>
-LLMC_AVX2 void gemvTile(const MatmulProblem &p, const float *x16, int64_t n0) {
-  const int64_t k = p.w.cols;
-  const int64_t rowBytes = k * static_cast<int64_t>(dtypeSize(D));
-  const char *rows = static_cast<const char *>(p.w.data) + n0 * rowBytes;
-  __m256 acc[R][2];
-  for (int r = 0; r < R; ++r)
-    acc[r][0] = acc[r][1] = _mm256_setzero_ps();
-  int64_t i = 0;
-  for (; i + 16 <= k; i += 16) {
-    const __m256 xlo = _mm256_loadu_ps(x16 + i), xhi = _mm256_loadu_ps(x16 + i + 8);
-#pragma GCC unroll 4
-    for (int r = 0; r < R; ++r) {
-      __m256 lo, hi;
-      load16<D>(rows + r * rowBytes, i, lo, hi);
-      acc[r][0] = _mm256_fmadd_ps(lo, xlo, acc[r][0]);
-      acc[r][1] = _mm256_fmadd_ps(hi, xhi, acc[r][1]);
-    }
-  }
-  for (int r = 0; r < R; ++r) {
-    const void *row = rows + r * rowBytes;
-    float sum = hsum(_mm256_add_ps(acc[r][0], acc[r][1]));
-    for (int64_t j = i; j < k; ++j) // tail of fewer than 16, x in its own order
-      sum += weightAt(row, D, j) * p.x[j];
-    storeOutput(p, 0, n0 + r, sum);
-  }
-}
-
-template <DType D>
-LLMC_AVX2 void gemvRows(const MatmulProblem &p, int64_t rowBegin, int64_t rowEnd) {
-  constexpr int kRows = 4;
-  const float *x16 = gemvInput<D>(p.x, p.w.cols);
-  int64_t n = rowBegin;
-  for (; n + kRows <= rowEnd; n += kRows)
-    gemvTile<D, kRows>(p, x16, n);
-  for (; n < rowEnd; ++n)
-    gemvTile<D, 1>(p, x16, n);
-}
-
-// Decode: one token, the GEMV; two, four weight rows stream at once. A few tokens: each
-// weight vector loaded serves four tokens. Prefill: the packed GEMM.
+// Decode (1-2 tokens): four weight rows stream at once. Prefill: each weight
+// vector loaded serves four tokens. Every output is the same sum in the same
+// order whatever the token count (tile), so a prompt prefilled whole or in
+// chunks, or a sequence decoded alone or in a batch, gets the same bits.
 template <DType D> LLMC_AVX2 void rows(const MatmulProblem &p, int64_t rowBegin, int64_t rowEnd) {
-  if (p.tokens >= kAvx2GemmMinTokens)
-    blockOf<D>(p, rowBegin, rowEnd, 0, p.tokens);
-  else if (p.tokens >= 3)
+  if (p.tokens >= 3)
     tiledRows<D, 2, 4>(p, rowBegin, rowEnd);
-  else if (p.tokens == 2)
-    tiledRows<D, 4, 2>(p, rowBegin, rowEnd);
   else
-    gemvRows<D>(p, rowBegin, rowEnd);
+    tiledRows<D, 4, 2>(p, rowBegin, rowEnd);
 }
 
 LLMC_AVX2 void matmulRowsAvx2(const MatmulProblem &p, int64_t rowBegin, int64_t rowEnd) {
@@ -280,14 +206,16 @@ LLMC_AVX2 void matmulRowsAvx2(const MatmulProblem &p, int64_t rowBegin, int64_t 
 
 void matmulBlockAvx2(const MatmulProblem &p, int64_t rowBegin, int64_t rowEnd, int64_t tokenBegin,
                      int64_t tokenEnd) {
-  if (p.tokens < kAvx2GemmMinTokens) {
-    // The GEMV tiles compute every token; a token range is a problem of its own.
-    MatmulProblem part = p;
-    part.x = p.x + tokenBegin * p.w.cols;
-    part.tokens = tokenEnd - tokenBegin;
-    part.y = p.y + tokenBegin * p.w.rows;
-    return matmulRowsAvx2(part, rowBegin, rowEnd);
-  }
+  // The tiles compute every token; a token range is a problem of its own.
+  MatmulProblem part = p;
+  part.x = p.x + tokenBegin * p.w.cols;
+  part.tokens = tokenEnd - tokenBegin;
+  part.y = p.y + tokenBegin * p.w.rows;
+  matmulRowsAvx2(part, rowBegin, rowEnd);
+}
+
+void packedGemmAvx2(const MatmulProblem &p, int64_t rowBegin, int64_t rowEnd, int64_t tokenBegin,
+                    int64_t tokenEnd) {
   switch (p.w.dtype) {
   case DType::F32:
     return blockOf<DType::F32>(p, rowBegin, rowEnd, tokenBegin, tokenEnd);
@@ -338,8 +266,9 @@ LLMC_AVX2 void scaleAvx2(float a, float *y, int64_t n) {
 
 } // namespace
 
-const IsaOps kAvx2Ops = {matmulRowsAvx2, matmulBlockAvx2, kAvx2GemmMinTokens, Avx2Gemm::kMr,
-                         kGemmRowBlock,  dotAvx2,         axpyAvx2,           scaleAvx2};
+const IsaOps kAvx2Ops = {matmulRowsAvx2,   matmulBlockAvx2, packedGemmAvx2,
+                         kAvx2SplitTokens, Avx2Gemm::kMr,   kGemmRowBlock,
+                         dotAvx2,          axpyAvx2,        scaleAvx2};
 
 } // namespace llmc::cpu::detail
 

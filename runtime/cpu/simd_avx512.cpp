@@ -159,7 +159,7 @@ LLMC_AVX512 void scaleAvx512(float a, float *y, int64_t n) {
 
 } // namespace
 
-const IsaOps kAvx512Ops = {matmulRowsAvx512, matmulBlockAvx512, 0,          1, 1,
+const IsaOps kAvx512Ops = {matmulRowsAvx512, matmulBlockAvx512, nullptr,    0, 1, 1,
                            dotAvx512,        axpyAvx512,        scaleAvx512};
 
 } // namespace llmc::cpu::detail

@@ -8,6 +8,7 @@
 // the FMA latency on both pipes), 16 flops per FMA instruction.
 #include "cpu/isa.h"
 #include "cpu/matmul.h"
+#include "cpu/simd_gemm.h"
 #include "kernels/common/half.h"
 
 #include <algorithm>
@@ -93,7 +94,9 @@ struct Shape {
   int64_t n, k;
 };
 
-double gemmGflops(ThreadPool &pool, Shape s, DType dtype, int64_t tokens, float beta) {
+// packed: the packed GEMM (IsaOps::packedGemm), split over row blocks as
+// matmul splits a prefill; else cpu::matmul, what the engine runs.
+double gemmGflops(ThreadPool &pool, Shape s, DType dtype, int64_t tokens, float beta, bool packed) {
   std::mt19937 rng(1);
   std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
   std::vector<uint16_t> half(s.n * s.k);
@@ -160,10 +163,13 @@ int main(int argc, char **argv) {
       continue;
     for (const Shape &s : shapes)
       for (DType dtype : {DType::F32, DType::F16, DType::BF16})
-        for (float beta : {0.0f, 1.0f}) {
-          const double gflops = gemmGflops(pool, s, dtype, tokens, beta);
-          std::printf("  gemm %-9s %-5s beta %.0f %7.1f GFLOP/s %5.1f%% of peak\n", s.name,
-                      llmc::dtypeName(dtype).data(), beta, gflops, 100 * gflops / peak);
+        for (bool packed : {false, true}) {
+          if (packed && llmc::cpu::detail::activeOps().packedGemm == nullptr)
+            continue;
+          const double gflops = gemmGflops(pool, s, dtype, tokens, 0.0f, packed);
+          std::printf("  %-6s %-9s %-5s %7.1f GFLOP/s %5.1f%% of peak\n",
+                      packed ? "packed" : "matmul", s.name, llmc::dtypeName(dtype).data(), gflops,
+                      100 * gflops / peak);
         }
   }
   return 0;

@@ -1,4 +1,4 @@
-// The packed prefill GEMM (cpu/simd_gemm.h) against a scalar reference that
+// The packed GEMM (cpu/simd_gemm.h, IsaOps::packedGemm) against a scalar reference that
 // sums in the order the GEMM promises (one f32 fma chain per output over k,
 // then bias, then the residual): equal bit for bit, on sizes that leave tails
 // in every direction (tokens per micro-tile, rows per panel and per packed
@@ -55,10 +55,24 @@ std::vector<float> referenceAll(const GemmData &d, GemmCase c, bool withBias, fl
   return y;
 }
 
-// Whether this ISA runs the packed GEMM for `tokens` tokens.
-bool packed(int64_t tokens) {
-  const detail::IsaOps &ops = detail::activeOps();
-  return ops.gemmMinTokens > 0 && tokens >= ops.gemmMinTokens;
+// Whether this ISA has a packed GEMM.
+bool packed() { return detail::activeOps().packedGemm != nullptr; }
+
+// y = x . W^T (+ bias) (+ y) by the packed GEMM, split as matmul splits a
+// prefill: row blocks over threads, the tokens in two spans.
+void packedMatmul(ThreadPool &pool, const float *x, int64_t tokens, const WeightMatrix &w,
+                  const float *bias, float beta, float *y) {
+  const detail::MatmulProblem p{x, tokens, w, bias, beta, y};
+  const int64_t blocks = (w.rows + detail::kGemmRowBlock - 1) / detail::kGemmRowBlock;
+  const int64_t half = (tokens / 2 + 5) / 6 * 6;
+  pool.parallelFor(2 * blocks, [&](int64_t begin, int64_t end) {
+    for (int64_t item = begin; item < end; ++item) {
+      const int64_t row = item / 2 * detail::kGemmRowBlock;
+      const int64_t t0 = item % 2 ? std::min(half, tokens) : 0,
+                    t1 = item % 2 ? tokens : std::min(half, tokens);
+      detail::activeOps().packedGemm(p, row, std::min(w.rows, row + detail::kGemmRowBlock), t0, t1);
+    }
+  });
 }
 
 // Token counts at or past the AVX2 GEMM threshold (32), with every remainder
@@ -76,7 +90,7 @@ TEST(PackedGemm, MatchesTheFmaChainReferenceBitForBit) {
   uint32_t seed = 100;
   for (Isa isa : test::supportedIsas()) {
     test::ScopedIsa scoped(isa);
-    if (!packed(64))
+    if (!packed())
       continue; // this ISA has no packed GEMM
     for (int threads : {1, 2}) {
       ThreadPool pool(threads);
@@ -87,8 +101,8 @@ TEST(PackedGemm, MatchesTheFmaChainReferenceBitForBit) {
             const float beta = form == 2 ? 1.0f : 0.0f;
             GemmData d = makeData(dtype, c, seed++);
             std::vector<float> y = d.y0;
-            matmul(pool, d.x.data(), c.tokens, d.w.matrix(c.n, c.k),
-                   withBias ? d.bias.data() : nullptr, beta, y.data());
+            packedMatmul(pool, d.x.data(), c.tokens, d.w.matrix(c.n, c.k),
+                         withBias ? d.bias.data() : nullptr, beta, y.data());
             test::Difference diff = test::maxAbsDiff(y, referenceAll(d, c, withBias, beta));
             ASSERT_EQ(diff.maxAbs, 0.0)
                 << diff.describe() << " " << isaName(isa) << " " << dtypeName(dtype) << " threads "
@@ -104,7 +118,7 @@ TEST(PackedGemm, ABlockWritesOnlyItsRowsAndTokensAndTheirValuesDoNotDependOnIt) 
   const float poison = std::numeric_limits<float>::quiet_NaN();
   for (Isa isa : test::supportedIsas()) {
     test::ScopedIsa scoped(isa);
-    if (!packed(c.tokens))
+    if (!packed())
       continue;
     for (DType dtype : test::kWeightDTypes) {
       GemmData d = makeData(dtype, c, 7);
@@ -116,7 +130,7 @@ TEST(PackedGemm, ABlockWritesOnlyItsRowsAndTokensAndTheirValuesDoNotDependOnIt) 
         std::vector<float> y(c.tokens * c.n, poison);
         const detail::MatmulProblem p{d.x.data(),    c.tokens, d.w.matrix(c.n, c.k),
                                       d.bias.data(), 0.0f,     y.data()};
-        detail::activeOps().matmulBlock(p, b[0], b[1], b[2], b[3]);
+        detail::activeOps().packedGemm(p, b[0], b[1], b[2], b[3]);
         for (int64_t t = 0; t < c.tokens; ++t)
           for (int64_t n = 0; n < c.n; ++n) {
             const float got = y[t * c.n + n];
@@ -137,22 +151,24 @@ TEST(PackedGemm, ANaNInATokenReachesOnlyThatTokensOutputs) {
   ThreadPool pool(2);
   for (Isa isa : test::supportedIsas()) {
     test::ScopedIsa scoped(isa);
+    if (!packed())
+      continue;
     GemmData d = makeData(DType::BF16, c, 9);
     d.x[5 * c.k + 270] = std::numeric_limits<float>::quiet_NaN(); // token 5, second depth block
     std::vector<float> y(c.tokens * c.n);
-    matmul(pool, d.x.data(), c.tokens, d.w.matrix(c.n, c.k), nullptr, 0.0f, y.data());
+    packedMatmul(pool, d.x.data(), c.tokens, d.w.matrix(c.n, c.k), nullptr, 0.0f, y.data());
     for (int64_t t = 0; t < c.tokens; ++t)
       for (int64_t n = 0; n < c.n; ++n)
         ASSERT_EQ(std::isnan(y[t * c.n + n]), t == 5) << isaName(isa) << " t=" << t << " n=" << n;
   }
 }
 
-TEST(PackedGemm, TokenCountsAroundTheGemmThresholdMatchTheDoubleReference) {
+TEST(PackedGemm, TokenCountsAroundTheTokenSplitMatchTheDoubleReference) {
   ThreadPool pool(2);
   const int64_t n = 70, k = 333;
   for (Isa isa : test::supportedIsas()) {
     test::ScopedIsa scoped(isa);
-    const int64_t threshold = std::max<int64_t>(detail::activeOps().gemmMinTokens, 2);
+    const int64_t threshold = std::max<int64_t>(detail::activeOps().splitMinTokens, 2);
     for (DType dtype : test::kWeightDTypes)
       for (int64_t tokens = threshold - 1; tokens <= threshold + 1; ++tokens) {
         GemmData d = makeData(dtype, {tokens, n, k}, static_cast<uint32_t>(tokens));
@@ -173,9 +189,9 @@ TEST(PackedGemm, TokenCountsAroundTheGemmThresholdMatchTheDoubleReference) {
   }
 }
 
-// The fused SwiGLU GEMM runs the packed GEMM on 64-row slices of the matrix;
-// its outputs must still equal the whole-matrix GEMM's (fused_test covers
-// the GEMV token counts).
+// matmul splits a prefill over rows and tokens; the fused SwiGLU GEMM runs
+// 64-row slices; the outputs must still be equal bit for bit (fused_test
+// covers the decode token counts).
 TEST(PackedGemm, FusedSwigluOnPrefillEqualsMatmulThenSwiglu) {
   ThreadPool pool(2);
   std::mt19937 rng(21);
@@ -192,6 +208,30 @@ TEST(PackedGemm, FusedSwigluOnPrefillEqualsMatmulThenSwiglu) {
       test::Difference diff = test::maxAbsDiff(got, expected);
       ASSERT_EQ(diff.maxAbs, 0.0) << diff.describe() << " " << isaName(isa) << " "
                                   << dtypeName(dtype);
+    }
+  }
+}
+
+// A token's outputs do not depend on how many tokens share the call (a prompt
+// prefilled whole equals one prefilled after a cached prefix, or in chunks).
+TEST(PackedGemm, MatmulGivesEveryTokenTheSameBitsWhateverTheTokenCount) {
+  ThreadPool pool(2);
+  const int64_t n = 140, k = 300, tokens = 45;
+  for (Isa isa : test::supportedIsas()) {
+    test::ScopedIsa scoped(isa);
+    for (DType dtype : test::kWeightDTypes) {
+      GemmData d = makeData(dtype, {tokens, n, k}, 5);
+      std::vector<float> whole(tokens * n);
+      matmul(pool, d.x.data(), tokens, d.w.matrix(n, k), d.bias.data(), 0.0f, whole.data());
+      for (int64_t chunk : {1, 2, 5, 8, 33}) {
+        std::vector<float> parts(tokens * n);
+        for (int64_t t = 0; t < tokens; t += chunk)
+          matmul(pool, d.x.data() + t * k, std::min(chunk, tokens - t), d.w.matrix(n, k),
+                 d.bias.data(), 0.0f, parts.data() + t * n);
+        test::Difference diff = test::maxAbsDiff(parts, whole);
+        ASSERT_EQ(diff.maxAbs, 0.0) << diff.describe() << " " << isaName(isa) << " "
+                                    << dtypeName(dtype) << " chunks of " << chunk;
+      }
     }
   }
 }
