@@ -4,6 +4,7 @@
 
 #include "cli_common.h"
 #include "engine/engine.h"
+#include "support/thread_pool.h"
 
 #include <CLI/CLI.hpp>
 
@@ -12,6 +13,19 @@
 #include <string>
 
 namespace llmc {
+
+// More threads than cores only make them wait for each other at every step:
+// --threads is capped to the cores this process may run on, with a warning.
+inline std::string capThreadsToCores(const std::string &value) {
+  const int cores = availableCores();
+  if (std::stoll(value) <= cores)
+    return value;
+  std::fprintf(stderr,
+               "warning: --threads %s is more than the %d cores this process may run on; "
+               "using %d\n",
+               value.c_str(), cores, cores);
+  return std::to_string(cores);
+}
 
 struct EngineFlags {
   int threads = 0;
@@ -23,7 +37,8 @@ struct EngineFlags {
 
   void add(CLI::App &command) {
     command.add_option("-t,--threads", threads, "CPU threads (default: all cores)")
-        ->check(CLI::Range(0, 4096));
+        ->check(CLI::Range(0, 4096))
+        ->transform(capThreadsToCores);
     command.add_flag("--no-verify", noVerify,
                      "Skip the weight checksum at load (large plans load faster)");
     command.add_option("--device", device, "auto (a GPU when one can run the plan, else the CPU), "

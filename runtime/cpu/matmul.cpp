@@ -2,7 +2,45 @@
 
 #include "cpu/simd.h"
 
+#include <algorithm>
+
 namespace llmc::cpu {
+namespace {
+
+// Decode: chunks of whole 4-row tiles, and at least ~64 KiB of weights each
+// so that small layers do not pay for waking the pool.
+void matmulDecode(ThreadPool &pool, const detail::MatmulProblem &problem,
+                  const detail::IsaOps &ops) {
+  const WeightMatrix &w = problem.w;
+  const int64_t rowBytes = w.cols * static_cast<int64_t>(dtypeSize(w.dtype));
+  int64_t grain = (64 * 1024 / (rowBytes * problem.tokens) + 3) / 4 * 4;
+  pool.parallelFor(
+      w.rows, [&](int64_t begin, int64_t end) { ops.matmulRows(problem, begin, end); },
+      grain < 4 ? 4 : grain);
+}
+
+// Prefill: items of one block of rows by a span of whole token tiles. The
+// tokens are split only when there are too few row blocks for every thread
+// to take several.
+void matmulPrefill(ThreadPool &pool, const detail::MatmulProblem &problem,
+                   const detail::IsaOps &ops) {
+  const int64_t rowBlocks = (problem.w.rows + ops.splitRowBlock - 1) / ops.splitRowBlock;
+  const int64_t tileCount = (problem.tokens + ops.splitTokenTile - 1) / ops.splitTokenTile;
+  const int64_t wanted = 3 * static_cast<int64_t>(pool.numThreads());
+  int64_t spans = 1;
+  while (rowBlocks * spans < wanted && tileCount / (2 * spans) >= 8)
+    spans *= 2;
+  const int64_t spanTokens = (tileCount + spans - 1) / spans * ops.splitTokenTile;
+  pool.parallelFor(rowBlocks * spans, [&](int64_t begin, int64_t end) {
+    for (int64_t item = begin; item < end; ++item) {
+      const int64_t row = item / spans * ops.splitRowBlock, token = item % spans * spanTokens;
+      ops.matmulBlock(problem, row, std::min(problem.w.rows, row + ops.splitRowBlock), token,
+                      std::min(problem.tokens, token + spanTokens));
+    }
+  });
+}
+
+} // namespace
 
 void matmul(ThreadPool &pool, const float *x, int64_t tokens, const WeightMatrix &w,
             const float *bias, float beta, float *y) {
@@ -10,13 +48,10 @@ void matmul(ThreadPool &pool, const float *x, int64_t tokens, const WeightMatrix
     return;
   const detail::MatmulProblem problem{x, tokens, w, bias, beta, y};
   const detail::IsaOps &ops = detail::activeOps();
-  // Chunks of whole 4-row tiles, and at least ~64 KiB of weights each so
-  // that small layers do not pay for waking the pool.
-  const int64_t rowBytes = w.cols * static_cast<int64_t>(dtypeSize(w.dtype));
-  int64_t grain = (64 * 1024 / (rowBytes * tokens) + 3) / 4 * 4;
-  pool.parallelFor(
-      w.rows, [&](int64_t begin, int64_t end) { ops.matmulRows(problem, begin, end); },
-      grain < 4 ? 4 : grain);
+  if (ops.splitMinTokens > 0 && tokens >= ops.splitMinTokens)
+    matmulPrefill(pool, problem, ops);
+  else
+    matmulDecode(pool, problem, ops);
 }
 
 } // namespace llmc::cpu

@@ -35,6 +35,23 @@ inline int64_t rowsPerL2Block(int64_t rowBytes, int64_t rowTile) {
 struct IsaOps {
   // Computes y rows [rowBegin, rowEnd) for every token.
   void (*matmulRows)(const MatmulProblem &p, int64_t rowBegin, int64_t rowEnd);
+  // Computes y[tokenBegin .. tokenEnd, rowBegin .. rowEnd). Every output has
+  // the value matmulRows gives it, whatever the ranges (threads may split a
+  // GEMM over both tokens and rows).
+  void (*matmulBlock)(const MatmulProblem &p, int64_t rowBegin, int64_t rowEnd, int64_t tokenBegin,
+                      int64_t tokenEnd);
+  // The packed GEMM (simd_gemm.h) on the same block, or null. Not what
+  // matmul runs: it sums each output in another order than the tiles of
+  // matmulRows (one fma chain over k), so a prompt prefilled whole and the
+  // same prompt after a cached prefix would differ in the last bits. For
+  // bench_gemm and its tests until the decode paths share its order.
+  void (*packedGemm)(const MatmulProblem &p, int64_t rowBegin, int64_t rowEnd, int64_t tokenBegin,
+                     int64_t tokenEnd);
+  // From this many tokens on, matmul splits a problem over tokens too, in
+  // whole splitTokenTile tiles and splitRowBlock blocks. 0: never.
+  int64_t splitMinTokens;
+  int64_t splitTokenTile;
+  int64_t splitRowBlock;
   float (*dot)(const float *a, const float *b, int64_t n);
   void (*axpy)(float a, const float *x, float *y, int64_t n); // y += a * x
   void (*scale)(float a, float *y, int64_t n);                // y *= a

@@ -110,6 +110,16 @@ LLMC_AVX512 void matmulRowsAvx512(const MatmulProblem &p, int64_t rowBegin, int6
   }
 }
 
+// The GEMV tiles compute every token; a token range is a problem of its own.
+void matmulBlockAvx512(const MatmulProblem &p, int64_t rowBegin, int64_t rowEnd, int64_t tokenBegin,
+                       int64_t tokenEnd) {
+  MatmulProblem part = p;
+  part.x = p.x + tokenBegin * p.w.cols;
+  part.tokens = tokenEnd - tokenBegin;
+  part.y = p.y + tokenBegin * p.w.rows;
+  matmulRowsAvx512(part, rowBegin, rowEnd);
+}
+
 LLMC_AVX512 inline __mmask16 tailMask(int64_t remaining) {
   return remaining >= 16 ? static_cast<__mmask16>(0xffff)
                          : static_cast<__mmask16>((1u << remaining) - 1);
@@ -149,7 +159,8 @@ LLMC_AVX512 void scaleAvx512(float a, float *y, int64_t n) {
 
 } // namespace
 
-const IsaOps kAvx512Ops = {matmulRowsAvx512, dotAvx512, axpyAvx512, scaleAvx512};
+const IsaOps kAvx512Ops = {matmulRowsAvx512, matmulBlockAvx512, nullptr,    0, 1, 1,
+                           dotAvx512,        axpyAvx512,        scaleAvx512};
 
 } // namespace llmc::cpu::detail
 

@@ -29,21 +29,27 @@ void scaleScalar(float a, float *y, int64_t n) {
 }
 
 // Converts each weight row to f32 once, then dots it with every token.
-void matmulRowsScalar(const MatmulProblem &p, int64_t rowBegin, int64_t rowEnd) {
+void matmulBlockScalar(const MatmulProblem &p, int64_t rowBegin, int64_t rowEnd, int64_t tokenBegin,
+                       int64_t tokenEnd) {
   const int64_t k = p.w.cols;
   thread_local std::vector<float> row;
   if (static_cast<int64_t>(row.size()) < k)
     row.resize(k);
   for (int64_t n = rowBegin; n < rowEnd; ++n) {
     weightsToF32(p.w.data, p.w.dtype, n * k, k, row.data());
-    for (int64_t t = 0; t < p.tokens; ++t)
+    for (int64_t t = tokenBegin; t < tokenEnd; ++t)
       storeOutput(p, t, n, dotScalar(p.x + t * k, row.data(), k));
   }
 }
 
+void matmulRowsScalar(const MatmulProblem &p, int64_t rowBegin, int64_t rowEnd) {
+  matmulBlockScalar(p, rowBegin, rowEnd, 0, p.tokens);
+}
+
 } // namespace
 
-const IsaOps kScalarOps = {matmulRowsScalar, dotScalar, axpyScalar, scaleScalar};
+const IsaOps kScalarOps = {matmulRowsScalar, matmulBlockScalar, nullptr,    0, 1, 1,
+                           dotScalar,        axpyScalar,        scaleScalar};
 
 const IsaOps &activeOps() {
   switch (activeIsa()) {

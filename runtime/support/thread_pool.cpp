@@ -2,6 +2,10 @@
 
 #include <algorithm>
 
+#if defined(__linux__)
+#include <sched.h>
+#endif
+
 namespace llmc {
 namespace {
 
@@ -33,9 +37,18 @@ template <typename Pred> bool spinUntil(const Pred &pred) {
 
 } // namespace
 
+int availableCores() {
+#if defined(__linux__)
+  cpu_set_t mask;
+  if (sched_getaffinity(0, sizeof(mask), &mask) == 0)
+    return std::max(1, CPU_COUNT(&mask));
+#endif
+  return static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+}
+
 ThreadPool::ThreadPool(int numThreads) {
   if (numThreads <= 0)
-    numThreads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+    numThreads = availableCores();
   workers_.reserve(numThreads - 1);
   for (int i = 1; i < numThreads; ++i)
     workers_.emplace_back([this] { workerLoop(); });
@@ -61,19 +74,21 @@ void ThreadPool::runChunks() {
 
 void ThreadPool::workerLoop() {
   uint64_t seen = 0;
-  auto hasWork = [&] {
-    return generation_.load(std::memory_order_acquire) != seen || stop_.load();
-  };
+  auto hasWork = [&] { return generation_.load() != seen || stop_.load(); };
   for (;;) {
     if (!spinUntil(hasWork)) {
+      // Counted before the last look at generation_ (both seq_cst): a caller
+      // that bumps it afterwards sees this sleeper and notifies.
+      sleepers_.fetch_add(1);
       std::unique_lock<std::mutex> lock(mutex_);
       wake_.wait(lock, hasWork);
+      sleepers_.fetch_sub(1);
     }
     if (stop_.load())
       return;
     seen = generation_.load(std::memory_order_acquire);
     runChunks();
-    if (workersBusy_.fetch_sub(1, std::memory_order_acq_rel) == 1) {
+    if (workersBusy_.fetch_sub(1) == 1 && callerSleeping_.load()) {
       std::lock_guard<std::mutex> lock(mutex_);
       done_.notify_one();
     }
@@ -99,16 +114,20 @@ void ThreadPool::run(int64_t n, int64_t grain, ChunkFn chunkFn, const void *fn) 
   jobChunks_ = (n + jobChunk_ - 1) / jobChunk_;
   nextChunk_.store(0, std::memory_order_relaxed);
   workersBusy_.store(static_cast<int>(workers_.size()), std::memory_order_relaxed);
-  {
-    std::lock_guard<std::mutex> lock(mutex_);
-    generation_.fetch_add(1, std::memory_order_release);
+  // Spinning workers see the new generation without a system call; the lock
+  // and the notify are only for those asleep.
+  generation_.fetch_add(1);
+  if (sleepers_.load() > 0) {
+    { std::lock_guard<std::mutex> lock(mutex_); }
+    wake_.notify_all();
   }
-  wake_.notify_all();
   runChunks();
-  auto allDone = [&] { return workersBusy_.load(std::memory_order_acquire) == 0; };
+  auto allDone = [&] { return workersBusy_.load() == 0; };
   if (!spinUntil(allDone)) {
+    callerSleeping_.store(true);
     std::unique_lock<std::mutex> lock(mutex_);
     done_.wait(lock, allDone);
+    callerSleeping_.store(false);
   }
 }
 

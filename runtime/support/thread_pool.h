@@ -15,10 +15,14 @@
 
 namespace llmc {
 
+// The cores this process may run on (its sched_getaffinity mask; a container
+// or `taskset` limits it below the machine's count), at least 1.
+int availableCores();
+
 class ThreadPool {
 public:
   // `numThreads` counts the calling thread, so 1 runs everything inline;
-  // 0 means std::thread::hardware_concurrency().
+  // 0 means availableCores().
   explicit ThreadPool(int numThreads = 0);
   ~ThreadPool();
   ThreadPool(const ThreadPool &) = delete;
@@ -57,6 +61,8 @@ private:
   std::atomic<int> workersBusy_{0};
 
   std::atomic<uint64_t> generation_{0};
+  std::atomic<int> sleepers_{0};            // workers blocked on wake_
+  std::atomic<bool> callerSleeping_{false}; // the caller blocked on done_
   std::atomic<bool> stop_{false};
   std::mutex mutex_;
   std::condition_variable wake_; // workers wait for a new generation

@@ -53,6 +53,12 @@ grep -q "from the plan's generation_config: temperature 0.7" "$WORK/v.err" || fa
   --top-k 5 --top-p 0.9 --min-p 0.05 --frequency-penalty 0.5 --presence-penalty 0.5 \
   --min-tokens 2 --ignore-eos -q >/dev/null || fail "llama.cpp flags"
 
+# --threads past the cores this process may run on is capped, with a warning.
+CORES="$(python3 -c 'import os; print(len(os.sched_getaffinity(0)))')"
+"$LLMRUN" "$P" -p "Hi" -n 1 -t $((CORES + 3)) -q >/dev/null 2>"$WORK/t.err" || fail "-t past the cores"
+grep -q "warning: --threads $((CORES + 3)) is more than the $CORES cores this process may run on; using $CORES" \
+  "$WORK/t.err" || fail "threads warning: $(cat "$WORK/t.err")"
+
 # Unknown flags: the nearest known one, errors in the order given.
 set +e
 "$LLMRUN" "$P" -p hi --temprature 0.8 --bogus 2>"$WORK/u.err" >"$WORK/u.out"; rc=$?

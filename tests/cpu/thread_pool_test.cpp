@@ -43,6 +43,29 @@ TEST(ThreadPool, CoversEveryIndexOnce) {
 TEST(ThreadPool, DefaultUsesTheHardware) {
   ThreadPool pool;
   EXPECT_GE(pool.numThreads(), 1);
+  EXPECT_EQ(pool.numThreads(), availableCores());
+  EXPECT_LE(availableCores(), static_cast<int>(std::max(1u, std::thread::hardware_concurrency())));
+}
+
+// Gaps longer than the spin put the workers (and, with a slow chunk, the
+// caller) to sleep: every call must still wake them and return, whether
+// they sleep or spin when it starts.
+TEST(ThreadPool, CallsAfterTheWorkersSleptAndWhileTheyFallAsleep) {
+  ThreadPool pool(3);
+  for (int call = 0; call < 40; ++call) {
+    std::this_thread::sleep_for(std::chrono::microseconds(call % 2 ? 3000 : 50 * call));
+    std::atomic<int64_t> sum{0};
+    pool.parallelFor(
+        64,
+        [&](int64_t begin, int64_t end) {
+          if (begin == 0 && call % 5 == 0) // the others finish long before
+            std::this_thread::sleep_for(std::chrono::milliseconds(2));
+          for (int64_t i = begin; i < end; ++i)
+            sum.fetch_add(i);
+        },
+        4);
+    ASSERT_EQ(sum.load(), 64 * 63 / 2) << "call " << call;
+  }
 }
 
 TEST(ThreadPool, UsesSeveralThreadsForLargeJobs) {

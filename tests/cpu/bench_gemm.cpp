@@ -1,0 +1,176 @@
+// Microbenchmark (not a test): prefill GEMM GFLOP/s against the machine's
+// FMA peak, and the thread pool's cost per parallelFor.
+// Usage: bench_gemm [max threads, default 2] [tokens, default 512] [--pool]
+// (--pool: only the FMA peak and the thread pool)
+//
+// The FMA peak is measured, not taken from a data sheet: each thread runs
+// independent chains of 8-lane f32 FMAs on registers (enough chains to cover
+// the FMA latency on both pipes), 16 flops per FMA instruction.
+#include "cpu/isa.h"
+#include "cpu/matmul.h"
+#include "cpu/simd_gemm.h"
+#include "kernels/common/half.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <random>
+#include <string>
+#include <thread>
+#include <vector>
+
+#if defined(__x86_64__)
+#include <immintrin.h>
+#endif
+
+namespace {
+
+using llmc::DType;
+using llmc::ThreadPool;
+using Clock = std::chrono::steady_clock;
+
+double seconds(Clock::time_point since) {
+  return std::chrono::duration<double>(Clock::now() - since).count();
+}
+
+// Best rate of 5 trials of at least 0.2 s: `work` units per call of fn. The
+// machine is shared; the best trial is the least disturbed one.
+template <typename Fn> double bestRate(double work, const Fn &fn) {
+  fn(); // warm up
+  double best = 0;
+  for (int trial = 0; trial < 5; ++trial) {
+    int iterations = 0;
+    auto start = Clock::now();
+    do {
+      fn();
+      ++iterations;
+    } while (seconds(start) < 0.2);
+    best = std::max(best, work * iterations / seconds(start));
+  }
+  return best;
+}
+
+volatile float gSink;
+
+#if defined(__x86_64__)
+// 12 chains x 8 lanes x 2 flops per iteration step.
+__attribute__((target("avx2,fma"))) void fmaChains(int64_t steps) {
+  __m256 acc[12];
+  for (int i = 0; i < 12; ++i)
+    acc[i] = _mm256_set1_ps(static_cast<float>(i));
+  const __m256 a = _mm256_set1_ps(0.999f), b = _mm256_set1_ps(1e-4f);
+  for (int64_t s = 0; s < steps; ++s)
+#pragma GCC unroll 12
+    for (int i = 0; i < 12; ++i)
+      acc[i] = _mm256_fmadd_ps(acc[i], a, b);
+  __m256 sum = acc[0];
+  for (int i = 1; i < 12; ++i)
+    sum = _mm256_add_ps(sum, acc[i]);
+  gSink = _mm256_cvtss_f32(sum);
+}
+constexpr double kFlopsPerStep = 12 * 8 * 2;
+#else
+void fmaChains(int64_t steps) {
+  float acc = 1;
+  for (int64_t s = 0; s < steps; ++s)
+    acc = acc * 0.999f + 1e-4f;
+  gSink = acc;
+}
+constexpr double kFlopsPerStep = 2;
+#endif
+
+double fmaPeakGflops(ThreadPool &pool) {
+  constexpr int64_t kSteps = 1 << 22;
+  const int threads = pool.numThreads();
+  return bestRate(
+             kFlopsPerStep * kSteps * threads,
+             [&] { pool.parallelFor(threads, [&](int64_t, int64_t) { fmaChains(kSteps); }); }) /
+         1e9;
+}
+
+struct Shape {
+  const char *name;
+  int64_t n, k;
+};
+
+// packed: the packed GEMM (IsaOps::packedGemm), split over row blocks as
+// matmul splits a prefill; else cpu::matmul, what the engine runs.
+double gemmGflops(ThreadPool &pool, Shape s, DType dtype, int64_t tokens, float beta, bool packed) {
+  std::mt19937 rng(1);
+  std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
+  std::vector<uint16_t> half(s.n * s.k);
+  std::vector<float> full(s.n * s.k), x(tokens * s.k), y(tokens * s.n);
+  for (int64_t i = 0; i < s.n * s.k; ++i) {
+    full[i] = dist(rng) * 0.02f;
+    half[i] = dtype == DType::F16 ? llmc::hd::f32ToF16(full[i]) : llmc::hd::f32ToBf16(full[i]);
+  }
+  for (float &v : x)
+    v = dist(rng);
+  llmc::cpu::WeightMatrix w{dtype == DType::F32 ? static_cast<const void *>(full.data())
+                                                : static_cast<const void *>(half.data()),
+                            dtype, s.n, s.k};
+  const double flops = 2.0 * tokens * s.n * s.k;
+  return bestRate(flops,
+                  [&] { llmc::cpu::matmul(pool, x.data(), tokens, w, nullptr, beta, y.data()); }) /
+         1e9;
+}
+
+// Microseconds per parallelFor of `threads` one-element chunks doing nothing:
+// the wake-up of the workers and the barrier at the end.
+double dispatchMicros(ThreadPool &pool) {
+  const int64_t n = pool.numThreads();
+  return 1e6 / bestRate(1.0, [&] { pool.parallelFor(n, [](int64_t, int64_t) {}); });
+}
+
+// Median microseconds of a parallelFor as above issued 2 ms after the last:
+// the workers have stopped spinning and sleep, so this is a wake-up from
+// the kernel plus the barrier.
+double dispatchAfterSleepMicros(ThreadPool &pool) {
+  const int64_t n = pool.numThreads();
+  std::vector<double> micros;
+  for (int i = 0; i < 101; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+    auto start = Clock::now();
+    pool.parallelFor(n, [](int64_t, int64_t) {});
+    micros.push_back(1e6 * seconds(start));
+  }
+  std::nth_element(micros.begin(), micros.begin() + 50, micros.end());
+  return micros[50];
+}
+
+} // namespace
+
+int main(int argc, char **argv) {
+  const int maxThreads = argc > 1 ? std::atoi(argv[1]) : 2;
+  const int64_t tokens = argc > 2 ? std::atoll(argv[2]) : 512;
+  const bool poolOnly = argc > 3 && std::string(argv[3]) == "--pool";
+  if (maxThreads < 1 || tokens < 1) {
+    std::fprintf(stderr, "error: usage: bench_gemm [max threads >= 1] [tokens >= 1]\n");
+    return 1;
+  }
+  std::printf("isa: %s, tokens: %lld\n", llmc::cpu::isaName(llmc::cpu::activeIsa()),
+              static_cast<long long>(tokens));
+  // The 110M Llama's projections: q/k/v/o, the fused gate+up, down.
+  const Shape shapes[] = {{"768x768", 768, 768}, {"4096x768", 4096, 768}, {"768x2048", 768, 2048}};
+  for (int t = 1; t <= maxThreads; ++t) {
+    ThreadPool pool(t);
+    const double peak = fmaPeakGflops(pool);
+    std::printf("threads %d: FMA peak %.1f GFLOP/s, parallelFor %.2f us back to back, "
+                "%.1f us after 2 ms idle\n",
+                t, peak, dispatchMicros(pool), dispatchAfterSleepMicros(pool));
+    if (poolOnly)
+      continue;
+    for (const Shape &s : shapes)
+      for (DType dtype : {DType::F32, DType::F16, DType::BF16})
+        for (bool packed : {false, true}) {
+          if (packed && llmc::cpu::detail::activeOps().packedGemm == nullptr)
+            continue;
+          const double gflops = gemmGflops(pool, s, dtype, tokens, 0.0f, packed);
+          std::printf("  %-6s %-9s %-5s %7.1f GFLOP/s %5.1f%% of peak\n",
+                      packed ? "packed" : "matmul", s.name, llmc::dtypeName(dtype).data(), gflops,
+                      100 * gflops / peak);
+        }
+  }
+  return 0;
+}

@@ -1,0 +1,240 @@
+// The packed GEMM (cpu/simd_gemm.h, IsaOps::packedGemm) against a scalar reference that
+// sums in the order the GEMM promises (one f32 fma chain per output over k,
+// then bias, then the residual): equal bit for bit, on sizes that leave tails
+// in every direction (tokens per micro-tile, rows per panel and per packed
+// block, columns per 8-wide packing step and per depth block), for every
+// weight dtype, with 1 and 2 threads, and on any block of rows and tokens.
+#include "../common/compare.h"
+#include "cpu/fused.h"
+#include "cpu/kernels.h"
+#include "cpu/matmul.h"
+#include "cpu/simd.h"
+#include "cpu/simd_gemm.h"
+#include "test_util.h"
+
+#include <cmath>
+#include <limits>
+
+namespace llmc::cpu {
+namespace {
+
+struct GemmCase {
+  int64_t tokens, n, k;
+};
+
+struct GemmData {
+  test::TestWeights w;
+  std::vector<float> x, bias, y0;
+};
+
+GemmData makeData(DType dtype, GemmCase c, uint32_t seed) {
+  std::mt19937 rng(seed);
+  GemmData d{test::makeWeights(rng, dtype, c.n * c.k), {}, {}, {}};
+  d.x = test::randomFloats(rng, c.tokens * c.k);
+  d.bias = test::randomFloats(rng, c.n);
+  d.y0 = test::randomFloats(rng, c.tokens * c.n);
+  return d;
+}
+
+// y[t, n] as the GEMM computes it.
+float reference(const GemmData &d, GemmCase c, int64_t t, int64_t n, bool withBias, float beta) {
+  float acc = 0.0f;
+  for (int64_t k = 0; k < c.k; ++k)
+    acc = std::fma(d.x[t * c.k + k], d.w.values[n * c.k + k], acc);
+  if (beta == 0.0f && !withBias)
+    return acc;
+  float value = acc + (withBias ? d.bias[n] : 0.0f);
+  return beta != 0.0f ? d.y0[t * c.n + n] + value : value;
+}
+
+std::vector<float> referenceAll(const GemmData &d, GemmCase c, bool withBias, float beta) {
+  std::vector<float> y(c.tokens * c.n);
+  for (int64_t t = 0; t < c.tokens; ++t)
+    for (int64_t n = 0; n < c.n; ++n)
+      y[t * c.n + n] = reference(d, c, t, n, withBias, beta);
+  return y;
+}
+
+// Whether this ISA has a packed GEMM.
+bool packed() { return detail::activeOps().packedGemm != nullptr; }
+
+// y = x . W^T (+ bias) (+ y) by the packed GEMM, split as matmul splits a
+// prefill: row blocks over threads, the tokens in two spans.
+void packedMatmul(ThreadPool &pool, const float *x, int64_t tokens, const WeightMatrix &w,
+                  const float *bias, float beta, float *y) {
+  const detail::MatmulProblem p{x, tokens, w, bias, beta, y};
+  const int64_t blocks = (w.rows + detail::kGemmRowBlock - 1) / detail::kGemmRowBlock;
+  const int64_t half = (tokens / 2 + 5) / 6 * 6;
+  pool.parallelFor(2 * blocks, [&](int64_t begin, int64_t end) {
+    for (int64_t item = begin; item < end; ++item) {
+      const int64_t row = item / 2 * detail::kGemmRowBlock;
+      const int64_t t0 = item % 2 ? std::min(half, tokens) : 0,
+                    t1 = item % 2 ? tokens : std::min(half, tokens);
+      detail::activeOps().packedGemm(p, row, std::min(w.rows, row + detail::kGemmRowBlock), t0, t1);
+    }
+  });
+}
+
+// Token counts at or past the AVX2 GEMM threshold (32), with every remainder
+// of the 6-token micro-tile.
+const GemmCase kCases[] = {
+    {36, 16, 8},    // whole micro-tiles, one panel, one packing step
+    {38, 17, 9},    // a 2-token tile, a 1-row panel, a 1-column packing tail
+    {41, 130, 257}, // a 5-token tile, a second 2-row block, a 1-column second depth block
+    {37, 300, 600}, // a 1-token tile, 3 row blocks, 3 depth blocks
+    {39, 5, 1},     // a 3-token tile, K = 1: only the packing tail
+    {40, 1, 300},   // a 4-token tile, N = 1
+};
+
+TEST(PackedGemm, MatchesTheFmaChainReferenceBitForBit) {
+  uint32_t seed = 100;
+  for (Isa isa : test::supportedIsas()) {
+    test::ScopedIsa scoped(isa);
+    if (!packed())
+      continue; // this ISA has no packed GEMM
+    for (int threads : {1, 2}) {
+      ThreadPool pool(threads);
+      for (DType dtype : test::kWeightDTypes)
+        for (const GemmCase &c : kCases)
+          for (int form = 0; form < 3; ++form) {
+            const bool withBias = form > 0;
+            const float beta = form == 2 ? 1.0f : 0.0f;
+            GemmData d = makeData(dtype, c, seed++);
+            std::vector<float> y = d.y0;
+            packedMatmul(pool, d.x.data(), c.tokens, d.w.matrix(c.n, c.k),
+                         withBias ? d.bias.data() : nullptr, beta, y.data());
+            test::Difference diff = test::maxAbsDiff(y, referenceAll(d, c, withBias, beta));
+            ASSERT_EQ(diff.maxAbs, 0.0)
+                << diff.describe() << " " << isaName(isa) << " " << dtypeName(dtype) << " threads "
+                << threads << " T=" << c.tokens << " N=" << c.n << " K=" << c.k << " bias "
+                << withBias << " beta " << beta;
+          }
+    }
+  }
+}
+
+TEST(PackedGemm, ABlockWritesOnlyItsRowsAndTokensAndTheirValuesDoNotDependOnIt) {
+  const GemmCase c{47, 150, 270};
+  const float poison = std::numeric_limits<float>::quiet_NaN();
+  for (Isa isa : test::supportedIsas()) {
+    test::ScopedIsa scoped(isa);
+    if (!packed())
+      continue;
+    for (DType dtype : test::kWeightDTypes) {
+      GemmData d = makeData(dtype, c, 7);
+      const std::vector<float> expected = referenceAll(d, c, true, 0.0f);
+      // Blocks that start and end inside micro-tiles, panels and packed blocks.
+      const int64_t blocks[][4] = {
+          {0, 150, 0, 47}, {3, 131, 5, 18}, {129, 150, 0, 1}, {17, 18, 46, 47}};
+      for (const auto &b : blocks) {
+        std::vector<float> y(c.tokens * c.n, poison);
+        const detail::MatmulProblem p{d.x.data(),    c.tokens, d.w.matrix(c.n, c.k),
+                                      d.bias.data(), 0.0f,     y.data()};
+        detail::activeOps().packedGemm(p, b[0], b[1], b[2], b[3]);
+        for (int64_t t = 0; t < c.tokens; ++t)
+          for (int64_t n = 0; n < c.n; ++n) {
+            const float got = y[t * c.n + n];
+            if (n >= b[0] && n < b[1] && t >= b[2] && t < b[3])
+              ASSERT_EQ(got, expected[t * c.n + n])
+                  << dtypeName(dtype) << " block " << b[0] << ".." << b[1] << " x " << b[2] << ".."
+                  << b[3] << " t=" << t << " n=" << n;
+            else
+              ASSERT_TRUE(std::isnan(got)) << "wrote outside the block at t=" << t << " n=" << n;
+          }
+      }
+    }
+  }
+}
+
+TEST(PackedGemm, ANaNInATokenReachesOnlyThatTokensOutputs) {
+  const GemmCase c{40, 40, 300};
+  ThreadPool pool(2);
+  for (Isa isa : test::supportedIsas()) {
+    test::ScopedIsa scoped(isa);
+    if (!packed())
+      continue;
+    GemmData d = makeData(DType::BF16, c, 9);
+    d.x[5 * c.k + 270] = std::numeric_limits<float>::quiet_NaN(); // token 5, second depth block
+    std::vector<float> y(c.tokens * c.n);
+    packedMatmul(pool, d.x.data(), c.tokens, d.w.matrix(c.n, c.k), nullptr, 0.0f, y.data());
+    for (int64_t t = 0; t < c.tokens; ++t)
+      for (int64_t n = 0; n < c.n; ++n)
+        ASSERT_EQ(std::isnan(y[t * c.n + n]), t == 5) << isaName(isa) << " t=" << t << " n=" << n;
+  }
+}
+
+TEST(PackedGemm, TokenCountsAroundTheTokenSplitMatchTheDoubleReference) {
+  ThreadPool pool(2);
+  const int64_t n = 70, k = 333;
+  for (Isa isa : test::supportedIsas()) {
+    test::ScopedIsa scoped(isa);
+    const int64_t threshold = std::max<int64_t>(detail::activeOps().splitMinTokens, 2);
+    for (DType dtype : test::kWeightDTypes)
+      for (int64_t tokens = threshold - 1; tokens <= threshold + 1; ++tokens) {
+        GemmData d = makeData(dtype, {tokens, n, k}, static_cast<uint32_t>(tokens));
+        std::vector<float> y = d.y0;
+        matmul(pool, d.x.data(), tokens, d.w.matrix(n, k), d.bias.data(), 1.0f, y.data());
+        for (int64_t t = 0; t < tokens; ++t)
+          for (int64_t r = 0; r < n; ++r) {
+            double expected = d.bias[r] + static_cast<double>(d.y0[t * n + r]), magnitude = 0;
+            for (int64_t i = 0; i < k; ++i) {
+              const double term = static_cast<double>(d.x[t * k + i]) * d.w.values[r * k + i];
+              expected += term;
+              magnitude += std::fabs(term);
+            }
+            ASSERT_NEAR(y[t * n + r], expected, 1e-5 * (magnitude + 1))
+                << isaName(isa) << " " << dtypeName(dtype) << " T=" << tokens;
+          }
+      }
+  }
+}
+
+// matmul splits a prefill over rows and tokens; the fused SwiGLU GEMM runs
+// 64-row slices; the outputs must still be equal bit for bit (fused_test
+// covers the decode token counts).
+TEST(PackedGemm, FusedSwigluOnPrefillEqualsMatmulThenSwiglu) {
+  ThreadPool pool(2);
+  std::mt19937 rng(21);
+  const int64_t tokens = 45, k = 300, inter = 150;
+  for (Isa isa : test::supportedIsas()) {
+    test::ScopedIsa scoped(isa);
+    for (DType dtype : test::kWeightDTypes) {
+      test::TestWeights w = test::makeWeights(rng, dtype, 2 * inter * k);
+      std::vector<float> x = test::randomFloats(rng, tokens * k);
+      std::vector<float> gateUp(tokens * 2 * inter), expected(tokens * inter), got(tokens * inter);
+      matmul(pool, x.data(), tokens, w.matrix(2 * inter, k), nullptr, 0.0f, gateUp.data());
+      swigluFused(pool, gateUp.data(), tokens, inter, expected.data());
+      matmulSwiglu(pool, x.data(), tokens, w.matrix(2 * inter, k), got.data());
+      test::Difference diff = test::maxAbsDiff(got, expected);
+      ASSERT_EQ(diff.maxAbs, 0.0) << diff.describe() << " " << isaName(isa) << " "
+                                  << dtypeName(dtype);
+    }
+  }
+}
+
+// A token's outputs do not depend on how many tokens share the call (a prompt
+// prefilled whole equals one prefilled after a cached prefix, or in chunks).
+TEST(PackedGemm, MatmulGivesEveryTokenTheSameBitsWhateverTheTokenCount) {
+  ThreadPool pool(2);
+  const int64_t n = 140, k = 300, tokens = 45;
+  for (Isa isa : test::supportedIsas()) {
+    test::ScopedIsa scoped(isa);
+    for (DType dtype : test::kWeightDTypes) {
+      GemmData d = makeData(dtype, {tokens, n, k}, 5);
+      std::vector<float> whole(tokens * n);
+      matmul(pool, d.x.data(), tokens, d.w.matrix(n, k), d.bias.data(), 0.0f, whole.data());
+      for (int64_t chunk : {1, 2, 5, 8, 33}) {
+        std::vector<float> parts(tokens * n);
+        for (int64_t t = 0; t < tokens; t += chunk)
+          matmul(pool, d.x.data() + t * k, std::min(chunk, tokens - t), d.w.matrix(n, k),
+                 d.bias.data(), 0.0f, parts.data() + t * n);
+        test::Difference diff = test::maxAbsDiff(parts, whole);
+        ASSERT_EQ(diff.maxAbs, 0.0) << diff.describe() << " " << isaName(isa) << " "
+                                    << dtypeName(dtype) << " chunks of " << chunk;
+      }
+    }
+  }
+}
+
+} // namespace
+} // namespace llmc::cpu
