@@ -18,8 +18,9 @@
 //      been preempted), and scheduling is retried;
 //   4. runs the step (Engine::run, one output row per request whose prompt is
 //      complete after the step), samples each row with the request's own
-//      sampler, and checks the token-level stop conditions (EOS ids unless
-//      ignoreEos, stop ids, maxTokens, max_seq_len, minTokens);
+//      sampler (sampling::Sampler: penalties, min_tokens, logprobs), and
+//      checks the token-level stop conditions (EOS ids unless ignoreEos,
+//      stop ids, maxTokens, max_seq_len, minTokens);
 //   5. frees the blocks of every request that finished.
 //
 // Prefix caching (on by default): at admission a request's full prompt
@@ -116,6 +117,7 @@ private:
   void finish(Request &request, FinishReason reason, std::vector<TokenEvent> &events,
               TokenEvent event);
   void emit(Request &request, const StepOutput &out, size_t row, std::vector<TokenEvent> &events);
+  void scorePromptToken(Request &request, const StepOutput &out, size_t row);
   int64_t blocksFor(int64_t tokens) const;
 
   Engine *engine_ = nullptr;
@@ -130,7 +132,6 @@ private:
   int64_t lastStepTokens_ = 0;
   std::vector<int64_t> eosIds_;
   int64_t usableBlocks_ = 0;
-  std::vector<float> scratch_; // a logits row with penalties and masks applied
 };
 
 } // namespace llmc::serving
