@@ -231,6 +231,29 @@ void Scheduler::admit(Request &request) {
   request.computed = cached ? *cached : 0;
 }
 
+// Whether `r` (waiting) starts with a full block that one of `computing`
+// (admitted in this step) computes now rather than attaches from the cache.
+// A request that needs prompt logprobs attaches nothing, so never waits.
+bool Scheduler::waitsForSharedPrefix(const Request &r,
+                                     const std::vector<const Request *> &computing) const {
+  if (r.params.promptLogprobs >= 0 && !r.promptLogprobsSent)
+    return false;
+  const int64_t blockSize = engine_->backend().blockSize();
+  const int64_t size = static_cast<int64_t>(r.tokens.size());
+  for (const Request *q : computing) {
+    const int64_t limit = std::min<int64_t>(size - 1, static_cast<int64_t>(q->tokens.size()));
+    if (limit < blockSize || !std::equal(r.tokens.begin(), r.tokens.begin() + blockSize,
+                                         q->tokens.begin()))
+      continue; // not even the first block in common
+    int64_t common = blockSize;
+    while (common < limit && r.tokens[common] == q->tokens[common])
+      ++common;
+    if (common / blockSize * blockSize > q->computed)
+      return true;
+  }
+  return false;
+}
+
 std::vector<Scheduler::Scheduled> Scheduler::schedule() {
   std::vector<Scheduled> scheduled;
   int64_t budget = config_.maxNumBatchedTokens;
@@ -256,10 +279,20 @@ std::vector<Scheduler::Scheduled> Scheduler::schedule() {
     ++i;
   }
   // Then waiting requests in order, unless this step had to preempt (the
-  // pool is short: admitting now would only preempt again).
-  while (!preempted && !waiting_.empty() && budget > 0 &&
-         static_cast<int64_t>(running_.size()) < config_.maxNumSeqs) {
-    Request &r = *waiting_.front();
+  // pool is short: admitting now would only preempt again). A request whose
+  // prompt starts with full blocks that a request admitted in this step
+  // computes (they are not cached yet) waits one step and then attaches
+  // them from the cache instead of computing them again: 64 requests with
+  // one system prompt compute it once, not once per request of the first
+  // step. Its place in the queue is kept; the requests after it go on.
+  std::vector<const Request *> computing; // admitted now, computing full prompt blocks
+  for (size_t w = 0; !preempted && w < waiting_.size() && budget > 0 &&
+                     static_cast<int64_t>(running_.size()) < config_.maxNumSeqs;) {
+    Request &r = *waiting_[w];
+    if (config_.prefixCaching && waitsForSharedPrefix(r, computing)) {
+      ++w;
+      continue;
+    }
     admit(r);
     const int64_t n = std::min<int64_t>(static_cast<int64_t>(r.tokens.size()) - r.computed, budget);
     const int64_t need = engine_->blocksToGrow(r.sequence, n);
@@ -270,13 +303,15 @@ std::vector<Scheduler::Scheduled> Scheduler::schedule() {
       r.computed = 0;
       break;
     }
-    waiting_.pop_front();
+    waiting_.erase(waiting_.begin() + static_cast<std::ptrdiff_t>(w));
     r.running = true;
     r.admittedAt = ++admissions_;
     running_.push_back(&r);
     if (config_.prefixCaching) {
       counters_.prefixQueries += static_cast<int64_t>(r.tokens.size());
       counters_.prefixHits += r.computed;
+      if (n >= engine_->backend().blockSize()) // computes full prompt blocks (computed is block-aligned)
+        computing.push_back(&r);
     }
     if (!r.everAdmitted) {
       r.everAdmitted = true;

@@ -10,7 +10,9 @@
 //      back to the front) while the token budget (maxNumBatchedTokens) and
 //      the sequence cap (maxNumSeqs) allow: a prompt longer than the budget
 //      left is cut into chunks (chunked prefill), so a long prompt never
-//      stalls running decodes;
+//      stalls running decodes; with prefix caching, a request whose leading
+//      full blocks another request admitted in the same step computes waits
+//      one step and attaches them from the cache then;
 //   3. makes the KV pool hold the step: when it cannot, the most recently
 //      admitted running request is preempted by recompute (its blocks are
 //      freed; it is requeued at the front with its prompt + generated tokens
@@ -113,6 +115,8 @@ private:
   };
   std::vector<Scheduled> schedule();
   void admit(Request &request);
+  bool waitsForSharedPrefix(const Request &request,
+                            const std::vector<const Request *> &computing) const;
   void preempt(Request &request);
   void finish(Request &request, FinishReason reason, std::vector<TokenEvent> &events,
               TokenEvent event);

@@ -366,6 +366,47 @@ TEST(Scheduler, PrefixCacheHitMissAndSameOutputs) {
   }
 }
 
+// Requests arriving together with one 64-token prefix: the first computes
+// it, the others wait one step and attach it (not 4 computations of it in
+// the first step); an unrelated request behind them is not held up; the
+// outputs are those of solo runs.
+TEST(Scheduler, RequestsSharingAPrefixInOneStepComputeItOnce) {
+  auto engine = test::loadEngine(4096);
+  ASSERT_NE(engine, nullptr);
+  std::mt19937 rng(12);
+  const std::vector<int32_t> shared = test::randomPrompt(rng, 64);
+  std::vector<RequestParams> requests;
+  for (int i = 0; i < 4; ++i) {
+    std::vector<int32_t> prompt = shared, tail = test::randomPrompt(rng, 8);
+    prompt.insert(prompt.end(), tail.begin(), tail.end());
+    requests.push_back(i % 2 ? test::seeded(prompt, 6, 3 + i) : test::greedy(prompt, 6));
+  }
+  requests.insert(requests.begin() + 2, test::greedy(test::randomPrompt(rng, 30), 6));
+  for (bool caching : {true, false}) {
+    SCOPED_TRACE(caching ? "prefix caching" : "no prefix caching");
+    auto s = test::makeScheduler(*engine, {2048, 256, caching});
+    std::vector<RequestId> ids;
+    for (const RequestParams &p : requests)
+      ids.push_back(*s->add(p));
+    test::poisonFreeBlocks(*engine);
+    std::map<RequestId, std::vector<int32_t>> firstStep;
+    for (const serving::TokenEvent &e : s->step())
+      if (e.token >= 0)
+        firstStep[e.id].push_back(e.token);
+    // Caching: the first sharer (72) and the unrelated one (30); else all.
+    EXPECT_EQ(s->lastStepTokens(), caching ? 72 + 30 : 4 * 72 + 30);
+    EXPECT_EQ(s->runningIds().size(), caching ? 2u : 5u);
+    auto out = test::drain(*s);
+    for (size_t i = 0; i < ids.size(); ++i) {
+      const bool attaches = caching && i != 0 && i != 2;
+      EXPECT_EQ(out[ids[i]].cachedPromptTokens, attaches ? 64 : 0) << i;
+      std::vector<int32_t> tokens = firstStep[ids[i]];
+      tokens.insert(tokens.end(), out[ids[i]].tokens.begin(), out[ids[i]].tokens.end());
+      EXPECT_EQ(tokens, test::solo(*engine, requests[i]).tokens) << i;
+    }
+  }
+}
+
 TEST(Scheduler, CachedPrefixesAreEvictedOnlyWhenFreeBlocksRunOut) {
   auto engine = test::loadEngine(16 * 10);
   ASSERT_NE(engine, nullptr);
