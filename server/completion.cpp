@@ -4,6 +4,7 @@
 #include "chat/chat_template.h"
 #endif
 #include "generation/text_stream.h"
+#include "server/connection_probe.h"
 
 #include <httplib.h>
 
@@ -59,7 +60,9 @@ struct TokenRecord {
   int32_t id;
   float logprob;
   std::vector<std::pair<int32_t, float>> top;
-  size_t textOffset; // bytes of visible text before this token
+  size_t textOffset;     // bytes of text before this token (echo with logprobs: from the prompt's token texts)
+  int32_t previous = -1; // the token before it, -1 none (for its text)
+  bool hasLogprob = true; // false: the first prompt token of an echo (null in the JSON)
 };
 
 // One choice: one serving request and what the client has seen of it.
@@ -77,6 +80,7 @@ struct Choice {
   int64_t completionTokens = 0;
   int64_t cachedTokens = 0;
   std::vector<TokenRecord> tokens; // when logprobs were asked
+  size_t echoedTokensText = 0;     // echo with logprobs: bytes of the prompt's token texts
   size_t tokensSent = 0;           // streaming: logprob records already written
   std::string pending;             // streaming: visible text not yet written
   bool roleSent = false;           // chat streaming: the first delta went out
@@ -117,6 +121,8 @@ struct Handler {
   // Moves the loop's events into the choices; returns whether any arrived.
   bool absorbEvents(std::chrono::milliseconds wait);
   void absorb(Choice &choice, const serving::TokenEvent &event, Clock::time_point when);
+  void recordPrompt(Choice &choice, const serving::TokenEvent &event);
+  bool echoesLogprobs() const { return exchange->request.echo && exchange->request.logprobs; }
   void finishChoice(Choice &choice, const std::string &reason);
   bool allDone() const;
 
@@ -226,9 +232,13 @@ std::optional<ApiError> Handler::checkLength(const PreparedPrompt &prompt,
                                    " for the completion); reduce the prompt or " + field);
     }
   } else {
-    // OpenAI's defaults: 16 for completions, the rest of the context for chat.
+    // OpenAI's defaults: 16 for completions, the rest of the context for
+    // chat; the plan's max_new_tokens lowers them (vLLM's rule).
     int64_t room = length - promptTokens;
     maxTokens = request.endpoint == Endpoint::Completions ? std::min<int64_t>(16, room) : room;
+    const fb::GenerationDefaults *defaults = context.engine.plan().meta().generation();
+    if (defaults != nullptr && defaults->max_new_tokens().value_or(0) > 0)
+      maxTokens = std::min(maxTokens, *defaults->max_new_tokens());
   }
   if (request.minTokens > maxTokens)
     return badRequest("min_tokens", "min_tokens (" + std::to_string(request.minTokens) +
@@ -243,19 +253,21 @@ serving::RequestParams Handler::paramsFor(const PreparedPrompt &prompt, int64_t 
   serving::RequestParams params;
   params.prompt = prompt.ids;
   params.maxTokens = maxTokens;
-  params.minTokens = request.minTokens;
   params.ignoreEos = request.ignoreEos;
   for (int64_t id : request.stopTokenIds)
     params.stopTokenIds.push_back(static_cast<int32_t>(id));
-  params.presencePenalty = request.presencePenalty;
-  params.frequencyPenalty = request.frequencyPenalty;
-  params.logprobs = request.logprobs ? static_cast<int32_t>(request.topLogprobs) : -1;
+  params.promptLogprobs = echoesLogprobs() ? static_cast<int32_t>(request.topLogprobs) : -1;
   sampling::SamplingParams &s = params.sampling;
+  s.minTokens = request.minTokens;
+  s.presencePenalty = request.presencePenalty;
+  s.frequencyPenalty = request.frequencyPenalty;
+  s.logprobs = request.logprobs ? static_cast<int32_t>(request.topLogprobs) : -1;
   s.temperature = request.temperature;
   s.topK = static_cast<int32_t>(request.topK);
   s.topP = request.topP;
   s.minP = request.minP;
   s.repetitionPenalty = request.repetitionPenalty;
+  applyGenerationDefaults(context.engine.plan().meta().generation(), request.given, s);
   // Each choice draws its own tokens: with a seed, seed + choice index (so
   // the same request gives the same choices); without, a random seed.
   static thread_local std::mt19937_64 random{std::random_device{}()};
@@ -354,6 +366,8 @@ void Handler::absorb(Choice &choice, const serving::TokenEvent &event, Clock::ti
     choice.loopFinished = true;
   if (choice.done)
     return; // a stop string ended it; the loop's later events do not count
+  if (!event.promptLogprobs.empty() || (echoesLogprobs() && !choice.roleSent))
+    recordPrompt(choice, event);
   if (event.token >= 0) {
     double sinceArrival = std::chrono::duration<double>(when - exchange->arrival).count();
     if (!choice.sawToken)
@@ -365,9 +379,13 @@ void Handler::absorb(Choice &choice, const serving::TokenEvent &event, Clock::ti
     choice.lastTokenTime = when;
     choice.cachedTokens = event.cachedPromptTokens;
     ++choice.completionTokens;
-    if (exchange->request.logprobs)
+    if (exchange->request.logprobs) {
+      const size_t echoed = choice.echoedTokensText;
+      const int32_t previous =
+          choice.lastToken >= 0 ? choice.lastToken : choice.prompt->ids.back();
       choice.tokens.push_back({event.token, event.logprob, event.topLogprobs,
-                               choice.text->text().size()});
+                               echoed + choice.text->text().size(), previous});
+    }
     bool mayStop = choice.completionTokens >= exchange->request.minTokens;
     generation::TextStream::Update update = choice.text->push(event.token, mayStop);
     choice.pending += update.text;
@@ -393,6 +411,32 @@ void Handler::absorb(Choice &choice, const serving::TokenEvent &event, Clock::ti
       return finishChoice(choice, "error");
     }
   }
+}
+
+// Echo with logprobs: the prompt's tokens lead the choice's records (the
+// first with null logprobs, as OpenAI and vLLM give it), and its text is
+// streamed with them. `roleSent` marks it done (completions have no role).
+void Handler::recordPrompt(Choice &choice, const serving::TokenEvent &event) {
+  choice.roleSent = true;
+  const std::vector<int32_t> &ids = choice.prompt->ids;
+  std::vector<TokenRecord> records;
+  size_t offset = 0;
+  for (size_t i = 0; i < ids.size(); ++i) {
+    const bool scored = i > 0 && i - 1 < event.promptLogprobs.size(); // all, unless aborted
+    TokenRecord record{ids[i], 0.0f, {}, offset, i == 0 ? -1 : ids[i - 1], scored};
+    if (scored) {
+      const sampling::SampledLogprobs &lp = event.promptLogprobs[i - 1];
+      record.logprob = lp.chosen.logprob;
+      for (const sampling::TokenLogprob &t : lp.top)
+        record.top.emplace_back(t.id, t.logprob);
+    }
+    offset += tokenText(tokenizer(), record.previous, record.id).size();
+    records.push_back(std::move(record));
+  }
+  choice.tokens.insert(choice.tokens.begin(), records.begin(), records.end());
+  choice.echoedTokensText = offset;
+  if (exchange->request.stream)
+    choice.pending = choice.prompt->text + choice.pending;
 }
 
 bool Handler::absorbEvents(std::chrono::milliseconds wait) {
@@ -436,17 +480,20 @@ Json Handler::usage() const {
 Json Handler::completionLogprobs(const Choice &choice, size_t from, size_t to) const {
   Json tokens = Json::array(), logprobs = Json::array(), tops = Json::array(),
        offsets = Json::array();
-  int32_t previous = from == 0 ? choice.prompt->ids.back() : choice.tokens[from - 1].id;
   for (size_t i = from; i < to; ++i) {
     const TokenRecord &record = choice.tokens[i];
-    tokens.push_back(tokenText(tokenizer(), previous, record.id));
-    logprobs.push_back(record.logprob);
-    Json top = Json::object();
-    for (const auto &[id, logprob] : record.top)
-      top[tokenText(tokenizer(), previous, id)] = logprob;
-    tops.push_back(std::move(top));
+    tokens.push_back(tokenText(tokenizer(), record.previous, record.id));
+    if (!record.hasLogprob) {
+      logprobs.push_back(nullptr);
+      tops.push_back(nullptr);
+    } else {
+      logprobs.push_back(record.logprob);
+      Json top = Json::object();
+      for (const auto &[id, logprob] : record.top)
+        top[tokenText(tokenizer(), record.previous, id)] = logprob;
+      tops.push_back(std::move(top));
+    }
     offsets.push_back(record.textOffset);
-    previous = record.id;
   }
   return {{"tokens", tokens}, {"token_logprobs", logprobs}, {"top_logprobs", tops},
           {"text_offset", offsets}};
@@ -462,9 +509,9 @@ Json bytesOf(const std::string &text) {
 // OpenAI's chat logprobs: {"content": [{token, logprob, bytes, top_logprobs}]}.
 Json Handler::chatLogprobs(const Choice &choice, size_t from, size_t to) const {
   Json content = Json::array();
-  int32_t previous = from == 0 ? choice.prompt->ids.back() : choice.tokens[from - 1].id;
   for (size_t i = from; i < to; ++i) {
     const TokenRecord &record = choice.tokens[i];
+    const int32_t previous = record.previous;
     std::string text = tokenText(tokenizer(), previous, record.id);
     Json top = Json::array();
     for (const auto &[id, logprob] : record.top) {
@@ -473,7 +520,6 @@ Json Handler::chatLogprobs(const Choice &choice, size_t from, size_t to) const {
     }
     content.push_back(
         {{"token", text}, {"logprob", record.logprob}, {"bytes", bytesOf(text)}, {"top_logprobs", top}});
-    previous = record.id;
   }
   return {{"content", content}};
 }
@@ -575,9 +621,9 @@ std::vector<std::string> Handler::streamChunks(bool final) {
 void streamResponse(const GenerationContext &context, std::shared_ptr<Handler> handler,
                     httplib::Response &response) {
   context.inFlight++;
-  if (handler->exchange->request.echo)
+  if (handler->exchange->request.echo && !handler->echoesLogprobs())
     for (Choice &choice : handler->exchange->choices)
-      choice.pending = choice.prompt->text;
+      choice.pending = choice.prompt->text; // else with the prompt's logprobs (recordPrompt)
   auto provider = [handler](size_t, httplib::DataSink &sink) -> bool {
     auto writeAll = [&](const std::vector<std::string> &chunks) {
       for (const std::string &c : chunks)
@@ -623,6 +669,25 @@ void streamResponse(const GenerationContext &context, std::shared_ptr<Handler> h
 
 } // namespace
 
+// The plan's generation defaults (generation_config.json) for the sampling
+// fields the request left out, as vLLM applies them; a field the request
+// sets always wins.
+void applyGenerationDefaults(const fb::GenerationDefaults *defaults, const GivenSampling &given,
+                             sampling::SamplingParams &s) {
+  if (defaults == nullptr)
+    return;
+  if (!given.temperature && defaults->temperature())
+    s.temperature = *defaults->temperature();
+  if (!given.topP && defaults->top_p())
+    s.topP = *defaults->top_p();
+  if (!given.topK && defaults->top_k())
+    s.topK = *defaults->top_k();
+  if (!given.minP && defaults->min_p())
+    s.minP = *defaults->min_p();
+  if (!given.repetitionPenalty && defaults->repetition_penalty())
+    s.repetitionPenalty = *defaults->repetition_penalty();
+}
+
 void setError(httplib::Response &response, const ApiError &error) {
   response.status = error.status;
   response.set_content(error.body(), "application/json");
@@ -645,9 +710,6 @@ void handleGeneration(const GenerationContext &context, Endpoint endpoint,
     return fail(notFound("model", "the model '" + parsed.model +
                                       "' does not exist; this server serves '" +
                                       context.options.modelName + "' (see GET /v1/models)"));
-  if (parsed.echo && parsed.logprobs)
-    return fail(badRequest("echo", "echo with logprobs is not supported (prompt logprobs are not "
-                                   "computed); drop one of them"));
   exchange->id = responseId(endpoint);
   exchange->created = unixSeconds();
   exchange->model = context.options.modelName;
@@ -658,9 +720,21 @@ void handleGeneration(const GenerationContext &context, Endpoint endpoint,
   if (parsed.stream)
     return streamResponse(context, handler, response);
   context.inFlight++;
-  while (!handler->allDone())
+  // A client that hangs up is noticed within one wait (100 ms) and its
+  // requests are aborted at the loop's next iteration.
+  const int socket = findConnectionSocket(request.remote_addr, request.remote_port,
+                                          request.local_port);
+  bool clientGone = false;
+  while (!handler->allDone()) {
     handler->absorbEvents(std::chrono::milliseconds(100));
+    if (!clientGone && socket >= 0 && peerHasClosed(socket)) {
+      clientGone = true;
+      handler->cancelUnfinished();
+    }
+  }
   context.inFlight--;
+  if (clientGone) // nobody reads this; the abort is counted in the metrics
+    return setError(response, badRequest("", "the client closed the connection"));
   for (const Choice &choice : exchange->choices)
     if (choice.finishReason == "error")
       return fail(internalError("generation failed: " + choice.error));

@@ -25,6 +25,13 @@ struct GenerationContext {
 void handleGeneration(const GenerationContext &context, Endpoint endpoint,
                       const httplib::Request &request, httplib::Response &response);
 
+// The plan's generation defaults (generation_config.json; null: none) for
+// the sampling fields the request did not set (temperature, top_p, top_k,
+// min_p, repetition_penalty), as vLLM applies them. max_new_tokens lowers
+// the default max_tokens instead (Handler::checkLength).
+void applyGenerationDefaults(const fb::GenerationDefaults *defaults, const GivenSampling &given,
+                             sampling::SamplingParams &params);
+
 // Writes `error` as the response (status and OpenAI's error body).
 void setError(httplib::Response &response, const ApiError &error);
 

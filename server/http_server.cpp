@@ -153,6 +153,16 @@ Expected<std::unique_ptr<HttpServer>> HttpServer::start(Engine &engine, serving:
   if (options.port < 0 || options.port > 65535)
     return Status::error("server: port " + std::to_string(options.port) +
                          " is outside [0, 65535]");
+  // The plan's generation defaults fill the fields requests leave out: a bad
+  // one would fail every such request, so it fails here.
+  if (const fb::GenerationDefaults *defaults = engine.plan().meta().generation()) {
+    sampling::SamplingParams params;
+    applyGenerationDefaults(defaults, GivenSampling{}, params);
+    auto sampler = sampling::Sampler::create(params);
+    if (!sampler)
+      return Status::error("server: the plan's generation defaults (generation_config.json): " +
+                           sampler.message());
+  }
   std::unique_ptr<HttpServer> server(new HttpServer(engine, loop, std::move(options)));
   const ServerOptions &o = server->options_;
   // One pool thread serves one open connection for as long as it stays open

@@ -68,18 +68,21 @@ public:
     return true;
   }
 
-  void readFloat(const char *key, double lo, double hi, bool loOpen, float &out) {
+  // Whether the field was given (and valid).
+  bool readFloat(const char *key, double lo, double hi, bool loOpen, float &out) {
     const Json *value = find(key);
     if (!value || failed())
-      return;
+      return false;
     if (!value->is_number())
-      return fail(key, "expected a number, got " + typeName(*value));
+      return fail(key, "expected a number, got " + typeName(*value)), false;
     double v = value->get<double>();
     bool belowRange = loOpen ? !(v > lo) : !(v >= lo);
     if (!std::isfinite(v) || belowRange || !(v <= hi))
       return fail(key, std::string("must be in ") + (loOpen ? "(" : "[") + formatNumber(lo) +
-                           ", " + formatNumber(hi) + "], got " + formatNumber(v));
+                           ", " + formatNumber(hi) + "], got " + formatNumber(v)),
+             false;
     out = static_cast<float>(v);
+    return true;
   }
 
   static std::optional<int64_t> asInt(const Json &value) {
@@ -308,13 +311,15 @@ void readLogprobs(Fields &fields, const RequestLimits &limits, GenerationRequest
 }
 
 void readSampling(Fields &fields, GenerationRequest &out) {
-  fields.readFloat("temperature", 0.0, 2.0, false, out.temperature);
-  fields.readFloat("top_p", 0.0, 1.0, true, out.topP);
-  fields.readInt("top_k", -1, std::numeric_limits<int32_t>::max(), out.topK);
+  GivenSampling &given = out.given;
+  given.temperature = fields.readFloat("temperature", 0.0, 2.0, false, out.temperature);
+  given.topP = fields.readFloat("top_p", 0.0, 1.0, true, out.topP);
+  given.topK = fields.readInt("top_k", -1, std::numeric_limits<int32_t>::max(), out.topK);
   if (out.topK == -1)
     out.topK = 0;
-  fields.readFloat("min_p", 0.0, 1.0, false, out.minP);
-  fields.readFloat("repetition_penalty", 0.0, 2.0, true, out.repetitionPenalty);
+  given.minP = fields.readFloat("min_p", 0.0, 1.0, false, out.minP);
+  given.repetitionPenalty =
+      fields.readFloat("repetition_penalty", 0.0, 2.0, true, out.repetitionPenalty);
   fields.readFloat("presence_penalty", -2.0, 2.0, false, out.presencePenalty);
   fields.readFloat("frequency_penalty", -2.0, 2.0, false, out.frequencyPenalty);
   if (const Json *seed = fields.find("seed"); seed && !fields.failed()) {

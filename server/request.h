@@ -30,6 +30,12 @@ struct PromptInput {
   std::vector<int64_t> tokens;
 };
 
+// Which sampling fields the request set: the others take the plan's
+// generation defaults (generation_config.json), as vLLM does.
+struct GivenSampling {
+  bool temperature = false, topP = false, topK = false, minP = false, repetitionPenalty = false;
+};
+
 struct GenerationRequest {
   Endpoint endpoint = Endpoint::Completions;
   std::string model; // "" when the client left it out
@@ -37,7 +43,9 @@ struct GenerationRequest {
   std::vector<PromptInput> prompts; // completions: one or more (each gets n choices)
   nlohmann::json messages;          // chat: the array of {role, content} objects
 
-  std::optional<int64_t> maxTokens; // absent: completions 16, chat the rest of the context
+  // Absent: completions 16, chat the rest of the context, at most the plan's
+  // max_new_tokens (generation_config.json) when it has one.
+  std::optional<int64_t> maxTokens;
   int64_t minTokens = 0;
   int64_t n = 1;
   bool stream = false;
@@ -52,6 +60,7 @@ struct GenerationRequest {
   float presencePenalty = 0.0f;
   float frequencyPenalty = 0.0f;
   std::optional<uint64_t> seed;
+  GivenSampling given;
 
   std::vector<std::string> stop;
   std::vector<int64_t> stopTokenIds;

@@ -15,9 +15,35 @@
 #include <csignal>
 #include <cstdio>
 #include <filesystem>
+#include <sstream>
 #include <pthread.h>
 
 namespace llmc {
+namespace {
+
+// "temperature 0.6, top_p 0.9, max_new_tokens 256" (the fields the plan sets).
+std::string generationDefaultsText(const fb::GenerationDefaults *g) {
+  if (g == nullptr)
+    return "";
+  std::string text;
+  auto add = [&](const char *name, auto value) {
+    if (!value.has_value())
+      return;
+    std::ostringstream number;
+    number << *value;
+    text += (text.empty() ? "" : ", ") + std::string(name) + " " + number.str();
+  };
+  add("temperature", g->temperature());
+  add("top_p", g->top_p());
+  add("top_k", g->top_k());
+  add("min_p", g->min_p());
+  add("repetition_penalty", g->repetition_penalty());
+  add("max_new_tokens", g->max_new_tokens());
+  return text;
+}
+
+} // namespace
+
 namespace {
 
 struct ServeOptions {
@@ -120,6 +146,12 @@ int runServe(const ServeOptions &o) {
   auto server = server::HttpServer::start(engine, **loop, serverOptions);
   if (!server)
     return cli::fail(server.status());
+  const std::string defaults = generationDefaultsText(engine.plan().meta().generation());
+  if (!defaults.empty())
+    std::fprintf(stderr,
+                 "llmrun: the plan's generation_config defaults for fields a request leaves out: "
+                 "%s\n",
+                 defaults.c_str());
   std::fprintf(stderr,
                "llmrun: serving '%s' on http://%s:%d (max %lld sequences, %lld tokens per step, "
                "KV pool %lld tokens, prefix caching %s)\n",

@@ -200,8 +200,7 @@ generateOnSequences(Engine &engine, const std::vector<GenerateRequest> &requests
       else if (topK && candidates.counts[last] <= hd::kTopKCapacity)
         token = r.sampler.sampleTopK(candidates.scores + last * hd::kTopKCapacity,
                                      candidates.ids + last * hd::kTopKCapacity,
-                                     candidates.counts[last], static_cast<int32_t>(vocab),
-                                     logprobsOut);
+                                     candidates.counts[last], static_cast<int32_t>(vocab));
       else // sampling from the logits (also a top-k row whose ties overflowed)
         token = r.sampler.sample(logits + last * vocab, static_cast<int32_t>(vocab), history,
                                  logprobsOut);

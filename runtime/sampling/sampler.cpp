@@ -115,82 +115,90 @@ void Sampler::applyPenalties(const float *logits, int32_t vocab, const TokenHist
 
 int32_t Sampler::sample(const float *logits, int32_t vocab, const TokenHistory &history,
                         SampledLogprobs *logprobs) {
+  const int32_t token = pick(logits, vocab, history);
+  if (logprobs != nullptr && params_.logprobs >= 0)
+    rawLogprobs(logits, vocab, token, params_.logprobs, *logprobs);
+  return token;
+}
+
+int32_t Sampler::pick(const float *logits, int32_t vocab, const TokenHistory &history) {
   applyPenalties(logits, vocab, history);
-  const bool wantLogprobs = logprobs != nullptr && params_.logprobs >= 0;
-  if (params_.temperature == 0.0f) {
-    const int32_t token = argmaxOf(scores_);
-    if (wantLogprobs) {
-      candidates_.resize(vocab);
-      std::iota(candidates_.begin(), candidates_.end(), 0);
-      sorted_ = false;
-      fillLogprobs(token, scores_[token], *logprobs);
-    }
-    return token;
-  }
+  if (params_.temperature == 0.0f)
+    return argmaxOf(scores_);
   if (params_.temperature != 1.0f)
     for (float &s : scores_)
       s /= params_.temperature;
   const float maxScore = *std::max_element(scores_.begin(), scores_.end());
+  if (!(maxScore > -INFINITY)) // nothing finite to draw from
+    return argmaxOf(scores_);
   candidates_.resize(vocab);
   std::iota(candidates_.begin(), candidates_.end(), 0);
   sorted_ = false;
-  if (!(maxScore > -INFINITY)) { // nothing finite to draw from
-    const int32_t token = argmaxOf(scores_);
-    if (wantLogprobs)
-      fillLogprobs(token, maxScore, *logprobs);
-    return token;
-  }
   if (params_.topK > 0 && params_.topK < vocab)
     applyTopK();
   if (params_.topP < 1.0f)
     applyTopP(maxScore);
   if (params_.minP > 0.0f)
     applyMinP(maxScore);
-  const int32_t token = draw(maxScore);
-  if (wantLogprobs)
-    fillLogprobs(token, maxScore, *logprobs);
-  return token;
+  return draw(maxScore);
 }
 
-// Log-softmax over candidates_ (scores_); tokens scoring -inf (probability
-// 0) are left out of the top list. With nothing finite, the chosen token's
-// logprob is -inf and the list is empty.
-void Sampler::fillLogprobs(int32_t token, float maxScore, SampledLogprobs &out) {
+void rawLogprobs(const float *logits, int32_t vocab, int32_t token, int32_t top,
+                 SampledLogprobs &out) {
+  auto score = [&](int32_t t) { return std::isnan(logits[t]) ? -INFINITY : logits[t]; };
+  float maxScore = -INFINITY;
+  for (int32_t t = 0; t < vocab; ++t)
+    maxScore = std::max(maxScore, score(t));
   double total = 0.0;
   if (maxScore > -INFINITY)
-    for (int32_t t : candidates_)
-      total += std::exp(static_cast<double>(scores_[t]) - maxScore);
+    for (int32_t t = 0; t < vocab; ++t)
+      total += std::exp(static_cast<double>(score(t)) - maxScore);
   const double logTotal = maxScore > -INFINITY ? maxScore + std::log(total) : 0.0;
   auto logprobOf = [&](int32_t t) {
-    return maxScore > -INFINITY ? static_cast<float>(scores_[t] - logTotal) : -INFINITY;
+    return maxScore > -INFINITY ? static_cast<float>(score(t) - logTotal) : -INFINITY;
   };
-  out.chosen = {token, logprobOf(token)};
+  out.chosen = {token, token >= 0 && token < vocab ? logprobOf(token) : -INFINITY};
   out.top.clear();
-  const int32_t n = std::min<int32_t>(params_.logprobs, static_cast<int32_t>(candidates_.size()));
+  const int32_t n = std::min(top, vocab);
   if (n <= 0)
     return;
-  const HigherScore higher{scores_};
-  if (!sorted_)
-    std::partial_sort(candidates_.begin(), candidates_.begin() + n, candidates_.end(), higher);
-  for (int32_t i = 0; i < n; ++i) {
-    const int32_t t = candidates_[i];
-    if (!(scores_[t] > -INFINITY))
+  // The n best by a bounded insertion (n <= 20): one pass over the row.
+  std::vector<int32_t> best;
+  best.reserve(n + 1);
+  auto better = [&](int32_t a, int32_t b) {
+    return score(a) > score(b) || (score(a) == score(b) && a < b);
+  };
+  for (int32_t t = 0; t < vocab; ++t) {
+    if (static_cast<int32_t>(best.size()) == n && !better(t, best.back()))
+      continue;
+    best.insert(std::upper_bound(best.begin(), best.end(), t, better), t);
+    if (static_cast<int32_t>(best.size()) > n)
+      best.pop_back();
+  }
+  for (int32_t t : best) {
+    if (!(score(t) > -INFINITY))
       break;
     out.top.push_back({t, logprobOf(t)});
   }
 }
 
+bool Sampler::picksArgmax(int64_t generated) const {
+  return params_.temperature == 0.0f && params_.repetitionPenalty == 1.0f &&
+         params_.frequencyPenalty == 0.0f && params_.presencePenalty == 0.0f &&
+         !minTokensMaskOn(generated) && params_.logprobs < 0;
+}
+
 bool Sampler::drawsFromTopK(int32_t vocab, int64_t generated) const {
-  const bool masked = generated < params_.minTokens && !params_.stopTokenIds.empty();
   return params_.temperature > 0.0f && params_.repetitionPenalty == 1.0f &&
-         params_.frequencyPenalty == 0.0f && params_.presencePenalty == 0.0f && !masked &&
-         params_.topK > 0 && params_.topK <= hd::kTopKMaxK && params_.topK < vocab;
+         params_.frequencyPenalty == 0.0f && params_.presencePenalty == 0.0f &&
+         !minTokensMaskOn(generated) && params_.logprobs < 0 && params_.topK > 0 &&
+         params_.topK <= hd::kTopKMaxK && params_.topK < vocab;
 }
 
 // sample() after applyTopK, from the candidates: the same scores, in the
 // same order, through the same filters and draw.
-int32_t Sampler::sampleTopK(const float *scores, const int32_t *ids, int32_t count, int32_t vocab,
-                            SampledLogprobs *logprobs) {
+int32_t Sampler::sampleTopK(const float *scores, const int32_t *ids, int32_t count,
+                            int32_t vocab) {
   if (static_cast<int32_t>(scores_.size()) != vocab)
     scores_.resize(vocab); // only the candidates' entries are read
   for (int32_t i = 0; i < count; ++i)
@@ -198,20 +206,13 @@ int32_t Sampler::sampleTopK(const float *scores, const int32_t *ids, int32_t cou
   const float maxScore = scores[0];
   candidates_.assign(ids, ids + count);
   sorted_ = true;
-  const bool wantLogprobs = logprobs != nullptr && params_.logprobs >= 0;
-  if (!(maxScore > -INFINITY)) { // nothing finite: sample()'s argmax, the first of the ties
-    if (wantLogprobs)
-      fillLogprobs(ids[0], maxScore, *logprobs);
+  if (!(maxScore > -INFINITY)) // nothing finite: sample()'s argmax, the first of the ties
     return ids[0];
-  }
   if (params_.topP < 1.0f)
     applyTopP(maxScore);
   if (params_.minP > 0.0f)
     applyMinP(maxScore);
-  const int32_t token = draw(maxScore);
-  if (wantLogprobs)
-    fillLogprobs(token, maxScore, *logprobs);
-  return token;
+  return draw(maxScore);
 }
 
 int32_t topKCandidates(const float *logits, int32_t vocab, int32_t k, float temperature,

@@ -5,11 +5,13 @@
 // order), then a draw from the softmax of what is left. Temperature 0 is
 // greedy (after the mask and the penalties).
 //
-// Logprobs are those of the processed distribution (vLLM's
-// logprobs_mode=processed_logprobs): the log-softmax over the tokens the
-// draw chooses from, after the penalties, the temperature and the top-k /
-// top-p / min-p cuts; at temperature 0 over the whole penalized row, not
-// scaled. A token the cuts removed has probability 0 and is never listed.
+// Logprobs are those of the model's raw distribution, as OpenAI's API and
+// vLLM (its default logprobs_mode=raw_logprobs) report them: the
+// log-softmax of the logits as the model gave them, before the mask, the
+// penalties, the temperature and the top-k / top-p / min-p cuts. The chosen
+// token's logprob is its raw one whatever the draw; the top list ranks the
+// whole vocabulary by raw logit. The CLI (llmrun --logprobs) and the server
+// (logprobs, top_logprobs, echo's prompt logprobs) report the same numbers.
 //
 // Each sequence owns a Sampler: its random generator (xoshiro256**, seeded by
 // splitmix64 from `seed`) makes the same seed and the same logits give the
@@ -56,7 +58,7 @@ struct TokenLogprob {
   float logprob = 0.0f;
 };
 
-// One generated token's logprobs, in the processed distribution.
+// One token's logprobs, in the raw distribution.
 struct SampledLogprobs {
   TokenLogprob chosen;
   std::vector<TokenLogprob> top; // the most likely first, at most params.logprobs
@@ -73,6 +75,12 @@ public:
 private:
   uint64_t s_[4];
 };
+
+// The raw logprobs at one row of logits (log-softmax; a NaN logit counts
+// as -inf): `token`'s, and the `top` most likely tokens (most likely first,
+// ties in id order; tokens of probability 0 are not listed).
+void rawLogprobs(const float *logits, int32_t vocab, int32_t token, int32_t top,
+                 SampledLogprobs &out);
 
 class Sampler {
 public:
@@ -93,28 +101,33 @@ public:
     return sample(logits, vocab, TokenHistory{seen, numSeen, numSeen});
   }
 
-  // Whether sampleTopK can stand in for sample() for the next token of a
-  // sequence that generated `generated` tokens so far: top-k on (1 <= k <=
-  // kTopKMaxK, k < vocab), a temperature > 0, no penalty, no min_tokens mask
-  // in force.
+  // Whether the next token of a sequence that generated `generated` tokens
+  // so far is the plain argmax of its logits: temperature 0, no penalty, no
+  // min_tokens mask in force, no logprobs (a step can then ask the backend
+  // for OutputKind::Argmax alone).
+  bool picksArgmax(int64_t generated) const;
+  // Whether sampleTopK can stand in for sample() for that token: top-k on
+  // (1 <= k <= kTopKMaxK, k < vocab), a temperature > 0, no penalty, no
+  // min_tokens mask in force, no logprobs (raw logprobs need the full row).
   bool drawsFromTopK(int32_t vocab, int64_t generated = 0) const;
   // The same token sample() would pick from the full logits (and the same
-  // state change, and the same logprobs), from the top-k candidates of the
-  // logits only: scores and ids as topKCandidates gives them (count <=
-  // kTopKCapacity).
-  int32_t sampleTopK(const float *scores, const int32_t *ids, int32_t count, int32_t vocab,
-                     SampledLogprobs *logprobs = nullptr);
+  // state change), from the top-k candidates of the logits only: scores and
+  // ids as topKCandidates gives them (count <= kTopKCapacity).
+  int32_t sampleTopK(const float *scores, const int32_t *ids, int32_t count, int32_t vocab);
 
 private:
   explicit Sampler(const SamplingParams &params) : params_(params), rng_(params.seed) {}
 
+  // sample() without the logprobs.
+  int32_t pick(const float *logits, int32_t vocab, const TokenHistory &history);
   void applyTopK();
   void applyTopP(float maxScore);
   void applyMinP(float maxScore);
   int32_t draw(float maxScore);
   void applyPenalties(const float *logits, int32_t vocab, const TokenHistory &history);
-  // The log-softmax of the candidates at the chosen token and the top ones.
-  void fillLogprobs(int32_t token, float maxScore, SampledLogprobs &out);
+  bool minTokensMaskOn(int64_t generated) const {
+    return generated < params_.minTokens && !params_.stopTokenIds.empty();
+  }
 
   SamplingParams params_;
   Rng rng_;

@@ -18,20 +18,23 @@ using RequestId = int64_t;
 // caller's business (it sees the text): it cancels the request when one
 // matches (ServingLoop::cancel / Scheduler::abort).
 struct RequestParams {
-  std::vector<int32_t> prompt;       // token ids, at least one, each in [0, vocab)
-  sampling::SamplingParams sampling; // temperature 0 = greedy; `seed` seeds this request alone
+  std::vector<int32_t> prompt; // token ids, at least one, each in [0, vocab)
+  // The sampler's parameters (temperature 0 = greedy; `seed` seeds this
+  // request alone), with OpenAI's and vLLM's semantics as sampling::Sampler
+  // implements them: repetition, presence and frequency penalties,
+  // min_tokens (EOS and stop ids are not drawn before that many tokens),
+  // logprobs (-1 off, 0 the chosen token's, N also the N most likely; raw
+  // logprobs). Its stopTokenIds are the scheduler's to fill (EOS unless
+  // ignoreEos, plus stopTokenIds below).
+  sampling::SamplingParams sampling;
   int64_t maxTokens = 16;            // generated tokens at most, >= 1 (also capped by max_seq_len)
-  int64_t minTokens = 0;             // EOS and stop ids are not honoured before this many, >= 0
   bool ignoreEos = false;            // do not stop at the plan's EOS ids
   std::vector<int32_t> stopTokenIds; // extra ids that end the request ("stop")
-  // OpenAI presence / frequency penalties over the generated tokens, in
-  // [-2, 2]: logit -= presence * (count > 0) + frequency * count.
-  float presencePenalty = 0.0f;
-  float frequencyPenalty = 0.0f;
-  // -1: no logprobs. 0: the chosen token's logprob. N in 1..20: also the N
-  // most likely tokens. Logprobs are of the model's raw distribution
-  // (log-softmax of the logits, before temperature and penalties), as vLLM's.
-  int32_t logprobs = -1;
+  // -1: none. N in 0..20: the raw logprob of every prompt token after the
+  // first, given the ones before it, and the N most likely there (OpenAI's
+  // echo with logprobs, vLLM's prompt_logprobs). Such a request computes its
+  // whole prompt (no prefix-cache hit), so every position has logits.
+  int32_t promptLogprobs = -1;
 };
 
 constexpr int32_t kMaxTopLogprobs = 20;
@@ -55,8 +58,12 @@ struct TokenEvent {
   // The new generated token, or -1 when the event carries none (a stop token
   // is never emitted: the event says Stop and stopToken names it).
   int32_t token = -1;
-  float logprob = 0.0f;                               // when asked (RequestParams::logprobs >= 0)
+  float logprob = 0.0f; // when asked (sampling.logprobs >= 0)
   std::vector<std::pair<int32_t, float>> topLogprobs; // (id, logprob), most likely first
+  // With promptLogprobs >= 0, on the event of the first generated token (or
+  // the final one when none came): prompt.size() - 1 entries, entry i for
+  // prompt token i + 1.
+  std::vector<sampling::SampledLogprobs> promptLogprobs;
   bool finished = false;
   FinishReason reason = FinishReason::None;
   int32_t stopToken = -1;         // reason Stop: the id that stopped it

@@ -32,7 +32,10 @@ struct Scheduler::Request {
   // is sampled. After a preemption it is all recomputed.
   std::vector<int32_t> tokens;
   int64_t generated = 0;
-  std::vector<int32_t> generatedCounts; // [vocab] when a presence/frequency penalty is on
+  // promptLogprobs >= 0: the entries so far (entry i: prompt token i + 1),
+  // handed out with the first token.
+  std::vector<sampling::SampledLogprobs> promptLogprobs;
+  bool promptLogprobsSent = false;
   bool hasSequence = false;
   SequenceId sequence = 0;
   int64_t computed = 0; // tokens of `tokens` the sequence holds in the KV cache
@@ -47,22 +50,6 @@ namespace {
 Status badField(const std::string &field, const std::string &value, const std::string &expected) {
   return Status::error(field + " is " + value + "; expected " + expected);
 }
-
-// log-softmax of one logit row: log p(t) = logit[t] - max - log(sum exp(logit - max)).
-struct LogSoftmax {
-  float max = -INFINITY;
-  double logSum = 0.0;
-  explicit LogSoftmax(const float *logits, int64_t vocab) {
-    for (int64_t i = 0; i < vocab; ++i)
-      if (logits[i] > max)
-        max = logits[i];
-    double sum = 0.0;
-    for (int64_t i = 0; i < vocab; ++i)
-      sum += std::exp(static_cast<double>(logits[i]) - max);
-    logSum = std::log(sum);
-  }
-  float of(float logit) const { return static_cast<float>(logit - max - logSum); }
-};
 
 } // namespace
 
@@ -108,8 +95,8 @@ Status Scheduler::validate(const RequestParams &p) const {
                       "an id in [0, " + std::to_string(vocab) + ")");
   if (p.maxTokens < 1)
     return badField("max_tokens", std::to_string(p.maxTokens), "an integer >= 1");
-  if (p.minTokens < 0 || p.minTokens > p.maxTokens)
-    return badField("min_tokens", std::to_string(p.minTokens),
+  if (p.sampling.minTokens < 0 || p.sampling.minTokens > p.maxTokens)
+    return badField("min_tokens", std::to_string(p.sampling.minTokens),
                     "an integer in [0, max_tokens " + std::to_string(p.maxTokens) + "]");
   const int64_t total = static_cast<int64_t>(p.prompt.size()) + p.maxTokens;
   if (total > maxLen)
@@ -128,13 +115,10 @@ Status Scheduler::validate(const RequestParams &p) const {
     if (id < 0 || id >= vocab)
       return badField("stop token id", std::to_string(id),
                       "an id in [0, " + std::to_string(vocab) + ")");
-  if (!(p.presencePenalty >= -2.0f && p.presencePenalty <= 2.0f))
-    return badField("presence_penalty", std::to_string(p.presencePenalty), "a number in [-2, 2]");
-  if (!(p.frequencyPenalty >= -2.0f && p.frequencyPenalty <= 2.0f))
-    return badField("frequency_penalty", std::to_string(p.frequencyPenalty), "a number in [-2, 2]");
-  if (p.logprobs < -1 || p.logprobs > kMaxTopLogprobs)
-    return badField("logprobs", std::to_string(p.logprobs),
-                    "-1 (off) or an integer in [0, " + std::to_string(kMaxTopLogprobs) + "]");
+  if (p.promptLogprobs < -1 || p.promptLogprobs > sampling::kMaxLogprobs)
+    return badField("prompt_logprobs", std::to_string(p.promptLogprobs),
+                    "-1 (off) or an integer in [0, " + std::to_string(sampling::kMaxLogprobs) +
+                        "]");
   auto sampler = sampling::Sampler::create(p.sampling);
   if (!sampler)
     return sampler.status();
@@ -143,12 +127,15 @@ Status Scheduler::validate(const RequestParams &p) const {
 
 Expected<RequestId> Scheduler::add(RequestParams params) {
   LLMC_RETURN_IF_ERROR(validate(params));
+  // The ids that end the request are the ones min_tokens keeps from being drawn.
+  params.sampling.stopTokenIds = params.stopTokenIds;
+  if (!params.ignoreEos)
+    for (int64_t eos : eosIds_)
+      params.sampling.stopTokenIds.push_back(static_cast<int32_t>(eos));
   LLMC_ASSIGN_OR_RETURN(sampling::Sampler sampler, sampling::Sampler::create(params.sampling));
   auto request = std::make_unique<Request>(std::move(params), std::move(sampler));
   request->id = nextId_++;
   request->tokens = request->params.prompt;
-  if (request->params.presencePenalty != 0.0f || request->params.frequencyPenalty != 0.0f)
-    request->generatedCounts.assign(static_cast<size_t>(engine_->vocabSize()), 0);
   Request *raw = request.get();
   requests_.emplace(raw->id, std::move(request));
   waiting_.push_back(raw);
@@ -235,8 +222,36 @@ void Scheduler::preempt(Request &request) {
 void Scheduler::admit(Request &request) {
   request.sequence = engine_->addSequence();
   request.hasSequence = true;
+  request.computed = 0;
+  // Prompt logprobs need the logits of every prompt position: none is taken
+  // from the cache until they are all out.
+  if (request.params.promptLogprobs >= 0 && !request.promptLogprobsSent)
+    return;
   auto cached = engine_->attachCachedPrefix(request.sequence, request.tokens);
   request.computed = cached ? *cached : 0;
+}
+
+// Whether `r` (waiting) starts with a full block that one of `computing`
+// (admitted in this step) computes now rather than attaches from the cache.
+// A request that needs prompt logprobs attaches nothing, so never waits.
+bool Scheduler::waitsForSharedPrefix(const Request &r,
+                                     const std::vector<const Request *> &computing) const {
+  if (r.params.promptLogprobs >= 0 && !r.promptLogprobsSent)
+    return false;
+  const int64_t blockSize = engine_->backend().blockSize();
+  const int64_t size = static_cast<int64_t>(r.tokens.size());
+  for (const Request *q : computing) {
+    const int64_t limit = std::min<int64_t>(size - 1, static_cast<int64_t>(q->tokens.size()));
+    if (limit < blockSize || !std::equal(r.tokens.begin(), r.tokens.begin() + blockSize,
+                                         q->tokens.begin()))
+      continue; // not even the first block in common
+    int64_t common = blockSize;
+    while (common < limit && r.tokens[common] == q->tokens[common])
+      ++common;
+    if (common / blockSize * blockSize > q->computed)
+      return true;
+  }
+  return false;
 }
 
 std::vector<Scheduler::Scheduled> Scheduler::schedule() {
@@ -264,10 +279,20 @@ std::vector<Scheduler::Scheduled> Scheduler::schedule() {
     ++i;
   }
   // Then waiting requests in order, unless this step had to preempt (the
-  // pool is short: admitting now would only preempt again).
-  while (!preempted && !waiting_.empty() && budget > 0 &&
-         static_cast<int64_t>(running_.size()) < config_.maxNumSeqs) {
-    Request &r = *waiting_.front();
+  // pool is short: admitting now would only preempt again). A request whose
+  // prompt starts with full blocks that a request admitted in this step
+  // computes (they are not cached yet) waits one step and then attaches
+  // them from the cache instead of computing them again: 64 requests with
+  // one system prompt compute it once, not once per request of the first
+  // step. Its place in the queue is kept; the requests after it go on.
+  std::vector<const Request *> computing; // admitted now, computing full prompt blocks
+  for (size_t w = 0; !preempted && w < waiting_.size() && budget > 0 &&
+                     static_cast<int64_t>(running_.size()) < config_.maxNumSeqs;) {
+    Request &r = *waiting_[w];
+    if (config_.prefixCaching && waitsForSharedPrefix(r, computing)) {
+      ++w;
+      continue;
+    }
     admit(r);
     const int64_t n = std::min<int64_t>(static_cast<int64_t>(r.tokens.size()) - r.computed, budget);
     const int64_t need = engine_->blocksToGrow(r.sequence, n);
@@ -278,13 +303,15 @@ std::vector<Scheduler::Scheduled> Scheduler::schedule() {
       r.computed = 0;
       break;
     }
-    waiting_.pop_front();
+    waiting_.erase(waiting_.begin() + static_cast<std::ptrdiff_t>(w));
     r.running = true;
     r.admittedAt = ++admissions_;
     running_.push_back(&r);
     if (config_.prefixCaching) {
       counters_.prefixQueries += static_cast<int64_t>(r.tokens.size());
       counters_.prefixHits += r.computed;
+      if (n >= engine_->backend().blockSize()) // computes full prompt blocks (computed is block-aligned)
+        computing.push_back(&r);
     }
     if (!r.everAdmitted) {
       r.everAdmitted = true;
@@ -302,9 +329,6 @@ namespace {
 
 bool contains(const std::vector<int32_t> &ids, int32_t id) {
   return std::find(ids.begin(), ids.end(), id) != ids.end();
-}
-bool contains(const std::vector<int64_t> &ids, int32_t id) {
-  return std::find(ids.begin(), ids.end(), static_cast<int64_t>(id)) != ids.end();
 }
 
 } // namespace
@@ -332,22 +356,33 @@ std::vector<TokenEvent> Scheduler::step() {
       continue; // a prefill chunk that does not reach the end samples nothing
     OutputRequest o;
     o.row = row - 1;
-    const RequestParams &p = r.params;
-    // Masking stop ids before min_tokens, penalties and logprobs need the row's logits.
-    const bool masks = r.generated < p.minTokens &&
-                       (!p.stopTokenIds.empty() || (!p.ignoreEos && !eosIds_.empty()));
-    const bool needsLogits = masks || p.logprobs >= 0 || !r.generatedCounts.empty();
-    if (needsLogits)
-      o.kind = OutputKind::Logits;
-    else if (p.sampling.temperature == 0.0f && p.sampling.repetitionPenalty == 1.0f)
+    if (r.sampler.picksArgmax(r.generated))
       o.kind = OutputKind::Argmax;
-    else if (r.sampler.drawsFromTopK(static_cast<int32_t>(vocab))) {
+    else if (r.sampler.drawsFromTopK(static_cast<int32_t>(vocab), r.generated)) {
       o.kind = OutputKind::TopK;
-      o.k = p.sampling.topK;
-      o.temperature = p.sampling.temperature;
+      o.k = r.params.sampling.topK;
+      o.temperature = r.params.sampling.temperature;
     }
     outputOf[i] = static_cast<int64_t>(outputs.size());
     outputs.push_back(o);
+  }
+  // Prompt logprobs: the logits of the chunk's rows that predict a prompt
+  // token not yet scored (the row at position q predicts prompt[q + 1]).
+  std::vector<std::pair<size_t, size_t>> promptRows(scheduled.size(), {0, 0}); // [begin, end)
+  row = 0;
+  for (size_t i = 0; i < scheduled.size(); ++i) {
+    Request &r = *scheduled[i].request;
+    const int64_t n = scheduled[i].numTokens;
+    promptRows[i] = {outputs.size(), outputs.size()};
+    if (r.params.promptLogprobs >= 0 && !r.promptLogprobsSent) {
+      const int64_t lastScoring = static_cast<int64_t>(r.params.prompt.size()) - 2;
+      for (int64_t q = static_cast<int64_t>(r.promptLogprobs.size());
+           q <= lastScoring && q < r.computed + n; ++q)
+        if (q >= r.computed)
+          outputs.push_back({row + q - r.computed, OutputKind::Logits});
+      promptRows[i].second = outputs.size();
+    }
+    row += n;
   }
   lastStepTokens_ = row;
   // A step whose every request is mid-prefill still runs (for its KV) with
@@ -368,11 +403,22 @@ std::vector<TokenEvent> Scheduler::step() {
   const StepOutput &out = **ran;
   for (size_t i = 0; i < scheduled.size(); ++i) {
     Request &r = *scheduled[i].request;
+    for (size_t o = promptRows[i].first; o < promptRows[i].second; ++o)
+      scorePromptToken(r, out, o);
     r.computed += scheduled[i].numTokens;
     if (outputOf[i] >= 0)
       emit(r, out, static_cast<size_t>(outputOf[i]), events);
   }
   return events;
+}
+
+// The raw logprob of the next prompt token at output row `index`.
+void Scheduler::scorePromptToken(Request &r, const StepOutput &out, size_t index) {
+  const int32_t vocab = static_cast<int32_t>(engine_->vocabSize());
+  const int32_t token = r.params.prompt[r.promptLogprobs.size() + 1];
+  sampling::SampledLogprobs entry;
+  sampling::rawLogprobs(out.logitsOf(index), vocab, token, r.params.promptLogprobs, entry);
+  r.promptLogprobs.push_back(std::move(entry));
 }
 
 // Samples row `index` of the step for `request` and turns it into an event.
@@ -381,51 +427,31 @@ void Scheduler::emit(Request &r, const StepOutput &out, size_t index,
   const RequestParams &p = r.params;
   const int32_t vocab = static_cast<int32_t>(engine_->vocabSize());
   int32_t token = 0;
-  const float *logits = out.logitsOf(index);
   TokenEvent event;
+  sampling::SampledLogprobs logprobs;
   if (out.filled[index] == OutputKind::Argmax) {
     token = out.ids[index];
   } else if (out.filled[index] == OutputKind::TopK && out.counts[index] <= hd::kTopKCapacity) {
     token = r.sampler.sampleTopK(out.scoresOf(index), out.candidatesOf(index), out.counts[index],
                                  vocab);
   } else {
-    const bool masks = r.generated < p.minTokens;
-    const float *row = logits;
-    if (masks || !r.generatedCounts.empty()) {
-      scratch_.assign(logits, logits + vocab);
-      if (!r.generatedCounts.empty())
-        for (int32_t t = 0; t < vocab; ++t)
-          if (r.generatedCounts[t] > 0)
-            scratch_[t] -= p.presencePenalty + p.frequencyPenalty * r.generatedCounts[t];
-      if (masks) {
-        for (int32_t id : p.stopTokenIds)
-          scratch_[id] = -INFINITY;
-        if (!p.ignoreEos)
-          for (int64_t id : eosIds_)
-            if (id >= 0 && id < vocab)
-              scratch_[id] = -INFINITY;
-      }
-      row = scratch_.data();
-    }
-    token = r.sampler.sample(row, vocab, r.tokens.data(), static_cast<int64_t>(r.tokens.size()));
-  }
-  if (p.logprobs >= 0 && logits != nullptr) {
-    LogSoftmax lsm(logits, vocab);
-    event.logprob = lsm.of(logits[token]);
-    if (p.logprobs > 0) {
-      std::vector<int32_t> ids(static_cast<size_t>(vocab));
-      for (int32_t t = 0; t < vocab; ++t)
-        ids[t] = t;
-      const int32_t n = std::min<int32_t>(p.logprobs, vocab);
-      std::partial_sort(ids.begin(), ids.begin() + n, ids.end(), [&](int32_t a, int32_t b) {
-        return logits[a] > logits[b] || (logits[a] == logits[b] && a < b);
-      });
-      for (int32_t i = 0; i < n; ++i)
-        event.topLogprobs.emplace_back(ids[i], lsm.of(logits[ids[i]]));
+    const sampling::TokenHistory history{r.tokens.data(), static_cast<int64_t>(r.tokens.size()),
+                                         static_cast<int64_t>(p.prompt.size())};
+    token = r.sampler.sample(out.logitsOf(index), vocab, history,
+                             p.sampling.logprobs >= 0 ? &logprobs : nullptr);
+    if (p.sampling.logprobs >= 0) {
+      event.logprob = logprobs.chosen.logprob;
+      for (const sampling::TokenLogprob &t : logprobs.top)
+        event.topLogprobs.emplace_back(t.id, t.logprob);
     }
   }
-  const bool stops = r.generated >= p.minTokens && (contains(p.stopTokenIds, token) ||
-                                                    (!p.ignoreEos && contains(eosIds_, token)));
+  if (p.promptLogprobs >= 0 && !r.promptLogprobsSent) {
+    event.promptLogprobs = std::move(r.promptLogprobs);
+    r.promptLogprobs.clear();
+    r.promptLogprobsSent = true;
+  }
+  const bool stops = r.generated >= p.sampling.minTokens &&
+                     contains(p.sampling.stopTokenIds, token);
   if (stops) {
     event.stopToken = token;
     finish(r, FinishReason::Stop, events, std::move(event));
@@ -434,8 +460,6 @@ void Scheduler::emit(Request &r, const StepOutput &out, size_t index,
   r.tokens.push_back(token);
   ++r.generated;
   ++counters_.generationTokens;
-  if (!r.generatedCounts.empty())
-    ++r.generatedCounts[token];
   event.token = token;
   if (r.generated >= p.maxTokens ||
       static_cast<int64_t>(r.tokens.size()) >= engine_->model().max_seq_len()) {

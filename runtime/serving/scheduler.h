@@ -10,7 +10,9 @@
 //      back to the front) while the token budget (maxNumBatchedTokens) and
 //      the sequence cap (maxNumSeqs) allow: a prompt longer than the budget
 //      left is cut into chunks (chunked prefill), so a long prompt never
-//      stalls running decodes;
+//      stalls running decodes; with prefix caching, a request whose leading
+//      full blocks another request admitted in the same step computes waits
+//      one step and attaches them from the cache then;
 //   3. makes the KV pool hold the step: when it cannot, the most recently
 //      admitted running request is preempted by recompute (its blocks are
 //      freed; it is requeued at the front with its prompt + generated tokens
@@ -18,8 +20,9 @@
 //      been preempted), and scheduling is retried;
 //   4. runs the step (Engine::run, one output row per request whose prompt is
 //      complete after the step), samples each row with the request's own
-//      sampler, and checks the token-level stop conditions (EOS ids unless
-//      ignoreEos, stop ids, maxTokens, max_seq_len, minTokens);
+//      sampler (sampling::Sampler: penalties, min_tokens, logprobs), and
+//      checks the token-level stop conditions (EOS ids unless ignoreEos,
+//      stop ids, maxTokens, max_seq_len, minTokens);
 //   5. frees the blocks of every request that finished.
 //
 // Prefix caching (on by default): at admission a request's full prompt
@@ -112,10 +115,13 @@ private:
   };
   std::vector<Scheduled> schedule();
   void admit(Request &request);
+  bool waitsForSharedPrefix(const Request &request,
+                            const std::vector<const Request *> &computing) const;
   void preempt(Request &request);
   void finish(Request &request, FinishReason reason, std::vector<TokenEvent> &events,
               TokenEvent event);
   void emit(Request &request, const StepOutput &out, size_t row, std::vector<TokenEvent> &events);
+  void scorePromptToken(Request &request, const StepOutput &out, size_t row);
   int64_t blocksFor(int64_t tokens) const;
 
   Engine *engine_ = nullptr;
@@ -130,7 +136,6 @@ private:
   int64_t lastStepTokens_ = 0;
   std::vector<int64_t> eosIds_;
   int64_t usableBlocks_ = 0;
-  std::vector<float> scratch_; // a logits row with penalties and masks applied
 };
 
 } // namespace llmc::serving

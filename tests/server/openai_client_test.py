@@ -92,6 +92,15 @@ def run_checks(port):
           "streamed %r != %r" % ("".join(pieces), plain.choices[0].text))
     check(usage is not None and usage.completion_tokens == 8, "stream usage: %r" % usage)
 
+    # echo with logprobs (the scoring call): the prompt's tokens lead, the first with None.
+    scored = client.completions.create(model="tiny", prompt="Once upon a time", max_tokens=2,
+                                       temperature=0, echo=True, logprobs=1,
+                                       extra_body={"ignore_eos": True})
+    lp = scored.choices[0].logprobs
+    check(scored.choices[0].text.startswith("Once upon a time"), "echo: %r" % scored.choices[0])
+    check(lp.token_logprobs[0] is None and lp.top_logprobs[0] is None, "first: %r" % lp)
+    check(len(lp.tokens) >= 4 and all(v <= 0 for v in lp.token_logprobs[1:]), "scores: %r" % lp)
+
     try:
         client.completions.create(model="tiny", prompt="x", temperature=5)
         check(False, "temperature 5 was accepted")

@@ -56,6 +56,7 @@ struct ServerConfig {
   size_t maxBodyBytes = size_t(1) << 20;
   bool chatTemplate = true;
   int threads = 2;
+  std::string plan; // "": defaultModelPlan()
 };
 
 class TestServer {
@@ -65,7 +66,8 @@ public:
     engineOptions.threads = config.threads;
     engineOptions.maxSequences = 64;
     engineOptions.kvCacheTokens = config.kvCacheTokens;
-    auto engine = Engine::load(defaultModelPlan(), engineOptions);
+    auto engine =
+        Engine::load(config.plan.empty() ? defaultModelPlan() : config.plan, engineOptions);
     if (!engine) {
       ADD_FAILURE() << engine.message();
       return;
@@ -201,10 +203,10 @@ inline Stream streamPost(int port, const std::string &path, const Json &body,
 // engine, so nothing is shared with the server's).
 class SoloRunner {
 public:
-  SoloRunner() {
+  explicit SoloRunner(const std::string &plan = "") {
     EngineOptions options;
     options.threads = 2;
-    auto engine = Engine::load(defaultModelPlan(), options);
+    auto engine = Engine::load(plan.empty() ? defaultModelPlan() : plan, options);
     EXPECT_TRUE(engine.isOk()) << engine.message();
     if (engine)
       engine_ = std::move(*engine);
@@ -219,6 +221,24 @@ public:
     EXPECT_TRUE(results.isOk()) << results.message();
     return results ? results->front() : GenerateResult();
   }
+
+  // The same with any options (the path of `llmrun PLAN -p`).
+  GenerateResult runWith(const std::string &prompt, const GenerateOptions &options) {
+    auto results = generateBatch(*engine_, {engine_->tokenizer().encode(prompt, true)}, options);
+    EXPECT_TRUE(results.isOk()) << results.message();
+    return results ? results->front() : GenerateResult();
+  }
+
+  // The logits of every position of `ids`: [ids.size(), vocab].
+  std::vector<float> promptLogits(const std::vector<int32_t> &ids) {
+    GenerateOptions options;
+    options.maxNewTokens = 0;
+    options.keepAllLogits = true;
+    auto results = generateBatch(*engine_, {ids}, options);
+    EXPECT_TRUE(results.isOk()) << results.message();
+    return results ? results->front().logits : std::vector<float>();
+  }
+  int64_t vocab() const { return engine_->vocabSize(); }
 
 private:
   std::unique_ptr<Engine> engine_;

@@ -5,8 +5,17 @@
 // OpenAI's error shape naming the field.
 #include "server_fixture.h"
 
+#include "plan/plan_fixture.h"
+#include "schema/engine_generated.h"
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
 #include <atomic>
 #include <chrono>
+#include <cmath>
 #include <thread>
 
 namespace llmc::test {
@@ -100,7 +109,7 @@ TEST(Server, BadRequestMatrix) {
       {"/v1/completions", R"({"prompt": "a", "max_tokens": )" + std::to_string(context) + "}",
        400, "max_tokens"},
       {"/v1/completions", Json({{"prompt", longPrompt}}).dump(), 400, "prompt"},
-      {"/v1/completions", R"({"prompt": "a", "echo": true, "logprobs": 1})", 400, "echo"},
+      {"/v1/completions", R"({"prompt": "a", "echo": true, "logprobs": 21})", 400, "logprobs"},
       {"/v1/chat/completions", R"({"messages": []})", 400, "messages"},
       {"/v1/chat/completions", R"({"messages": [{"role": "user", "content": "hi"}],
                                    "max_completion_tokens": 100000})",
@@ -346,6 +355,156 @@ TEST(Server, NChoicesStopStringsEchoLogprobs) {
   EXPECT_EQ(joined, withLogprobs["choices"][0]["text"].get<std::string>());
 }
 
+double logSoftmaxAt(const float *row, int64_t vocab, int32_t id) {
+  float best = -INFINITY;
+  for (int64_t v = 0; v < vocab; ++v)
+    best = std::max(best, row[v]);
+  double total = 0;
+  for (int64_t v = 0; v < vocab; ++v)
+    total += std::exp(static_cast<double>(row[v]) - best);
+  return row[id] - best - std::log(total);
+}
+
+// echo with logprobs (OpenAI's legacy scoring call): the prompt's tokens
+// lead the logprobs, the first with null, each the log-softmax of the
+// logits before it; streamed the same.
+TEST(Server, EchoWithLogprobsScoresThePrompt) {
+  TestServer server;
+  ASSERT_TRUE(server.ok());
+  SoloRunner solo;
+  const std::string prompt = promptFor(3);
+  const std::vector<int32_t> ids = server.engine().tokenizer().encode(prompt, true);
+  const size_t n = ids.size();
+  ASSERT_GE(n, 3u);
+  Json request = completion(prompt, 4);
+  request["echo"] = true;
+  request["logprobs"] = 2;
+  auto [status, body] = server.post("/v1/completions", request.dump());
+  ASSERT_EQ(status, 200) << body.dump();
+  const Json &lp = body["choices"][0]["logprobs"];
+  ASSERT_EQ(lp["tokens"].size(), n + 4) << lp.dump();
+  ASSERT_EQ(lp["token_logprobs"].size(), n + 4);
+  EXPECT_TRUE(lp["token_logprobs"][0].is_null());
+  EXPECT_TRUE(lp["top_logprobs"][0].is_null());
+  EXPECT_EQ(lp["text_offset"][0], 0);
+  const std::vector<float> logits = solo.promptLogits(ids);
+  ASSERT_EQ(logits.size(), n * static_cast<size_t>(solo.vocab()));
+  for (size_t i = 1; i < n; ++i) {
+    SCOPED_TRACE(i);
+    ASSERT_TRUE(lp["token_logprobs"][i].is_number());
+    EXPECT_NEAR(lp["token_logprobs"][i].get<double>(),
+                logSoftmaxAt(logits.data() + (i - 1) * solo.vocab(), solo.vocab(), ids[i]), 2e-3);
+    EXPECT_GE(lp["top_logprobs"][i].size(), 1u);
+    EXPECT_LE(lp["top_logprobs"][i].size(), 2u);
+    EXPECT_GE(lp["text_offset"][i].get<size_t>(), lp["text_offset"][i - 1].get<size_t>());
+  }
+  const std::string generated = solo.run(prompt, 4).text;
+  EXPECT_EQ(body["choices"][0]["text"], prompt + generated);
+  // Offsets count the token texts from the start (the prompt's tokens decode
+  // with the BOS text, so they run past the echoed prompt string).
+  std::string joined;
+  for (size_t i = 0; i < n + 4; ++i) {
+    EXPECT_EQ(lp["text_offset"][i], joined.size()) << i;
+    joined += lp["tokens"][i].get<std::string>();
+  }
+  EXPECT_EQ(joined.substr(joined.size() - generated.size()), generated);
+  for (size_t i = n; i < n + 4; ++i)
+    EXPECT_LE(lp["token_logprobs"][i].get<double>(), 0.0);
+  // Streamed: the same text and the same logprobs, in order.
+  request["stream"] = true;
+  Stream stream = streamPost(server.port(), "/v1/completions", request);
+  ASSERT_EQ(stream.status, 200);
+  EXPECT_EQ(streamedText(stream), prompt + generated);
+  Json streamedLogprobs = Json::array();
+  for (const Json &chunk : stream.chunks())
+    for (const Json &c : chunk["choices"])
+      if (c["logprobs"].is_object())
+        for (const Json &v : c["logprobs"]["token_logprobs"])
+          streamedLogprobs.push_back(v);
+  ASSERT_EQ(streamedLogprobs.size(), n + 4);
+  EXPECT_TRUE(streamedLogprobs[0].is_null());
+  for (size_t i = 1; i < n + 4; ++i)
+    EXPECT_NEAR(streamedLogprobs[i].get<double>(), lp["token_logprobs"][i].get<double>(), 2e-3);
+}
+
+// The server and the CLI (generateBatch, `llmrun -p --logprobs`) sample and
+// report logprobs the same way: a seeded, penalized request gives the same
+// tokens and the same (raw) logprobs.
+TEST(Server, LogprobsAgreeWithTheCli) {
+  TestServer server;
+  ASSERT_TRUE(server.ok());
+  SoloRunner solo;
+  const std::string prompt = promptFor(5);
+  Json request = {{"prompt", prompt},         {"max_tokens", 8},      {"temperature", 0.8},
+                  {"top_p", 0.9},             {"presence_penalty", 0.5},
+                  {"frequency_penalty", 0.3}, {"seed", 42},           {"ignore_eos", true},
+                  {"logprobs", 3}};
+  auto [status, body] = server.post("/v1/completions", request.dump());
+  ASSERT_EQ(status, 200) << body.dump();
+  GenerateOptions options;
+  options.maxNewTokens = 8;
+  options.ignoreEos = true;
+  options.sampling.temperature = 0.8f;
+  options.sampling.topP = 0.9f;
+  options.sampling.presencePenalty = 0.5f;
+  options.sampling.frequencyPenalty = 0.3f;
+  options.sampling.seed = 42;
+  options.sampling.logprobs = 3;
+  GenerateResult cli = solo.runWith(prompt, options);
+  EXPECT_EQ(body["choices"][0]["text"], cli.text);
+  const Json &lp = body["choices"][0]["logprobs"];
+  ASSERT_EQ(lp["token_logprobs"].size(), cli.logprobs.size());
+  for (size_t i = 0; i < cli.logprobs.size(); ++i) {
+    EXPECT_NEAR(lp["token_logprobs"][i].get<double>(), cli.logprobs[i].chosen.logprob, 2e-3);
+    EXPECT_EQ(lp["top_logprobs"][i].size(), cli.logprobs[i].top.size());
+  }
+}
+
+// The plan's generation_config.json defaults fill what a request leaves out
+// (vLLM's behaviour); a field the request sets wins.
+TEST(Server, PlanGenerationDefaultsFillTheFieldsLeftOut) {
+  const std::string plan = scratchDir("server-genconfig") + "/defaults.plan";
+  std::filesystem::copy_file(defaultModelPlan(), plan,
+                             std::filesystem::copy_options::overwrite_existing);
+  rewriteMetadata(plan, [](fb::PlanT &meta) {
+    meta.generation = std::make_unique<fb::GenerationDefaultsT>();
+    meta.generation->temperature = 1.0f;
+    meta.generation->top_k = 1; // greedy unless the request sets top_k
+    meta.generation->max_new_tokens = 6;
+  });
+  ServerConfig config;
+  config.plan = plan;
+  TestServer server(config);
+  ASSERT_TRUE(server.ok());
+  SoloRunner solo(plan);
+  const std::string prompt = promptFor(11);
+  const std::string greedy16 = solo.run(prompt, 16).text;
+  // No max_tokens, no sampling fields: min(16, max_new_tokens) greedy tokens.
+  Json bare = {{"prompt", prompt}, {"ignore_eos", true}};
+  auto [s1, a] = server.post("/v1/completions", bare.dump());
+  ASSERT_EQ(s1, 200) << a.dump();
+  EXPECT_EQ(a["usage"]["completion_tokens"], 6);
+  EXPECT_EQ(a["choices"][0]["text"], solo.run(prompt, 6).text);
+  // An explicit max_tokens wins over max_new_tokens; still top_k 1.
+  bare["max_tokens"] = 16;
+  auto [s2, b] = server.post("/v1/completions", bare.dump());
+  ASSERT_EQ(s2, 200) << b.dump();
+  EXPECT_EQ(b["usage"]["completion_tokens"], 16);
+  EXPECT_EQ(b["choices"][0]["text"], greedy16);
+  // An explicit top_k (-1: off) wins: temperature 1 sampling, seeded.
+  bare["top_k"] = -1;
+  bare["seed"] = 7;
+  auto [s3, c] = server.post("/v1/completions", bare.dump());
+  ASSERT_EQ(s3, 200) << c.dump();
+  EXPECT_NE(c["choices"][0]["text"], greedy16);
+  // Chat: the rest of the context, lowered to max_new_tokens.
+  Json chat = {{"messages", Json::array({{{"role", "user"}, {"content", "Hi"}}})},
+               {"ignore_eos", true}};
+  auto [s4, d] = server.post("/v1/chat/completions", chat.dump());
+  ASSERT_EQ(s4, 200) << d.dump();
+  EXPECT_EQ(d["usage"]["completion_tokens"], 6);
+}
+
 TEST(Server, SeededSamplingIsReproducible) {
   TestServer server;
   ASSERT_TRUE(server.ok());
@@ -395,6 +554,52 @@ TEST(Server, DisconnectsAbortAndFreeTheirBlocks) {
   EXPECT_EQ(stats.waiting, 0);
   EXPECT_EQ(stats.kvUsage, 0.0);
   EXPECT_GE(stats.aborted, 1);
+}
+
+// A non-streaming request whose client hangs up mid-generation is aborted
+// at the next iteration (its blocks freed) instead of running to its end;
+// requests alongside it keep their solo outputs.
+TEST(Server, NonStreamingClientThatHangsUpIsAborted) {
+  constexpr int64_t kLong = 400;
+  SoloRunner solo;
+  TestServer server;
+  ASSERT_TRUE(server.ok());
+  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  ASSERT_GE(fd, 0);
+  sockaddr_in address{};
+  address.sin_family = AF_INET;
+  address.sin_port = htons(static_cast<uint16_t>(server.port()));
+  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ASSERT_EQ(::connect(fd, reinterpret_cast<sockaddr *>(&address), sizeof address), 0);
+  const std::string body = completion(promptFor(77), kLong).dump();
+  const std::string http = "POST /v1/completions HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+                           "Content-Type: application/json\r\nContent-Length: " +
+                           std::to_string(body.size()) + "\r\n\r\n" + body;
+  ASSERT_EQ(::send(fd, http.data(), http.size(), 0), static_cast<ssize_t>(http.size()));
+  std::vector<std::pair<int, Json>> others(4);
+  std::vector<std::thread> clients;
+  for (int i = 0; i < 4; ++i)
+    clients.emplace_back([&, i] {
+      others[i] = server.post("/v1/completions", completion(promptFor(i), 24).dump());
+    });
+  for (int i = 0; i < 1000 && server.loop().metrics().generationTokens < 8; ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  ::close(fd); // gone before its 400 tokens
+  for (std::thread &t : clients)
+    t.join();
+  serving::SchedulerStats stats = waitIdle(server);
+  EXPECT_EQ(stats.running, 0);
+  EXPECT_EQ(stats.waiting, 0);
+  EXPECT_EQ(stats.aborted, 1);
+  EXPECT_EQ(stats.kvUsage, 0.0);
+  EXPECT_EQ(server.engine().availableBlocks(), server.engine().usableBlocks());
+  EXPECT_LT(stats.generationTokens, kLong + 4 * 24);
+  EXPECT_EQ(server.server().metrics().successAbort.load(), 1);
+  for (int i = 0; i < 4; ++i) {
+    SCOPED_TRACE(i);
+    ASSERT_EQ(others[i].first, 200);
+    EXPECT_EQ(others[i].second["choices"][0]["text"], solo.run(promptFor(i), 24).text);
+  }
 }
 
 TEST(Server, SmallKvPoolServesManyLongRequests) {

@@ -91,7 +91,7 @@ TEST(Scheduler, RejectsWhatCanNeverBeServed) {
   bad.sampling.topP = 0.0f;
   EXPECT_NE(s->add(bad).message().find("top_p"), std::string::npos);
   bad = test::greedy({1, 2}, 4);
-  bad.logprobs = 21;
+  bad.sampling.logprobs = 21;
   EXPECT_NE(s->add(bad).message().find("logprobs"), std::string::npos);
   // Exactly the pool: accepted, and served.
   auto fits = s->add(test::greedy(std::vector<int32_t>(100, 3), 29));
@@ -118,7 +118,7 @@ TEST(Scheduler, StopConditionsAtTheTokenLevel) {
   EXPECT_EQ(stopped.tokens,
             std::vector<int32_t>(free.tokens.begin(), free.tokens.begin() + firstAt));
   // Before min_tokens the stop id is masked out, not merely ignored.
-  stop.minTokens = static_cast<int64_t>(firstAt) + 1;
+  stop.sampling.minTokens = static_cast<int64_t>(firstAt) + 1;
   test::Outcome later = test::solo(*engine, stop);
   ASSERT_GE(later.tokens.size(), firstAt + 1);
   EXPECT_NE(later.tokens[firstAt], free.tokens[3]);
@@ -131,7 +131,7 @@ TEST(Scheduler, LogprobsAreTheRawLogSoftmax) {
   ASSERT_NE(engine, nullptr);
   auto s = test::makeScheduler(*engine);
   RequestParams p = test::greedy({1, 9, 30}, 3);
-  p.logprobs = 5;
+  p.sampling.logprobs = 5;
   RequestId id = *s->add(p);
   std::vector<serving::TokenEvent> events;
   test::drain(*s, [&](const serving::TokenEvent &e) { events.push_back(e); });
@@ -148,6 +148,95 @@ TEST(Scheduler, LogprobsAreTheRawLogSoftmax) {
   EXPECT_EQ(test::solo(*engine, test::greedy({1, 9, 30}, 3)).tokens.size(), 3u);
 }
 
+// Logprobs are the raw model distribution's whatever the sampling: the
+// first token of a sampled, penalized request sees the same distribution
+// as a greedy one over the same prompt, so its top list is the same.
+TEST(Scheduler, LogprobsIgnoreTemperaturePenaltiesAndCuts) {
+  auto engine = test::loadEngine(4096);
+  ASSERT_NE(engine, nullptr);
+  auto s = test::makeScheduler(*engine);
+  RequestParams plain = test::greedy({1, 9, 30, 31}, 1);
+  plain.sampling.logprobs = 4;
+  RequestParams sampled = test::seeded({1, 9, 30, 31}, 1, 5, 3);
+  sampled.sampling.temperature = 0.5f;
+  sampled.sampling.topP = 0.8f;
+  sampled.sampling.presencePenalty = 1.0f;
+  sampled.sampling.repetitionPenalty = 1.3f;
+  sampled.sampling.logprobs = 4;
+  RequestId a = *s->add(plain), b = *s->add(sampled);
+  std::map<RequestId, serving::TokenEvent> first;
+  test::drain(*s, [&](const serving::TokenEvent &e) {
+    if (e.token >= 0)
+      first.emplace(e.id, e);
+  });
+  ASSERT_EQ(first.size(), 2u);
+  ASSERT_EQ(first[a].topLogprobs.size(), 4u);
+  ASSERT_EQ(first[b].topLogprobs.size(), 4u);
+  for (size_t i = 0; i < 4; ++i) {
+    EXPECT_EQ(first[a].topLogprobs[i].first, first[b].topLogprobs[i].first);
+    EXPECT_NEAR(first[a].topLogprobs[i].second, first[b].topLogprobs[i].second, 1e-5);
+  }
+  // The sampled token's logprob is its raw one: one of the top 3 (top_k 3).
+  bool listed = false;
+  for (const auto &[id, logprob] : first[b].topLogprobs)
+    if (id == first[b].token) {
+      listed = true;
+      EXPECT_NEAR(first[b].logprob, logprob, 1e-5);
+    }
+  EXPECT_TRUE(listed);
+}
+
+// Prompt logprobs (echo with logprobs): one entry per prompt token after the
+// first, the same whether the prompt is prefilled in one step or in chunks,
+// and never served from the prefix cache.
+TEST(Scheduler, PromptLogprobsCoverThePromptThroughChunksAndTheCache) {
+  auto engine = test::loadEngine(4096);
+  ASSERT_NE(engine, nullptr);
+  std::mt19937 rng(4);
+  const std::vector<int32_t> prompt = test::randomPrompt(rng, 45);
+  auto run = [&](int64_t budget, bool warmCache) {
+    SchedulerConfig config;
+    config.maxNumBatchedTokens = budget;
+    auto s = test::makeScheduler(*engine, config);
+    if (warmCache) {
+      EXPECT_TRUE(s->add(test::greedy(prompt, 1)).isOk());
+      test::drain(*s);
+    }
+    RequestParams p = test::greedy(prompt, 3);
+    p.promptLogprobs = 2;
+    EXPECT_TRUE(s->add(p).isOk());
+    serving::TokenEvent withPrompt;
+    int carriers = 0;
+    auto out = test::drain(*s, [&](const serving::TokenEvent &e) {
+      if (!e.promptLogprobs.empty()) {
+        withPrompt = e;
+        ++carriers;
+      }
+    });
+    EXPECT_EQ(carriers, 1);
+    EXPECT_EQ(out.begin()->second.cachedPromptTokens, 0);
+    return withPrompt;
+  };
+  serving::TokenEvent whole = run(2048, false), chunked = run(7, true);
+  ASSERT_EQ(whole.promptLogprobs.size(), prompt.size() - 1);
+  ASSERT_EQ(chunked.promptLogprobs.size(), prompt.size() - 1);
+  EXPECT_GE(whole.token, 0); // with the first generated token
+  for (size_t i = 0; i < whole.promptLogprobs.size(); ++i) {
+    const sampling::SampledLogprobs &a = whole.promptLogprobs[i], &b = chunked.promptLogprobs[i];
+    EXPECT_EQ(a.chosen.id, prompt[i + 1]);
+    EXPECT_LE(a.chosen.logprob, 0.0f);
+    EXPECT_NEAR(a.chosen.logprob, b.chosen.logprob, 1e-4) << i;
+    ASSERT_EQ(a.top.size(), 2u);
+    ASSERT_EQ(b.top.size(), 2u);
+    EXPECT_EQ(a.top[0].id, b.top[0].id);
+    EXPECT_GE(a.top[0].logprob, a.chosen.logprob - 1e-6f);
+  }
+  RequestParams bad = test::greedy(prompt, 3);
+  bad.promptLogprobs = 21;
+  EXPECT_NE(test::makeScheduler(*engine)->add(bad).message().find("prompt_logprobs"),
+            std::string::npos);
+}
+
 // Greedy with OpenAI penalties picks argmax(logit - presence * (count > 0)
 // - frequency * count) over the generated tokens: checked against the raw
 // top-20 logprobs (their differences are the logits' differences).
@@ -156,9 +245,9 @@ TEST(Scheduler, PresenceAndFrequencyPenaltiesShiftTheGreedyChoice) {
   ASSERT_NE(engine, nullptr);
   auto s = test::makeScheduler(*engine);
   RequestParams p = test::greedy({1, 40, 41}, 40);
-  p.presencePenalty = 1.5f;
-  p.frequencyPenalty = 0.5f;
-  p.logprobs = 20;
+  p.sampling.presencePenalty = 1.5f;
+  p.sampling.frequencyPenalty = 0.5f;
+  p.sampling.logprobs = 20;
   s->add(p);
   std::map<int32_t, int> counts;
   int changed = 0, events = 0, exact = 0;
@@ -168,7 +257,7 @@ TEST(Scheduler, PresenceAndFrequencyPenaltiesShiftTheGreedyChoice) {
     auto penalized = [&](int32_t id, float logprob) {
       auto it = counts.find(id);
       int n = it == counts.end() ? 0 : it->second;
-      return logprob - (n > 0 ? p.presencePenalty : 0.0f) - p.frequencyPenalty * n;
+      return logprob - (n > 0 ? p.sampling.presencePenalty : 0.0f) - p.sampling.frequencyPenalty * n;
     };
     const float chosen = penalized(e.token, e.logprob);
     int32_t bestId = -1;
@@ -274,6 +363,47 @@ TEST(Scheduler, PrefixCacheHitMissAndSameOutputs) {
   for (size_t i = 0; i < requests.size(); ++i) {
     EXPECT_EQ(results[true][i].tokens, results[false][i].tokens) << "request " << i;
     EXPECT_EQ(results[true][i].tokens.size(), 12u);
+  }
+}
+
+// Requests arriving together with one 64-token prefix: the first computes
+// it, the others wait one step and attach it (not 4 computations of it in
+// the first step); an unrelated request behind them is not held up; the
+// outputs are those of solo runs.
+TEST(Scheduler, RequestsSharingAPrefixInOneStepComputeItOnce) {
+  auto engine = test::loadEngine(4096);
+  ASSERT_NE(engine, nullptr);
+  std::mt19937 rng(12);
+  const std::vector<int32_t> shared = test::randomPrompt(rng, 64);
+  std::vector<RequestParams> requests;
+  for (int i = 0; i < 4; ++i) {
+    std::vector<int32_t> prompt = shared, tail = test::randomPrompt(rng, 8);
+    prompt.insert(prompt.end(), tail.begin(), tail.end());
+    requests.push_back(i % 2 ? test::seeded(prompt, 6, 3 + i) : test::greedy(prompt, 6));
+  }
+  requests.insert(requests.begin() + 2, test::greedy(test::randomPrompt(rng, 30), 6));
+  for (bool caching : {true, false}) {
+    SCOPED_TRACE(caching ? "prefix caching" : "no prefix caching");
+    auto s = test::makeScheduler(*engine, {2048, 256, caching});
+    std::vector<RequestId> ids;
+    for (const RequestParams &p : requests)
+      ids.push_back(*s->add(p));
+    test::poisonFreeBlocks(*engine);
+    std::map<RequestId, std::vector<int32_t>> firstStep;
+    for (const serving::TokenEvent &e : s->step())
+      if (e.token >= 0)
+        firstStep[e.id].push_back(e.token);
+    // Caching: the first sharer (72) and the unrelated one (30); else all.
+    EXPECT_EQ(s->lastStepTokens(), caching ? 72 + 30 : 4 * 72 + 30);
+    EXPECT_EQ(s->runningIds().size(), caching ? 2u : 5u);
+    auto out = test::drain(*s);
+    for (size_t i = 0; i < ids.size(); ++i) {
+      const bool attaches = caching && i != 0 && i != 2;
+      EXPECT_EQ(out[ids[i]].cachedPromptTokens, attaches ? 64 : 0) << i;
+      std::vector<int32_t> tokens = firstStep[ids[i]];
+      tokens.insert(tokens.end(), out[ids[i]].tokens.begin(), out[ids[i]].tokens.end());
+      EXPECT_EQ(tokens, test::solo(*engine, requests[i]).tokens) << i;
+    }
   }
 }
 
