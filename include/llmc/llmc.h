@@ -274,9 +274,10 @@ LLMC_API llmc_status llmc_sampler_output_kind(const llmc_sampler *sampler, size_
 /* Picks the next token from one step row, whatever its kind: ARGMAX takes
  * the id, TOP_K draws from the candidates (the same token, and random state
  * change, as llmc_sampler_sample on the full logits), LOGITS samples the
- * row. `seen` as in llmc_sampler_sample. Fails when the row's kind cannot
- * give what the sampler needs (e.g. an ARGMAX row for a sampler with a
- * temperature). */
+ * row. `seen` as in llmc_sampler_sample. A TOP_K row must have been asked
+ * at the sampler's own top_k and temperature (llmc_sampler_output_kind fills
+ * them in). Fails when the row's kind cannot give what the sampler needs
+ * (e.g. an ARGMAX row for a sampler with a temperature). */
 LLMC_API llmc_status llmc_sampler_sample_row(llmc_sampler *sampler, const llmc_step_row *row,
                                              size_t vocab_size, const int32_t *seen,
                                              size_t num_seen, int32_t *token);
