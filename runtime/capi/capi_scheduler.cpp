@@ -62,6 +62,7 @@ struct llmc_scheduler {
   std::deque<OwnedEvent> queued;                  // of requests without a callback
   std::vector<OwnedEvent> polled;                 // what the last poll handed out
   bool inCallback = false;
+  bool enginePrefixCaching = false; // the engine's setting before, restored at the end
 
   ~llmc_scheduler() {
     std::map<serving::RequestId, Request> live = std::move(requests);
@@ -76,6 +77,7 @@ struct llmc_scheduler {
         (void)request.callback(&e.view(), request.userData);
       }
     scheduler.reset(); // releases every sequence it holds
+    engine->engine->setPrefixCaching(enginePrefixCaching);
     --engine->schedulers;
   }
 
@@ -164,6 +166,7 @@ llmc_status llmc_scheduler_create(llmc_engine *engine, const llmc_scheduler_opti
       return fail(LLMC_STATUS_BUSY,
                   std::string(fn) + ": this engine already has a scheduler (one per engine)");
     llmc_scheduler_options o = withDefaults(given, llmc_scheduler_options_init);
+    const bool enginePrefixCaching = engine->engine->prefixCaching();
     serving::SchedulerConfig config;
     config.maxNumSeqs = o.max_num_seqs;
     config.maxNumBatchedTokens = o.max_num_batched_tokens;
@@ -173,6 +176,7 @@ llmc_status llmc_scheduler_create(llmc_engine *engine, const llmc_scheduler_opti
       return fromStatus(scheduler.status().withContext(fn), LLMC_STATUS_INVALID_ARGUMENT);
     auto handle = std::make_unique<llmc_scheduler>();
     handle->engine = engine;
+    handle->enginePrefixCaching = enginePrefixCaching;
     handle->scheduler = std::move(*scheduler);
     ++engine->schedulers;
     *out = handle.release();
