@@ -1,6 +1,7 @@
 #include "plan_writer.h"
 
 #include "kernels/common/half.h"
+#include "plan/checksum.h"
 #include "plan/plan_format.h"
 
 #include <atomic>
@@ -48,7 +49,7 @@ Status writeWeights(FILE *f, const PlanContents &contents, uint64_t sectionSize,
                     const std::string &path, const WriteProgress &progress, uint64_t *checksum) {
   constexpr uint64_t kChunkElements = 1 << 20;
   std::vector<uint8_t> chunk(kChunkElements * 4);
-  WeightChecksum hash;
+  PlanWeightHasher hash;
   uint64_t written = 0;
   auto pad = [&](uint64_t to) -> Status {
     static const uint8_t zeros[kPlanWeightAlignment] = {};

@@ -18,6 +18,7 @@ PACKAGES=(
   libflatbuffers-dev flatbuffers-compiler libcpp-httplib-dev
   libxxhash-dev
   libedit-dev
+  libssl-dev
   libmlir-16-dev mlir-16-tools llvm-16-dev llvm-16-tools
 )
 

@@ -1,7 +1,8 @@
 // Shared behaviour of the llmc command-line tools: errors go to stderr as
-// "error: <what>" with a non-zero exit, never a stack dump; an unknown flag
-// is reported in the order given, with the nearest known flag ("did you mean
-// --temperature?"); log levels; the dtype spellings users type.
+// "error: <what>" with a non-zero exit, never a stack dump; parse errors are
+// reported in the order given (the first bad argument wins), an unknown flag
+// with the nearest known flag ("did you mean --temperature?"); log levels;
+// the dtype spellings users type.
 #pragma once
 
 #include "support/status.h"
@@ -67,27 +68,88 @@ inline bool looksLikeNumber(const std::string &arg) {
   return arg.size() > 1 && (std::isdigit(static_cast<unsigned char>(arg[1])) || arg[1] == '.');
 }
 
-// The first argument, in the order given, that no option of the command it
-// belongs to knows: "unknown option '--temp'; did you mean --temperature?".
-// Values of known options are skipped. "" when every flag is known (CLI11
-// then reports what remains, e.g. a bad value).
-inline std::string firstUnknownFlag(CLI::App &app, int argc, char **argv) {
+// The error CLI11 would give for `value` of `option` (its type conversion
+// and validators: "--temperature: Value -1 not in range ..."), or "".
+// Leaves the option without results; the real parse sets them again.
+inline std::string valueError(CLI::Option &option, const std::string &value) {
+  std::string error;
+  try {
+    option.clear();
+    option.add_result(value);
+    option.run_callback();
+  } catch (const CLI::ParseError &e) {
+    error = e.what();
+  }
+  option.clear();
+  return error;
+}
+
+// The positional options of a command in the order they take arguments,
+// each as many times as it takes values (one entry with `unbounded` set for
+// one that takes the rest).
+struct PositionalSlots {
+  std::vector<CLI::Option *> slots;
+  CLI::Option *rest = nullptr;
+  size_t next = 0;
+
+  explicit PositionalSlots(CLI::App &command) {
+    for (CLI::Option *option : command.get_options()) {
+      if (!option->get_positional())
+        continue;
+      const int count = option->get_items_expected_max();
+      if (count >= CLI::detail::expected_max_vector_size || count < 0) {
+        rest = option;
+        break;
+      }
+      for (int i = 0; i < count; ++i)
+        slots.push_back(option);
+    }
+  }
+  // The option taking the next positional argument, or null when none does.
+  CLI::Option *take() { return next < slots.size() ? slots[next++] : rest; }
+};
+
+// The first bad argument in the order given (so that the first mistake is
+// the one reported, whatever order CLI11 checks in): an option no option
+// of its command knows ("unknown option '--temp'; did you mean
+// --temperature?"), an option missing its value, a value its option's type
+// or validators refuse, a positional argument nothing takes. "" when none:
+// CLI11 then reports what is left (a missing required option, options that
+// exclude each other).
+inline std::string firstArgumentError(CLI::App &app, int argc, char **argv) {
   CLI::App *command = &app;
+  PositionalSlots positionals(app);
   for (int i = 1; i < argc; ++i) {
     const std::string arg = argv[i];
     if (arg == "--")
       break;
     if (arg.size() < 2 || arg[0] != '-' || looksLikeNumber(arg)) {
-      if (command == &app)
-        for (CLI::App *sub : app.get_subcommands([](CLI::App *) { return true; }))
-          if (sub->check_name(arg))
-            command = sub;
+      if (command == &app) {
+        CLI::App *sub = nullptr;
+        for (CLI::App *candidate : app.get_subcommands([](CLI::App *) { return true; }))
+          if (candidate->check_name(arg))
+            sub = candidate;
+        if (sub != nullptr) {
+          command = sub;
+          positionals = PositionalSlots(*sub);
+          continue;
+        }
+      }
+      CLI::Option *positional = positionals.take();
+      if (positional == nullptr) {
+        if (command->get_allow_extras())
+          continue;
+        return "unexpected argument '" + arg + "'" +
+               (command == &app ? std::string() : " for '" + command->get_name() + "'");
+      }
+      if (std::string error = valueError(*positional, arg); !error.empty())
+        return error;
       continue;
     }
     const bool isLong = arg.compare(0, 2, "--") == 0;
     const size_t equals = arg.find('=');
     const std::string name = isLong ? arg.substr(0, equals) : arg.substr(0, 2);
-    const CLI::Option *option = command->get_option_no_throw(name);
+    CLI::Option *option = command->get_option_no_throw(name);
     if (option == nullptr && command != &app && (name == "--version"))
       option = app.get_option_no_throw(name);
     if (option == nullptr) {
@@ -100,9 +162,27 @@ inline std::string firstUnknownFlag(CLI::App &app, int argc, char **argv) {
       return message;
     }
     const bool takesValue = option->get_type_size_min() > 0 && option->get_expected_min() > 0;
+    // An optional value (expected(0, 1), e.g. llmc's --synthetic-weights [SEED]) is the next
+    // argument when that is not a flag, as CLI11 takes it.
+    const bool mayTakeValue = !takesValue && option->get_type_size_max() > 0 &&
+                              option->get_expected_max() > 0;
     const bool attached = isLong ? equals != std::string::npos : arg.size() > 2;
-    if (takesValue && !attached)
-      ++i; // the value, whatever it looks like ("-p -", "--temperature -1")
+    std::string value;
+    if (!takesValue && !mayTakeValue) {
+      continue;
+    } else if (attached) {
+      value = isLong ? arg.substr(equals + 1) : arg.substr(2);
+    } else if (takesValue && i + 1 < argc) {
+      value = argv[++i]; // whatever it looks like ("-p -", "--temperature -1")
+    } else if (takesValue) {
+      return "option " + name + " needs a value";
+    } else if (i + 1 < argc && (argv[i + 1][0] != '-' || looksLikeNumber(argv[i + 1]))) {
+      value = argv[++i];
+    } else {
+      continue;
+    }
+    if (std::string error = valueError(*option, value); !error.empty())
+      return error;
   }
   return std::string();
 }
@@ -126,7 +206,7 @@ inline int flushStdout() {
 // Parses argv; prints help/version or "error: ..." for bad usage.
 // Returns -1 when the caller should go on, else the exit code.
 inline int parseArgs(CLI::App &app, int argc, char **argv) {
-  std::string unknown = firstUnknownFlag(app, argc, argv);
+  std::string unknown = firstArgumentError(app, argc, argv);
   bool wantsHelp = false;
   for (int i = 1; i < argc; ++i)
     wantsHelp |= std::strcmp(argv[i], "--help") == 0 || std::strcmp(argv[i], "-h") == 0;

@@ -1,11 +1,11 @@
 #include "cuda/nvrtc_compiler.h"
 
 #include "cuda/kernel_headers.h"
-#include "plan/plan_format.h"
 #include "support/thread_pool.h"
 
 #include <nvJitLink.h>
 #include <nvrtc.h>
+#include <openssl/sha.h>
 
 #include <algorithm>
 #include <cctype>
@@ -16,6 +16,7 @@
 #include <fstream>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <set>
 #include <sstream>
 #include <thread>
@@ -45,33 +46,43 @@ std::vector<std::string> nvrtcOptions(fb::Target target) {
 
 const char *targetName(fb::Target target) { return target == fb::Target::Sm90a ? "sm_90a" : "ptx"; }
 
-// FNV-1a 64 over every header's name and text, once.
-uint64_t headersHash() {
-  static const uint64_t hash = [] {
-    uint64_t h = 0xcbf29ce484222325ull;
-    for (const EmbeddedHeader &header : kernelHeaders()) {
-      h = fnv1a64(reinterpret_cast<const uint8_t *>(header.name), std::strlen(header.name), h);
-      h = fnv1a64(reinterpret_cast<const uint8_t *>(header.text), std::strlen(header.text), h);
-    }
-    return h;
-  }();
-  return hash;
+// SHA-256 (OpenSSL libcrypto) as 64 hex digits.
+std::string sha256Hex(const std::string &data) {
+  unsigned char digest[SHA256_DIGEST_LENGTH];
+  SHA256(reinterpret_cast<const unsigned char *>(data.data()), data.size(), digest);
+  static const char *hex = "0123456789abcdef";
+  std::string text(2 * SHA256_DIGEST_LENGTH, '0');
+  for (int i = 0; i < SHA256_DIGEST_LENGTH; ++i) {
+    text[2 * i] = hex[digest[i] >> 4];
+    text[2 * i + 1] = hex[digest[i] & 15];
+  }
+  return text;
 }
 
-// 128-bit cache key (two FNV-1a streams) as 32 hex digits.
-std::string cacheKey(const KernelInstance &kernel, fb::Target target) {
+// SHA-256 over every embedded header's name and text, once.
+const std::string &headersDigest() {
+  static const std::string digest = [] {
+    std::string all;
+    for (const EmbeddedHeader &header : kernelHeaders())
+      all += std::to_string(std::strlen(header.name)) + ":" + header.name + "\n" +
+             std::to_string(std::strlen(header.text)) + ":" + header.text + "\n";
+    return sha256Hex(all);
+  }();
+  return digest;
+}
+
+// Everything a compilation depends on: the NVRTC version, the target, the
+// options, the headers (by digest) and the kernel's name and full source.
+// Its SHA-256 is the cache key; the entry stores it whole, so a hit is
+// checked byte for byte (a collision or a stray file recompiles).
+std::string cacheMaterial(const KernelInstance &kernel, fb::Target target) {
   std::string material =
-      "llmc-kernel-cache-v1\n" + nvrtcVersionString() + "\n" + targetName(target);
+      "llmc-kernel-cache-v2\n" + nvrtcVersionString() + "\n" + targetName(target);
   for (const std::string &o : nvrtcOptions(target))
     material += "\n" + o;
-  material += "\n" + std::to_string(headersHash()) + "\n" + kernel.name + "\n" + kernel.source;
-  const auto *bytes = reinterpret_cast<const uint8_t *>(material.data());
-  uint64_t a = fnv1a64(bytes, material.size());
-  uint64_t b = fnv1a64(bytes, material.size(), 0x84222325cbf29ce4ull ^ a);
-  char text[33];
-  std::snprintf(text, sizeof(text), "%016llx%016llx", static_cast<unsigned long long>(a),
-                static_cast<unsigned long long>(b));
-  return text;
+  material += "\nheaders " + headersDigest() + "\n" + kernel.name + "\n" +
+              std::to_string(kernel.source.size()) + "\n" + kernel.source;
+  return material;
 }
 
 bool readFile(const fs::path &path, std::string &out) {
@@ -344,34 +355,68 @@ ResourceUsage parsePtxasReport(const std::string &log, const std::string &kernel
   return usage;
 }
 
+namespace {
+
+// One cache entry: <key>.cubin or .ptx (the image), <key>.log, and
+// <key>.src, written last: the material the key hashes, then the SHA-256 of
+// the image and of the log. An entry is used only when .src matches the
+// material exactly and both digests match their files.
+struct CacheEntry {
+  fs::path image, log, source;
+};
+
+CacheEntry cacheEntry(const std::string &cacheDir, const std::string &key, fb::Target target) {
+  fs::path base = fs::path(cacheDir) / key;
+  return {base.string() + (target == fb::Target::Sm90a ? ".cubin" : ".ptx"),
+          base.string() + ".log", base.string() + ".src"};
+}
+
+std::string entryTrailer(const std::string &image, const std::string &log) {
+  return "\nimage " + sha256Hex(image) + "\nlog " + sha256Hex(log) + "\n";
+}
+
+std::optional<CompiledKernel> readCacheEntry(const CacheEntry &entry, const std::string &material,
+                                             const std::string &name) {
+  std::string source, image, log;
+  if (!readFile(entry.source, source) || !readFile(entry.image, image) ||
+      !readFile(entry.log, log) || image.empty())
+    return std::nullopt;
+  if (source != material + entryTrailer(image, log))
+    return std::nullopt; // another kernel's entry under this key, or a corrupt file
+  CompiledKernel cached;
+  cached.name = name;
+  cached.image.assign(image.begin(), image.end());
+  cached.log = std::move(log);
+  cached.usage = parsePtxasReport(cached.log, name);
+  cached.fromCache = true;
+  return cached;
+}
+
+void writeCacheEntry(const CacheEntry &entry, const std::string &material,
+                     const CompiledKernel &compiled) {
+  std::error_code error;
+  fs::create_directories(entry.image.parent_path(), error);
+  const std::string image(compiled.image.begin(), compiled.image.end());
+  writeFileAtomic(entry.log, compiled.log);
+  writeFileAtomic(entry.image, image);
+  writeFileAtomic(entry.source, material + entryTrailer(image, compiled.log));
+}
+
+} // namespace
+
 Expected<CompiledKernel> compileKernel(const KernelInstance &kernel, fb::Target target,
                                        const std::string &cacheDir) {
   if (target != fb::Target::Sm90a && target != fb::Target::Ptx)
     return Status::error("kernel '" + kernel.name + "': target " + fb::EnumNameTarget(target) +
                          " is not a GPU target");
-  fs::path image, log;
-  if (!cacheDir.empty() && cacheDir != "-") {
-    std::string key = cacheKey(kernel, target);
-    image = fs::path(cacheDir) / (key + (target == fb::Target::Sm90a ? ".cubin" : ".ptx"));
-    log = fs::path(cacheDir) / (key + ".log");
-    std::string imageText, logText;
-    if (readFile(image, imageText) && readFile(log, logText) && !imageText.empty()) {
-      CompiledKernel cached;
-      cached.name = kernel.name;
-      cached.image.assign(imageText.begin(), imageText.end());
-      cached.log = logText;
-      cached.usage = parsePtxasReport(logText, kernel.name);
-      cached.fromCache = true;
-      return cached;
-    }
-  }
+  if (cacheDir.empty() || cacheDir == "-")
+    return runNvrtc(kernel, target);
+  const std::string material = cacheMaterial(kernel, target);
+  const CacheEntry entry = cacheEntry(cacheDir, sha256Hex(material), target);
+  if (auto cached = readCacheEntry(entry, material, kernel.name))
+    return std::move(*cached);
   LLMC_ASSIGN_OR_RETURN(CompiledKernel compiled, runNvrtc(kernel, target));
-  if (!image.empty()) {
-    std::error_code error;
-    fs::create_directories(image.parent_path(), error);
-    writeFileAtomic(log, compiled.log);
-    writeFileAtomic(image, std::string(compiled.image.begin(), compiled.image.end()));
-  }
+  writeCacheEntry(entry, material, compiled);
   return compiled;
 }
 

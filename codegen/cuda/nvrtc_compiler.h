@@ -5,8 +5,11 @@
 //   ptx:    each instance -> PTX for compute_80, merged into one PTX text
 //           that the driver JIT-compiles on any sm_80+ GPU.
 // The cache lives in $LLMC_CACHE_DIR, else $XDG_CACHE_HOME/llmc, else
-// ~/.cache/llmc; its key covers the source, the embedded headers, the
-// options and the NVRTC version, so a stale entry is never used.
+// ~/.cache/llmc; its key is the SHA-256 of everything a compilation depends
+// on (the full source, the embedded headers, the options, the NVRTC
+// version), and each entry stores that material and the digests of its
+// files: a hit is checked byte for byte, so a key collision, another
+// kernel's entry or a corrupt file recompiles (and rewrites the entry).
 #pragma once
 
 #include "cuda/kernel_gen.h"

@@ -7,7 +7,7 @@ import os
 c_status = ctypes.c_int
 STATUS_OK = 0
 STATUS_BUFFER_TOO_SMALL = 3
-FINISH_REASONS = {0: "stop", 1: "length", 2: "cancelled"}
+FINISH_REASONS = {0: "stop", 1: "length", 2: "cancelled", 3: "error"}
 
 
 class EngineOptions(ctypes.Structure):
@@ -71,6 +71,62 @@ class GenerateResultStruct(ctypes.Structure):
     ]
 
 
+class ChatRenderOptions(ctypes.Structure):
+    _fields_ = [
+        ("struct_size", ctypes.c_uint32),
+        ("add_generation_prompt", ctypes.c_int32),
+        ("context_json", ctypes.c_char_p),
+        ("context_json_length", ctypes.c_size_t),
+        ("fixed_time", ctypes.c_int32),
+        ("time_seconds", ctypes.c_int64),
+    ]
+
+
+class SchedulerOptions(ctypes.Structure):
+    _fields_ = [
+        ("struct_size", ctypes.c_uint32),
+        ("max_num_seqs", ctypes.c_int64),
+        ("max_num_batched_tokens", ctypes.c_int64),
+        ("prefix_caching", ctypes.c_int32),
+    ]
+
+
+class RequestParams(ctypes.Structure):
+    _fields_ = [
+        ("struct_size", ctypes.c_uint32),
+        ("prompt", ctypes.c_char_p),
+        ("prompt_length", ctypes.c_size_t),
+        ("prompt_ids", ctypes.POINTER(ctypes.c_int32)),
+        ("num_prompt_ids", ctypes.c_size_t),
+        ("add_special", ctypes.c_int32),
+        ("sampling", SamplingParams),
+        ("max_tokens", ctypes.c_int64),
+        ("min_tokens", ctypes.c_int64),
+        ("ignore_eos", ctypes.c_int32),
+        ("stop_token_ids", ctypes.POINTER(ctypes.c_int32)),
+        ("num_stop_token_ids", ctypes.c_size_t),
+        ("stop", ctypes.POINTER(ctypes.c_char_p)),
+        ("num_stop", ctypes.c_size_t),
+        ("presence_penalty", ctypes.c_float),
+        ("frequency_penalty", ctypes.c_float),
+    ]
+
+
+class RequestEvent(ctypes.Structure):
+    _fields_ = [
+        ("id", ctypes.c_int64),
+        ("token", ctypes.c_int32),
+        ("text", ctypes.POINTER(ctypes.c_char)),
+        ("text_length", ctypes.c_size_t),
+        ("finished", ctypes.c_int32),
+        ("finish_reason", ctypes.c_int),
+        ("error", ctypes.c_char_p),
+        ("prompt_tokens", ctypes.c_int64),
+        ("generated_tokens", ctypes.c_int64),
+        ("cached_prompt_tokens", ctypes.c_int64),
+    ]
+
+
 TEXT_CALLBACK = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.POINTER(ctypes.c_char), ctypes.c_size_t,
                                  ctypes.c_void_p)
 
@@ -107,6 +163,24 @@ def load():
         "llmc_generate_params_init": (None, [P(GenerateParams)]),
         "llmc_generate": (c_status, [engine_p, ctypes.c_char_p, ctypes.c_size_t, P(GenerateParams),
                                      TEXT_CALLBACK, ctypes.c_void_p, P(GenerateResultStruct)]),
+        "llmc_chat_template_parse": (c_status, [ctypes.c_char_p, ctypes.c_size_t, ctypes.c_char_p,
+                                                P(ctypes.c_void_p)]),
+        "llmc_engine_chat_template": (c_status, [engine_p, ctypes.c_char_p, P(ctypes.c_void_p)]),
+        "llmc_chat_template_free": (None, [ctypes.c_void_p]),
+        "llmc_chat_render_options_init": (None, [P(ChatRenderOptions)]),
+        "llmc_chat_render_json": (c_status, [ctypes.c_void_p, ctypes.c_char_p, ctypes.c_size_t,
+                                             P(ChatRenderOptions), ctypes.c_char_p,
+                                             ctypes.c_size_t, P(ctypes.c_size_t)]),
+        "llmc_scheduler_options_init": (None, [P(SchedulerOptions)]),
+        "llmc_scheduler_create": (c_status, [engine_p, P(SchedulerOptions), P(ctypes.c_void_p)]),
+        "llmc_scheduler_destroy": (None, [ctypes.c_void_p]),
+        "llmc_request_params_init": (None, [P(RequestParams)]),
+        "llmc_scheduler_submit": (c_status, [ctypes.c_void_p, P(RequestParams), ctypes.c_void_p,
+                                             ctypes.c_void_p, P(ctypes.c_int64)]),
+        "llmc_scheduler_cancel": (c_status, [ctypes.c_void_p, ctypes.c_int64]),
+        "llmc_scheduler_step": (c_status, [ctypes.c_void_p, P(ctypes.c_int32)]),
+        "llmc_scheduler_poll": (c_status, [ctypes.c_void_p, P(RequestEvent), ctypes.c_size_t,
+                                           P(ctypes.c_size_t)]),
     }
     for name, (restype, argtypes) in decls.items():
         fn = getattr(lib, name)

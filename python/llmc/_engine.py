@@ -3,6 +3,7 @@
 import ctypes
 import queue
 import threading
+import weakref
 from dataclasses import dataclass
 
 from . import _capi
@@ -73,6 +74,7 @@ class Engine:
         options.max_sequences = max_sequences
         options.gpu_memory_fraction = gpu_memory_fraction
         options.verify_weights = 1 if verify_weights else 0
+        self._schedulers = weakref.WeakSet()  # closed before the engine
         handle = ctypes.c_void_p()
         _check(lib.llmc_engine_open(str(plan).encode(), ctypes.byref(options),
                                     ctypes.byref(handle)), f"opening {plan}")
@@ -85,6 +87,8 @@ class Engine:
                               bool(raw.synthetic))
 
     def close(self):
+        for scheduler in list(getattr(self, "_schedulers", ())):
+            scheduler.close()
         if getattr(self, "_handle", None):
             _library().llmc_engine_close(self._handle)
             self._handle = None
@@ -102,6 +106,16 @@ class Engine:
         if not self._handle:
             raise LlmcError("the engine is closed")
         return self._handle
+
+    def chat_template(self, name=None):
+        """The plan's chat template `name` (None: the model's default) as a ChatTemplate, with
+        the plan's special tokens bound; LlmcError when the plan has none."""
+        from ._chat import engine_chat_template
+        return engine_chat_template(self, name)
+
+    def apply_chat_template(self, messages, add_generation_prompt=True, **context):
+        """The plan's default template rendered over `messages` (see ChatTemplate.render)."""
+        return self.chat_template().render(messages, add_generation_prompt, **context)
 
     def tokenize(self, text, add_special=True):
         lib = _library()

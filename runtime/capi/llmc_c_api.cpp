@@ -3,91 +3,36 @@
 // Status errors to llmc_status plus a thread-local message, and catches
 // anything thrown below (std::bad_alloc above all) so that nothing crosses
 // the C boundary.
-#include "llmc/llmc.h"
+#include "capi_internal.h"
 
-#include "engine/engine.h"
 #include "engine/generate.h"
-#include "sampling/sampler.h"
 
-#include <algorithm>
-#include <cstring>
-#include <exception>
-#include <memory>
-#include <new>
-#include <string>
+#include <vector>
 
 #ifndef LLMC_VERSION
 #define LLMC_VERSION "0.0.0"
 #endif
 
-struct llmc_engine {
-  std::unique_ptr<llmc::Engine> engine;
-  std::string backend; // description() kept for model_info
-};
-
-struct llmc_sampler {
-  explicit llmc_sampler(llmc::sampling::Sampler s) : sampler(std::move(s)) {}
-  llmc::sampling::Sampler sampler;
-};
+namespace llmc::capi {
 
 namespace {
-
 thread_local std::string lastError;
+} // namespace
 
 llmc_status fail(llmc_status status, std::string message) {
   lastError = std::move(message);
   return status;
 }
 
-llmc_status fromStatus(const llmc::Status &status, llmc_status code = LLMC_STATUS_FAILED) {
-  if (status)
-    return LLMC_STATUS_OK;
-  return fail(code, status.message());
-}
-
-// Runs `body` (returning llmc_status) with every exception turned into an error.
-template <typename Body> llmc_status guarded(const char *function, Body &&body) {
-  try {
-    return body();
-  } catch (const std::bad_alloc &) {
-    return fail(LLMC_STATUS_FAILED, std::string(function) + ": out of memory");
-  } catch (const std::exception &e) {
-    return fail(LLMC_STATUS_FAILED, std::string(function) + ": " + e.what());
-  } catch (...) {
-    return fail(LLMC_STATUS_FAILED, std::string(function) + ": unknown error");
-  }
-}
-
-llmc_status nullArgument(const char *function, const char *argument) {
-  return fail(LLMC_STATUS_INVALID_ARGUMENT,
-              std::string(function) + ": `" + argument + "` must not be NULL");
-}
-
-// Copies `text` into a fixed char array, truncated, always NUL-terminated.
-template <size_t N> void copyTruncated(char (&out)[N], const std::string &text) {
-  size_t n = std::min(text.size(), N - 1);
-  std::memcpy(out, text.data(), n);
-  out[n] = '\0';
-}
-
-// The part of an options struct the caller's header knew about: fields past
-// its struct_size keep their defaults.
-template <typename T> T withDefaults(const T *given, void (*init)(T *)) {
-  T options;
-  init(&options);
-  if (given != nullptr) {
-    size_t n = std::min<size_t>(given->struct_size, sizeof(T));
-    std::memcpy(static_cast<void *>(&options), given, n);
-    options.struct_size = sizeof(T);
-  }
-  return options;
-}
-
-llmc_status checkStructSize(const char *function, uint32_t structSize, size_t minimum) {
-  if (structSize < minimum)
-    return fail(LLMC_STATUS_INVALID_ARGUMENT,
-                std::string(function) + ": struct_size " + std::to_string(structSize) +
-                    " is too small: fill the struct with its *_init function first");
+llmc_status copyText(const char *function, const std::string &text, char *out, size_t capacity,
+                     size_t *length) {
+  *length = text.size();
+  if (text.size() + 1 > capacity)
+    return fail(LLMC_STATUS_BUFFER_TOO_SMALL,
+                std::string(function) + ": the text needs " + std::to_string(text.size() + 1) +
+                    " bytes with its NUL, more than the capacity " + std::to_string(capacity));
+  std::memcpy(out, text.data(), text.size());
+  out[text.size()] = '\0';
   return LLMC_STATUS_OK;
 }
 
@@ -102,7 +47,24 @@ llmc::sampling::SamplingParams toSamplingParams(const llmc_sampling_params &p) {
   return params;
 }
 
+llmc_status stepFailure(const Status &status) {
+  return fromStatus(status, status.message().find("KV cache full") != std::string::npos
+                                ? LLMC_STATUS_KV_CACHE_FULL
+                                : LLMC_STATUS_FAILED);
+}
+
+namespace {
+// Copies `text` into a fixed char array, truncated, always NUL-terminated.
+template <size_t N> void copyTruncated(char (&out)[N], const std::string &text) {
+  size_t n = std::min(text.size(), N - 1);
+  std::memcpy(out, text.data(), n);
+  out[n] = '\0';
+}
 } // namespace
+
+} // namespace llmc::capi
+
+using namespace llmc::capi;
 
 extern "C" {
 
@@ -120,11 +82,17 @@ const char *llmc_status_name(llmc_status status) {
     return "KV cache full";
   case LLMC_STATUS_FAILED:
     return "failed";
+  case LLMC_STATUS_NOT_FOUND:
+    return "not found";
+  case LLMC_STATUS_TEMPLATE_ERROR:
+    return "template error";
+  case LLMC_STATUS_BUSY:
+    return "busy";
   }
   return "unknown status";
 }
 
-const char *llmc_last_error(void) { return lastError.c_str(); }
+const char *llmc_last_error(void) { return llmc::capi::lastError.c_str(); }
 
 const char *llmc_version(void) { return LLMC_VERSION; }
 
@@ -330,6 +298,8 @@ llmc_status llmc_generate(llmc_engine *handle, const char *prompt, size_t prompt
   return guarded(fn, [&]() -> llmc_status {
     if (handle == nullptr)
       return nullArgument(fn, "engine");
+    if (llmc_status s = refuseWhenScheduled(fn, *handle); s)
+      return s;
     if (prompt == nullptr && promptLength > 0)
       return nullArgument(fn, "prompt");
     if (given != nullptr)
@@ -386,6 +356,8 @@ llmc_status llmc_sequence_add(llmc_engine *handle, llmc_sequence_id *sequence) {
   return guarded(fn, [&]() -> llmc_status {
     if (handle == nullptr)
       return nullArgument(fn, "engine");
+    if (llmc_status s = refuseWhenScheduled(fn, *handle); s)
+      return s;
     if (sequence == nullptr)
       return nullArgument(fn, "sequence");
     *sequence = handle->engine->addSequence();
@@ -398,6 +370,8 @@ llmc_status llmc_sequence_release(llmc_engine *handle, llmc_sequence_id sequence
   return guarded(fn, [&]() -> llmc_status {
     if (handle == nullptr)
       return nullArgument(fn, "engine");
+    if (llmc_status s = refuseWhenScheduled(fn, *handle); s)
+      return s;
     return fromStatus(handle->engine->releaseSequence(sequence), LLMC_STATUS_INVALID_ARGUMENT);
   });
 }
@@ -421,6 +395,8 @@ llmc_status llmc_step(llmc_engine *handle, const llmc_step_entry *entries, size_
   return guarded(fn, [&]() -> llmc_status {
     if (handle == nullptr)
       return nullArgument(fn, "engine");
+    if (llmc_status s = refuseWhenScheduled(fn, *handle); s)
+      return s;
     if (entries == nullptr || numEntries == 0)
       return fail(LLMC_STATUS_INVALID_ARGUMENT, std::string(fn) + ": no entries to step");
     if (logits == nullptr)

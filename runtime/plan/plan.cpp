@@ -1,6 +1,7 @@
 #include "plan/plan.h"
 
 #include "kernels/common/q4_layout.h"
+#include "plan/checksum.h"
 #include "plan/plan_format.h"
 #include "tokenizer/utf8.h"
 
@@ -58,8 +59,10 @@ Status checkHeader(const uint8_t *data, uint64_t size, const std::string &name, 
     return Status::error(name + ": plan format version " + str(header->formatVersion) +
                          " is newer than this runtime supports (" + str(kPlanFormatVersion) +
                          "); update llmrun, or rebuild the plan with this llmc");
-  if (header->formatVersion < 1)
-    return Status::error(name + ": invalid plan format version 0");
+  if (header->formatVersion < kPlanFormatVersion)
+    return Status::error(name + ": plan format version " + str(header->formatVersion) +
+                         " is older than this runtime reads (" + str(kPlanFormatVersion) +
+                         "); rebuild the plan with this llmc (llmc build)");
   if (header->headerSize != sizeof(PlanFileHeader))
     return Status::error(name + ": header size " + str(header->headerSize) + ", expected 64");
   uint64_t metaEnd = 0, weightsEnd = 0;
@@ -983,7 +986,7 @@ Status validatePlanImage(const uint8_t *data, uint64_t size, const std::string &
   LLMC_RETURN_IF_ERROR(checkPrograms(*plan, name));
   LLMC_RETURN_IF_ERROR(checkSyntheticTensorsUsed(*plan, name));
   if (options.verifyWeights && header.weightsChecksum != 0 &&
-      fnv1a64Words(data + header.weightsOffset, header.weightsSize) != header.weightsChecksum)
+      planWeightChecksum(data + header.weightsOffset, header.weightsSize) != header.weightsChecksum)
     return Status::error(name + ": weight section checksum mismatch (the file is corrupt)");
   *meta = plan;
   return Status::ok();

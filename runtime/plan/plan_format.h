@@ -12,7 +12,8 @@
 //                 at or after the end of the metadata)
 //   40      8     u64 weight section size; offset + size == file size
 //   48      8     u64 FNV-1a 64 checksum of the metadata bytes
-//   56      8     u64 FNV-1a 64 checksum of the weight section (0: not computed)
+//   56      8     u64 XXH3-64 checksum of the weight section (0: not computed;
+//                 plan/checksum.h; format version 1 had FNV-1a over 64-bit words)
 //
 // Between the metadata and the weight section: zero padding. Every tensor
 // starts at a multiple of kPlanWeightAlignment within the weight section, so
@@ -26,7 +27,7 @@
 namespace llmc {
 
 constexpr char kPlanMagic[8] = {'L', 'L', 'M', 'C', 'P', 'L', 'A', 'N'};
-constexpr uint32_t kPlanFormatVersion = 1;
+constexpr uint32_t kPlanFormatVersion = 2;
 constexpr uint64_t kPlanWeightAlignment = 256;
 // The longest sequence a plan may declare (model.max_seq_len): the loader
 // refuses more, so `llmc build` refuses to write such a plan.
@@ -53,52 +54,6 @@ inline uint64_t fnv1a64(const uint8_t *data, uint64_t size, uint64_t hash = 0xcb
     hash *= 0x100000001b3ull;
   }
   return hash;
-}
-
-// The weight-section checksum: FNV-1a over 64-bit little-endian words, the
-// tail (size % 8 bytes) one byte at a time; about 8x faster than bytewise on
-// large sections. Incremental: update() in any chunking gives the same value.
-class WeightChecksum {
-public:
-  void update(const uint8_t *data, uint64_t size) {
-    while (size > 0 && pending_ > 0) {
-      addByteToWord(*data++);
-      --size;
-    }
-    for (; size >= 8; data += 8, size -= 8) {
-      uint64_t word;
-      std::memcpy(&word, data, 8);
-      mix(word);
-    }
-    while (size-- > 0)
-      addByteToWord(*data++);
-  }
-  uint64_t finish() const {
-    return fnv1a64(reinterpret_cast<const uint8_t *>(&partial_), pending_, hash_);
-  }
-
-private:
-  void mix(uint64_t word) {
-    hash_ ^= word;
-    hash_ *= 0x100000001b3ull;
-  }
-  void addByteToWord(uint8_t byte) {
-    partial_ |= static_cast<uint64_t>(byte) << (8 * pending_);
-    if (++pending_ == 8) {
-      mix(partial_);
-      partial_ = 0;
-      pending_ = 0;
-    }
-  }
-  uint64_t hash_ = 0xcbf29ce484222325ull;
-  uint64_t partial_ = 0;
-  unsigned pending_ = 0;
-};
-
-inline uint64_t fnv1a64Words(const uint8_t *data, uint64_t size) {
-  WeightChecksum checksum;
-  checksum.update(data, size);
-  return checksum.finish();
 }
 
 inline uint64_t alignUp(uint64_t value, uint64_t alignment) {

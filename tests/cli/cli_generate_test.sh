@@ -68,6 +68,42 @@ grep -q "unknown option '--temprature'; did you mean --temperature?" "$WORK/u.er
 ! grep -q bogus "$WORK/u.err" || fail "not the first error first"
 [[ ! -s "$WORK/u.out" ]] || fail "output before the error"
 
+# Parse errors in the order given: whatever kind each is (a value that does
+# not convert, an unknown flag, a stray argument, a missing value), the
+# first one on the command line is the one reported.
+first_error() { # first_error PATTERN NOT-PATTERN ARGS...
+  local pattern="$1" other="$2"; shift 2
+  set +e; "$LLMRUN" "$@" >"$WORK/o.out" 2>"$WORK/o.err"; local rc=$?; set -e
+  [[ $rc == 2 ]] || fail "exit $rc for: $*"
+  [[ ! -s "$WORK/o.out" ]] || fail "stdout before the error for: $*"
+  grep -q -- "$pattern" "$WORK/o.err" || fail "for $*: expected '$pattern', got: $(cat "$WORK/o.err")"
+  ! grep -q -- "$other" "$WORK/o.err" || fail "for $*: '$other' reported: $(cat "$WORK/o.err")"
+}
+first_error "top-k = x" "bogus" "$P" -p hi --top-k x --bogus
+first_error "unknown option '--bogus'" "top-k" "$P" -p hi --bogus --top-k x
+first_error "top-k = x" "max-tokens" "$P" -p hi --top-k x -n y
+first_error "max-tokens = y" "top-k" "$P" -p hi -n y --top-k x
+first_error "max-tokens = y" "top-k" "$P" -p hi --n-predict=y --top-k=x
+first_error "unexpected argument 'stray'" "bogus" "$P" stray -p hi --bogus
+first_error "unknown option '--bogus'" "stray" "$P" -p hi --bogus stray
+first_error "option --seed needs a value" "convert" "$P" -p hi -n 3 --seed
+first_error "seed = z" "threads" "$P" -p hi -s z -t w
+first_error "unknown option '--temprature'" "needs a value" "$P" -p hi --temprature 1 --seed
+# llmc too: a value that does not convert before an unknown flag, and the
+# other way round; an optional value (--synthetic-weights [SEED]) is still taken.
+set +e
+"$BUILD/tools/llmc" build "$WORK/model" --max-seq-len x --bogus -o "$WORK/x.plan" 2>"$WORK/c1.err"; rc1=$?
+"$BUILD/tools/llmc" build "$WORK/model" --bogus --max-seq-len x -o "$WORK/x.plan" 2>"$WORK/c2.err"; rc2=$?
+set -e
+[[ $rc1 == 2 && $rc2 == 2 && ! -e "$WORK/x.plan" ]] || fail "llmc exit codes $rc1 $rc2"
+grep -q -- "max-seq-len = x" "$WORK/c1.err" && ! grep -q bogus "$WORK/c1.err" ||
+  fail "llmc order: $(cat "$WORK/c1.err")"
+grep -q "unknown option '--bogus'" "$WORK/c2.err" && ! grep -q max-seq-len "$WORK/c2.err" ||
+  fail "llmc order: $(cat "$WORK/c2.err")"
+"$BUILD/tools/llmc" build "$WORK/model" --synthetic-weights 5 --target cpu --max-seq-len 64 \
+  -o "$WORK/s5.plan" 2>/dev/null || fail "--synthetic-weights SEED"
+"$LLMRUN" inspect "$WORK/s5.plan" | grep -q -- "--synthetic-weights=5" || fail "the seed 5 was not taken"
+
 # Bad values and an over-long prompt fail before the prompt is echoed.
 expect_error() { # expect_error PATTERN ARGS...
   local pattern="$1"; shift

@@ -23,7 +23,13 @@ done
 exported=$(nm -D --defined-only "$PREFIX/lib/libllmc.so" | awk '$2 ~ /[TDBR]/ {print $3}' | sed 's/@.*//')
 bad=$(grep -v '^llmc_' <<<"$exported" || true)
 [[ -z "$bad" ]] || { echo "FAIL: libllmc.so exports non-API symbols:"; echo "$bad" | head; exit 1; }
-grep -q '^llmc_generate$' <<<"$exported" || { echo "FAIL: llmc_generate not exported"; exit 1; }
+# Every function the header declares is exported (none declared and left undefined).
+declared=$(grep -oE '^LLMC_API [^(]*[^a-z0-9_](llmc_[a-z0-9_]+)\(' "$PREFIX/include/llmc/llmc.h" |
+           grep -oE 'llmc_[a-z0-9_]+\($' | tr -d '(')
+[[ $(wc -l <<<"$declared") -ge 30 ]] || { echo "FAIL: too few declarations found: $declared"; exit 1; }
+for fn in $declared; do
+  grep -qx "$fn" <<<"$exported" || { echo "FAIL: $fn is declared in llmc.h but not exported"; exit 1; }
+done
 if readelf -d "$PREFIX/lib/libllmc.so" | grep -E 'NEEDED.*(MLIR|LLVM|nvrtc|libcuda)'; then
   echo "FAIL: libllmc.so depends on the compiler's or the GPU's libraries"; exit 1
 fi

@@ -3,6 +3,7 @@
 #include "common/test_paths.h"
 #include "kernels/common/half.h"
 #include "memory_planner.h"
+#include "plan/checksum.h"
 #include "plan_fixture.h"
 
 #include <chrono>
@@ -107,6 +108,26 @@ TEST_F(PlanFile, RejectsNewerFormatVersionWithAHint) {
     setHeader(b, h);
   });
   expectRejected("is newer than this runtime supports");
+}
+// Format version 1 (FNV-1a weight checksum) is refused, never misread.
+TEST_F(PlanFile, RejectsOlderFormatVersionWithARebuildHint) {
+  mutateBytes([](auto &b) {
+    auto h = headerOf(b);
+    h.formatVersion = 1;
+    setHeader(b, h);
+  });
+  expectRejected("plan format version 1 is older than this runtime reads (2); rebuild the plan");
+}
+TEST_F(PlanFile, WeightChecksumIsXxh3OfTheSection) {
+  mutateBytes([](auto &b) {
+    auto h = headerOf(b);
+    EXPECT_NE(h.weightsChecksum, 0u);
+    EXPECT_EQ(h.weightsChecksum, planWeightChecksum(b.data() + h.weightsOffset, h.weightsSize));
+    PlanWeightHasher pieces; // any chunking gives the one-call value
+    for (uint64_t at = 0; at < h.weightsSize; at += 7)
+      pieces.update(b.data() + h.weightsOffset + at, std::min<uint64_t>(7, h.weightsSize - at));
+    EXPECT_EQ(pieces.finish(), h.weightsChecksum);
+  });
 }
 TEST_F(PlanFile, RejectsWrongHeaderSize) {
   mutateBytes([](auto &b) {
