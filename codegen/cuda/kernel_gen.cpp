@@ -378,6 +378,10 @@ Expected<KernelInstance> attention(const StepView &v) {
   int64_t blockSize = v.plan.kv_cache->block_size;
   int64_t maxSeq = v.plan.model->max_seq_len;
   float scale = static_cast<float>(v.step.float_params.at(0));
+  // Sliding window and soft-capping (kernels/common/attention_scores.h): off
+  // until the plan carries them.
+  int64_t window = 0;
+  float softcap = 0.0f;
   const int warps = 4, chunk = 32;
   int vec = vectorWidth(dim, {dtypeSize(a)});
   for (int64_t x : {qStride, kStride, vStride, qCol, kCol, vCol})
@@ -408,6 +412,8 @@ Expected<KernelInstance> attention(const StepView &v) {
            "_d" + str(dim) + "_g" + str(group) + "_kv" + str(kvHeads) + "_bs" + str(blockSize) +
            "_bm" + str(rowsPerBlock) +
            (splits > 1 ? "_s" + str(splits) : "") + "_sc" + floatTag(scale) +
+           (window > 0 ? "_w" + str(window) : "") +
+           (softcap > 0.0f ? "_cap" + floatTag(softcap) : "") +
            (fused ? "_q" + str(qStride) + "c" + str(qCol) + "_k" + str(kStride) + "c" + str(kCol) +
                         "_v" + str(vStride) + "c" + str(vCol)
                   : "") +
@@ -423,7 +429,8 @@ Expected<KernelInstance> attention(const StepView &v) {
                                  ", " + str(vec) + ", " + str(warps) +
                                  ", " + str(qStride) + ", " + str(kStride) + ", " + str(vStride) +
                                  ", " + str(qCol) + ", " + str(kCol) + ", " + str(vCol) + ", " +
-                                 bool01(rope) + ">(args, " + floatLiteral(scale) + ", kInvFreq)");
+                                 bool01(rope) + ">(args, " + floatLiteral(scale) + ", kInvFreq, " +
+                                 str(window) + ", " + floatLiteral(softcap) + ")");
   k.launch.block = {static_cast<uint32_t>(warps * 32), 1, 1};
   k.launch.grid = {1, static_cast<uint32_t>(kvHeads), static_cast<uint32_t>(splits)};
   k.launch.tokenAxis = 1;
