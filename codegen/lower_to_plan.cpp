@@ -1,9 +1,11 @@
 #include "lower_to_plan.h"
 
 #include "ir/LlmOps.h"
+#include "kernels/common/activations.h"
 #include "kernels/common/q4_layout.h"
 #include "kernels/common/synthetic.h"
 #include "memory_planner.h"
+#include "plan/plan.h"
 #include "plan/plan_format.h"
 
 #include <mlir/Dialect/Func/IR/FuncOps.h>
@@ -31,6 +33,20 @@ Expected<fb::DType> toPlanDType(mlir::Type type, const std::string &what) {
   llvm::raw_string_ostream os(printed);
   type.print(os);
   return Status::error(what + ": element type " + os.str() + " has no plan dtype");
+}
+
+// The plan's gated activation (kernels/common/activations.h) of a fused linear.
+int64_t gateKind(llm::GatedActivation activation) {
+  switch (activation) {
+  case llm::GatedActivation::None:
+  case llm::GatedActivation::SwiGlu:
+    return hd::kGateSilu;
+  case llm::GatedActivation::GeGluTanh:
+    return hd::kGateGeluTanh;
+  case llm::GatedActivation::GeGluErf:
+    return hd::kGateGeluErf;
+  }
+  return hd::kGateSilu;
 }
 
 // Builds the tensor table and the value -> buffer map, then the steps.
@@ -218,11 +234,17 @@ private:
       s->op = fb::OpKind::Embedding;
       LLMC_RETURN_IF_ERROR(input(e.getTokens()));
       s->weights.push_back(weight(e.getTable()));
+      StepExtras extras;
+      extras.embeddingScale = e.getScale().convertToDouble();
+      setStepExtras(*s, extras);
     } else if (auto n = dyn_cast<llm::RmsNormOp>(op)) {
       s->op = fb::OpKind::RmsNorm;
       LLMC_RETURN_IF_ERROR(input(n.getX()));
       s->weights.push_back(weight(n.getWeight()));
       s->float_params.push_back(n.getEps().convertToDouble());
+      StepExtras extras;
+      extras.normOffset = n.getOffset().convertToDouble();
+      setStepExtras(*s, extras);
     } else if (auto l = dyn_cast<llm::LinearOp>(op)) {
       s->op = fb::OpKind::Linear;
       LLMC_RETURN_IF_ERROR(input(l.getX()));
@@ -255,6 +277,10 @@ private:
                        static_cast<int64_t>(a.getNumKvHeads()),
                        static_cast<int64_t>(a.getHeadDim())};
       s->float_params.push_back(a.getScale().convertToDouble());
+      StepExtras extras;
+      extras.softcap = a.getSoftcap().convertToDouble();
+      extras.window = a.getWindowAttr().getInt();
+      setStepExtras(*s, extras);
     } else if (isa<llm::AddOp, llm::MulOp>(op)) {
       s->op = isa<llm::AddOp>(op) ? fb::OpKind::Add : fb::OpKind::Mul;
       LLMC_RETURN_IF_ERROR(input(op->getOperand(0)));
@@ -262,14 +288,21 @@ private:
     } else if (auto si = dyn_cast<llm::SiluOp>(op)) {
       s->op = fb::OpKind::Silu;
       LLMC_RETURN_IF_ERROR(input(si.getX()));
+    } else if (auto ge = dyn_cast<llm::GeluOp>(op)) {
+      s->op = fb::OpKind::Gelu;
+      LLMC_RETURN_IF_ERROR(input(ge.getX()));
+      s->int_params.push_back(ge.getTanh() ? 1 : 0);
     } else if (auto lo = dyn_cast<llm::LogitsOp>(op)) {
       s->op = fb::OpKind::Logits;
       LLMC_RETURN_IF_ERROR(input(lo.getX()));
       s->weights.push_back(weight(lo.getWeight()));
+      StepExtras extras;
+      extras.softcap = lo.getSoftcap().convertToDouble();
+      setStepExtras(*s, extras);
     } else {
       return Status::error("no kernel for '" + op->getName().getStringRef().str() +
                            "' yet (supported: embedding, rms_norm, linear, rope, attention, " +
-                           "add, mul, silu, logits)");
+                           "add, mul, silu, gelu, logits)");
     }
     LLMC_RETURN_IF_ERROR(output(op->getResult(0)));
     return s;
@@ -392,6 +425,10 @@ private:
       LLMC_RETURN_IF_ERROR(input(h.getX()));
       s->weights = {weight(h.getNorm()), weight(h.getWeight())};
       s->float_params = {h.getEps().convertToDouble()};
+      StepExtras extras;
+      extras.normOffset = h.getOffset().convertToDouble();
+      extras.softcap = h.getSoftcap().convertToDouble();
+      setStepExtras(*s, extras);
       for (mlir::Value result : h->getResults()) {
         LLMC_ASSIGN_OR_RETURN(int b, bufferOf(result, step));
         s->outputs.push_back(b);
@@ -433,6 +470,10 @@ private:
                      columnOf(op->getOperand(2)),
                      ra ? 1 : 0};
     s->float_params = {(ra ? ra.getScale() : a.getScale()).convertToDouble()};
+    StepExtras extras;
+    extras.softcap = (ra ? ra.getSoftcap() : a.getSoftcap()).convertToDouble();
+    extras.window = (ra ? ra.getWindowAttr() : a.getWindowAttr()).getInt();
+    setStepExtras(*s, extras);
     LLMC_ASSIGN_OR_RETURN(int out, bufferOf(op->getResult(0), step));
     s->outputs.push_back(out);
     return s;
@@ -445,7 +486,7 @@ private:
   // int4 weights: the kinds' Q4 forms (a plain one is LinearQ4), the
   // matrix as qweight, scales, zeros, the group size after accumulate.
   Status lowerFusedLinear(llm::FusedLinearOp f, int step, fb::StepT &s) {
-    bool norm = static_cast<bool>(f.getNorm()), swiglu = f.getSwiglu();
+    bool norm = static_cast<bool>(f.getNorm()), swiglu = f.isGated();
     auto q4 = dyn_cast<llm::Q4Type>(f.getWeights()[0].getType());
     s.op = fusedLinearKind(norm, swiglu, static_cast<bool>(q4));
     if (q4 && norm && !f.getBiases().empty())
@@ -476,6 +517,10 @@ private:
       s.int_params.push_back(residual ? 1 : 0);
     if (q4)
       s.int_params.push_back(q4.getGroupSize());
+    StepExtras extras;
+    extras.normOffset = norm ? f.getNormOffset().convertToDouble() : 0.0;
+    extras.gate = gateKind(f.getActivation());
+    setStepExtras(s, extras);
     if (residual) {
       if (columns_.count(residual.getAsOpaquePointer()) || !deadAfter(residual, f))
         return Status::error("llm.fused_linear: its residual is updated in place, so it must "
