@@ -41,8 +41,10 @@ template <int R, int TT, Groups G> struct Avx512Tile {
       for (int t = 0; t < TT; ++t)
         acc[r][t] = _mm512_setzero_ps();
     }
+    PairGroups groups(p.w.groupSize);
     for (int64_t q = 0; q < xq.pairs; ++q) {
       const bool full = q < geo.fullPairs; // else the row's last 4 words
+      groups.advanceTo(q);
       LLMC_Q4_UNROLL
       for (int r = 0; r < R; ++r) {
         const hd::u32 *words = p.w.qweight + (n0 + r) * geo.words + 8 * q;
@@ -52,7 +54,7 @@ template <int R, int TT, Groups G> struct Avx512Tile {
         const __m512i nibbles = _mm512_and_si512(
             _mm512_inserti64x4(_mm512_castsi256_si512(v), _mm256_srli_epi16(v, 4), 1), low4);
         const __m512 s =
-            twice(pairScales<G>(p.w.scales + (n0 + r) * geo.groups, q, p.w.groupSize, full));
+            twice(pairScales<G>(p.w.scales + (n0 + r) * geo.groups, groups, full));
         LLMC_Q4_UNROLL
         for (int t = 0; t < TT; ++t) {
           const __m512i x = _mm512_loadu_si512(xv + t * xStride + q * kQ8PairBytes);
@@ -76,9 +78,10 @@ template <int R, int TT, Groups G> struct Avx512Tile {
 
 } // namespace
 
-// 4 rows per decode tile, 4 rows x 4 tokens for prefill (16 of 32 zmm).
+// 4 rows per decode tile, 2 rows x 4 tokens for prefill (8 accumulators,
+// each token's x and scales, a row's nibbles and scales: 22 of 32 zmm).
 LLMC_Q4_AVX512 void matmulQ4RowsAvx512Vnni(const Q4Problem &p, int64_t rowBegin, int64_t rowEnd) {
-  tiledRows<Avx512Tile, 4, 4>(p, rowBegin, rowEnd);
+  tiledRows<Avx512Tile, 4, 2>(p, rowBegin, rowEnd);
 }
 
 } // namespace llmc::cpu::detail

@@ -32,6 +32,12 @@ LLMC_Q4_AVX2 inline float hsum(__m256 v) {
 
 LLMC_Q4_AVX2 inline float halfToFloat(uint16_t h) { return _cvtsh_ss(h); }
 
+// Lanes [0, n) of a mask, n <= 8.
+LLMC_Q4_AVX2 inline __m256i tailMask(int64_t n) {
+  return _mm256_cmpgt_epi32(_mm256_set1_epi32(static_cast<int>(n)),
+                            _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+}
+
 // Geometry of one problem's packed rows.
 struct Rows {
   int64_t words;     // u32 per row: 4 per Q8 block
@@ -49,26 +55,39 @@ enum class Groups {
   Mixed,    // other multiples of 32 (96, 160, ...): either
 };
 
-// The group scales of pair `pair` of a row, in the lanes of the AVX2 dot
-// products: block 2p's in lanes 0..3, block 2p + 1's in 4..7. A block past
-// the row's end (full false) multiplies zeros: any finite scale does.
+// The groups of blocks 2p and 2p + 1 (columns 64p and 64p + 32), kept by
+// counting rather than dividing per pair.
+struct PairGroups {
+  int64_t groupSize, first = 0, second = 0;
+  explicit PairGroups(int64_t g) : groupSize(g) {}
+  void advanceTo(int64_t pair) {
+    while ((first + 1) * groupSize <= 64 * pair)
+      ++first;
+    while ((second + 1) * groupSize <= 64 * pair + 32)
+      ++second;
+  }
+};
+
+// The group scales of a pair of blocks of a row, in the lanes of the AVX2
+// dot products: block 2p's in lanes 0..3, block 2p + 1's in 4..7. A block
+// past the row's end (full false) multiplies zeros: any finite scale does.
 template <Groups G>
-LLMC_Q4_AVX2 inline __m256 pairScales(const uint16_t *scales, int64_t pair, int64_t groupSize,
+LLMC_Q4_AVX2 inline __m256 pairScales(const uint16_t *scales, const PairGroups &groups,
                                       bool full) {
   if constexpr (G == Groups::PerBlock) {
     if (!full)
-      return _mm256_set1_ps(halfToFloat(scales[2 * pair]));
-    uint32_t both;
-    std::memcpy(&both, scales + 2 * pair, sizeof(both));
+      return _mm256_set1_ps(halfToFloat(scales[groups.first]));
+    uint32_t both; // groups 2p and 2p + 1
+    std::memcpy(&both, scales + groups.first, sizeof(both));
     const __m128 two = _mm_cvtph_ps(_mm_cvtsi32_si128(static_cast<int>(both)));
     return _mm256_permutevar8x32_ps(_mm256_castps128_ps256(two),
                                     _mm256_setr_epi32(0, 0, 0, 0, 1, 1, 1, 1));
   } else if constexpr (G == Groups::PerPair) {
-    return _mm256_set1_ps(halfToFloat(scales[64 * pair / groupSize]));
+    return _mm256_set1_ps(halfToFloat(scales[groups.first]));
   } else {
-    const int64_t g0 = 64 * pair / groupSize, g1 = full ? (64 * pair + 32) / groupSize : g0;
-    return _mm256_set_m128(_mm_set1_ps(halfToFloat(scales[g1])),
-                           _mm_set1_ps(halfToFloat(scales[g0])));
+    const int64_t second = full ? groups.second : groups.first;
+    return _mm256_set_m128(_mm_set1_ps(halfToFloat(scales[second])),
+                           _mm_set1_ps(halfToFloat(scales[groups.first])));
   }
 }
 
@@ -97,11 +116,21 @@ LLMC_Q4_AVX2 void storeTile(const Q4Problem &p, const Rows &geo, int64_t n0, int
       for (int t = 0; t < TT; ++t)
         acc[t] = _mm256_fmadd_ps(sz, _mm256_loadu_ps(sums + t * geo.groups + g), acc[t]);
     }
+    // The last few groups in scalar: padding them through memory to a vector
+    // load stalls store forwarding, measured slower for K = 768, G = 128.
+    float zeroes[TT];
+    LLMC_Q4_UNROLL
+    for (int t = 0; t < TT; ++t)
+      zeroes[t] = hsum(acc[t]);
+    for (; g < geo.groups; ++g) {
+      const float sz = halfToFloat(scales[g]) * halfToFloat(zeros[g]);
+      LLMC_Q4_UNROLL
+      for (int t = 0; t < TT; ++t)
+        zeroes[t] += sz * sums[t * geo.groups + g];
+    }
     LLMC_Q4_UNROLL
     for (int t = 0; t < TT; ++t) {
-      float zero = hsum(acc[t]);
-      for (int64_t k = g; k < geo.groups; ++k)
-        zero += halfToFloat(scales[k]) * halfToFloat(zeros[k]) * sums[t * geo.groups + k];
+      const float zero = zeroes[t];
       storeQ4Output(p, t0 + t, n0 + r, dots[r][t] - zero);
     }
   }
