@@ -79,14 +79,16 @@ void matmulQ4(ThreadPool &pool, const float *x, int64_t tokens, const Q4Matrix &
   values.resize(tokens * pairs * detail::kQ8PairBytes);
   scales.resize(tokens * pairs * lanes);
   groupSums.resize(tokens * groups);
+  // Pointers, not the vectors: a worker naming a thread_local gets its own.
+  problem.xq = {values.data(), scales.data(), groupSums.data(), pairs, lanes};
+  int8_t *valuesOut = values.data();
+  float *scalesOut = scales.data(), *sumsOut = groupSums.data();
   pool.parallelFor(
       tokens,
       [&](int64_t b, int64_t e) {
-        quantize(x, w.cols, w.groupSize, lanes, b, e, values.data(), scales.data(),
-                 groupSums.data());
+        quantize(x, w.cols, w.groupSize, lanes, b, e, valuesOut, scalesOut, sumsOut);
       },
       std::max<int64_t>(1, 16384 / w.cols));
-  problem.xq = {values.data(), scales.data(), groupSums.data(), pairs, lanes};
   pool.parallelFor(w.rows, [&](int64_t b, int64_t e) { rows(problem, b, e); }, grain);
 }
 
