@@ -9,6 +9,13 @@
 
 #include <immintrin.h>
 
+// GCC 12's AVX-512 intrinsics start from self-initialized "undefined"
+// vectors, which -Wuninitialized reports at every inlined call.
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic ignored "-Wuninitialized"
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#endif
+
 #define LLMC_Q4_AVX512 \
   __attribute__((target("avx512f,avx512bw,avx512vl,avx512vnni,avx2,fma,f16c")))
 
