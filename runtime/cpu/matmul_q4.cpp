@@ -3,36 +3,30 @@
 #include "cpu/isa.h"
 #include "kernels/common/q4_layout.h"
 
+#include <algorithm>
+#include <atomic>
+#include <cmath>
 #include <string>
 #include <vector>
 
 namespace llmc::cpu {
 namespace {
 
-// Tokens up to which the AVX2 path streams packed rows (decode); above, it
-// dequantizes row blocks once and reuses them for every token (prefill).
-constexpr int64_t kDecodeMaxTokens = 2;
+std::atomic<bool> &exactActivations() {
+  static std::atomic<bool> exact{false};
+  return exact;
+}
 
-// x rearranged for the decode path: per block of 8 * lanes columns, nibble
-// plane i (columns 8j + i, j < lanes) at offset lanes * i, zero beyond K;
-// and the sum of x over each group's columns, so that zero points apply
-// once per group.
-void prepareDecodeInputs(const float *x, int64_t tokens, const Q4Matrix &w, int64_t lanes,
-                         int64_t blocks, std::vector<float> &planes,
-                         std::vector<float> &groupSums) {
-  const int64_t k = w.cols, groups = hd::q4NumGroups(k, w.groupSize), width = 8 * lanes;
-  planes.assign(tokens * blocks * width, 0.0f);
-  groupSums.assign(tokens * groups, 0.0f);
-  for (int64_t t = 0; t < tokens; ++t) {
-    const float *row = x + t * k;
-    float *plane = planes.data() + t * blocks * width;
-    float *sums = groupSums.data() + t * groups;
-    for (int64_t c = 0; c < k; ++c) {
-      int64_t word = c / 8, nibble = c % 8;
-      plane[(word / lanes) * width + nibble * lanes + word % lanes] = row[c];
-      sums[c / w.groupSize] += row[c];
-    }
-  }
+using QuantizeFn = void (*)(const float *, int64_t, int64_t, int64_t, int64_t, int64_t, int8_t *,
+                            float *, float *);
+using RowsFn = void (*)(const detail::Q4Problem &, int64_t, int64_t);
+
+// Chunks of whole 16-row blocks, with at least ~32 KiB of packed weights
+// each so that small layers do not pay for waking the pool.
+int64_t rowGrain(const Q4Matrix &w, int64_t tokens) {
+  const int64_t rowBytes = hd::q4WordsPerRow(w.cols) * 4;
+  const int64_t grain = (32 * 1024 / (rowBytes * tokens) + 15) / 16 * 16;
+  return std::max<int64_t>(grain, 16);
 }
 
 } // namespace
@@ -50,46 +44,137 @@ Status checkWeight(const Q4Matrix &w, std::string_view name) {
   return Status::ok();
 }
 
+void setQ4ExactActivationsForTesting(bool exact) {
+  exactActivations().store(exact, std::memory_order_relaxed);
+}
+
 void matmulQ4(ThreadPool &pool, const float *x, int64_t tokens, const Q4Matrix &w,
               const float *bias, float beta, float *y) {
   if (tokens <= 0)
     return;
-  detail::Q4Problem problem{x, tokens, w, bias, beta, y, nullptr, nullptr, 0};
-  void (*rows)(const detail::Q4Problem &, int64_t, int64_t) = detail::matmulQ4RowsScalar;
-  int64_t lanes = 0; // of the decode path's vectors; 0: no decode path
+  detail::Q4Problem problem{x, tokens, w, bias, beta, y, {}};
+  const int64_t grain = rowGrain(w, tokens);
+  if (exactActivations().load(std::memory_order_relaxed)) {
+    pool.parallelFor(
+        w.rows, [&](int64_t b, int64_t e) { detail::matmulQ4RowsExact(problem, b, e); }, grain);
+    return;
+  }
+  QuantizeFn quantize = detail::quantizeQ8Scalar;
+  RowsFn rows = detail::matmulQ4RowsScalar;
+  int64_t lanes = 8;
 #if defined(__x86_64__)
   if (activeIsa() != Isa::Scalar) {
+    quantize = detail::quantizeQ8Avx2;
     rows = detail::matmulQ4RowsAvx2;
-    lanes = 8;
   }
-  // The AVX-512 kernel needs one group pattern for every block: G | 128 or 128 | G.
-  if (activeIsa() == Isa::Avx512 && tokens <= kDecodeMaxTokens &&
-      (128 % w.groupSize == 0 || w.groupSize % 128 == 0)) {
-    rows = detail::matmulQ4DecodeAvx512;
+  if (activeIsa() == Isa::Avx512 && detail::hasAvx512Vnni()) {
+    rows = detail::matmulQ4RowsAvx512Vnni;
     lanes = 16;
   }
 #endif
-  thread_local std::vector<float> planes, groupSums;
-  if (lanes > 0 && tokens <= kDecodeMaxTokens) {
-    problem.blocks = (w.cols + 8 * lanes - 1) / (8 * lanes);
-    prepareDecodeInputs(x, tokens, w, lanes, problem.blocks, planes, groupSums);
-    problem.xPlanes = planes.data();
-    problem.xGroupSums = groupSums.data();
-  }
-  // Chunks of whole 16-row blocks, with at least ~32 KiB of packed weights
-  // each so that small layers do not pay for waking the pool.
-  const int64_t rowBytes = hd::q4WordsPerRow(w.cols) * 4;
-  int64_t grain = (32 * 1024 / (rowBytes * tokens) + 15) / 16 * 16;
+  // x quantized once per call, split over tokens for prefill.
+  const int64_t pairs = detail::q8Pairs(w.cols), groups = hd::q4NumGroups(w.cols, w.groupSize);
+  thread_local std::vector<int8_t> values;
+  thread_local std::vector<float> scales, groupSums;
+  values.resize(tokens * pairs * detail::kQ8PairBytes);
+  scales.resize(tokens * pairs * lanes);
+  groupSums.resize(tokens * groups);
+  // Pointers, not the vectors: a worker naming a thread_local gets its own.
+  problem.xq = {values.data(), scales.data(), groupSums.data(), pairs, lanes};
+  int8_t *valuesOut = values.data();
+  float *scalesOut = scales.data(), *sumsOut = groupSums.data();
   pool.parallelFor(
-      w.rows, [&](int64_t begin, int64_t end) { rows(problem, begin, end); },
-      grain < 16 ? 16 : grain);
+      tokens,
+      [&](int64_t b, int64_t e) {
+        quantize(x, w.cols, w.groupSize, lanes, b, e, valuesOut, scalesOut, sumsOut);
+      },
+      std::max<int64_t>(1, 16384 / w.cols));
+  pool.parallelFor(w.rows, [&](int64_t b, int64_t e) { rows(problem, b, e); }, grain);
 }
 
 namespace detail {
 
-// The reference path: dequantize each row to f32 once, then dot it with
-// every token.
+bool hasAvx512Vnni() {
+#if defined(__x86_64__)
+  static const bool vnni = [] {
+    __builtin_cpu_init();
+    return __builtin_cpu_supports("avx512vnni") != 0;
+  }();
+  return vnni;
+#else
+  return false;
+#endif
+}
+
+// The reference quantizer; quantizeQ8Avx2 gives the same bytes and floats.
+void quantizeQ8Scalar(const float *x, int64_t cols, int64_t groupSize, int64_t scaleLanes,
+                      int64_t tokenBegin, int64_t tokenEnd, int8_t *values, float *scales,
+                      float *groupSums) {
+  const int64_t pairs = q8Pairs(cols), groups = hd::q4NumGroups(cols, groupSize);
+  for (int64_t t = tokenBegin; t < tokenEnd; ++t) {
+    const float *row = x + t * cols;
+    int8_t *v = values + t * pairs * kQ8PairBytes;
+    float *s = scales + t * pairs * scaleLanes;
+    float *sums = groupSums + t * groups;
+    std::fill(sums, sums + groups, 0.0f);
+    for (int64_t b = 0; b < 2 * pairs; ++b) {
+      const int64_t c0 = b * kQ8Block;
+      const int64_t n = std::clamp<int64_t>(cols - c0, 0, kQ8Block);
+      // NaN or Inf anywhere in the block: d = NaN, so the outputs it feeds are NaN.
+      float amax = 0.0f, poison = 0.0f;
+      for (int64_t i = 0; i < n; ++i) {
+        amax = std::max(amax, std::fabs(row[c0 + i]));
+        poison += row[c0 + i] * 0.0f;
+      }
+      const bool finite = !std::isnan(poison);
+      const float d = finite ? amax / 127.0f : NAN;
+      const float inv = finite && amax > 0.0f ? 127.0f / amax : 0.0f;
+      int8_t *pair = v + (b / 2) * kQ8PairBytes + 16 * (b % 2);
+      int32_t sum = 0;
+      for (int64_t i = 0; i < kQ8Block; ++i) {
+        const int32_t q = i < n ? static_cast<int32_t>(std::nearbyint(row[c0 + i] * inv)) : 0;
+        pair[32 * (i % 2) + i / 2] = static_cast<int8_t>(q);
+        sum += q;
+      }
+      float *lanes = s + (b / 2) * scaleLanes + 4 * (b % 2);
+      for (int64_t l = 0; l < scaleLanes; l += 8)
+        std::fill(lanes + l, lanes + l + 4, n > 0 ? d : 0.0f);
+      if (n > 0)
+        sums[c0 / groupSize] += d * static_cast<float>(sum);
+    }
+  }
+}
+
+// The Q8 numerics of matmul_q4.h, one row and token at a time.
 void matmulQ4RowsScalar(const Q4Problem &p, int64_t rowBegin, int64_t rowEnd) {
+  const int64_t words = hd::q4WordsPerRow(p.w.cols), g = p.w.groupSize;
+  const int64_t groups = hd::q4NumGroups(p.w.cols, g), blocks = words / 4;
+  const Q8Activations &xq = p.xq;
+  for (int64_t n = rowBegin; n < rowEnd; ++n) {
+    const hd::u32 *packed = p.w.qweight + n * words;
+    const uint16_t *scales = p.w.scales + n * groups, *zeros = p.w.zeros + n * groups;
+    for (int64_t t = 0; t < p.tokens; ++t) {
+      const int8_t *v = xq.values + t * xq.pairs * kQ8PairBytes;
+      const float *d = xq.scales + t * xq.pairs * xq.scaleLanes;
+      const float *sums = xq.groupSums + t * groups;
+      float total = 0.0f;
+      for (int64_t b = 0; b < blocks; ++b) {
+        const int8_t *pair = v + (b / 2) * kQ8PairBytes + 16 * (b % 2);
+        int32_t dot = 0;
+        for (int64_t i = 0; i < kQ8Block; ++i)
+          dot += hd::q4At(packed, b * kQ8Block + i) * pair[32 * (i % 2) + i / 2];
+        const float blockScale = d[(b / 2) * xq.scaleLanes + 4 * (b % 2)];
+        total += hd::f16ToF32(scales[b * kQ8Block / g]) * (blockScale * static_cast<float>(dot));
+      }
+      for (int64_t k = 0; k < groups; ++k)
+        total -= hd::f16ToF32(scales[k]) * hd::f16ToF32(zeros[k]) * sums[k];
+      storeQ4Output(p, t, n, total);
+    }
+  }
+}
+
+// Each row dequantized to f32 once, then dotted with every token of f32 x.
+void matmulQ4RowsExact(const Q4Problem &p, int64_t rowBegin, int64_t rowEnd) {
   const int64_t k = p.w.cols, words = hd::q4WordsPerRow(k);
   const int64_t groups = hd::q4NumGroups(k, p.w.groupSize);
   thread_local std::vector<float> row;

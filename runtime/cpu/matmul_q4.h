@@ -1,14 +1,19 @@
-// The int4 linear layer (W4A16 with f32 activations): y[T, N] = x[T, K] .
-// W[N, K]^T (+ bias[N]) (+ y), with W group-quantized in the plan layout of
-// kernels/common/q4_layout.h. Weights are dequantized in registers, never
-// written out whole.
+// The int4 linear layer: y[T, N] = x[T, K] . W[N, K]^T (+ bias[N]) (+ y),
+// with W group-quantized in the plan layout of kernels/common/q4_layout.h.
 //
-// Decode (T = 1, 2) streams each packed row once for all tokens: nibble
-// planes of 64 (AVX2) or 128 (AVX-512) columns at a time against a copy of x
-// permuted to match, the zero points folded in afterwards through per-group
-// sums of x. Prefill dequantizes a block of rows to f32 in L1/L2 and runs
-// f32 tiles over every token. Rows are split over the thread pool. Scalar,
-// AVX2 and (decode only) AVX-512 paths.
+// Numerics (W4A8): each row of x is quantized once per call to int8 in
+// blocks of 32 columns (scale d = max|x| / 127 over the block, values
+// round(x / d), round half to even); the kernels take integer dot products
+// of the unsigned nibbles with the int8 values per block and accumulate
+// them in f32 with the block's d and the group's scale; the zero points are
+// applied once per group through the sum of the int8 values:
+//   y[t, n] = sum_g scale[n, g] * (sum_{b in g} d[t, b] * (q[n, b] . xq[t, b])
+//                                  - zero[n, g] * sum_{b in g} d[t, b] * sum(xq[t, b])).
+// Every ISA path computes this, up to the order of the f32 additions. The
+// weights are never dequantized; decode (T = 1, 2) and prefill share the
+// kernel, tiles of rows x tokens over 16-row blocks that stay in L1.
+// Scalar, AVX2 (vpmaddubsw) and AVX-512 VNNI (vpdpbusd) paths, chosen at run
+// time; rows split over the thread pool.
 #pragma once
 
 #include "support/status.h"
@@ -37,10 +42,40 @@ Status checkWeight(const Q4Matrix &w, std::string_view name);
 void matmulQ4(ThreadPool &pool, const float *x, int64_t tokens, const Q4Matrix &w,
               const float *bias, float beta, float *y);
 
+// Test hook: with `exact`, later matmulQ4 calls take x in f32 (W4A16, the
+// plain dequantize-and-dot path, slow) instead of the int8 blocks above:
+// the reference that GPU kernels, whose activations stay f16/bf16/f32, are
+// compared with. Not thread-safe with kernels running.
+void setQ4ExactActivationsForTesting(bool exact);
+
 namespace detail {
 
-// What the per-ISA row kernels share: the problem, plus x rearranged for the
-// decode path (see matmul_q4.cpp).
+// Activations per 32-column block ("Q8 block"), padded with zero blocks to
+// whole pairs of blocks (64 columns, one 256-bit load of packed weights).
+constexpr int64_t kQ8Block = 32;
+constexpr int64_t kQ8PairBytes = 64;
+
+// Pairs of Q8 blocks per row of K columns.
+inline int64_t q8Pairs(int64_t cols) { return (cols + 2 * kQ8Block - 1) / (2 * kQ8Block); }
+
+// x quantized per Q8 block, in the order the kernels read it. Pair p covers
+// columns 64p .. 64p + 63 (blocks 2p and 2p + 1) in 64 bytes: the even
+// columns of block 2p, of block 2p + 1, then the odd columns of each,
+//   byte 32 * (c % 2) + 16 * ((c / 32) % 2) + (c % 32) / 2  for column c,
+// which matches the packed weights (byte j of a 16-byte block holds its
+// columns 2j and 2j + 1 in the low and high nibble). Columns past K are 0.
+struct Q8Activations {
+  const int8_t *values; // [tokens, pairs, 64]
+  // [tokens, pairs, scaleLanes]: d of block 2p in lanes 0..3, of block
+  // 2p + 1 in lanes 4..7, repeated for lanes 8..15 when scaleLanes = 16
+  // (the lane order of the kernels' 32-bit dot products); 0 past K.
+  const float *scales;
+  const float *groupSums; // [tokens, groups]: sum_{b in g} d[b] * sum(xq[b])
+  int64_t pairs;          // q8Pairs(K)
+  int64_t scaleLanes;     // 8 (AVX2, scalar) or 16 (AVX-512)
+};
+
+// What the per-ISA row kernels share: the problem and its quantized x.
 struct Q4Problem {
   const float *x; // [tokens, K]
   int64_t tokens;
@@ -48,20 +83,32 @@ struct Q4Problem {
   const float *bias;
   float beta;
   float *y; // [tokens, N]
-  // Decode only: x rearranged in blocks of B columns (B = 8 * lanes: 64
-  // for AVX2, 128 for AVX-512): [tokens, blocks * B], column 8j + i of a
-  // block at offset lanes * i + j; zero past K.
-  const float *xPlanes;
-  const float *xGroupSums; // [tokens, groups]: sum of x over each group's columns
-  int64_t blocks;          // ceil(K / B)
+  Q8Activations xq;
 };
 
-// Rows [rowBegin, rowEnd) of y, per ISA.
+// Quantizes tokens [tokenBegin, tokenEnd) of x [*, cols] into buffers laid
+// out as Q8Activations (values, scales, groupSums are whole-tensor pointers).
+// Both give the same bytes and floats.
+void quantizeQ8Scalar(const float *x, int64_t cols, int64_t groupSize, int64_t scaleLanes,
+                      int64_t tokenBegin, int64_t tokenEnd, int8_t *values, float *scales,
+                      float *groupSums);
+#if defined(__x86_64__)
+void quantizeQ8Avx2(const float *x, int64_t cols, int64_t groupSize, int64_t scaleLanes,
+                    int64_t tokenBegin, int64_t tokenEnd, int8_t *values, float *scales,
+                    float *groupSums);
+#endif
+
+// Rows [rowBegin, rowEnd) of y, per ISA, from p.xq.
 void matmulQ4RowsScalar(const Q4Problem &p, int64_t rowBegin, int64_t rowEnd);
 #if defined(__x86_64__)
-void matmulQ4RowsAvx2(const Q4Problem &p, int64_t rowBegin, int64_t rowEnd);     // B = 64
-void matmulQ4DecodeAvx512(const Q4Problem &p, int64_t rowBegin, int64_t rowEnd); // B = 128
+void matmulQ4RowsAvx2(const Q4Problem &p, int64_t rowBegin, int64_t rowEnd);       // lanes 8
+void matmulQ4RowsAvx512Vnni(const Q4Problem &p, int64_t rowBegin, int64_t rowEnd); // lanes 16
 #endif
+// Rows of y from f32 x (dequantize and dot; setQ4ExactActivationsForTesting).
+void matmulQ4RowsExact(const Q4Problem &p, int64_t rowBegin, int64_t rowEnd);
+
+// Whether this CPU has AVX-512 VNNI on top of Isa::Avx512.
+bool hasAvx512Vnni();
 
 // y[t, n] = dot + bias + (beta ? y : 0).
 inline void storeQ4Output(const Q4Problem &p, int64_t t, int64_t n, float dot) {

@@ -830,10 +830,12 @@ void checkLinearQ4(fb::OpKind op, DType act, int64_t N, int64_t K, int64_t G, in
     xin = normed.data();
   }
   const cpu::Q4Matrix w{qweight.data(), scales.data(), zeros.data(), rows, K, G};
+  cpu::setQ4ExactActivationsForTesting(true); // W4A16 like the GPU, not the CPU's int8 x
   if (form.swiglu)
     cpu::matmulSwigluQ4(pool, xin, T, w, want.data(), products);
   else
     cpu::matmulQ4(pool, xin, T, w, bias ? b.data() : nullptr, 1.0f, want.data());
+  cpu::setQ4ExactActivationsForTesting(false);
   auto dX = toDevice(encode(x, act));
   auto dGamma = toDevice(gamma);
   auto dQ = toDevice(qweight);

@@ -1,0 +1,195 @@
+// What the AVX2 and AVX-512 int4 kernels (matmul_q4_avx2.cpp,
+// matmul_q4_avx512.cpp) share: row geometry, the per-pair group scales, the
+// zero-point term and the row x token tiling. Every function carries the
+// AVX2 target attribute (the AVX-512 kernels' targets include it), so the
+// rest of the binary stays baseline x86-64.
+#pragma once
+#if defined(__x86_64__)
+
+#include "cpu/matmul_q4.h"
+#include "kernels/common/q4_layout.h"
+
+#include <immintrin.h>
+
+#include <cstring>
+
+#define LLMC_Q4_AVX2 __attribute__((target("avx2,fma,f16c")))
+// Small loops over the tile's rows and tokens (compile-time bounds) are
+// unrolled by both GCC and clang, so the accumulators stay in registers.
+#define LLMC_Q4_UNROLL _Pragma("GCC unroll 16")
+
+namespace llmc::cpu::detail::q4x86 {
+
+// Rows of a 16-row block share a tile loop; 16 rows of K = 4096 are 32 KiB.
+constexpr int64_t kBlockRows = 16;
+
+LLMC_Q4_AVX2 inline float hsum(__m256 v) {
+  __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+  s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+  s = _mm_add_ss(s, _mm_movehdup_ps(s));
+  return _mm_cvtss_f32(s);
+}
+
+LLMC_Q4_AVX2 inline float halfToFloat(uint16_t h) { return _cvtsh_ss(h); }
+
+// Lanes [0, n) of a mask, n <= 8.
+LLMC_Q4_AVX2 inline __m256i tailMask(int64_t n) {
+  return _mm256_cmpgt_epi32(_mm256_set1_epi32(static_cast<int>(n)),
+                            _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+}
+
+// Geometry of one problem's packed rows.
+struct Rows {
+  int64_t words;     // u32 per row: 4 per Q8 block
+  int64_t groups;    // scales / zeros per row
+  int64_t fullPairs; // pairs whose two blocks both lie in the row
+  explicit Rows(const Q4Matrix &w)
+      : words(hd::q4WordsPerRow(w.cols)), groups(hd::q4NumGroups(w.cols, w.groupSize)),
+        fullPairs(words / 8) {}
+};
+
+// Which groups the two blocks of a pair (columns 64p .. 64p + 63) read.
+enum class Groups {
+  PerBlock, // G = 32: blocks 2p and 2p + 1 are groups 2p and 2p + 1
+  PerPair,  // 64 | G: both in group 64p / G
+  Mixed,    // other multiples of 32 (96, 160, ...): either
+};
+
+// The groups of blocks 2p and 2p + 1 (columns 64p and 64p + 32), kept by
+// counting rather than dividing per pair.
+struct PairGroups {
+  int64_t groupSize, first = 0, second = 0;
+  explicit PairGroups(int64_t g) : groupSize(g) {}
+  void advanceTo(int64_t pair) {
+    while ((first + 1) * groupSize <= 64 * pair)
+      ++first;
+    while ((second + 1) * groupSize <= 64 * pair + 32)
+      ++second;
+  }
+};
+
+// The group scales of a pair of blocks of a row, in the lanes of the AVX2
+// dot products: block 2p's in lanes 0..3, block 2p + 1's in 4..7. A block
+// past the row's end (full false) multiplies zeros: any finite scale does.
+template <Groups G>
+LLMC_Q4_AVX2 inline __m256 pairScales(const uint16_t *scales, const PairGroups &groups,
+                                      bool full) {
+  if constexpr (G == Groups::PerBlock) {
+    if (!full)
+      return _mm256_set1_ps(halfToFloat(scales[groups.first]));
+    uint32_t both; // groups 2p and 2p + 1
+    std::memcpy(&both, scales + groups.first, sizeof(both));
+    const __m128 two = _mm_cvtph_ps(_mm_cvtsi32_si128(static_cast<int>(both)));
+    return _mm256_permutevar8x32_ps(_mm256_castps128_ps256(two),
+                                    _mm256_setr_epi32(0, 0, 0, 0, 1, 1, 1, 1));
+  } else if constexpr (G == Groups::PerPair) {
+    return _mm256_set1_ps(halfToFloat(scales[groups.first]));
+  } else {
+    const int64_t second = full ? groups.second : groups.first;
+    return _mm256_set_m128(_mm_set1_ps(halfToFloat(scales[second])),
+                           _mm_set1_ps(halfToFloat(scales[groups.first])));
+  }
+}
+
+// Stores y for R rows x TT tokens from their Q8 dot products:
+// dots - sum_g scale[g] * zero[g] * groupSums[t, g].
+template <int R, int TT>
+LLMC_Q4_AVX2 void storeTile(const Q4Problem &p, const Rows &geo, int64_t n0, int64_t t0,
+                            const float (&dots)[R][TT]) {
+  const float *sums = p.xq.groupSums + t0 * geo.groups;
+  LLMC_Q4_UNROLL
+  for (int r = 0; r < R; ++r) {
+    const uint16_t *scales = p.w.scales + (n0 + r) * geo.groups;
+    const uint16_t *zeros = p.w.zeros + (n0 + r) * geo.groups;
+    __m256 acc[TT];
+    LLMC_Q4_UNROLL
+    for (int t = 0; t < TT; ++t)
+      acc[t] = _mm256_setzero_ps();
+    int64_t g = 0;
+    for (; g + 8 <= geo.groups; g += 8) {
+      const __m256 s =
+          _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i *>(scales + g)));
+      const __m256 z =
+          _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i *>(zeros + g)));
+      const __m256 sz = _mm256_mul_ps(s, z);
+      LLMC_Q4_UNROLL
+      for (int t = 0; t < TT; ++t)
+        acc[t] = _mm256_fmadd_ps(sz, _mm256_loadu_ps(sums + t * geo.groups + g), acc[t]);
+    }
+    // The last few groups in scalar: padding them through memory to a vector
+    // load stalls store forwarding, measured slower for K = 768, G = 128.
+    float zeroes[TT];
+    LLMC_Q4_UNROLL
+    for (int t = 0; t < TT; ++t)
+      zeroes[t] = hsum(acc[t]);
+    for (; g < geo.groups; ++g) {
+      const float sz = halfToFloat(scales[g]) * halfToFloat(zeros[g]);
+      LLMC_Q4_UNROLL
+      for (int t = 0; t < TT; ++t)
+        zeroes[t] += sz * sums[t * geo.groups + g];
+    }
+    LLMC_Q4_UNROLL
+    for (int t = 0; t < TT; ++t) {
+      const float zero = zeroes[t];
+      storeQ4Output(p, t0 + t, n0 + r, dots[r][t] - zero);
+    }
+  }
+}
+
+// One tile of R rows x `tokens` (1..4) tokens from token t0.
+template <template <int, int, Groups> class Tile, int R, Groups G>
+LLMC_Q4_AVX2 inline void runTokens(const Q4Problem &p, const Rows &geo, int64_t n0, int64_t t0,
+                                   int64_t tokens) {
+  switch (tokens < 4 ? tokens : 4) {
+  case 1:
+    return Tile<R, 1, G>::run(p, geo, n0, t0);
+  case 2:
+    return Tile<R, 2, G>::run(p, geo, n0, t0);
+  case 3:
+    return Tile<R, 3, G>::run(p, geo, n0, t0);
+  default:
+    return Tile<R, 4, G>::run(p, geo, n0, t0);
+  }
+}
+
+// Rows [rowBegin, rowEnd) of y with Tile<R, TT, G>::run(p, geo, n0, t0):
+// 16-row blocks, and in each, tiles of DecodeR rows for one token, or of
+// PrefillR rows x up to 4 tokens, so that a block's packed rows and a tile's
+// x stay in L1 while the tiles walk over every token.
+template <template <int, int, Groups> class Tile, Groups G, int DecodeR, int PrefillR>
+LLMC_Q4_AVX2 void tiledRowsFor(const Q4Problem &p, int64_t rowBegin, int64_t rowEnd) {
+  const Rows geo(p.w);
+  for (int64_t b = rowBegin; b < rowEnd; b += kBlockRows) {
+    const int64_t end = b + kBlockRows < rowEnd ? b + kBlockRows : rowEnd;
+    if (p.tokens == 1) {
+      int64_t n = b;
+      for (; n + DecodeR <= end; n += DecodeR)
+        Tile<DecodeR, 1, G>::run(p, geo, n, 0);
+      for (; n < end; ++n)
+        Tile<1, 1, G>::run(p, geo, n, 0);
+      continue;
+    }
+    for (int64_t t0 = 0; t0 < p.tokens; t0 += 4) {
+      const int64_t left = p.tokens - t0;
+      int64_t n = b;
+      for (; n + PrefillR <= end; n += PrefillR)
+        runTokens<Tile, PrefillR, G>(p, geo, n, t0, left);
+      for (; n < end; ++n)
+        runTokens<Tile, 1, G>(p, geo, n, t0, left);
+    }
+  }
+}
+
+// tiledRowsFor with the group pattern of p.w.groupSize.
+template <template <int, int, Groups> class Tile, int DecodeR, int PrefillR>
+LLMC_Q4_AVX2 void tiledRows(const Q4Problem &p, int64_t rowBegin, int64_t rowEnd) {
+  if (p.w.groupSize == 32)
+    return tiledRowsFor<Tile, Groups::PerBlock, DecodeR, PrefillR>(p, rowBegin, rowEnd);
+  if (p.w.groupSize % 64 == 0)
+    return tiledRowsFor<Tile, Groups::PerPair, DecodeR, PrefillR>(p, rowBegin, rowEnd);
+  tiledRowsFor<Tile, Groups::Mixed, DecodeR, PrefillR>(p, rowBegin, rowEnd);
+}
+
+} // namespace llmc::cpu::detail::q4x86
+
+#endif // __x86_64__

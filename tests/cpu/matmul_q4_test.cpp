@@ -1,0 +1,262 @@
+// The int4 linear layer's W4A8 numerics (cpu/matmul_q4.h): the Q8
+// quantizer against a plain re-derivation of its rule, the ISA quantizers
+// against each other, and every ISA kernel against a double-precision
+// reference of the exact numerics (int8 x per 32-column block, integer dot
+// products, group scales and zero points), on odd shapes: K not a multiple
+// of 32 or 64, ragged last groups, rows and tokens off the tile sizes, group
+// sizes 32, 64, 96 and 128. The AVX-512 VNNI kernel runs where the CPU has it.
+#include "cpu/isa.h"
+#include "cpu/matmul_q4.h"
+#include "kernels/common/q4_layout.h"
+#include "test_util.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <random>
+#include <vector>
+
+namespace llmc::cpu {
+namespace {
+
+using test::ScopedIsa;
+using test::supportedIsas;
+
+// A random int4 matrix in the plan layout; pad nibbles are random (the
+// kernels must not read them as weights).
+struct RandomQ4 {
+  int64_t rows, cols, groupSize;
+  std::vector<hd::u32> qweight;
+  std::vector<uint16_t> scales, zeros;
+
+  RandomQ4(std::mt19937 &rng, int64_t n, int64_t k, int64_t g) : rows(n), cols(k), groupSize(g) {
+    std::uniform_int_distribution<hd::u32> word;
+    std::uniform_real_distribution<float> scale(0.001f, 0.05f);
+    std::uniform_int_distribution<int> nibble(0, 15);
+    qweight.resize(n * hd::q4WordsPerRow(k));
+    for (hd::u32 &w : qweight)
+      w = word(rng);
+    for (int64_t i = 0; i < n * hd::q4NumGroups(k, g); ++i) {
+      scales.push_back(hd::f32ToF16(scale(rng)));
+      zeros.push_back(hd::f32ToF16(static_cast<float>(nibble(rng))));
+    }
+  }
+  Q4Matrix matrix() const {
+    return {qweight.data(), scales.data(), zeros.data(), rows, cols, groupSize};
+  }
+  int q(int64_t n, int64_t k) const { return hd::q4At(qweight.data() + n * hd::q4WordsPerRow(cols), k); }
+  double scale(int64_t n, int64_t k) const {
+    return hd::f16ToF32(scales[n * hd::q4NumGroups(cols, groupSize) + k / groupSize]);
+  }
+  double zero(int64_t n, int64_t k) const {
+    return hd::f16ToF32(zeros[n * hd::q4NumGroups(cols, groupSize) + k / groupSize]);
+  }
+};
+
+// The rule of matmul_q4.h, restated: per 32-column block d = max|x| / 127,
+// xq = round half to even (x * (127 / max|x|)).
+struct QuantizedRow {
+  std::vector<int> values; // [cols]
+  std::vector<float> d;    // [blocks]
+};
+
+QuantizedRow quantizeRow(const float *x, int64_t cols) {
+  QuantizedRow out;
+  for (int64_t c0 = 0; c0 < cols; c0 += 32) {
+    const int64_t end = std::min<int64_t>(c0 + 32, cols);
+    float amax = 0.0f;
+    for (int64_t c = c0; c < end; ++c)
+      amax = std::max(amax, std::fabs(x[c]));
+    const float inv = amax > 0.0f ? 127.0f / amax : 0.0f;
+    out.d.push_back(amax / 127.0f);
+    for (int64_t c = c0; c < end; ++c) {
+      const float scaled = x[c] * inv;
+      const float down = std::floor(scaled), frac = scaled - down;
+      const bool up = frac > 0.5f || (frac == 0.5f && std::fmod(down, 2.0f) != 0.0f);
+      out.values.push_back(static_cast<int>(down) + (up ? 1 : 0));
+    }
+  }
+  return out;
+}
+
+struct Q8Buffers {
+  std::vector<int8_t> values;
+  std::vector<float> scales, groupSums;
+  Q8Buffers(int64_t tokens, int64_t cols, int64_t groupSize, int64_t lanes)
+      : values(tokens * detail::q8Pairs(cols) * detail::kQ8PairBytes, 99),
+        scales(tokens * detail::q8Pairs(cols) * lanes, -1.0f),
+        groupSums(tokens * hd::q4NumGroups(cols, groupSize), -1.0f) {}
+};
+
+std::vector<float> randomX(std::mt19937 &rng, int64_t n) {
+  std::vector<float> x = test::randomFloats(rng, n, -2.0f, 2.0f);
+  // Exact ties of the rounding (a block's max maps to 127, so 63.5 / 127
+  // of it rounds to 64, half to even) and an all-zero block.
+  if (n >= 64) {
+    x[0] = 2.0f;
+    x[1] = 1.0f;
+    for (int i = 32; i < 64; ++i)
+      x[i] = 0.0f;
+  }
+  return x;
+}
+
+TEST(Q8Quantize, FollowsTheRuleAndTheLayout) {
+  std::mt19937 rng(3);
+  for (int64_t cols : {1, 31, 32, 33, 64, 100, 172, 768}) {
+    const int64_t tokens = 3, pairs = detail::q8Pairs(cols), groupSize = 64;
+    const std::vector<float> x = randomX(rng, tokens * cols);
+    Q8Buffers q(tokens, cols, groupSize, 8);
+    detail::quantizeQ8Scalar(x.data(), cols, groupSize, 8, 0, tokens, q.values.data(),
+                             q.scales.data(), q.groupSums.data());
+    for (int64_t t = 0; t < tokens; ++t) {
+      const QuantizedRow want = quantizeRow(x.data() + t * cols, cols);
+      const int8_t *v = q.values.data() + t * pairs * 64;
+      for (int64_t c = 0; c < pairs * 64; ++c) {
+        const int64_t at = (c / 64) * 64 + 32 * (c % 2) + 16 * ((c / 32) % 2) + (c % 32) / 2;
+        ASSERT_EQ(v[at], c < cols ? want.values[c] : 0) << "cols " << cols << " t " << t << " c " << c;
+      }
+      std::vector<double> sums(hd::q4NumGroups(cols, groupSize), 0.0);
+      for (int64_t b = 0; b < 2 * pairs; ++b) {
+        const float d = b < static_cast<int64_t>(want.d.size()) ? want.d[b] : 0.0f;
+        for (int l = 0; l < 4; ++l)
+          ASSERT_EQ(q.scales[t * pairs * 8 + (b / 2) * 8 + 4 * (b % 2) + l], d) << "block " << b;
+        for (int64_t c = b * 32; c < std::min(cols, b * 32 + 32); ++c)
+          sums[c / groupSize] += double(d) * want.values[c];
+      }
+      for (size_t g = 0; g < sums.size(); ++g)
+        ASSERT_NEAR(q.groupSums[t * sums.size() + g], sums[g], 1e-5 * (std::fabs(sums[g]) + 1));
+    }
+  }
+}
+
+TEST(Q8Quantize, IsaQuantizersAgree) {
+  if (!isaSupported(Isa::Avx2))
+    GTEST_SKIP() << "no AVX2 on this CPU";
+#if defined(__x86_64__)
+  std::mt19937 rng(4);
+  for (int64_t lanes : {8, 16})
+    for (int64_t cols : {5, 64, 96, 200, 1000}) {
+      const int64_t tokens = 4, groupSize = 32;
+      const std::vector<float> x = randomX(rng, tokens * cols);
+      Q8Buffers a(tokens, cols, groupSize, lanes), b(tokens, cols, groupSize, lanes);
+      detail::quantizeQ8Scalar(x.data(), cols, groupSize, lanes, 0, tokens, a.values.data(),
+                               a.scales.data(), a.groupSums.data());
+      // Two calls of token ranges, as the thread pool splits them.
+      detail::quantizeQ8Avx2(x.data(), cols, groupSize, lanes, 0, 1, b.values.data(),
+                             b.scales.data(), b.groupSums.data());
+      detail::quantizeQ8Avx2(x.data(), cols, groupSize, lanes, 1, tokens, b.values.data(),
+                             b.scales.data(), b.groupSums.data());
+      ASSERT_EQ(a.values, b.values) << cols;
+      ASSERT_EQ(a.scales, b.scales) << cols;
+      for (size_t i = 0; i < a.groupSums.size(); ++i)
+        ASSERT_NEAR(a.groupSums[i], b.groupSums[i], 1e-6 * (std::fabs(a.groupSums[i]) + 1));
+    }
+#endif
+}
+
+struct Case {
+  int64_t tokens, n, k, groupSize;
+};
+
+// matmulQ4 against the exact W4A8 numerics in double.
+void checkCase(ThreadPool &pool, const Case &c, bool withBias, float beta, uint32_t seed) {
+  std::mt19937 rng(seed);
+  RandomQ4 w(rng, c.n, c.k, c.groupSize);
+  const std::vector<float> x = randomX(rng, c.tokens * c.k);
+  const std::vector<float> bias = test::randomFloats(rng, c.n);
+  const std::vector<float> y0 = test::randomFloats(rng, c.tokens * c.n);
+  std::vector<float> y = y0;
+  matmulQ4(pool, x.data(), c.tokens, w.matrix(), withBias ? bias.data() : nullptr, beta, y.data());
+  for (int64_t t = 0; t < c.tokens; ++t) {
+    const QuantizedRow xq = quantizeRow(x.data() + t * c.k, c.k);
+    for (int64_t n = 0; n < c.n; ++n) {
+      double expected = 0, magnitude = 0;
+      for (int64_t k = 0; k < c.k; ++k) {
+        const double xk = double(xq.d[k / 32]) * xq.values[k];
+        expected += (w.q(n, k) - w.zero(n, k)) * w.scale(n, k) * xk;
+        magnitude += (w.q(n, k) + w.zero(n, k)) * w.scale(n, k) * std::fabs(xk);
+      }
+      expected += (withBias ? bias[n] : 0.0) + (beta != 0.0f ? y0[t * c.n + n] : 0.0);
+      ASSERT_NEAR(y[t * c.n + n], expected, 4e-6 * magnitude + 2e-6 * std::fabs(expected) + 1e-6)
+          << isaName(activeIsa()) << " T=" << c.tokens << " N=" << c.n << " K=" << c.k
+          << " G=" << c.groupSize << " t=" << t << " n=" << n;
+    }
+  }
+}
+
+TEST(MatmulQ4Q8, EveryIsaMatchesTheExactNumerics) {
+  ThreadPool pool(3);
+  const Case cases[] = {
+      {1, 67, 172, 32},   {2, 67, 172, 64},  {3, 67, 172, 32},  {17, 33, 172, 64},
+      {1, 5, 100, 96},    {2, 9, 37, 32},    {5, 1, 1, 32},     {1, 130, 1000, 128},
+      {4, 64, 256, 64},   {1, 3, 96, 32},    {9, 18, 2048, 128}, {6, 7, 224, 96},
+      {1, 19, 32, 32},    {7, 21, 800, 160}, {2, 4, 64, 64},    {13, 3, 5, 32},
+  };
+  uint32_t seed = 1;
+  for (Isa isa : supportedIsas()) {
+    ScopedIsa scoped(isa);
+    for (const Case &c : cases) {
+      checkCase(pool, c, false, 0.0f, seed++);
+      checkCase(pool, c, true, 1.0f, seed++);
+    }
+  }
+}
+
+TEST(MatmulQ4Q8, LargeLayersSplitOverThreads) {
+  ThreadPool pool(4);
+  for (Isa isa : supportedIsas()) {
+    ScopedIsa scoped(isa);
+    checkCase(pool, {1, 700, 768, 32}, true, 1.0f, 99);
+    checkCase(pool, {37, 300, 800, 64}, false, 0.0f, 100);
+  }
+}
+
+// The kernels report whether AVX-512 VNNI ran, so that a run on such a CPU says so.
+TEST(MatmulQ4Q8, ReportsTheKernels) {
+  std::printf("int4 kernels here: %s%s\n", isaName(supportedIsas().back()),
+              isaSupported(Isa::Avx512) && detail::hasAvx512Vnni() ? " + VNNI" : "");
+  SUCCEED();
+}
+
+TEST(MatmulQ4Q8, NonFiniteInputsGiveNan) {
+  ThreadPool pool(2);
+  std::mt19937 rng(5);
+  RandomQ4 w(rng, 9, 100, 32);
+  for (Isa isa : supportedIsas()) {
+    ScopedIsa scoped(isa);
+    for (float bad : {NAN, INFINITY}) {
+      std::vector<float> x = randomX(rng, 2 * 100), y(2 * 9);
+      x[100 + 70] = bad; // token 1, block 2
+      matmulQ4(pool, x.data(), 2, w.matrix(), nullptr, 0.0f, y.data());
+      for (int64_t n = 0; n < 9; ++n) {
+        EXPECT_TRUE(std::isfinite(y[n])) << isaName(isa) << " n=" << n;
+        EXPECT_TRUE(std::isnan(y[9 + n])) << isaName(isa) << " n=" << n;
+      }
+    }
+  }
+}
+
+// The test hook: f32 x, the plain W4A16 result.
+TEST(MatmulQ4Q8, ExactActivationsHookTakesF32) {
+  ThreadPool pool(2);
+  std::mt19937 rng(6);
+  RandomQ4 w(rng, 11, 172, 64);
+  const std::vector<float> x = randomX(rng, 3 * 172);
+  std::vector<float> y(3 * 11);
+  setQ4ExactActivationsForTesting(true);
+  matmulQ4(pool, x.data(), 3, w.matrix(), nullptr, 0.0f, y.data());
+  setQ4ExactActivationsForTesting(false);
+  for (int64_t t = 0; t < 3; ++t)
+    for (int64_t n = 0; n < 11; ++n) {
+      double expected = 0;
+      for (int64_t k = 0; k < 172; ++k)
+        expected += (w.q(n, k) - w.zero(n, k)) * w.scale(n, k) * x[t * 172 + k];
+      ASSERT_NEAR(y[t * 11 + n], expected, 1e-5 * (std::fabs(expected) + 1));
+    }
+}
+
+} // namespace
+} // namespace llmc::cpu
