@@ -33,6 +33,55 @@ Expected<fb::DType> toPlanDType(mlir::Type type, const std::string &what) {
   return Status::error(what + ": element type " + os.str() + " has no plan dtype");
 }
 
+// An attribute value the IR accepts but no backend computes yet: the
+// lowering says which op and attribute rather than dropping it.
+Status notImplemented(mlir::Operation *op, const std::string &attribute, const std::string &value) {
+  return Status::error("'" + op->getName().getStringRef().str() + "' with " + attribute + " " +
+                       value + ": not supported by the plan's kernels yet (only the default)");
+}
+
+std::string printed(double value) {
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  os << value;
+  return os.str();
+}
+
+// Refuses the attribute values of Gemma-style models (norm offset, embedding
+// scale, soft-capping, sliding windows, GeGLU) until the backends run them.
+Status checkImplemented(mlir::Operation *op) {
+  auto nonZero = [&](llvm::APFloat value, const char *name) -> Status {
+    double v = value.convertToDouble();
+    return v == 0 ? Status::ok() : notImplemented(op, name, printed(v));
+  };
+  if (auto e = dyn_cast<llm::EmbeddingOp>(op); e && e.getScale().convertToDouble() != 1)
+    return notImplemented(op, "scale", printed(e.getScale().convertToDouble()));
+  if (auto n = dyn_cast<llm::RmsNormOp>(op))
+    return nonZero(n.getOffset(), "offset");
+  if (auto l = dyn_cast<llm::LogitsOp>(op))
+    return nonZero(l.getSoftcap(), "softcap");
+  if (auto h = dyn_cast<llm::LmHeadOp>(op)) {
+    LLMC_RETURN_IF_ERROR(nonZero(h.getOffset(), "offset"));
+    return nonZero(h.getSoftcap(), "softcap");
+  }
+  if (auto f = dyn_cast<llm::FusedLinearOp>(op)) {
+    llm::GatedActivation act = f.getActivation();
+    if (act != llm::GatedActivation::None && act != llm::GatedActivation::SwiGlu)
+      return notImplemented(op, "activation", llm::stringifyGatedActivation(act).str());
+    return nonZero(f.getNormOffset(), "norm_offset");
+  }
+  auto window = [&](auto a) -> Status {
+    LLMC_RETURN_IF_ERROR(nonZero(a.getSoftcap(), "softcap"));
+    return a.getWindow() == 0 ? Status::ok()
+                              : notImplemented(op, "window", std::to_string(a.getWindow()));
+  };
+  if (auto a = dyn_cast<llm::AttentionOp>(op))
+    return window(a);
+  if (auto a = dyn_cast<llm::RopeAttentionOp>(op))
+    return window(a);
+  return Status::ok();
+}
+
 // Builds the tensor table and the value -> buffer map, then the steps.
 class Lowering {
 public:
@@ -201,6 +250,7 @@ private:
   }
 
   Expected<std::unique_ptr<fb::StepT>> lowerOp(mlir::Operation *op, int step) {
+    LLMC_RETURN_IF_ERROR(checkImplemented(op));
     if (isa<llm::FusedLinearOp, llm::RopeAttentionOp, llm::LmHeadOp>(op) || readsColumns(op))
       return lowerFused(op, step);
     auto s = std::make_unique<fb::StepT>();
@@ -445,7 +495,7 @@ private:
   // int4 weights: the kinds' Q4 forms (a plain one is LinearQ4), the
   // matrix as qweight, scales, zeros, the group size after accumulate.
   Status lowerFusedLinear(llm::FusedLinearOp f, int step, fb::StepT &s) {
-    bool norm = static_cast<bool>(f.getNorm()), swiglu = f.getSwiglu();
+    bool norm = static_cast<bool>(f.getNorm()), swiglu = f.isGated();
     auto q4 = dyn_cast<llm::Q4Type>(f.getWeights()[0].getType());
     s.op = fusedLinearKind(norm, swiglu, static_cast<bool>(q4));
     if (q4 && norm && !f.getBiases().empty())

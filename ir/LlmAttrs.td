@@ -15,6 +15,15 @@ def Llm_RopeScalingKind : I32EnumAttr<"RopeScalingKind", "RoPE frequency scaling
   let genSpecializedAttr = 0;
 }
 
+// The gated activation of a fused gate/up GEMM: act(x Wg^T) * (x Wu^T).
+def Llm_GatedActivation : I32EnumAttr<"GatedActivation", "gated activation of a fused linear", [
+    I32EnumAttrCase<"None", 0, "none">,
+    I32EnumAttrCase<"SwiGlu", 1, "swiglu">,       // silu(gate) * up
+    I32EnumAttrCase<"GeGluTanh", 2, "geglu_tanh">, // gelu_tanh(gate) * up
+    I32EnumAttrCase<"GeGluErf", 3, "geglu_erf">]> { // gelu(gate) * up, exact erf form
+  let cppNamespace = "::llmc::llm";
+}
+
 def Llm_RopeScalingAttr : AttrDef<Llm_Dialect, "RopeScaling"> {
   let mnemonic = "rope_scaling";
   let summary = "How RoPE frequencies are rescaled for long contexts";

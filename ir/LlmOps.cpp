@@ -12,6 +12,8 @@
 #include "mlir/IR/OpImplementation.h"
 #include "mlir/IR/TypeUtilities.h"
 
+#include <cmath>
+
 using namespace mlir;
 
 namespace llmc::llm {
@@ -178,6 +180,34 @@ static void printBinaryTypes(OpAsmPrinter &printer, Operation *, Type lhs, Type 
     printer << ", " << rhs << " -> " << result;
 }
 
+/// `custom<Gated>($activation)`: the keyword of a gated activation
+/// (`swiglu`, `geglu_tanh`, `geglu_erf`), nothing for none.
+static ParseResult parseGated(OpAsmParser &parser, GatedActivationAttr &activation) {
+  const GatedActivation gated[] = {GatedActivation::SwiGlu, GatedActivation::GeGluTanh,
+                                   GatedActivation::GeGluErf};
+  for (GatedActivation kind : gated) {
+    if (succeeded(parser.parseOptionalKeyword(stringifyGatedActivation(kind)))) {
+      activation = GatedActivationAttr::get(parser.getContext(), kind);
+      return success();
+    }
+  }
+  return success(); // none: the attribute keeps its default
+}
+
+static void printGated(OpAsmPrinter &printer, Operation *, GatedActivationAttr activation) {
+  if (activation && activation.getValue() != GatedActivation::None)
+    printer << stringifyGatedActivation(activation.getValue());
+}
+
+/// A soft-capping value: 0 (off) or positive.
+static LogicalResult checkSoftcap(Operation *op, StringRef name, APFloat value) {
+  double cap = value.convertToDouble();
+  if (!(cap >= 0) || std::isinf(cap))
+    return op->emitOpError() << name << " must be 0 (off) or a positive finite value, got "
+                             << cap;
+  return success();
+}
+
 //===----------------------------------------------------------------------===//
 // llm.weight
 //===----------------------------------------------------------------------===//
@@ -193,14 +223,16 @@ LogicalResult WeightOp::verify() {
 //===----------------------------------------------------------------------===//
 
 void EmbeddingOp::build(OpBuilder &builder, OperationState &state, Value tokens, Value table,
-                        Type elementType) {
+                        Type elementType, double scale) {
   build(builder, state, activationLike(tokens, dimSize(table.getType(), 1), elementType), tokens,
-        table);
+        table, builder.getF64FloatAttr(scale));
 }
 
 LogicalResult EmbeddingOp::verify() {
   if (failed(checkStaticShape(*this, "table", getTable())))
     return failure();
+  if (double scale = getScale().convertToDouble(); !std::isfinite(scale) || scale == 0)
+    return emitOpError() << "scale must be finite and non-zero, got " << scale;
   return checkProjectionResult(*this, getResult(), "table", dimSize(getTable().getType(), 1),
                                "columns", "tokens", getTokens());
 }
@@ -210,8 +242,9 @@ LogicalResult EmbeddingOp::verify() {
 //===----------------------------------------------------------------------===//
 
 void RmsNormOp::build(OpBuilder &builder, OperationState &state, Value x, Value weight,
-                      double eps) {
-  build(builder, state, x.getType(), x, weight, builder.getF64FloatAttr(eps));
+                      double eps, double offset) {
+  build(builder, state, x.getType(), x, weight, builder.getF64FloatAttr(eps),
+        builder.getF64FloatAttr(offset));
 }
 
 LogicalResult RmsNormOp::verify() {
@@ -224,6 +257,8 @@ LogicalResult RmsNormOp::verify() {
                          << " features";
   if (failed(checkPositive(*this, "eps", getEpsAttr().getValue())))
     return failure();
+  if (!std::isfinite(getOffset().convertToDouble()))
+    return emitOpError() << "offset must be finite, got " << getOffset().convertToDouble();
   return checkSameType(*this, "result", getResult(), "input", getX());
 }
 
@@ -301,11 +336,22 @@ LogicalResult RopeOp::verify() {
 
 void AttentionOp::build(OpBuilder &builder, OperationState &state, Value q, Value k, Value v,
                         int64_t layer, int64_t numHeads, int64_t numKvHeads, int64_t headDim,
-                        double scale, bool causal) {
+                        double scale, bool causal, double softcap, int64_t window) {
   build(builder, state, q.getType(), q, k, v, builder.getI64IntegerAttr(layer),
         builder.getI64IntegerAttr(numHeads), builder.getI64IntegerAttr(numKvHeads),
         builder.getI64IntegerAttr(headDim), builder.getF64FloatAttr(scale),
-        causal ? builder.getUnitAttr() : UnitAttr());
+        causal ? builder.getUnitAttr() : UnitAttr(), builder.getF64FloatAttr(softcap),
+        builder.getI64IntegerAttr(window));
+}
+
+/// softcap and window, shared by llm.attention and llm.rope_attention.
+template <typename AttentionLikeOp>
+static LogicalResult checkSoftcapWindow(AttentionLikeOp op) {
+  if (failed(checkSoftcap(op, "softcap", op.getSoftcapAttr().getValue())))
+    return failure();
+  if (int64_t window = op.getWindowAttr().getInt(); window < 0)
+    return op.emitOpError() << "window must be 0 (off) or positive, got " << window;
+  return success();
 }
 
 /// q, k or v must have `heads * headDim` features.
@@ -349,7 +395,8 @@ LogicalResult AttentionOp::verify() {
   if (failed(checkPositive(*this, "num_heads", numHeads)) ||
       failed(checkPositive(*this, "num_kv_heads", numKvHeads)) ||
       failed(checkPositive(*this, "head_dim", headDim)) ||
-      failed(checkPositive(*this, "scale", getScaleAttr().getValue())))
+      failed(checkPositive(*this, "scale", getScaleAttr().getValue())) ||
+      failed(checkSoftcapWindow(*this)))
     return failure();
   if (failed(checkQkv(*this, numHeads, numKvHeads, headDim)))
     return failure();
@@ -386,13 +433,15 @@ LogicalResult GeluOp::verify() { return verifyUnary(*this, getX(), getResult());
 //===----------------------------------------------------------------------===//
 
 void LogitsOp::build(OpBuilder &builder, OperationState &state, Value x, Value weight,
-                     Type elementType) {
-  build(builder, state, activationLike(x, dimSize(weight.getType(), 0), elementType), x, weight);
+                     Type elementType, double softcap) {
+  build(builder, state, activationLike(x, dimSize(weight.getType(), 0), elementType), x, weight,
+        builder.getF64FloatAttr(softcap));
 }
 
 LogicalResult LogitsOp::verify() {
   if (failed(checkStaticFeatures(*this, "input", getX())) ||
-      failed(checkStaticShape(*this, "weight", getWeight())))
+      failed(checkStaticShape(*this, "weight", getWeight())) ||
+      failed(checkSoftcap(*this, "softcap", getSoftcapAttr().getValue())))
     return failure();
   int64_t hidden = dimSize(getWeight().getType(), 1), features = dimSize(getX().getType(), 1);
   if (hidden != features)
@@ -407,14 +456,17 @@ LogicalResult LogitsOp::verify() {
 //===----------------------------------------------------------------------===//
 
 void FusedLinearOp::build(OpBuilder &builder, OperationState &state, Value x, ValueRange weights,
-                          ValueRange biases, Value norm, double eps, Value residual, bool swiglu) {
+                          ValueRange biases, Value norm, double eps, Value residual,
+                          GatedActivation activation, double normOffset) {
   Type elementType = getElementTypeOrSelf(x.getType());
+  bool gated = activation != GatedActivation::None;
   SmallVector<Type> results;
-  for (Value w : swiglu ? weights.take_front() : weights)
+  for (Value w : gated ? weights.take_front() : weights)
     results.push_back(activationLike(x, matrixShape(w.getType()).first, elementType));
   build(builder, state, results, x, weights, biases, norm, residual,
         norm ? builder.getF64FloatAttr(eps) : FloatAttr(),
-        swiglu ? builder.getUnitAttr() : UnitAttr());
+        builder.getF64FloatAttr(norm ? normOffset : 0.0),
+        GatedActivationAttr::get(builder.getContext(), activation));
 }
 
 std::string weightStorage(Type type) {
@@ -466,10 +518,16 @@ static LogicalResult verifyFusedWeights(FusedLinearOp op, int64_t features) {
 /// The norm prologue: a weight [K] and eps > 0, both or neither.
 static LogicalResult verifyFusedNorm(FusedLinearOp op, int64_t features) {
   Value norm = op.getNorm();
-  if (!norm && !op.getEpsAttr())
+  if (!norm && !op.getEpsAttr()) {
+    if (op.getNormOffset().convertToDouble() != 0)
+      return op.emitOpError() << "norm_offset needs a norm weight";
     return success();
+  }
   if (!norm || !op.getEpsAttr())
     return op.emitOpError() << "norm weight and eps go together";
+  if (!std::isfinite(op.getNormOffset().convertToDouble()))
+    return op.emitOpError() << "norm_offset must be finite, got "
+                            << op.getNormOffset().convertToDouble();
   if (failed(checkStaticShape(op, "norm weight", norm)))
     return failure();
   if (int64_t size = dimSize(norm.getType(), 0); size != features)
@@ -487,15 +545,17 @@ LogicalResult FusedLinearOp::verify() {
   auto weights = getWeights();
   auto results = getResults();
   SmallVector<int64_t> expected;
-  if (getSwiglu()) {
+  if (isGated()) {
+    StringRef name = stringifyGatedActivation(getActivation());
     if (weights.size() != 2)
-      return emitOpError() << "swiglu needs 2 weights (gate, up), got " << weights.size();
+      return emitOpError() << name << " needs 2 weights (gate, up), got " << weights.size();
     int64_t gate = matrixShape(weights[0].getType()).first,
             up = matrixShape(weights[1].getType()).first;
     if (gate != up)
-      return emitOpError() << "swiglu gate has " << gate << " output features but up has " << up;
+      return emitOpError() << name << " gate has " << gate << " output features but up has "
+                           << up;
     if (!getBiases().empty())
-      return emitOpError() << "swiglu takes no biases";
+      return emitOpError() << name << " takes no biases";
     expected.push_back(gate);
   } else {
     for (Value w : weights)
@@ -527,11 +587,12 @@ LogicalResult FusedLinearOp::verify() {
 void RopeAttentionOp::build(OpBuilder &builder, OperationState &state, Value q, Value k, Value v,
                             Value positions, int64_t layer, int64_t numHeads, int64_t numKvHeads,
                             int64_t headDim, double theta, RopeScalingAttr scaling, double scale,
-                            bool causal) {
+                            bool causal, double softcap, int64_t window) {
   build(builder, state, q.getType(), q, k, v, positions, builder.getI64IntegerAttr(layer),
         builder.getI64IntegerAttr(numHeads), builder.getI64IntegerAttr(numKvHeads),
         builder.getI64IntegerAttr(headDim), builder.getF64FloatAttr(theta), scaling,
-        builder.getF64FloatAttr(scale), causal ? builder.getUnitAttr() : UnitAttr());
+        builder.getF64FloatAttr(scale), causal ? builder.getUnitAttr() : UnitAttr(),
+        builder.getF64FloatAttr(softcap), builder.getI64IntegerAttr(window));
 }
 
 LogicalResult RopeAttentionOp::verify() {
@@ -543,7 +604,8 @@ LogicalResult RopeAttentionOp::verify() {
       failed(checkPositive(*this, "num_kv_heads", numKvHeads)) ||
       failed(checkPositive(*this, "head_dim", headDim)) ||
       failed(checkPositive(*this, "theta", getThetaAttr().getValue())) ||
-      failed(checkPositive(*this, "scale", getScaleAttr().getValue())))
+      failed(checkPositive(*this, "scale", getScaleAttr().getValue())) ||
+      failed(checkSoftcapWindow(*this)))
     return failure();
   if (headDim % 2 != 0)
     return emitOpError() << "head_dim must be even, got " << headDim;
@@ -558,10 +620,11 @@ LogicalResult RopeAttentionOp::verify() {
 //===----------------------------------------------------------------------===//
 
 void LmHeadOp::build(OpBuilder &builder, OperationState &state, Value x, Value norm, Value weight,
-                     double eps) {
+                     double eps, double offset, double softcap) {
   Type logits = activationLike(x, dimSize(weight.getType(), 0), builder.getF32Type());
   Type ids = RankedTensorType::get({dimSize(x.getType(), 0)}, builder.getI32Type());
-  build(builder, state, logits, ids, x, norm, weight, builder.getF64FloatAttr(eps));
+  build(builder, state, logits, ids, x, norm, weight, builder.getF64FloatAttr(eps),
+        builder.getF64FloatAttr(offset), builder.getF64FloatAttr(softcap));
 }
 
 LogicalResult LmHeadOp::verify() {
@@ -573,8 +636,11 @@ LogicalResult LmHeadOp::verify() {
   if (int64_t size = dimSize(getNorm().getType(), 0); size != features)
     return emitOpError() << "norm weight has " << size << " elements but input has " << features
                          << " features";
-  if (failed(checkPositive(*this, "eps", getEpsAttr().getValue())))
+  if (failed(checkPositive(*this, "eps", getEpsAttr().getValue())) ||
+      failed(checkSoftcap(*this, "softcap", getSoftcapAttr().getValue())))
     return failure();
+  if (!std::isfinite(getOffset().convertToDouble()))
+    return emitOpError() << "offset must be finite, got " << getOffset().convertToDouble();
   if (int64_t hidden = dimSize(getWeight().getType(), 1); hidden != features)
     return emitOpError() << "weight has " << hidden << " columns but input has " << features
                          << " features";

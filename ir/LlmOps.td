@@ -62,38 +62,49 @@ def Llm_EmbeddingOp : Llm_Op<"embedding", [Pure]> {
   let summary = "Gathers one table row per token: [T] x [V, H] -> [T, H].";
   let description = [{
     The result element type is the compute dtype chosen by the graph builder.
+    With `scale s` (default 1: not printed) each row is multiplied by s, in
+    f32 (Gemma's sqrt(hidden), which the graph builder rounds as the
+    reference implementation does).
 
     ```
     %h = llm.embedding %tokens, %table : tensor<?xi32>, tensor<32000x4096xbf16> -> tensor<?x4096xbf16>
+    %g = llm.embedding %tokens, %table scale 4.800000e+01 : tensor<?xi32>, tensor<256000x2304xbf16> -> tensor<?x2304xbf16>
     ```
   }];
-  let arguments = (ins Llm_TokenIds:$tokens, Llm_FloatMatrix:$table);
+  let arguments = (ins Llm_TokenIds:$tokens, Llm_FloatMatrix:$table,
+                       DefaultValuedAttr<F64Attr, "1.0">:$scale);
   let results = (outs Llm_Activation:$result);
   let assemblyFormat = [{
-    $tokens `,` $table attr-dict `:` type($tokens) `,` type($table) `->` type($result)
+    $tokens `,` $table (`scale` $scale^)? attr-dict `:` type($tokens) `,` type($table) `->` type($result)
   }];
   let builders = [
     // Result [T, H] with the given compute element type.
     OpBuilder<(ins "::mlir::Value":$tokens, "::mlir::Value":$table,
-                   "::mlir::Type":$elementType)>
+                   "::mlir::Type":$elementType, CArg<"double", "1.0">:$scale)>
   ];
 }
 
 def Llm_RmsNormOp : Llm_Op<"rms_norm", [Pure]> {
-  let summary = "x / sqrt(mean(x^2) + eps) * weight over the feature dim: [T, H] -> [T, H].";
+  let summary = "x / sqrt(mean(x^2) + eps) * (offset + weight) over the feature dim: [T, H] -> [T, H].";
   let description = [{
+    Computed in f32. `offset` defaults to 0 (not printed); Gemma stores
+    weight - 1 and normalizes with offset 1, i.e. (1 + w).
+
     ```
     %n = llm.rms_norm %x, %w eps 1.000000e-05 : tensor<?x4096xbf16>, tensor<4096xbf16>
+    %g = llm.rms_norm %x, %w eps 1.000000e-06 offset 1.000000e+00 : tensor<?x2304xbf16>, tensor<2304xbf16>
     ```
   }];
-  let arguments = (ins Llm_Activation:$x, Llm_FloatVector:$weight, F64Attr:$eps);
+  let arguments = (ins Llm_Activation:$x, Llm_FloatVector:$weight, F64Attr:$eps,
+                       DefaultValuedAttr<F64Attr, "0.0">:$offset);
   let results = (outs Llm_Activation:$result);
   let assemblyFormat = [{
-    $x `,` $weight `eps` $eps attr-dict `:` type($x) `,`
+    $x `,` $weight `eps` $eps (`offset` $offset^)? attr-dict `:` type($x) `,`
     custom<WithResultType>(ref(type($x)), type($weight), type($result))
   }];
   let builders = [
-    OpBuilder<(ins "::mlir::Value":$x, "::mlir::Value":$weight, "double":$eps)>
+    OpBuilder<(ins "::mlir::Value":$x, "::mlir::Value":$weight, "double":$eps,
+                   CArg<"double", "0.0">:$offset)>
   ];
 }
 
@@ -167,24 +178,36 @@ def Llm_AttentionOp : Llm_Op<"attention",
     a side effect on the KV cache resource, so the op is never removed or
     merged even when its result is unused.
 
+    Scores are q.k * `scale`; with `softcap c` (default 0: off, not
+    printed) they become c * tanh(score / c) before the mask. With `window w`
+    (default 0: off) a query at position p sees only keys at positions j with
+    p - w < j <= p (a sliding window of w tokens, itself included).
+
     ```
     %o = llm.attention %q, %k, %v layer 0 num_heads 32 num_kv_heads 8 head_dim 128
            scale 8.838835e-02 causal : tensor<?x4096xbf16>, tensor<?x1024xbf16>, tensor<?x1024xbf16>
+    %w = llm.attention %q, %k, %v layer 0 num_heads 8 num_kv_heads 4 head_dim 256
+           scale 6.250000e-02 causal softcap 5.000000e+01 window 4096
+           : tensor<?x2048xbf16>, tensor<?x1024xbf16>, tensor<?x1024xbf16>
     ```
   }];
   let arguments = (ins Llm_Activation:$q, Llm_Activation:$k, Llm_Activation:$v,
                        I64Attr:$layer, I64Attr:$num_heads, I64Attr:$num_kv_heads,
-                       I64Attr:$head_dim, F64Attr:$scale, UnitAttr:$causal);
+                       I64Attr:$head_dim, F64Attr:$scale, UnitAttr:$causal,
+                       DefaultValuedAttr<F64Attr, "0.0">:$softcap,
+                       DefaultValuedAttr<I64Attr, "0">:$window);
   let results = (outs Llm_Activation:$result);
   let assemblyFormat = [{
     $q `,` $k `,` $v `layer` $layer `num_heads` $num_heads `num_kv_heads` $num_kv_heads
-    `head_dim` $head_dim `scale` $scale (`causal` $causal^)? attr-dict
+    `head_dim` $head_dim `scale` $scale (`causal` $causal^)? (`softcap` $softcap^)?
+    (`window` $window^)? attr-dict
     `:` type($q) `,` type($k) `,` custom<WithResultType>(ref(type($q)), type($v), type($result))
   }];
   let builders = [
     OpBuilder<(ins "::mlir::Value":$q, "::mlir::Value":$k, "::mlir::Value":$v,
                    "int64_t":$layer, "int64_t":$numHeads, "int64_t":$numKvHeads,
-                   "int64_t":$headDim, "double":$scale, "bool":$causal)>
+                   "int64_t":$headDim, "double":$scale, "bool":$causal,
+                   CArg<"double", "0.0">:$softcap, CArg<"int64_t", "0">:$window)>
   ];
 }
 
@@ -241,20 +264,24 @@ def Llm_LogitsOp : Llm_Op<"logits", [Pure]> {
   let description = [{
     Kept apart from `llm.linear` so that later passes can fuse the final
     norm, this projection and sampling, and decide whether logits are
-    materialized at all. The result element type is the output dtype.
+    materialized at all. The result element type is the output dtype. With
+    `softcap c` (default 0: off, not printed) each logit l becomes
+    c * tanh(l / c) (Gemma 2's final-logit soft-capping).
 
     ```
     %l = llm.logits %h, %w : tensor<?x4096xbf16>, tensor<128256x4096xbf16> -> tensor<?x128256xf32>
+    %c = llm.logits %h, %w softcap 3.000000e+01 : tensor<?x2304xbf16>, tensor<256000x2304xbf16> -> tensor<?x256000xf32>
     ```
   }];
-  let arguments = (ins Llm_Activation:$x, Llm_FloatMatrix:$weight);
+  let arguments = (ins Llm_Activation:$x, Llm_FloatMatrix:$weight,
+                       DefaultValuedAttr<F64Attr, "0.0">:$softcap);
   let results = (outs Llm_Activation:$result);
   let assemblyFormat = [{
-    $x `,` $weight attr-dict `:` type($x) `,` type($weight) `->` type($result)
+    $x `,` $weight (`softcap` $softcap^)? attr-dict `:` type($x) `,` type($weight) `->` type($result)
   }];
   let builders = [
     OpBuilder<(ins "::mlir::Value":$x, "::mlir::Value":$weight,
-                   "::mlir::Type":$elementType)>
+                   "::mlir::Type":$elementType, CArg<"double", "0.0">:$softcap)>
   ];
 }
 
@@ -266,18 +293,20 @@ def Llm_LogitsOp : Llm_Op<"logits", [Pure]> {
 
 def Llm_FusedLinearOp : Llm_Op<"fused_linear", [Pure, AttrSizedOperandSegments]> {
   let summary = "One GEMM over the row-concatenated weights, with an optional RMSNorm "
-                "prologue and a SwiGLU or residual epilogue.";
+                "prologue and a gated (SwiGLU, GeGLU) or residual epilogue.";
   let description = [{
     x: [T, K]; weights W_i: [N_i, K], float matrices of one dtype or
     `!llm.q4` of one group size (the plan stores them as one [sum N_i, K]
     tensor, or one set of int4 parts); biases, when present, one [N_i] per
     weight.
 
-    - `norm %g eps e`: x is first normalized, as `llm.rms_norm %x, %g eps e`.
-    - Without `swiglu`, result i is `llm.linear x, W_i (, b_i)`: [T, N_i]
-      (the q/k/v projections as one GEMM).
-    - `swiglu` (two weights of equal N, no biases): one result
-      `silu(x W_0^T) * (x W_1^T)`: [T, N] (gate and up projections).
+    - `norm %g eps e`: x is first normalized, as `llm.rms_norm %x, %g eps e`
+      (with `norm_offset o`, default 0, as `llm.rms_norm ... offset o`).
+    - Without a gated activation, result i is `llm.linear x, W_i (, b_i)`:
+      [T, N_i] (the q/k/v projections as one GEMM).
+    - `swiglu`, `geglu_tanh`, `geglu_erf` (two weights of equal N, no
+      biases): one result `act(x W_0^T) * (x W_1^T)`: [T, N] (gate and up
+      projections), act = silu, `llm.gelu tanh` or `llm.gelu`.
     - `residual %r` (one result): the result is `r + ...` (the residual add
       of o_proj and down_proj); codegen updates r's buffer in place, so r
       must not be used after this op.
@@ -295,21 +324,28 @@ def Llm_FusedLinearOp : Llm_Op<"fused_linear", [Pure, AttrSizedOperandSegments]>
   let arguments = (ins Llm_Activation:$x, Variadic<Llm_LinearWeight>:$weights,
                        Variadic<Llm_FloatVector>:$biases, Optional<Llm_FloatVector>:$norm,
                        Optional<Llm_Activation>:$residual, OptionalAttr<F64Attr>:$eps,
-                       UnitAttr:$swiglu);
+                       DefaultValuedAttr<F64Attr, "0.0">:$norm_offset,
+                       DefaultValuedAttr<Llm_GatedActivation,
+                                         "::llmc::llm::GatedActivation::None">:$activation);
   let results = (outs Variadic<Llm_Activation>:$results);
   let assemblyFormat = [{
     $x `,` `[` $weights `]` (`bias` ` ` `[` $biases^ `]`)? (`norm` $norm^)? (`eps` $eps^)?
-    (`residual` $residual^)? (`swiglu` $swiglu^)? attr-dict
+    (`norm_offset` $norm_offset^)? (`residual` $residual^)? custom<Gated>($activation) attr-dict
     `:` type($x) `,` `[` type($weights) `]` (`bias` ` ` `[` type($biases)^ `]`)?
     (`norm` type($norm)^)? (`residual` type($residual)^)? `->` type($results)
   }];
   let builders = [
     // Result types from x and the weights: one [T, N_i] per weight, or one
-    // [T, N] with swiglu. `eps` is read only with a norm weight.
+    // [T, N] when gated. `eps` and `normOffset` are read only with a norm weight.
     OpBuilder<(ins "::mlir::Value":$x, "::mlir::ValueRange":$weights,
                    "::mlir::ValueRange":$biases, "::mlir::Value":$norm, "double":$eps,
-                   "::mlir::Value":$residual, "bool":$swiglu)>
+                   "::mlir::Value":$residual, "GatedActivation":$activation,
+                   CArg<"double", "0.0">:$normOffset)>
   ];
+  let extraClassDeclaration = [{
+    /// Whether the op has a gated activation (one result from gate and up).
+    bool isGated() { return getActivation() != GatedActivation::None; }
+  }];
 }
 
 def Llm_RopeAttentionOp : Llm_Op<"rope_attention",
@@ -318,7 +354,8 @@ def Llm_RopeAttentionOp : Llm_Op<"rope_attention",
   let description = [{
     Equal to `llm.attention (llm.rope %q), (llm.rope %k), %v` with the rope
     attributes (theta, scaling) shared by q and k: the rotated k goes straight
-    into the cache and the rotated q never leaves the kernel.
+    into the cache and the rotated q never leaves the kernel. `softcap` and
+    `window` as in `llm.attention`.
 
     ```
     %o = llm.rope_attention %q, %k, %v, %positions layer 0 num_heads 4 num_kv_heads 2 head_dim 16
@@ -330,12 +367,13 @@ def Llm_RopeAttentionOp : Llm_Op<"rope_attention",
                        Llm_TokenIds:$positions, I64Attr:$layer, I64Attr:$num_heads,
                        I64Attr:$num_kv_heads, I64Attr:$head_dim, F64Attr:$theta,
                        OptionalAttr<Llm_RopeScalingAttr>:$scaling, F64Attr:$scale,
-                       UnitAttr:$causal);
+                       UnitAttr:$causal, DefaultValuedAttr<F64Attr, "0.0">:$softcap,
+                       DefaultValuedAttr<I64Attr, "0">:$window);
   let results = (outs Llm_Activation:$result);
   let assemblyFormat = [{
     $q `,` $k `,` $v `,` $positions `layer` $layer `num_heads` $num_heads
     `num_kv_heads` $num_kv_heads `head_dim` $head_dim `theta` $theta (`scaling` $scaling^)?
-    `scale` $scale (`causal` $causal^)? attr-dict
+    `scale` $scale (`causal` $causal^)? (`softcap` $softcap^)? (`window` $window^)? attr-dict
     `:` type($q) `,` type($k) `,` type($v) `,`
     custom<WithResultType>(ref(type($q)), type($positions), type($result))
   }];
@@ -343,14 +381,16 @@ def Llm_RopeAttentionOp : Llm_Op<"rope_attention",
     OpBuilder<(ins "::mlir::Value":$q, "::mlir::Value":$k, "::mlir::Value":$v,
                    "::mlir::Value":$positions, "int64_t":$layer, "int64_t":$numHeads,
                    "int64_t":$numKvHeads, "int64_t":$headDim, "double":$theta,
-                   "RopeScalingAttr":$scaling, "double":$scale, "bool":$causal)>
+                   "RopeScalingAttr":$scaling, "double":$scale, "bool":$causal,
+                   CArg<"double", "0.0">:$softcap, CArg<"int64_t", "0">:$window)>
   ];
 }
 
 def Llm_LmHeadOp : Llm_Op<"lm_head", [Pure]> {
   let summary = "Final RMSNorm, vocabulary projection and greedy argmax in one op.";
   let description = [{
-    logits = `llm.logits (llm.rms_norm %x, %norm eps e), %weight`: [T, V];
+    logits = `llm.logits (llm.rms_norm %x, %norm eps e offset o), %weight
+    softcap c`: [T, V] (`offset`, `softcap` default 0, not printed);
     ids[t] = the index of the largest logit of row t (the first on ties):
     [T] i32. The runtime asks for one or the other: a greedy decode step
     takes the ids and never writes the logits.
@@ -361,16 +401,17 @@ def Llm_LmHeadOp : Llm_Op<"lm_head", [Pure]> {
     ```
   }];
   let arguments = (ins Llm_Activation:$x, Llm_FloatVector:$norm, Llm_FloatMatrix:$weight,
-                       F64Attr:$eps);
+                       F64Attr:$eps, DefaultValuedAttr<F64Attr, "0.0">:$offset,
+                       DefaultValuedAttr<F64Attr, "0.0">:$softcap);
   let results = (outs Llm_Activation:$logits, Llm_TokenIds:$ids);
   let assemblyFormat = [{
-    $x `,` $norm `,` $weight `eps` $eps attr-dict `:` type($x) `,` type($norm) `,`
+    $x `,` $norm `,` $weight `eps` $eps (`offset` $offset^)? (`softcap` $softcap^)? attr-dict `:` type($x) `,` type($norm) `,`
     type($weight) `->` type($logits) `,` type($ids)
   }];
   let builders = [
     // Logits [T, V] f32 and ids [T] i32.
     OpBuilder<(ins "::mlir::Value":$x, "::mlir::Value":$norm, "::mlir::Value":$weight,
-                   "double":$eps)>
+                   "double":$eps, CArg<"double", "0.0">:$offset, CArg<"double", "0.0">:$softcap)>
   ];
 }
 

@@ -39,7 +39,9 @@ bool fuseHead(mlir::func::FuncOp func) {
     return false;
   mlir::OpBuilder builder(logits);
   auto head = builder.create<llm::LmHeadOp>(logits.getLoc(), norm.getX(), norm.getWeight(),
-                                            logits.getWeight(), norm.getEps().convertToDouble());
+                                            logits.getWeight(), norm.getEps().convertToDouble(),
+                                            norm.getOffset().convertToDouble(),
+                                            logits.getSoftcap().convertToDouble());
   ret->setOperands({head.getLogits(), head.getIds()});
   func.setType(builder.getFunctionType(func.getArgumentTypes(), ret.getOperandTypes()));
   logits.erase();

@@ -39,18 +39,18 @@ bool absorbs(mlir::OpOperand &use) {
 /// norm prologue.
 void absorb(mlir::Operation *user, llm::RmsNormOp norm) {
   mlir::OpBuilder builder(user);
-  double eps = norm.getEps().convertToDouble();
+  double eps = norm.getEps().convertToDouble(), offset = norm.getOffset().convertToDouble();
   mlir::Operation *fused;
   if (auto linear = llvm::dyn_cast<llm::LinearOp>(user)) {
     mlir::Value weight = linear.getWeight(), bias = linear.getBias();
     fused = builder.create<llm::FusedLinearOp>(
         user->getLoc(), norm.getX(), weight, bias ? mlir::ValueRange(bias) : mlir::ValueRange(),
-        norm.getWeight(), eps, mlir::Value(), /*swiglu=*/false);
+        norm.getWeight(), eps, mlir::Value(), llm::GatedActivation::None, offset);
   } else {
     auto old = llvm::cast<llm::FusedLinearOp>(user);
     fused = builder.create<llm::FusedLinearOp>(user->getLoc(), norm.getX(), old.getWeights(),
                                                old.getBiases(), norm.getWeight(), eps,
-                                               old.getResidual(), old.getSwiglu());
+                                               old.getResidual(), old.getActivation(), offset);
   }
   user->replaceAllUsesWith(fused->getResults());
   user->erase();

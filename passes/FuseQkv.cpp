@@ -73,7 +73,7 @@ void fuse(std::array<llm::LinearOp, 3> qkv) {
   mlir::OpBuilder builder(first);
   auto fused = builder.create<llm::FusedLinearOp>(first->getLoc(), qkv[0].getX(), weights, biases,
                                                   mlir::Value(), 0.0, mlir::Value(),
-                                                  /*swiglu=*/false);
+                                                  llm::GatedActivation::None);
   for (auto [i, linear] : llvm::enumerate(qkv)) {
     linear.getResult().replaceAllUsesWith(fused.getResult(i));
     linear.erase();

@@ -33,7 +33,7 @@ mlir::Operation *gemmOf(mlir::Value value) {
                ? op
                : nullptr;
   if (auto fused = llvm::dyn_cast<llm::FusedLinearOp>(op))
-    return fused->getNumResults() == 1 && !fused.getResidual() && !fused.getSwiglu() ? op : nullptr;
+    return fused->getNumResults() == 1 && !fused.getResidual() && !fused.isGated() ? op : nullptr;
   return nullptr;
 }
 
@@ -57,13 +57,15 @@ void fuse(llm::AddOp add, mlir::Operation *gemm, mlir::Value residual) {
     mlir::Value weight = linear.getWeight(), bias = linear.getBias();
     fused = builder.create<llm::FusedLinearOp>(add.getLoc(), linear.getX(), weight,
                                                bias ? mlir::ValueRange(bias) : mlir::ValueRange(),
-                                               mlir::Value(), 0.0, residual, /*swiglu=*/false);
+                                               mlir::Value(), 0.0, residual,
+                                               llm::GatedActivation::None);
   } else {
     auto old = llvm::cast<llm::FusedLinearOp>(gemm);
     double eps = old.getEpsAttr() ? old.getEpsAttr().getValueAsDouble() : 0.0;
     fused = builder.create<llm::FusedLinearOp>(add.getLoc(), old.getX(), old.getWeights(),
                                                old.getBiases(), old.getNorm(), eps, residual,
-                                               old.getSwiglu());
+                                               old.getActivation(),
+                                               old.getNormOffset().convertToDouble());
   }
   add.getResult().replaceAllUsesWith(fused.getResult(0));
   add.erase();

@@ -34,7 +34,8 @@ void fuse(llm::AttentionOp attention, llm::RopeOp q, llm::RopeOp k) {
       attention.getLoc(), q.getX(), k.getX(), attention.getV(), q.getPositions(),
       attention.getLayer(), attention.getNumHeads(), attention.getNumKvHeads(),
       attention.getHeadDim(), q.getTheta().convertToDouble(), q.getScalingAttr(),
-      attention.getScale().convertToDouble(), attention.getCausal());
+      attention.getScale().convertToDouble(), attention.getCausal(),
+      attention.getSoftcap().convertToDouble(), attention.getWindow());
   attention.getResult().replaceAllUsesWith(fused.getResult());
   attention.erase();
   q.erase();

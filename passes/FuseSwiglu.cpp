@@ -1,9 +1,10 @@
-//===- FuseSwiglu.cpp - llm-fuse-swiglu: gate/up GEMM + SwiGLU epilogue ---===//
+//===- FuseSwiglu.cpp - llm-fuse-swiglu: gate/up GEMM + gated epilogue ----===//
 //
-// silu(x Wg^T) * (x Wu^T) as one llm.fused_linear over [Wg; Wu]: one GEMM
-// reads x once and the [T, 2I] gate/up product is combined in registers
-// instead of being written, read by silu, written, read by mul. Passes.td has
-// the before/after IR; tests/lit/passes/fuse_swiglu.mlir the cases.
+// act(x Wg^T) * (x Wu^T) as one llm.fused_linear over [Wg; Wu], act = silu
+// (SwiGLU) or gelu in its tanh or erf form (GeGLU): one GEMM reads x once and
+// the [T, 2I] gate/up product is combined in registers instead of being
+// written, read by the activation, written, read by mul. Passes.td has the
+// before/after IR; tests/lit/passes/fuse_swiglu.mlir the cases.
 //
 //===----------------------------------------------------------------------===//
 
@@ -21,9 +22,19 @@ namespace {
 
 struct SwigluMatch {
   llm::MulOp mul;
-  llm::SiluOp silu;
+  mlir::Operation *act; // llm.silu or llm.gelu
+  llm::GatedActivation activation;
   llm::LinearOp gate, up;
 };
+
+/// The gated activation `value` is the result of, None for other values.
+llm::GatedActivation activationOf(mlir::Value value) {
+  if (value.getDefiningOp<llm::SiluOp>())
+    return llm::GatedActivation::SwiGlu;
+  if (auto gelu = value.getDefiningOp<llm::GeluOp>())
+    return gelu.getTanh() ? llm::GatedActivation::GeGluTanh : llm::GatedActivation::GeGluErf;
+  return llm::GatedActivation::None;
+}
 
 /// A bias-free projection with a stored (float or int4) weight and no other use.
 llm::LinearOp projection(mlir::Value value) {
@@ -34,18 +45,19 @@ llm::LinearOp projection(mlir::Value value) {
   return linear;
 }
 
-/// mul(silu(gate), up) in either operand order.
+/// mul(act(gate), up) in either operand order.
 std::optional<SwigluMatch> match(llm::MulOp mul) {
-  for (auto [act, other] :
+  for (auto [actValue, other] :
        {std::pair(mul.getLhs(), mul.getRhs()), std::pair(mul.getRhs(), mul.getLhs())}) {
-    auto silu = act.getDefiningOp<llm::SiluOp>();
-    if (!silu || !silu->hasOneUse())
+    llm::GatedActivation activation = activationOf(actValue);
+    mlir::Operation *act = actValue.getDefiningOp();
+    if (activation == llm::GatedActivation::None || !act->hasOneUse())
       continue;
-    llm::LinearOp gate = projection(silu.getX()), up = projection(other);
+    llm::LinearOp gate = projection(act->getOperand(0)), up = projection(other);
     if (!gate || !up || gate == up || gate.getX() != up.getX() ||
         gate.getWeight().getType() != up.getWeight().getType())
       continue;
-    return SwigluMatch{mul, silu, gate, up};
+    return SwigluMatch{mul, act, activation, gate, up};
   }
   return std::nullopt;
 }
@@ -57,10 +69,10 @@ void fuse(SwigluMatch m) {
   mlir::OpBuilder builder(first);
   auto fused = builder.create<llm::FusedLinearOp>(first->getLoc(), m.gate.getX(), weights,
                                                   mlir::ValueRange(), mlir::Value(), 0.0,
-                                                  mlir::Value(), /*swiglu=*/true);
+                                                  mlir::Value(), m.activation);
   m.mul.getResult().replaceAllUsesWith(fused.getResult(0));
   m.mul.erase();
-  m.silu.erase();
+  m.act->erase();
   m.gate.erase();
   m.up.erase();
 }
@@ -79,7 +91,8 @@ public:
       fuse(m);
     std::string summary;
     if (!matches.empty())
-      summary = fusion::plural(matches.size(), "gate/up pair") + " -> llm.fused_linear swiglu (" +
+      summary = fusion::plural(matches.size(), "gate/up pair") + " -> llm.fused_linear " +
+                stringifyGatedActivation(matches.front().activation).str() + " (" +
                 std::to_string(4 * matches.size()) + " ops merged)";
     finish(std::move(summary));
   }

@@ -122,12 +122,14 @@ def LlmFuseQkv : Llm_FusionPass<"llm-fuse-qkv",
 }
 
 def LlmFuseSwiglu : Llm_FusionPass<"llm-fuse-swiglu",
-    "Merges the gate and up projections of a SwiGLU MLP into one GEMM with a "
-    "silu(gate) * up epilogue."> {
+    "Merges the gate and up projections of a SwiGLU or GeGLU MLP into one GEMM "
+    "with an act(gate) * up epilogue."> {
   let description = [{
     Fires for `llm.mul (llm.silu %gate), %up` (either operand order) where
     gate and up are bias-free `llm.linear` ops of the same input, with float
     weights of one type, and neither they nor the silu have another use.
+    `llm.gelu %gate tanh` and `llm.gelu %gate` in place of the silu (Gemma's
+    GeGLU) fuse alike, to `geglu_tanh` and `geglu_erf`.
 
     Before:
 

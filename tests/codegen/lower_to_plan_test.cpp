@@ -16,6 +16,7 @@
 
 #include <gtest/gtest.h>
 
+#include <functional>
 #include <map>
 #include <set>
 
@@ -247,6 +248,58 @@ TEST_F(Lowering, RefusesMissingWeightsAndWrongElementCountsByName) {
   ASSERT_FALSE(wrong.isOk());
   EXPECT_NE(wrong.message().find("checkpoint has 1 elements, IR expects"), std::string::npos)
       << wrong.message();
+}
+
+// Each Gemma-style attribute the backends do not compute yet: set on the
+// first op of its kind in the (fused or unfused) Llama graph, the lowering
+// refuses it, naming the op and the attribute.
+TEST_F(Lowering, RefusesAttributeValuesNoKernelComputesYet) {
+  struct Case {
+    bool fuse;
+    const char *op, *attribute;
+    std::function<mlir::Attribute(mlir::Builder &)> value;
+  };
+  auto f64 = [](double v) {
+    return [v](mlir::Builder &b) -> mlir::Attribute { return b.getF64FloatAttr(v); };
+  };
+  const Case cases[] = {
+      {false, "llm.rms_norm", "offset", f64(1.0)},
+      {false, "llm.embedding", "scale", f64(8.0)},
+      {false, "llm.logits", "softcap", f64(30.0)},
+      {false, "llm.attention", "softcap", f64(50.0)},
+      {false, "llm.attention", "window",
+       [](mlir::Builder &b) -> mlir::Attribute { return b.getI64IntegerAttr(4); }},
+      {true, "llm.rope_attention", "window",
+       [](mlir::Builder &b) -> mlir::Attribute { return b.getI64IntegerAttr(4); }},
+      {true, "llm.lm_head", "softcap", f64(30.0)},
+      {true, "llm.fused_linear", "norm_offset", f64(1.0)},
+      {true, "llm.fused_linear", "activation",
+       [](mlir::Builder &b) -> mlir::Attribute {
+         return llm::GatedActivationAttr::get(b.getContext(), llm::GatedActivation::GeGluTanh);
+       }},
+  };
+  for (const Case &c : cases) {
+    SCOPED_TRACE(std::string(c.op) + " " + c.attribute);
+    auto module = graph(c.fuse);
+    ASSERT_TRUE(module);
+    mlir::Builder builder(&context_);
+    mlir::Operation *target = nullptr;
+    module->walk([&](mlir::Operation *op) {
+      if (!target && op->getName().getStringRef() == c.op &&
+          (std::string(c.attribute) != "activation" ||
+           llvm::cast<llm::FusedLinearOp>(op).isGated()) &&
+          (std::string(c.attribute) != "norm_offset" || llvm::cast<llm::FusedLinearOp>(op).getNorm()))
+        target = op;
+    });
+    ASSERT_NE(target, nullptr);
+    target->setAttr(c.attribute, c.value(builder));
+    auto plan = lowerToPlan(*module, synthetic());
+    ASSERT_FALSE(plan.isOk());
+    EXPECT_NE(plan.message().find(std::string("'") + c.op + "' with " + c.attribute),
+              std::string::npos)
+        << plan.message();
+    EXPECT_NE(plan.message().find("not supported"), std::string::npos) << plan.message();
+  }
 }
 
 TEST_F(Lowering, RefusesAModuleWithoutForwardOrAConfig) {

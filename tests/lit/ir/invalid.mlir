@@ -744,3 +744,55 @@ func.func @fused_int4_with_float(%x: tensor<?x64xf32>, %b: tensor<32x64xf32>) {
       -> tensor<?x64xf32>, tensor<?x32xf32>
   return
 }
+
+// -----
+
+func.func @negative_softcap(%q: tensor<?x64xf32>) {
+  // expected-error @+1 {{'llm.attention' op softcap must be 0 (off) or a positive finite value, got -1}}
+  %o = llm.attention %q, %q, %q layer 0 num_heads 4 num_kv_heads 4 head_dim 16 scale 0.25 causal
+      softcap -1.0 : tensor<?x64xf32>, tensor<?x64xf32>, tensor<?x64xf32>
+  return
+}
+
+// -----
+
+func.func @negative_window(%q: tensor<?x64xf32>, %p: tensor<?xi32>) {
+  // expected-error @+1 {{'llm.rope_attention' op window must be 0 (off) or positive, got -3}}
+  %o = llm.rope_attention %q, %q, %q, %p layer 0 num_heads 4 num_kv_heads 4 head_dim 16
+      theta 1.0e4 scale 0.25 causal window -3
+      : tensor<?x64xf32>, tensor<?x64xf32>, tensor<?x64xf32>, tensor<?xi32>
+  return
+}
+
+// -----
+
+func.func @logits_softcap(%x: tensor<?x64xf32>, %w: tensor<100x64xf32>) {
+  // expected-error @+1 {{'llm.logits' op softcap must be 0 (off) or a positive finite value, got -3.0}}
+  %l = llm.logits %x, %w softcap -30.0 : tensor<?x64xf32>, tensor<100x64xf32> -> tensor<?x100xf32>
+  return
+}
+
+// -----
+
+func.func @embedding_zero_scale(%t: tensor<?xi32>, %e: tensor<100x64xf32>) {
+  // expected-error @+1 {{'llm.embedding' op scale must be finite and non-zero, got 0}}
+  %h = llm.embedding %t, %e scale 0.0 : tensor<?xi32>, tensor<100x64xf32> -> tensor<?x64xf32>
+  return
+}
+
+// -----
+
+func.func @norm_offset_without_norm(%x: tensor<?x64xf32>, %w: tensor<64x64xf32>) {
+  // expected-error @+1 {{'llm.fused_linear' op norm_offset needs a norm weight}}
+  %y = llm.fused_linear %x, [%w] norm_offset 1.0
+      : tensor<?x64xf32>, [tensor<64x64xf32>] -> tensor<?x64xf32>
+  return
+}
+
+// -----
+
+func.func @geglu_count(%x: tensor<?x64xf32>, %a: tensor<64x64xf32>) {
+  // expected-error @+1 {{'llm.fused_linear' op geglu_tanh needs 2 weights (gate, up), got 1}}
+  %p = llm.fused_linear %x, [%a] geglu_tanh : tensor<?x64xf32>, [tensor<64x64xf32>] -> tensor<?x64xf32>
+  return
+}

@@ -181,3 +181,36 @@ func.func @fused(%h0: tensor<?x64xf32>, %positions: tensor<?xi32>) -> (tensor<?x
       : tensor<?x64xf32>, tensor<64xf32>, tensor<128x64xf32> -> tensor<?x128xf32>, tensor<?xi32>
   return %logits, %ids : tensor<?x128xf32>, tensor<?xi32>
 }
+
+// The attributes of Gemma-style models, each printed only when it is not
+// its default (0, or 1 for the embedding scale).
+// CHECK-LABEL: func.func @gemma_attributes
+func.func @gemma_attributes(%t: tensor<?xi32>, %x: tensor<?x64xf32>, %pos: tensor<?xi32>)
+    -> (tensor<?x100xf32>, tensor<?x160xf32>, tensor<?x64xf32>, tensor<?x64xf32>) {
+  %e = llm.weight "embed" : tensor<100x64xf32>
+  %g = llm.weight "norm" : tensor<64xf32>
+  %wg = llm.weight "gate" : tensor<160x64xf32>
+  %wu = llm.weight "up" : tensor<160x64xf32>
+  // CHECK: llm.embedding %arg0, %{{.*}} scale 8.000000e+00 : tensor<?xi32>, tensor<100x64xf32> -> tensor<?x64xf32>{{$}}
+  %h = llm.embedding %t, %e scale 8.0 : tensor<?xi32>, tensor<100x64xf32> -> tensor<?x64xf32>
+  // CHECK: llm.embedding %arg0, %{{.*}} : tensor<?xi32>, tensor<100x64xf32> -> tensor<?x64xf32>{{$}}
+  %h1 = llm.embedding %t, %e scale 1.0 : tensor<?xi32>, tensor<100x64xf32> -> tensor<?x64xf32>
+  // CHECK: llm.rms_norm %{{.*}}, %{{.*}} eps 9.9999999999999995E-7 offset 1.000000e+00 : tensor<?x64xf32>, tensor<64xf32>{{$}}
+  %n = llm.rms_norm %h, %g eps 1.0e-6 offset 1.0 : tensor<?x64xf32>, tensor<64xf32>
+  // CHECK: llm.rms_norm %{{.*}}, %{{.*}} eps 9.9999999999999995E-7 : tensor<?x64xf32>, tensor<64xf32>{{$}}
+  %n0 = llm.rms_norm %h1, %g eps 1.0e-6 offset 0.0 : tensor<?x64xf32>, tensor<64xf32>
+  // CHECK: llm.attention {{.*}} scale 2.500000e-01 causal softcap 5.000000e+01 window 16 : tensor<?x64xf32>, tensor<?x64xf32>, tensor<?x64xf32>{{$}}
+  %a = llm.attention %n, %n, %n layer 0 num_heads 4 num_kv_heads 4 head_dim 16 scale 0.25 causal
+      softcap 50.0 window 16 : tensor<?x64xf32>, tensor<?x64xf32>, tensor<?x64xf32>
+  // CHECK: llm.rope_attention {{.*}} theta 1.000000e+04 scale 2.500000e-01 causal window 4 : tensor<?x64xf32>, tensor<?x64xf32>, tensor<?x64xf32>, tensor<?xi32>{{$}}
+  %ra = llm.rope_attention %n0, %n0, %n0, %pos layer 1 num_heads 4 num_kv_heads 4 head_dim 16
+      theta 1.0e4 scale 0.25 causal window 4
+      : tensor<?x64xf32>, tensor<?x64xf32>, tensor<?x64xf32>, tensor<?xi32>
+  // CHECK: llm.fused_linear %{{.*}}, [%{{.*}}, %{{.*}}] norm %{{.*}} eps 1.000000e-05 norm_offset 1.000000e+00 geglu_erf : tensor<?x64xf32>, [tensor<160x64xf32>, tensor<160x64xf32>] norm tensor<64xf32> -> tensor<?x160xf32>{{$}}
+  %f = llm.fused_linear %x, [%wg, %wu] norm %g eps 1.0e-5 norm_offset 1.0 geglu_erf
+      : tensor<?x64xf32>, [tensor<160x64xf32>, tensor<160x64xf32>] norm tensor<64xf32>
+      -> tensor<?x160xf32>
+  // CHECK: llm.logits %{{.*}}, %{{.*}} softcap 3.000000e+01 : tensor<?x64xf32>, tensor<100x64xf32> -> tensor<?x100xf32>{{$}}
+  %l = llm.logits %a, %e softcap 30.0 : tensor<?x64xf32>, tensor<100x64xf32> -> tensor<?x100xf32>
+  return %l, %f, %ra, %n0 : tensor<?x100xf32>, tensor<?x160xf32>, tensor<?x64xf32>, tensor<?x64xf32>
+}

@@ -70,3 +70,19 @@ func.func @no_norm(%h: tensor<?x64xf32>) -> tensor<?x512xf32> {
   %l = llm.logits %h, %w : tensor<?x64xf32>, tensor<512x64xf32> -> tensor<?x512xf32>
   return %l : tensor<?x512xf32>
 }
+
+// -----
+
+// Tests that a (1 + w) final norm and final-logit soft-capping (Gemma 2)
+// carry over into the fused head.
+
+// REPORT: remark: llm-fuse-head: final norm + logits + argmax -> llm.lm_head (1 function)
+// CHECK-LABEL: func.func @head_gemma
+// CHECK: llm.lm_head %arg0, %{{.*}}, %{{.*}} eps 9.99{{.*}}E-7 offset 1.000000e+00 softcap 3.000000e+01 :
+func.func @head_gemma(%h: tensor<?x64xf32>) -> tensor<?x512xf32> {
+  %g = llm.weight "model.norm.weight" : tensor<64xf32>
+  %hf = llm.rms_norm %h, %g eps 1.0e-6 offset 1.0 : tensor<?x64xf32>, tensor<64xf32>
+  %w = llm.weight "model.embed_tokens.weight" : tensor<512x64xf32>
+  %l = llm.logits %hf, %w softcap 30.0 : tensor<?x64xf32>, tensor<512x64xf32> -> tensor<?x512xf32>
+  return %l : tensor<?x512xf32>
+}

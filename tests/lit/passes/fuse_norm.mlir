@@ -108,3 +108,22 @@ func.func @no_fusion(%h: tensor<?x64xf32>, %h16: tensor<?x64xf16>)
       : tensor<?x64xf32>, tensor<?x64xf32>, tensor<?x64xf32>, tensor<?x64xf32>, tensor<?x64xf32>,
         tensor<?x64xf16>, tensor<?x64xf32>
 }
+
+// -----
+
+// Tests that a (1 + w) norm (offset 1, Gemma) moves into the GEMM with its
+// offset.
+
+// REPORT: remark: llm-fuse-norm: 1 RMSNorm -> prologue of 1 GEMM
+// CHECK-LABEL: func.func @norm_offset
+// CHECK: llm.fused_linear %arg0, [%{{.*}}, %{{.*}}] norm %{{.*}} eps 9.99{{.*}}E-7 norm_offset 1.000000e+00 geglu_tanh :
+// CHECK-NOT: llm.rms_norm
+func.func @norm_offset(%x: tensor<?x64xf32>) -> tensor<?x160xf32> {
+  %g = llm.weight "ln" : tensor<64xf32>
+  %wg = llm.weight "gate" : tensor<160x64xf32>
+  %wu = llm.weight "up" : tensor<160x64xf32>
+  %y = llm.rms_norm %x, %g eps 1.0e-6 offset 1.0 : tensor<?x64xf32>, tensor<64xf32>
+  %a = llm.fused_linear %y, [%wg, %wu] geglu_tanh
+      : tensor<?x64xf32>, [tensor<160x64xf32>, tensor<160x64xf32>] -> tensor<?x160xf32>
+  return %a : tensor<?x160xf32>
+}

@@ -86,3 +86,23 @@ func.func @no_fusion(%x: tensor<?x64xf32>, %att: tensor<?x64xf32>)
       : tensor<?x64xf32>, tensor<?x64xf32>, tensor<?x64xf32>, tensor<?x64xf32>, tensor<?x64xf32>,
         tensor<?x64xf32>, tensor<?x64xf32>, tensor<?x64xf32>
 }
+
+// -----
+
+// Tests Gemma 2's post-norms: h + rms_norm(o_proj(a)) is not a GEMM's
+// residual epilogue (the norm sits between), so the add stays.
+
+// REPORT: remark: llm-fuse-residual: nothing to fuse
+// CHECK-LABEL: func.func @post_norm
+// CHECK: llm.linear
+// CHECK: llm.rms_norm
+// CHECK: llm.add
+// CHECK-NOT: residual
+func.func @post_norm(%h: tensor<?x64xf32>, %a: tensor<?x64xf32>) -> tensor<?x64xf32> {
+  %wo = llm.weight "o" : tensor<64x64xf32>
+  %g = llm.weight "post" : tensor<64xf32>
+  %o = llm.linear %a, %wo : tensor<?x64xf32>, tensor<64x64xf32> -> tensor<?x64xf32>
+  %n = llm.rms_norm %o, %g eps 1.0e-6 offset 1.0 : tensor<?x64xf32>, tensor<64xf32>
+  %r = llm.add %h, %n : tensor<?x64xf32>
+  return %r : tensor<?x64xf32>
+}

@@ -54,3 +54,19 @@ func.func @no_fusion(%q: tensor<?x64xf32>, %k: tensor<?x32xf32>, %v: tensor<?x32
   return %o1, %kr1, %o2, %o3, %o4
       : tensor<?x64xf32>, tensor<?x32xf32>, tensor<?x64xf32>, tensor<?x64xf32>, tensor<?x64xf32>
 }
+
+// -----
+
+// Tests that attention soft-capping and a sliding window (Gemma 2) carry
+// over into the fused op.
+
+// REPORT: remark: llm-fuse-rope: 1 attention + 2 RoPEs -> llm.rope_attention
+// CHECK-LABEL: func.func @rope_softcap_window
+// CHECK: llm.rope_attention %arg0, %arg1, %arg2, %arg3 layer 0 num_heads 4 num_kv_heads 2 head_dim 16 theta 1.000000e+04 scale 6.250000e-02 causal softcap 5.000000e+01 window 8 :
+func.func @rope_softcap_window(%q: tensor<?x64xf32>, %k: tensor<?x32xf32>, %v: tensor<?x32xf32>, %pos: tensor<?xi32>) -> tensor<?x64xf32> {
+  %qr = llm.rope %q, %pos num_heads 4 head_dim 16 theta 1.0e4 : tensor<?x64xf32>, tensor<?xi32>
+  %kr = llm.rope %k, %pos num_heads 2 head_dim 16 theta 1.0e4 : tensor<?x32xf32>, tensor<?xi32>
+  %o = llm.attention %qr, %kr, %v layer 0 num_heads 4 num_kv_heads 2 head_dim 16 scale 0.0625 causal
+      softcap 50.0 window 8 : tensor<?x64xf32>, tensor<?x32xf32>, tensor<?x32xf32>
+  return %o : tensor<?x64xf32>
+}

@@ -88,3 +88,46 @@ func.func @no_fusion(%y: tensor<?x64xf32>, %z: tensor<?x64xf32>)
       : tensor<?x160xf32>, tensor<?x160xf32>, tensor<?x160xf32>, tensor<?x160xf32>,
         tensor<?x160xf32>, tensor<?x160xf32>
 }
+
+// -----
+
+// Tests that GeGLU, gelu(gate) * up in its tanh and erf forms (Gemma's MLP),
+// fuses to the matching gated activation.
+
+// REPORT: remark: llm-fuse-swiglu: 2 gate/up pairs -> llm.fused_linear geglu_tanh (8 ops merged)
+// CHECK-LABEL: func.func @geglu
+// CHECK: %[[A:.*]] = llm.fused_linear %arg0, [%{{.*}}, %{{.*}}] geglu_tanh : tensor<?x64xf32>, [tensor<160x64xf32>, tensor<160x64xf32>] -> tensor<?x160xf32>
+// CHECK: %[[B:.*]] = llm.fused_linear %arg0, [%{{.*}}, %{{.*}}] geglu_erf :
+// CHECK: return %[[A]], %[[B]]
+// CHECK-NOT: llm.gelu
+func.func @geglu(%y: tensor<?x64xf32>) -> (tensor<?x160xf32>, tensor<?x160xf32>) {
+  %wg = llm.weight "gate" : tensor<160x64xf32>
+  %wu = llm.weight "up" : tensor<160x64xf32>
+  %g = llm.linear %y, %wg : tensor<?x64xf32>, tensor<160x64xf32> -> tensor<?x160xf32>
+  %u = llm.linear %y, %wu : tensor<?x64xf32>, tensor<160x64xf32> -> tensor<?x160xf32>
+  %s = llm.gelu %g tanh : tensor<?x160xf32>
+  %a = llm.mul %s, %u : tensor<?x160xf32>
+  %g2 = llm.linear %y, %wg : tensor<?x64xf32>, tensor<160x64xf32> -> tensor<?x160xf32>
+  %u2 = llm.linear %y, %wu : tensor<?x64xf32>, tensor<160x64xf32> -> tensor<?x160xf32>
+  %s2 = llm.gelu %g2 : tensor<?x160xf32>
+  %b = llm.mul %u2, %s2 : tensor<?x160xf32>
+  return %a, %b : tensor<?x160xf32>, tensor<?x160xf32>
+}
+
+// -----
+
+// Tests that a gelu with another use stays unfused (its value is needed).
+
+// CHECK-LABEL: func.func @geglu_gelu_used
+// CHECK: llm.gelu
+// CHECK: llm.mul
+// CHECK-NOT: llm.fused_linear
+func.func @geglu_gelu_used(%y: tensor<?x64xf32>) -> (tensor<?x160xf32>, tensor<?x160xf32>) {
+  %wg = llm.weight "gate" : tensor<160x64xf32>
+  %wu = llm.weight "up" : tensor<160x64xf32>
+  %g = llm.linear %y, %wg : tensor<?x64xf32>, tensor<160x64xf32> -> tensor<?x160xf32>
+  %u = llm.linear %y, %wu : tensor<?x64xf32>, tensor<160x64xf32> -> tensor<?x160xf32>
+  %s = llm.gelu %g tanh : tensor<?x160xf32>
+  %a = llm.mul %s, %u : tensor<?x160xf32>
+  return %a, %s : tensor<?x160xf32>, tensor<?x160xf32>
+}
