@@ -1,5 +1,6 @@
 #include "models/architecture.h"
 
+#include "models/gemma.h"
 #include "models/llama.h"
 
 namespace llmc {
@@ -11,6 +12,7 @@ const std::vector<const Architecture *> &registry() {
       &llamaForCausalLM(),
       &mistralForCausalLM(),
       &qwen2ForCausalLM(),
+      &gemmaForCausalLM(),
   };
   return table;
 }

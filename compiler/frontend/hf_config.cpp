@@ -194,10 +194,8 @@ Expected<std::vector<int64_t>> readTokenIds(const Json &hf, const char *key, int
 Status readMisc(const Json &hf, const std::string &source, ModelConfig &c) {
   LLMC_ASSIGN_OR_RETURN(c.modelType, optionalString(hf, "model_type", "", source));
   LLMC_ASSIGN_OR_RETURN(c.rmsNormEps, readPositive(hf, "rms_norm_eps", 1e-6, source));
+  // The family decides what the activation means (and which field names it).
   LLMC_ASSIGN_OR_RETURN(c.hiddenAct, optionalString(hf, "hidden_act", "silu", source));
-  if (c.hiddenAct != "silu")
-    return fieldError(source, "hidden_act",
-                      "'" + c.hiddenAct + "' is not supported; supported: silu");
   // transformers >= 4.56 writes "dtype" where older versions wrote "torch_dtype".
   const char *dtypeKey = findField(hf, "torch_dtype") ? "torch_dtype" : "dtype";
   LLMC_ASSIGN_OR_RETURN(c.torchDtype, optionalString(hf, dtypeKey, "", source));

@@ -3,6 +3,7 @@
 // rules set them (models/llama.cpp), llama3 rope scaling values, and IR that
 // verifies and names exactly the tensors the weight check expects.
 #include "ir/LlmOps.h"
+#include "models/gemma.h"
 #include "models/llama.h"
 #include "models/llama_graph.h"
 
@@ -12,6 +13,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <map>
 #include <string>
 #include <vector>
@@ -232,6 +234,72 @@ TEST_F(LlamaGraphTest, NoScalingMeansNoAttribute) {
   }
 }
 
+TEST_F(LlamaGraphTest, PlainDecoderLeavesEveryGemmaAttributeAtItsDefault) {
+  ASSERT_TRUE(build(withRules(llamaForCausalLM(), Json::object())));
+  for (llm::RmsNormOp op : ops<llm::RmsNormOp>())
+    EXPECT_EQ(op.getOffset().convertToDouble(), 0.0);
+  for (llm::EmbeddingOp op : ops<llm::EmbeddingOp>())
+    EXPECT_EQ(op.getScale().convertToDouble(), 1.0);
+  for (llm::AttentionOp op : ops<llm::AttentionOp>()) {
+    EXPECT_EQ(op.getSoftcap().convertToDouble(), 0.0);
+    EXPECT_EQ(op.getWindow(), 0u);
+    EXPECT_DOUBLE_EQ(op.getScale().convertToDouble(), 0.25); // 16^-0.5
+  }
+  for (llm::LogitsOp op : ops<llm::LogitsOp>())
+    EXPECT_EQ(op.getSoftcap().convertToDouble(), 0.0);
+  EXPECT_EQ(ops<llm::SiluOp>().size(), 2u);
+  EXPECT_TRUE(ops<llm::GeluOp>().empty());
+}
+
+TEST_F(LlamaGraphTest, GemmaScalesEmbeddingsOffsetsNormsAndGatesWithTanhGelu) {
+  // The published gemma config says "gelu", which means the tanh form.
+  ASSERT_TRUE(build(withRules(gemmaForCausalLM(), Json{{"hidden_act", "gelu"}})));
+  auto embeddings = ops<llm::EmbeddingOp>();
+  ASSERT_EQ(embeddings.size(), 1u);
+  // sqrt(128) rounded to the f32 activations, as HF's normalizer is.
+  EXPECT_EQ(embeddings[0].getScale().convertToDouble(),
+            static_cast<double>(static_cast<float>(std::sqrt(128.0))));
+  auto norms = ops<llm::RmsNormOp>();
+  ASSERT_EQ(norms.size(), 2 * 2 + 1u);
+  for (llm::RmsNormOp op : norms)
+    EXPECT_EQ(op.getOffset().convertToDouble(), 1.0);
+  auto gelus = ops<llm::GeluOp>();
+  ASSERT_EQ(gelus.size(), 2u);
+  for (llm::GeluOp op : gelus) {
+    EXPECT_TRUE(op.getTanh());
+    // gelu(gate) * up: the product GeGLU fusion looks for.
+    ASSERT_TRUE(op->hasOneUse());
+    EXPECT_TRUE(mlir::isa<llm::MulOp>(*op->getUsers().begin()));
+  }
+  EXPECT_TRUE(ops<llm::SiluOp>().empty());
+  // Tied by default: the head is the embedding table.
+  EXPECT_EQ(weights().count("lm_head.weight"), 0u);
+  auto logits = ops<llm::LogitsOp>();
+  ASSERT_EQ(logits.size(), 1u);
+  EXPECT_EQ(logits[0].getWeight(), embeddings[0].getTable());
+}
+
+TEST_F(LlamaGraphTest, MistralSlidingWindowReachesEveryAttention) {
+  ModelConfig config = withRules(mistralForCausalLM(), Json{{"sliding_window", 16}});
+  ASSERT_TRUE(build(config));
+  auto attention = ops<llm::AttentionOp>();
+  ASSERT_EQ(attention.size(), 2u);
+  for (llm::AttentionOp op : attention)
+    EXPECT_EQ(op.getWindow(), 16u);
+}
+
+TEST_F(LlamaGraphTest, Qwen2WindowsOnlyFromMaxWindowLayers) {
+  ModelConfig config = withRules(
+      qwen2ForCausalLM(),
+      Json{{"use_sliding_window", true}, {"sliding_window", 16}, {"max_window_layers", 1}});
+  ASSERT_TRUE(build(config));
+  auto attention = ops<llm::AttentionOp>();
+  ASSERT_EQ(attention.size(), 2u);
+  EXPECT_EQ(attention[0].getLayer(), 0u);
+  EXPECT_EQ(attention[0].getWindow(), 0u);
+  EXPECT_EQ(attention[1].getWindow(), 16u);
+}
+
 // The builder and the weight check (llamaTensors) must agree tensor for
 // tensor, in every flavor, or a valid checkpoint fails to build.
 TEST_F(LlamaGraphTest, WeightsMatchTheExpectedTensors) {
@@ -244,6 +312,8 @@ TEST_F(LlamaGraphTest, WeightsMatchTheExpectedTensors) {
       {&llamaForCausalLM(), Json{{"attention_bias", true}, {"tie_word_embeddings", true}}},
       {&mistralForCausalLM(), Json::object()},
       {&qwen2ForCausalLM(), Json{{"tie_word_embeddings", true}}},
+      {&gemmaForCausalLM(), Json::object()},
+      {&gemmaForCausalLM(), Json{{"tie_word_embeddings", false}, {"attention_bias", true}}},
   };
   for (const Case &c : cases) {
     SCOPED_TRACE(std::string(c.arch->name()) + " " + c.hf.dump());
