@@ -1,6 +1,7 @@
 #include "models/architecture.h"
 
 #include "models/gemma.h"
+#include "models/gemma2.h"
 #include "models/llama.h"
 
 namespace llmc {
@@ -13,6 +14,7 @@ const std::vector<const Architecture *> &registry() {
       &mistralForCausalLM(),
       &qwen2ForCausalLM(),
       &gemmaForCausalLM(),
+      &gemma2ForCausalLM(),
   };
   return table;
 }

@@ -156,7 +156,8 @@ TEST(HfConfigError, UnknownArchitectureListsSupported) {
   json["architectures"] = {"GPTNeoXForCausalLM"};
   EXPECT_EQ(parseError(json, "architectures[0]"),
             "config.json: architectures[0] 'GPTNeoXForCausalLM' is not supported; supported: "
-            "LlamaForCausalLM, MistralForCausalLM, Qwen2ForCausalLM, GemmaForCausalLM");
+            "LlamaForCausalLM, MistralForCausalLM, Qwen2ForCausalLM, GemmaForCausalLM, "
+            "Gemma2ForCausalLM");
 }
 
 TEST(HfConfigError, ArchitecturesMustHaveOneElement) {
@@ -377,6 +378,57 @@ TEST(HfConfigError, GemmaActivationNotGelu) {
   Json json = test::gemmaConfig();
   json["hidden_activation"] = "silu";
   EXPECT_NE(parseError(json, "'hidden_activation'").find("GeGLU"), std::string::npos);
+}
+
+TEST(HfConfig, ParsesGemma2) {
+  ModelConfig c = parseOk(test::gemma2Config());
+  EXPECT_EQ(c.architecture, "Gemma2ForCausalLM");
+  EXPECT_EQ(c.mlpActivation, MlpActivation::GeluTanh);
+  EXPECT_DOUBLE_EQ(c.normOffset, 1.0);
+  EXPECT_DOUBLE_EQ(c.embeddingScale, std::sqrt(2304.0));
+  EXPECT_TRUE(c.sandwichNorms);
+  EXPECT_DOUBLE_EQ(c.attentionScale, 1.0 / 16.0); // query_pre_attn_scalar 256
+  EXPECT_DOUBLE_EQ(c.attentionSoftcap, 50.0);
+  EXPECT_DOUBLE_EQ(c.finalLogitSoftcap, 30.0);
+  ASSERT_EQ(c.layerWindows.size(), 26u);
+  for (int64_t i = 0; i < 26; ++i)
+    EXPECT_EQ(c.layerWindows[i], i % 2 == 0 ? 4096 : 0) << "layer " << i;
+  EXPECT_EQ(c.eosTokenIds, (std::vector<int64_t>{1, 107}));
+}
+
+TEST(HfConfig, Gemma2NullSoftcapsAreOffAndAbsentOnesHfDefaults) {
+  Json json = test::gemma2Config();
+  json["attn_logit_softcapping"] = nullptr;
+  json.erase("final_logit_softcapping");
+  json["query_pre_attn_scalar"] = 144;
+  ModelConfig c = parseOk(json);
+  EXPECT_DOUBLE_EQ(c.attentionSoftcap, 0.0);
+  EXPECT_DOUBLE_EQ(c.finalLogitSoftcap, 30.0);
+  EXPECT_DOUBLE_EQ(c.attentionScale, 1.0 / 12.0);
+}
+
+TEST(HfConfig, Gemma2HiddenActivationGeluIsExact) {
+  Json json = test::gemma2Config();
+  json["hidden_activation"] = "gelu";
+  EXPECT_EQ(parseOk(json).mlpActivation, MlpActivation::GeluErf);
+}
+
+TEST(HfConfigError, Gemma2BadFields) {
+  Json json = test::gemma2Config();
+  json["attn_logit_softcapping"] = -1.0;
+  parseError(json, "'attn_logit_softcapping'");
+  json = test::gemma2Config();
+  json["final_logit_softcapping"] = "30";
+  parseError(json, "'final_logit_softcapping'");
+  json = test::gemma2Config();
+  json["query_pre_attn_scalar"] = 0;
+  parseError(json, "'query_pre_attn_scalar'");
+  json = test::gemma2Config();
+  json["hidden_activation"] = "silu";
+  parseError(json, "'hidden_activation'");
+  json = test::gemma2Config();
+  json["sliding_window"] = -5;
+  parseError(json, "'sliding_window'");
 }
 
 TEST(HfConfigError, EosTokenAsString) {

@@ -28,7 +28,8 @@ const TensorSpec *findSpec(const std::vector<TensorSpec> &specs, const std::stri
 
 TEST(Architecture, RegistryNamesEveryFamily) {
   EXPECT_EQ(supportedArchitectureList(),
-            "LlamaForCausalLM, MistralForCausalLM, Qwen2ForCausalLM, GemmaForCausalLM");
+            "LlamaForCausalLM, MistralForCausalLM, Qwen2ForCausalLM, GemmaForCausalLM, "
+            "Gemma2ForCausalLM");
   for (const std::string &name : supportedArchitectureNames())
     EXPECT_EQ(findArchitecture(name)->name(), name);
   EXPECT_EQ(findArchitecture("GPT2LMHeadModel"), nullptr);
@@ -83,6 +84,18 @@ TEST(Architecture, GemmaTensorsAreLlamasWithoutLmHead) {
             (std::vector<int64_t>{2048, 16384}));
   EXPECT_EQ(findSpec(specs, "lm_head.weight"), nullptr);
   EXPECT_EQ(findSpec(specs, "model.layers.0.pre_feedforward_layernorm.weight"), nullptr);
+}
+
+TEST(Architecture, Gemma2TensorsAddTheSandwichNorms) {
+  ModelConfig c = parse(test::gemma2Config());
+  auto specs = findArchitecture(c.architecture)->expectedTensors(c);
+  EXPECT_EQ(specs.size(), 1 + 26 * 11 + 1u);
+  for (const char *norm : {"input_layernorm", "post_attention_layernorm",
+                           "pre_feedforward_layernorm", "post_feedforward_layernorm"})
+    EXPECT_EQ(findSpec(specs, "model.layers.25." + std::string(norm) + ".weight")->shape,
+              std::vector<int64_t>{2304})
+        << norm;
+  EXPECT_EQ(findSpec(specs, "lm_head.weight"), nullptr);
 }
 
 class WeightCheckTest : public ::testing::Test {

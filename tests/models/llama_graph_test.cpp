@@ -4,6 +4,7 @@
 // verifies and names exactly the tensors the weight check expects.
 #include "ir/LlmOps.h"
 #include "models/gemma.h"
+#include "models/gemma2.h"
 #include "models/llama.h"
 #include "models/llama_graph.h"
 
@@ -300,6 +301,64 @@ TEST_F(LlamaGraphTest, Qwen2WindowsOnlyFromMaxWindowLayers) {
   EXPECT_EQ(attention[1].getWindow(), 16u);
 }
 
+TEST_F(LlamaGraphTest, Gemma2SoftcapsScalesAndAlternatesWindows) {
+  ModelConfig config = withRules(
+      gemma2ForCausalLM(), Json{{"query_pre_attn_scalar", 24}, {"sliding_window", 8},
+                                {"attn_logit_softcapping", 4.0}, {"final_logit_softcapping", 3.0}});
+  ASSERT_TRUE(build(config));
+  auto attention = ops<llm::AttentionOp>();
+  ASSERT_EQ(attention.size(), 2u);
+  for (llm::AttentionOp op : attention) {
+    EXPECT_DOUBLE_EQ(op.getScale().convertToDouble(), 1.0 / std::sqrt(24.0));
+    EXPECT_DOUBLE_EQ(op.getSoftcap().convertToDouble(), 4.0);
+  }
+  EXPECT_EQ(attention[0].getWindow(), 8u); // layer 0 slides, layer 1 is global
+  EXPECT_EQ(attention[1].getWindow(), 0u);
+  auto logits = ops<llm::LogitsOp>();
+  ASSERT_EQ(logits.size(), 1u);
+  EXPECT_DOUBLE_EQ(logits[0].getSoftcap().convertToDouble(), 3.0);
+}
+
+// The rms_norm whose weight is the llm.weight named `name`.
+llm::RmsNormOp normOf(mlir::ModuleOp module, const std::string &name) {
+  llm::RmsNormOp found;
+  module.walk([&](llm::RmsNormOp op) {
+    if (op.getWeight().getDefiningOp<llm::WeightOp>().getName() == name)
+      found = op;
+  });
+  return found;
+}
+
+TEST_F(LlamaGraphTest, Gemma2SandwichNormsWrapAttentionAndMlp) {
+  ASSERT_TRUE(build(withRules(gemma2ForCausalLM(), Json::object())));
+  ASSERT_EQ(ops<llm::RmsNormOp>().size(), 2 * 4 + 1u);
+  const std::string p = "model.layers.1.";
+  // o_proj -> post_attention_layernorm -> residual add.
+  llm::RmsNormOp postAttention = normOf(*module, p + "post_attention_layernorm.weight");
+  ASSERT_TRUE(postAttention);
+  EXPECT_EQ(postAttention.getX().getDefiningOp(),
+            linearOf(p + "self_attn.o_proj.weight").getOperation());
+  ASSERT_TRUE(postAttention->hasOneUse());
+  auto attnAdd = mlir::dyn_cast<llm::AddOp>(*postAttention->getUsers().begin());
+  ASSERT_TRUE(attnAdd);
+  // That sum -> pre_feedforward_layernorm -> gate/up.
+  llm::RmsNormOp preMlp = normOf(*module, p + "pre_feedforward_layernorm.weight");
+  ASSERT_TRUE(preMlp);
+  EXPECT_EQ(preMlp.getX(), attnAdd.getResult());
+  EXPECT_EQ(linearOf(p + "mlp.gate_proj.weight").getX(), preMlp.getResult());
+  // down_proj -> post_feedforward_layernorm -> residual add onto that sum.
+  llm::RmsNormOp postMlp = normOf(*module, p + "post_feedforward_layernorm.weight");
+  ASSERT_TRUE(postMlp);
+  EXPECT_EQ(postMlp.getX().getDefiningOp(),
+            linearOf(p + "mlp.down_proj.weight").getOperation());
+  ASSERT_TRUE(postMlp->hasOneUse());
+  auto mlpAdd = mlir::dyn_cast<llm::AddOp>(*postMlp->getUsers().begin());
+  ASSERT_TRUE(mlpAdd);
+  EXPECT_TRUE(mlpAdd.getLhs() == attnAdd.getResult() || mlpAdd.getRhs() == attnAdd.getResult());
+  for (llm::RmsNormOp op : ops<llm::RmsNormOp>())
+    EXPECT_EQ(op.getOffset().convertToDouble(), 1.0);
+}
+
 // The builder and the weight check (llamaTensors) must agree tensor for
 // tensor, in every flavor, or a valid checkpoint fails to build.
 TEST_F(LlamaGraphTest, WeightsMatchTheExpectedTensors) {
@@ -314,6 +373,7 @@ TEST_F(LlamaGraphTest, WeightsMatchTheExpectedTensors) {
       {&qwen2ForCausalLM(), Json{{"tie_word_embeddings", true}}},
       {&gemmaForCausalLM(), Json::object()},
       {&gemmaForCausalLM(), Json{{"tie_word_embeddings", false}, {"attention_bias", true}}},
+      {&gemma2ForCausalLM(), Json::object()},
   };
   for (const Case &c : cases) {
     SCOPED_TRACE(std::string(c.arch->name()) + " " + c.hf.dump());
