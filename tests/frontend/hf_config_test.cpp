@@ -223,6 +223,20 @@ TEST(HfConfigError, UnsupportedRopeScalingType) {
       << message;
 }
 
+TEST(HfConfig, DynamicRopeIsPlainRopeWithinTheContext) {
+  for (const char *key : {"rope_type", "type"}) {
+    Json json = test::llama2Config();
+    json["rope_scaling"] = {{key, "dynamic"}, {"factor", 2.0}};
+    EXPECT_EQ(parseOk(json).ropeScaling.kind, RopeScaling::Kind::None) << key;
+  }
+}
+
+TEST(HfConfigError, DynamicRopeWithoutFactor) {
+  Json json = test::llama2Config();
+  json["rope_scaling"] = {{"rope_type", "dynamic"}};
+  parseError(json, "'factor'");
+}
+
 TEST(HfConfigError, RopeScalingOfWrongType) {
   Json json = test::llama2Config();
   json["rope_scaling"] = "linear";
