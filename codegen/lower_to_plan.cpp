@@ -1,9 +1,11 @@
 #include "lower_to_plan.h"
 
 #include "ir/LlmOps.h"
+#include "kernels/common/activations.h"
 #include "kernels/common/q4_layout.h"
 #include "kernels/common/synthetic.h"
 #include "memory_planner.h"
+#include "plan/plan.h"
 #include "plan/plan_format.h"
 
 #include <mlir/Dialect/Func/IR/FuncOps.h>
@@ -33,53 +35,18 @@ Expected<fb::DType> toPlanDType(mlir::Type type, const std::string &what) {
   return Status::error(what + ": element type " + os.str() + " has no plan dtype");
 }
 
-// An attribute value the IR accepts but no backend computes yet: the
-// lowering says which op and attribute rather than dropping it.
-Status notImplemented(mlir::Operation *op, const std::string &attribute, const std::string &value) {
-  return Status::error("'" + op->getName().getStringRef().str() + "' with " + attribute + " " +
-                       value + ": not supported by the plan's kernels yet (only the default)");
-}
-
-std::string printed(double value) {
-  std::string text;
-  llvm::raw_string_ostream os(text);
-  os << value;
-  return os.str();
-}
-
-// Refuses the attribute values of Gemma-style models (norm offset, embedding
-// scale, soft-capping, sliding windows, GeGLU) until the backends run them.
-Status checkImplemented(mlir::Operation *op) {
-  auto nonZero = [&](llvm::APFloat value, const char *name) -> Status {
-    double v = value.convertToDouble();
-    return v == 0 ? Status::ok() : notImplemented(op, name, printed(v));
-  };
-  if (auto e = dyn_cast<llm::EmbeddingOp>(op); e && e.getScale().convertToDouble() != 1)
-    return notImplemented(op, "scale", printed(e.getScale().convertToDouble()));
-  if (auto n = dyn_cast<llm::RmsNormOp>(op))
-    return nonZero(n.getOffset(), "offset");
-  if (auto l = dyn_cast<llm::LogitsOp>(op))
-    return nonZero(l.getSoftcap(), "softcap");
-  if (auto h = dyn_cast<llm::LmHeadOp>(op)) {
-    LLMC_RETURN_IF_ERROR(nonZero(h.getOffset(), "offset"));
-    return nonZero(h.getSoftcap(), "softcap");
+// The plan's gated activation (kernels/common/activations.h) of a fused linear.
+int64_t gateKind(llm::GatedActivation activation) {
+  switch (activation) {
+  case llm::GatedActivation::None:
+  case llm::GatedActivation::SwiGlu:
+    return hd::kGateSilu;
+  case llm::GatedActivation::GeGluTanh:
+    return hd::kGateGeluTanh;
+  case llm::GatedActivation::GeGluErf:
+    return hd::kGateGeluErf;
   }
-  if (auto f = dyn_cast<llm::FusedLinearOp>(op)) {
-    llm::GatedActivation act = f.getActivation();
-    if (act != llm::GatedActivation::None && act != llm::GatedActivation::SwiGlu)
-      return notImplemented(op, "activation", llm::stringifyGatedActivation(act).str());
-    return nonZero(f.getNormOffset(), "norm_offset");
-  }
-  auto window = [&](auto a) -> Status {
-    LLMC_RETURN_IF_ERROR(nonZero(a.getSoftcap(), "softcap"));
-    return a.getWindow() == 0 ? Status::ok()
-                              : notImplemented(op, "window", std::to_string(a.getWindow()));
-  };
-  if (auto a = dyn_cast<llm::AttentionOp>(op))
-    return window(a);
-  if (auto a = dyn_cast<llm::RopeAttentionOp>(op))
-    return window(a);
-  return Status::ok();
+  return hd::kGateSilu;
 }
 
 // Builds the tensor table and the value -> buffer map, then the steps.
@@ -250,7 +217,6 @@ private:
   }
 
   Expected<std::unique_ptr<fb::StepT>> lowerOp(mlir::Operation *op, int step) {
-    LLMC_RETURN_IF_ERROR(checkImplemented(op));
     if (isa<llm::FusedLinearOp, llm::RopeAttentionOp, llm::LmHeadOp>(op) || readsColumns(op))
       return lowerFused(op, step);
     auto s = std::make_unique<fb::StepT>();
@@ -268,11 +234,17 @@ private:
       s->op = fb::OpKind::Embedding;
       LLMC_RETURN_IF_ERROR(input(e.getTokens()));
       s->weights.push_back(weight(e.getTable()));
+      StepExtras extras;
+      extras.embeddingScale = e.getScale().convertToDouble();
+      setStepExtras(*s, extras);
     } else if (auto n = dyn_cast<llm::RmsNormOp>(op)) {
       s->op = fb::OpKind::RmsNorm;
       LLMC_RETURN_IF_ERROR(input(n.getX()));
       s->weights.push_back(weight(n.getWeight()));
       s->float_params.push_back(n.getEps().convertToDouble());
+      StepExtras extras;
+      extras.normOffset = n.getOffset().convertToDouble();
+      setStepExtras(*s, extras);
     } else if (auto l = dyn_cast<llm::LinearOp>(op)) {
       s->op = fb::OpKind::Linear;
       LLMC_RETURN_IF_ERROR(input(l.getX()));
@@ -305,6 +277,10 @@ private:
                        static_cast<int64_t>(a.getNumKvHeads()),
                        static_cast<int64_t>(a.getHeadDim())};
       s->float_params.push_back(a.getScale().convertToDouble());
+      StepExtras extras;
+      extras.softcap = a.getSoftcap().convertToDouble();
+      extras.window = a.getWindowAttr().getInt();
+      setStepExtras(*s, extras);
     } else if (isa<llm::AddOp, llm::MulOp>(op)) {
       s->op = isa<llm::AddOp>(op) ? fb::OpKind::Add : fb::OpKind::Mul;
       LLMC_RETURN_IF_ERROR(input(op->getOperand(0)));
@@ -312,14 +288,21 @@ private:
     } else if (auto si = dyn_cast<llm::SiluOp>(op)) {
       s->op = fb::OpKind::Silu;
       LLMC_RETURN_IF_ERROR(input(si.getX()));
+    } else if (auto ge = dyn_cast<llm::GeluOp>(op)) {
+      s->op = fb::OpKind::Gelu;
+      LLMC_RETURN_IF_ERROR(input(ge.getX()));
+      s->int_params.push_back(ge.getTanh() ? 1 : 0);
     } else if (auto lo = dyn_cast<llm::LogitsOp>(op)) {
       s->op = fb::OpKind::Logits;
       LLMC_RETURN_IF_ERROR(input(lo.getX()));
       s->weights.push_back(weight(lo.getWeight()));
+      StepExtras extras;
+      extras.softcap = lo.getSoftcap().convertToDouble();
+      setStepExtras(*s, extras);
     } else {
       return Status::error("no kernel for '" + op->getName().getStringRef().str() +
                            "' yet (supported: embedding, rms_norm, linear, rope, attention, " +
-                           "add, mul, silu, logits)");
+                           "add, mul, silu, gelu, logits)");
     }
     LLMC_RETURN_IF_ERROR(output(op->getResult(0)));
     return s;
@@ -442,6 +425,10 @@ private:
       LLMC_RETURN_IF_ERROR(input(h.getX()));
       s->weights = {weight(h.getNorm()), weight(h.getWeight())};
       s->float_params = {h.getEps().convertToDouble()};
+      StepExtras extras;
+      extras.normOffset = h.getOffset().convertToDouble();
+      extras.softcap = h.getSoftcap().convertToDouble();
+      setStepExtras(*s, extras);
       for (mlir::Value result : h->getResults()) {
         LLMC_ASSIGN_OR_RETURN(int b, bufferOf(result, step));
         s->outputs.push_back(b);
@@ -483,6 +470,10 @@ private:
                      columnOf(op->getOperand(2)),
                      ra ? 1 : 0};
     s->float_params = {(ra ? ra.getScale() : a.getScale()).convertToDouble()};
+    StepExtras extras;
+    extras.softcap = (ra ? ra.getSoftcap() : a.getSoftcap()).convertToDouble();
+    extras.window = (ra ? ra.getWindowAttr() : a.getWindowAttr()).getInt();
+    setStepExtras(*s, extras);
     LLMC_ASSIGN_OR_RETURN(int out, bufferOf(op->getResult(0), step));
     s->outputs.push_back(out);
     return s;
@@ -526,6 +517,10 @@ private:
       s.int_params.push_back(residual ? 1 : 0);
     if (q4)
       s.int_params.push_back(q4.getGroupSize());
+    StepExtras extras;
+    extras.normOffset = norm ? f.getNormOffset().convertToDouble() : 0.0;
+    extras.gate = gateKind(f.getActivation());
+    setStepExtras(s, extras);
     if (residual) {
       if (columns_.count(residual.getAsOpaquePointer()) || !deadAfter(residual, f))
         return Status::error("llm.fused_linear: its residual is updated in place, so it must "

@@ -6,6 +6,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <cstdio>
 #include <map>
 #include <type_traits>
@@ -42,6 +43,10 @@ nlohmann::json describe(const Plan &plan, const Tokenizer &tokenizer) {
                 {"rope_theta", m.rope_theta()},
                 {"rope_scaling", fb::EnumNameRopeScalingKind(m.rope_scaling())},
                 {"tie_word_embeddings", m.tie_word_embeddings()}};
+  // Sliding windows per layer (0: global), shown when a layer has one.
+  const std::vector<int32_t> windows = attentionWindows(meta);
+  if (std::any_of(windows.begin(), windows.end(), [](int32_t w) { return w != 0; }))
+    j["model"]["attention_windows"] = windows;
   uint64_t parameters = 0;
   for (const fb::Tensor *t : *meta.tensors())
     parameters += t->size() / dtypeSize(static_cast<DType>(t->dtype()));
@@ -136,6 +141,12 @@ void printText(const nlohmann::json &j) {
               m["num_kv_heads"].get<long long>(), m["head_dim"].get<long long>(),
               m["intermediate_size"].get<long long>(), m["vocab_size"].get<long long>(),
               m["max_seq_len"].get<long long>());
+  if (m.contains("attention_windows")) {
+    std::string windows;
+    for (const auto &window : m["attention_windows"])
+      windows += (windows.empty() ? "" : " ") + std::to_string(window.get<long long>());
+    std::printf("windows     %s (sliding window per layer, 0: global)\n", windows.c_str());
+  }
   const auto &w = j["weights"];
   std::printf("weights     %s, %llu parameters in %llu tensors%s\n",
               w["dtype"].get<std::string>().c_str(), w["parameters"].get<unsigned long long>(),

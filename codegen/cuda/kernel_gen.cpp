@@ -2,6 +2,7 @@
 
 #include "cuda/kernel_abi.h"
 #include "kernels/common/rope.h"
+#include "plan/plan.h"
 #include "plan/plan_format.h"
 
 #include <algorithm>
@@ -86,6 +87,8 @@ struct StepView {
   const fb::BufferT &input(int i) const { return buffer(step.inputs.at(i)); }
   const fb::BufferT &output() const { return buffer(step.outputs.at(0)); }
   const fb::TensorT &weight(int i) const { return *plan.tensors.at(step.weights.at(i)); }
+  // The step's optional parameters (engine.fbs: offset, scale, softcap, window, gate).
+  StepExtras extras() const { return stepExtras(step); }
   DType dtype(const fb::BufferT &b) const { return static_cast<DType>(b.dtype); }
   DType weightDType(int i) const { return static_cast<DType>(weight(i).dtype); }
   std::string op() const { return fb::EnumNameOpKind(step.op); }
@@ -107,14 +110,16 @@ Expected<KernelInstance> embedding(const StepView &v) {
   DType w = v.weightDType(0), a = v.dtype(v.output());
   int64_t vocab = v.weight(0).shape.at(0), hidden = v.weight(0).shape.at(1);
   int threads = static_cast<int>(std::clamp<int64_t>(roundUp(hidden, 32), 32, 256));
+  const float scale = static_cast<float>(v.extras().embeddingScale);
   KernelInstance k;
   k.name = "llmc_embedding_" + std::string(tag(a)) + "_w" + tag(w) + "_v" + str(vocab) + "_h" +
-           str(hidden);
+           str(hidden) + (scale != 1.0f ? "_x" + floatTag(scale) : "");
   k.source =
       translationUnit(k.name, "Embedding table[" + str(vocab) + ", " + str(hidden) + "]",
                       "elementwise.cuh", "", threads, "StepArgs",
                       "llmc::dev::embedding<" + std::string(deviceType(w)) + ", " + deviceType(a) +
-                          ", " + str(hidden) + ", " + str(vocab) + ", " + str(threads) + ">(args)");
+                          ", " + str(hidden) + ", " + str(vocab) + ", " + str(threads) + ">(args" +
+                          (scale != 1.0f ? ", " + floatLiteral(scale) : "") + ")");
   perRowGrid(k.launch, threads);
   return k;
 }
@@ -123,14 +128,16 @@ Expected<KernelInstance> rmsNorm(const StepView &v) {
   DType a = v.dtype(v.output()), w = v.weightDType(0);
   int64_t hidden = v.output().width;
   float eps = static_cast<float>(v.step.float_params.at(0));
+  const float offset = static_cast<float>(v.extras().normOffset);
   int threads = static_cast<int>(std::clamp<int64_t>(roundUp(ceilDiv(hidden, 8), 32), 32, 1024));
   KernelInstance k;
   k.name = "llmc_rms_norm_" + std::string(tag(a)) + "_w" + tag(w) + "_h" + str(hidden) + "_eps" +
-           floatTag(eps);
+           floatTag(eps) + (offset != 0.0f ? "_off" + floatTag(offset) : "");
   k.source = translationUnit(
       k.name, "RMSNorm hidden " + str(hidden), "elementwise.cuh", "", threads, "StepArgs",
       "llmc::dev::rmsNorm<" + std::string(deviceType(a)) + ", " + deviceType(w) + ", " +
-          str(hidden) + ", " + str(threads) + ">(args, " + floatLiteral(eps) + ")");
+          str(hidden) + ", " + str(threads) + ">(args, " + floatLiteral(eps) +
+          (offset != 0.0f ? ", " + floatLiteral(offset) : "") + ")");
   perRowGrid(k.launch, threads);
   return k;
 }
@@ -209,6 +216,12 @@ Expected<KernelInstance> pointwise(const StepView &v) {
   case fb::OpKind::SwiGlu:
     op = "SwiGlu", name = "swiglu";
     break;
+  case fb::OpKind::Gelu:
+    if (v.step.int_params.at(0) == 1)
+      op = "GeluTanh", name = "gelu_tanh";
+    else
+      op = "GeluErf", name = "gelu_erf";
+    break;
   default:
     return unsupported(v, "not a point-wise op");
   }
@@ -271,12 +284,19 @@ Expected<KernelInstance> linear(const StepView &v) {
   bool bias = static_cast<int>(v.step.weights.size()) == f.biasWeights;
   DType b = bias ? v.weightDType(f.biasWeights - 1) : DType::F32;
   float eps = f.norm ? static_cast<float>(v.step.float_params.at(0)) : 0.0f;
+  const StepExtras extras = v.extras();
+  const float gammaOffset = f.norm ? static_cast<float>(extras.normOffset) : 0.0f;
+  const float softcap = static_cast<float>(extras.softcap);
+  const int64_t gate = f.swiglu ? extras.gate : 0;
   if (n > INT32_MAX / 4 || kDim > INT32_MAX / 4)
     return unsupported(v, "shape [" + str(n) + ", " + str(kDim) + "] too large");
   if (f.q4 && (group <= 0 || group % 32 != 0))
     return unsupported(v, "int4 group size " + str(group) + " is not a multiple of 32");
   std::string suffix = std::string(bias ? std::string("_bias") + tag(b) : "") +
-                       (accumulate ? "_acc" : "") + (f.norm ? "_eps" + floatTag(eps) : "");
+                       (accumulate ? "_acc" : "") + (f.norm ? "_eps" + floatTag(eps) : "") +
+                       (gammaOffset != 0.0f ? "_off" + floatTag(gammaOffset) : "") +
+                       (softcap != 0.0f ? "_cap" + floatTag(softcap) : "") +
+                       (gate != 0 ? "_gate" + str(gate) : "");
   std::string dtypes = std::string(tag(a)) +
                        (f.q4     ? "_wq4g" + str(group)
                         : w != a ? std::string("_w") + tag(w)
@@ -287,9 +307,15 @@ Expected<KernelInstance> linear(const StepView &v) {
   std::string weightType = f.q4 ? "float" : deviceType(w);
   std::string types = std::string(deviceType(a)) + ", " + weightType + ", " + deviceType(out) +
                       ", " + deviceType(b) + ", " + deviceType(g);
+  // GATE only when not silu, the run-time offset and softcap only when set:
+  // kernels of models without them stay as they were.
+  std::string gateArg = gate != 0 ? ", " + str(gate) : "";
   std::string flags = bool01(accumulate) + ", " + bool01(bias) + ", " + bool01(f.gather) + ", " +
-                      bool01(f.norm) + ", " + bool01(f.swiglu);
-  std::string epsArg = floatLiteral(eps);
+                      bool01(f.norm) + ", " + bool01(f.swiglu) + gateArg;
+  std::string epsArg = floatLiteral(eps) +
+                       (gammaOffset != 0.0f || softcap != 0.0f ? ", " + floatLiteral(gammaOffset)
+                                                               : "") +
+                       (softcap != 0.0f ? ", " + floatLiteral(softcap) : "");
   KernelInstance k;
   if (v.shape.maxTokens > 0 && f.q4) {
     const int64_t tmax = v.shape.maxTokens, warps = 4, rows = tmax <= 4 && !f.swiglu ? 2 : 1;
@@ -302,7 +328,8 @@ Expected<KernelInstance> linear(const StepView &v) {
             deviceType(b) + ", " + deviceType(g) + ", " + str(n) + ", " + str(kDim) + ", " +
             str(group) + ", " + str(tmax) + ", " + str(rows) + ", " + str(warps) + ", " +
             bool01(accumulate) + ", " + bool01(bias) + ", " + bool01(f.norm) + ", " +
-            bool01(f.swiglu) + ">(args, " + epsArg + ")");
+            bool01(f.swiglu) + gateArg + ">(args, " + floatLiteral(eps) +
+            (gammaOffset != 0.0f ? ", " + floatLiteral(gammaOffset) : "") + ")");
     k.launch.block = {static_cast<uint32_t>(warps * 32), 1, 1};
     k.launch.grid = {static_cast<uint32_t>(ceilDiv(n, warps * rows)), 1, 1};
     return k;
@@ -378,6 +405,10 @@ Expected<KernelInstance> attention(const StepView &v) {
   int64_t blockSize = v.plan.kv_cache->block_size;
   int64_t maxSeq = v.plan.model->max_seq_len;
   float scale = static_cast<float>(v.step.float_params.at(0));
+  // Sliding window and soft-capping (kernels/common/attention_scores.h), 0: off.
+  const StepExtras extras = v.extras();
+  int64_t window = extras.window;
+  float softcap = static_cast<float>(extras.softcap);
   const int warps = 4, chunk = 32;
   int vec = vectorWidth(dim, {dtypeSize(a)});
   for (int64_t x : {qStride, kStride, vStride, qCol, kCol, vCol})
@@ -408,6 +439,8 @@ Expected<KernelInstance> attention(const StepView &v) {
            "_d" + str(dim) + "_g" + str(group) + "_kv" + str(kvHeads) + "_bs" + str(blockSize) +
            "_bm" + str(rowsPerBlock) +
            (splits > 1 ? "_s" + str(splits) : "") + "_sc" + floatTag(scale) +
+           (window > 0 ? "_w" + str(window) : "") +
+           (softcap > 0.0f ? "_cap" + floatTag(softcap) : "") +
            (fused ? "_q" + str(qStride) + "c" + str(qCol) + "_k" + str(kStride) + "c" + str(kCol) +
                         "_v" + str(vStride) + "c" + str(vCol)
                   : "") +
@@ -423,7 +456,8 @@ Expected<KernelInstance> attention(const StepView &v) {
                                  ", " + str(vec) + ", " + str(warps) +
                                  ", " + str(qStride) + ", " + str(kStride) + ", " + str(vStride) +
                                  ", " + str(qCol) + ", " + str(kCol) + ", " + str(vCol) + ", " +
-                                 bool01(rope) + ">(args, " + floatLiteral(scale) + ", kInvFreq)");
+                                 bool01(rope) + ">(args, " + floatLiteral(scale) + ", kInvFreq, " +
+                                 str(window) + ", " + floatLiteral(softcap) + ")");
   k.launch.block = {static_cast<uint32_t>(warps * 32), 1, 1};
   k.launch.grid = {1, static_cast<uint32_t>(kvHeads), static_cast<uint32_t>(splits)};
   k.launch.tokenAxis = 1;
@@ -490,6 +524,7 @@ Expected<KernelInstance> kernelForStep(const fb::PlanT &plan, const fb::ProgramT
   case fb::OpKind::Mul:
   case fb::OpKind::Silu:
   case fb::OpKind::SwiGlu:
+  case fb::OpKind::Gelu:
     return pointwise(v);
   }
   return unsupported(v, "unknown op kind");

@@ -111,6 +111,18 @@ Status ForwardInterpreter::State::setSequences(const std::vector<int64_t> &lengt
 
 Status ForwardInterpreter::State::prepareOp(mlir::Operation *op, kv::KvCacheShape &kv) {
   std::string name = op->getName().getStringRef().str();
+  // Gemma-style attributes (docs/ir.md) the calibration kernels do not apply:
+  // refused rather than calibrated on a different function.
+  auto embedding = dyn_cast<llm::EmbeddingOp>(op);
+  auto norm = dyn_cast<llm::RmsNormOp>(op);
+  auto logits = dyn_cast<llm::LogitsOp>(op);
+  auto attn = dyn_cast<llm::AttentionOp>(op);
+  if ((embedding && embedding.getScale().convertToDouble() != 1.0) ||
+      (norm && norm.getOffset().convertToDouble() != 0.0) ||
+      (logits && logits.getSoftcap().convertToDouble() != 0.0) ||
+      (attn && (attn.getSoftcap().convertToDouble() != 0.0 || attn.getWindowAttr().getInt() != 0)))
+    return Status::error("calibration cannot run '" + name +
+                         "' with a scale, offset, softcap or window (Gemma-style attributes)");
   if (auto linear = dyn_cast<llm::LinearOp>(op)) {
     if (!isa<mlir::RankedTensorType>(linear.getWeight().getType()))
       return Status::error("calibration runs float weights only; '" + name + "' reads " +

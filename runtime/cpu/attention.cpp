@@ -62,20 +62,24 @@ struct Scratch {
 };
 
 // Attention of `group` query heads (sharing kv head `kvHead`) of one row over
-// positions [0, lastPosition] of a sequence; qGroup [group, headDim] holds
-// their queries.
+// positions [firstPosition, lastPosition] of a sequence (the row's window);
+// qGroup [group, headDim] holds their queries.
 void attendGroup(const detail::IsaOps &ops, const AttentionBatch &b, const kv::KvLayerView &cache,
-                 const int32_t *blockTable, const float *qGroup, int64_t row, int64_t lastPosition,
-                 int64_t kvHead, int64_t group, Scratch &scratch) {
+                 const int32_t *blockTable, const float *qGroup, int64_t row,
+                 int64_t firstPosition, int64_t lastPosition, int64_t kvHead, int64_t group,
+                 Scratch &scratch) {
   const int64_t dim = cache.headDim, bs = cache.blockSize;
+  const float softcap = b.scores.softcap;
   float *acc = scratch.acc.data();
   float *scores = scratch.scores.data();
   hd::SoftmaxState *state = scratch.states.data();
   std::fill(acc, acc + group * dim, 0.0f);
   std::fill(state, state + group, hd::softmaxEmpty());
   const int64_t kvStride = cache.kvHeads * dim;
-  for (int64_t start = 0; start <= lastPosition; start += bs) {
-    const int64_t count = std::min(bs, lastPosition + 1 - start);
+  // Block by block from the window's first block; `start` is the first
+  // visible position of each (the window may begin inside the first block).
+  for (int64_t start = firstPosition; start <= lastPosition; start = (start / bs + 1) * bs) {
+    const int64_t count = std::min((start / bs + 1) * bs, lastPosition + 1) - start;
     const int64_t base = slotOffset(cache, blockTable, start) + kvHead * dim;
     const float *keys = cache.keys + base;     // count slots, stride kvStride
     const float *values = cache.values + base; // same
@@ -84,7 +88,7 @@ void attendGroup(const detail::IsaOps &ops, const AttentionBatch &b, const kv::K
       float *s = scores + g * bs;
       float blockMax = -INFINITY;
       for (int64_t j = 0; j < count; ++j) {
-        s[j] = b.scale * ops.dot(q, keys + j * kvStride, dim);
+        s[j] = hd::softCap(b.scale * ops.dot(q, keys + j * kvStride, dim), softcap);
         blockMax = std::max(blockMax, s[j]);
       }
       hd::SoftmaxState blockState{blockMax, 0.0f};
@@ -141,13 +145,14 @@ void pagedAttention(ThreadPool &pool, const AttentionBatch &b, const kv::KvLayer
   const int64_t rows = last.firstRow + last.numRows;
   const int64_t group = b.heads / cache.kvHeads;
   const detail::IsaOps &ops = detail::activeOps();
-  // An item (row, kv head) costs about (position + 1) * group * headDim
+  // An item (row, kv head) costs about (visible positions) * group * headDim
   // multiply-adds; chunks below kMinFloatsPerChunk are not worth a thread.
   int64_t work = 0;
   for (int64_t s = 0; s < b.numSequences; ++s) {
     const AttentionSequence &seq = b.sequences[s];
     for (int64_t r = seq.firstRow; r < seq.firstRow + seq.numRows; ++r)
-      work += (b.positions[r] + 1) * b.heads * cache.headDim;
+      work += (b.positions[r] + 1 - hd::windowStart(b.positions[r], b.scores.window)) * b.heads *
+              cache.headDim;
   }
   const int64_t items = rows * cache.kvHeads;
   const int64_t grain = kMinFloatsPerChunk * items / (work + 1) + 1;
@@ -167,7 +172,8 @@ void pagedAttention(ThreadPool &pool, const AttentionBatch &b, const kv::KvLayer
                         b.ropeTable + b.positions[row] * cache.headDim);
             q = scratch.q.data();
           }
-          attendGroup(ops, b, cache, b.sequences[s].blockTable, q, row, b.positions[row], kvHead,
+          attendGroup(ops, b, cache, b.sequences[s].blockTable, q, row,
+                      hd::windowStart(b.positions[row], b.scores.window), b.positions[row], kvHead,
                       group, scratch);
         }
       },

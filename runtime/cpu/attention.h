@@ -4,6 +4,7 @@
 // (kv/kv_cache.h gives the layout), never assumed contiguous.
 #pragma once
 
+#include "kernels/common/attention_scores.h"
 #include "kv/kv_cache.h"
 #include "support/thread_pool.h"
 
@@ -39,6 +40,9 @@ struct AttentionBatch {
   // rotaryDim = headDim), k as it is written to the cache; q and k themselves
   // are left unchanged.
   const float *ropeTable = nullptr;
+  // Sliding window and soft-capping (kernels/common/attention_scores.h);
+  // zero-initialized: plain causal attention.
+  hd::AttentionScores scores{};
 };
 
 // Copies the step's k (rotated with a ropeTable) and v rows into their cache
@@ -46,9 +50,12 @@ struct AttentionBatch {
 void writeKvCache(ThreadPool &pool, const AttentionBatch &batch, const kv::KvLayerView &cache);
 
 // Writes the step's k/v into the cache, then for every row t and head h:
-//   out[t, h] = softmax_j(scale * q[t, h] . K[j]) V[j] over cached positions
-//   j <= positions[t] of the row's sequence,
+//   out[t, h] = softmax_j(softCap(scale * q[t, h] . K[j])) V[j] over cached
+//   positions windowStart(positions[t]) <= j <= positions[t] of the row's
+//   sequence,
 // with an online softmax over blocks (kernels/common/online_softmax.h).
+// Cache slots before the window are never read: a block wholly before it may
+// have been released (its table entry is then not looked at).
 // Rows not covered by a sequence are left untouched. Runs in parallel over
 // (row, kv head); the query heads of a group share each K/V block read.
 void pagedAttention(ThreadPool &pool, const AttentionBatch &batch, const kv::KvLayerView &cache);

@@ -3,6 +3,7 @@
 #include "cpu/kernels.h"
 #include "cpu/matmul.h"
 #include "cpu/simd.h"
+#include "kernels/common/activations.h"
 #include "kernels/common/q4_layout.h"
 
 #include <algorithm>
@@ -34,21 +35,19 @@ int64_t blockGrain(const WeightMatrix &w, int64_t tokens) {
   return 64 * 1024 / (rowBytes * tokens * kBlockRows) + 1;
 }
 
-inline float siluOf(float x) { return x / (1.0f + std::exp(-x)); }
-
 } // namespace
 
 void rmsNormMatmul(ThreadPool &pool, const float *x, int64_t tokens, const WeightVector &gamma,
                    float eps, const WeightMatrix &w, const float *bias, float beta, float *y,
-                   std::vector<float> &scratch) {
+                   std::vector<float> &scratch, float normOffset) {
   if (static_cast<int64_t>(scratch.size()) < tokens * w.cols)
     scratch.resize(tokens * w.cols);
-  rmsNorm(pool, x, tokens, gamma, eps, scratch.data());
+  rmsNorm(pool, x, tokens, gamma, eps, scratch.data(), normOffset);
   matmul(pool, scratch.data(), tokens, w, bias, beta, y);
 }
 
 void matmulSwigluQ4(ThreadPool &pool, const float *x, int64_t tokens, const Q4Matrix &w, float *y,
-                    std::vector<float> &products) {
+                    std::vector<float> &products, int gateKind) {
   const int64_t inter = w.rows / 2;
   if (static_cast<int64_t>(products.size()) < 2 * tokens * inter)
     products.resize(2 * tokens * inter);
@@ -64,11 +63,11 @@ void matmulSwigluQ4(ThreadPool &pool, const float *x, int64_t tokens, const Q4Ma
   float *gateOut = products.data(), *upOut = products.data() + tokens * inter;
   matmulQ4(pool, x, tokens, gate, nullptr, 0.0f, gateOut);
   matmulQ4(pool, x, tokens, up, nullptr, 0.0f, upOut);
-  swiglu(pool, gateOut, upOut, y, tokens * inter);
+  swiglu(pool, gateOut, upOut, y, tokens * inter, gateKind);
 }
 
 void matmulSwiglu(ThreadPool &pool, const float *x, int64_t tokens, const WeightMatrix &w,
-                  float *y) {
+                  float *y, int gateKind) {
   const int64_t inter = w.rows / 2;
   const int64_t blocks = (inter + kBlockRows - 1) / kBlockRows;
   pool.parallelFor(
@@ -85,7 +84,8 @@ void matmulSwiglu(ThreadPool &pool, const float *x, int64_t tokens, const Weight
           product(x, tokens, rowsOf(w, inter + first, count), up.data());
           for (int64_t t = 0; t < tokens; ++t)
             for (int64_t i = 0; i < count; ++i)
-              y[t * inter + first + i] = siluOf(gate[t * count + i]) * up[t * count + i];
+              y[t * inter + first + i] =
+                  hd::gated(gateKind, gate[t * count + i], up[t * count + i]);
         }
       },
       blockGrain(w, tokens));
@@ -93,11 +93,11 @@ void matmulSwiglu(ThreadPool &pool, const float *x, int64_t tokens, const Weight
 
 void rmsNormMatmulSwiglu(ThreadPool &pool, const float *x, int64_t tokens,
                          const WeightVector &gamma, float eps, const WeightMatrix &w, float *y,
-                         std::vector<float> &scratch) {
+                         std::vector<float> &scratch, float normOffset, int gateKind) {
   if (static_cast<int64_t>(scratch.size()) < tokens * w.cols)
     scratch.resize(tokens * w.cols);
-  rmsNorm(pool, x, tokens, gamma, eps, scratch.data());
-  matmulSwiglu(pool, scratch.data(), tokens, w, y);
+  rmsNorm(pool, x, tokens, gamma, eps, scratch.data(), normOffset);
+  matmulSwiglu(pool, scratch.data(), tokens, w, y, gateKind);
 }
 
 void matmulArgmax(ThreadPool &pool, const float *x, int64_t rows, const WeightMatrix &w,

@@ -14,26 +14,29 @@
 
 namespace llmc::cpu {
 
+// normOffset: the RMSNorm's (offset + gamma) (cpu/kernels.h rmsNorm); gateKind:
+// the gated activation (kernels/common/activations.h GateKind, 0: silu).
+
 // y (+)= rmsNorm(x) . W^T (+ bias), x [tokens, w.cols], y [tokens, w.rows];
 // beta 0 or 1 as for matmul. The normalized rows go to `scratch` (grown to
 // tokens x w.cols): a decode step's rows stay in cache between the prologue
 // and the GEMM instead of making a round trip through the activation arena.
 void rmsNormMatmul(ThreadPool &pool, const float *x, int64_t tokens, const WeightVector &gamma,
                    float eps, const WeightMatrix &w, const float *bias, float beta, float *y,
-                   std::vector<float> &scratch);
+                   std::vector<float> &scratch, float normOffset = 0.0f);
 
 // The SwiGLU GEMM: w = [gate; up] is [2I, K]; y [tokens, I] =
 // silu(x . gate^T) * (x . up^T). Each thread computes a block of gate rows
 // and the matching up rows into its own small tile and combines them there;
 // the [tokens, 2I] product is never stored.
 void matmulSwiglu(ThreadPool &pool, const float *x, int64_t tokens, const WeightMatrix &w,
-                  float *y);
+                  float *y, int gateKind = 0);
 
 // matmulSwiglu of rmsNorm(x), the normalized rows in `scratch` as for
 // rmsNormMatmul.
 void rmsNormMatmulSwiglu(ThreadPool &pool, const float *x, int64_t tokens,
                          const WeightVector &gamma, float eps, const WeightMatrix &w, float *y,
-                         std::vector<float> &scratch);
+                         std::vector<float> &scratch, float normOffset = 0.0f, int gateKind = 0);
 
 // The int4 SwiGLU GEMM (engine.fbs LinearSwiGluQ4): w = [gate; up] is
 // [2I, K]; the gate and up products go to `products` ([2, tokens, I]) and
@@ -41,7 +44,7 @@ void rmsNormMatmulSwiglu(ThreadPool &pool, const float *x, int64_t tokens,
 // results are bit-identical; the CPU's int4 GEMM is not the bottleneck a
 // fused epilogue would remove).
 void matmulSwigluQ4(ThreadPool &pool, const float *x, int64_t tokens, const Q4Matrix &w, float *y,
-                    std::vector<float> &products);
+                    std::vector<float> &products, int gateKind = 0);
 
 // ids[r] = argmax_v x[r] . w[v] for rows r of x [rows, w.cols]: the first
 // largest logit (ties), NaN never wins, 0 when no logit exceeds -inf, as

@@ -1,6 +1,8 @@
 #include "cpu/kernels.h"
 
 #include "cpu/simd.h"
+#include "kernels/common/activations.h"
+#include "kernels/common/attention_scores.h"
 
 #include <cmath>
 #include <string>
@@ -12,7 +14,7 @@ namespace {
 // Element-wise kernels split into chunks of this many elements.
 constexpr int64_t kElementGrain = 16 * 1024;
 
-inline float siluOf(float x) { return x / (1.0f + std::exp(-x)); }
+inline float siluOf(float x) { return hd::silu(x); }
 
 } // namespace
 
@@ -46,12 +48,43 @@ void silu(ThreadPool &pool, const float *x, float *y, int64_t n) {
       kElementGrain);
 }
 
-void swiglu(ThreadPool &pool, const float *gate, const float *up, float *y, int64_t n) {
+void gelu(ThreadPool &pool, const float *x, float *y, int64_t n, bool tanh) {
   pool.parallelFor(
       n,
       [&](int64_t begin, int64_t end) {
         for (int64_t i = begin; i < end; ++i)
-          y[i] = siluOf(gate[i]) * up[i];
+          y[i] = tanh ? hd::geluTanh(x[i]) : hd::geluErf(x[i]);
+      },
+      kElementGrain);
+}
+
+void swiglu(ThreadPool &pool, const float *gate, const float *up, float *y, int64_t n,
+            int gateKind) {
+  pool.parallelFor(
+      n,
+      [&](int64_t begin, int64_t end) {
+        for (int64_t i = begin; i < end; ++i)
+          y[i] = hd::gated(gateKind, gate[i], up[i]);
+      },
+      kElementGrain);
+}
+
+void softCap(ThreadPool &pool, float *x, int64_t n, float cap) {
+  pool.parallelFor(
+      n,
+      [&](int64_t begin, int64_t end) {
+        for (int64_t i = begin; i < end; ++i)
+          x[i] = hd::softCap(x[i], cap);
+      },
+      kElementGrain);
+}
+
+void scale(ThreadPool &pool, float *x, int64_t n, float factor) {
+  pool.parallelFor(
+      n,
+      [&](int64_t begin, int64_t end) {
+        for (int64_t i = begin; i < end; ++i)
+          x[i] *= factor;
       },
       kElementGrain);
 }
@@ -72,7 +105,7 @@ void swigluFused(ThreadPool &pool, const float *gateUp, int64_t tokens, int64_t 
 }
 
 void rmsNorm(ThreadPool &pool, const float *x, int64_t tokens, const WeightVector &w, float eps,
-             float *y) {
+             float *y, float offset) {
   const int64_t hidden = w.size;
   const detail::IsaOps &ops = detail::activeOps();
   pool.parallelFor(
@@ -82,6 +115,9 @@ void rmsNorm(ThreadPool &pool, const float *x, int64_t tokens, const WeightVecto
         if (static_cast<int64_t>(scale.size()) < hidden)
           scale.resize(hidden);
         weightsToF32(w.data, w.dtype, 0, hidden, scale.data());
+        if (offset != 0.0f)
+          for (int64_t i = 0; i < hidden; ++i)
+            scale[i] += offset;
         for (int64_t t = begin; t < end; ++t) {
           const float *in = x + t * hidden;
           float *out = y + t * hidden;

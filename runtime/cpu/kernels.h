@@ -23,8 +23,20 @@ void mul(ThreadPool &pool, const float *a, const float *b, float *y, int64_t n);
 // y[i] = x[i] * sigmoid(x[i]) for i < n.
 void silu(ThreadPool &pool, const float *x, float *y, int64_t n);
 
-// y[i] = silu(gate[i]) * up[i] for i < n.
-void swiglu(ThreadPool &pool, const float *gate, const float *up, float *y, int64_t n);
+// y[i] = gelu(x[i]) for i < n: the tanh approximation with `tanh`, else the
+// exact erf form (kernels/common/activations.h).
+void gelu(ThreadPool &pool, const float *x, float *y, int64_t n, bool tanh);
+
+// y[i] = act(gate[i]) * up[i] for i < n, act the GateKind `gate`
+// (kernels/common/activations.h): silu (SwiGLU) by default, gelu for GeGLU.
+void swiglu(ThreadPool &pool, const float *gate, const float *up, float *y, int64_t n,
+            int gateKind = 0);
+
+// x[i] = cap * tanh(x[i] / cap) for i < n (logit soft-capping); cap > 0.
+void softCap(ThreadPool &pool, float *x, int64_t n, float cap);
+
+// x[i] *= factor for i < n (Gemma's embedding scale).
+void scale(ThreadPool &pool, float *x, int64_t n, float factor);
 
 // The fused gate/up projection form: gateUp [tokens, 2 * inter] holds gate in
 // columns [0, inter) and up in [inter, 2 * inter) (HF Phi-3's gate_up_proj
@@ -32,10 +44,11 @@ void swiglu(ThreadPool &pool, const float *gate, const float *up, float *y, int6
 // so y must not overlap gateUp.
 void swigluFused(ThreadPool &pool, const float *gateUp, int64_t tokens, int64_t inter, float *y);
 
-// RMSNorm (HF LlamaRMSNorm): y = x / sqrt(mean(x^2) + eps) * w, per row of
-// x [tokens, hidden]; w [hidden] in F32, F16 or BF16.
+// RMSNorm (HF LlamaRMSNorm): y = x / sqrt(mean(x^2) + eps) * (offset + w),
+// per row of x [tokens, hidden]; w [hidden] in F32, F16 or BF16; offset 1 is
+// Gemma's (1 + w), added to w in f32.
 void rmsNorm(ThreadPool &pool, const float *x, int64_t tokens, const WeightVector &w, float eps,
-             float *y);
+             float *y, float offset = 0.0f);
 
 // Gathers rows ids[t] of table [V, H] into y [tokens, H] as f32. Fails, naming
 // the position and the id, when an id is outside [0, V).

@@ -11,6 +11,14 @@
 namespace llmc {
 namespace {
 
+// A step's sliding window and soft-capping (the plan validator checked their ranges).
+hd::AttentionScores attentionScores(const StepExtras &extras) {
+  hd::AttentionScores scores;
+  scores.window = static_cast<hd::i32>(extras.window);
+  scores.softcap = static_cast<float>(extras.softcap);
+  return scores;
+}
+
 hd::RopeScaling ropeScaling(const fb::ModelInfo &m) {
   hd::RopeScaling s;
   switch (m.rope_scaling()) {
@@ -107,13 +115,19 @@ Status CpuExecutor::runStep(ThreadPool &pool, const fb::Step &step, const StepIn
   float *out = buffer(step.outputs()->Get(0), T);
   int64_t outWidth = program_->buffers()->Get(step.outputs()->Get(0))->width();
   auto weightIndex = [&](int i) { return static_cast<uint32_t>(step.weights()->Get(i)); };
+  const StepExtras extras = stepExtras(step);
   switch (step.op()) {
-  case fb::OpKind::Embedding:
-    return cpu::embedding(pool, weights_->matrix(weightIndex(0)),
-                          reinterpret_cast<const int32_t *>(in(0)), T, out);
+  case fb::OpKind::Embedding: {
+    LLMC_RETURN_IF_ERROR(cpu::embedding(pool, weights_->matrix(weightIndex(0)),
+                                        reinterpret_cast<const int32_t *>(in(0)), T, out));
+    if (extras.embeddingScale != 1.0)
+      cpu::scale(pool, out, T * outWidth, static_cast<float>(extras.embeddingScale));
+    return Status::ok();
+  }
   case fb::OpKind::RmsNorm:
     cpu::rmsNorm(pool, in(0), T, weights_->vector(weightIndex(0)),
-                 static_cast<float>(step.float_params()->Get(0)), out);
+                 static_cast<float>(step.float_params()->Get(0)), out,
+                 static_cast<float>(extras.normOffset));
     return Status::ok();
   case fb::OpKind::Linear: {
     const float *bias = nullptr;
@@ -149,6 +163,7 @@ Status CpuExecutor::runStep(ThreadPool &pool, const fb::Step &step, const StepIn
     batch.numSequences = static_cast<int64_t>(attentionSequences_.size());
     batch.heads = step.int_params()->Get(1);
     batch.scale = static_cast<float>(step.float_params()->Get(0));
+    batch.scores = attentionScores(extras);
     cpu::pagedAttention(pool, batch, cache.layer(layer));
     return Status::ok();
   }
@@ -161,13 +176,19 @@ Status CpuExecutor::runStep(ThreadPool &pool, const fb::Step &step, const StepIn
   case fb::OpKind::Silu:
     cpu::silu(pool, in(0), out, T * outWidth);
     return Status::ok();
+  case fb::OpKind::Gelu:
+    cpu::gelu(pool, in(0), out, T * outWidth, step.int_params()->Get(0) == 1);
+    return Status::ok();
   case fb::OpKind::SwiGlu:
     cpu::swiglu(pool, in(0), in(1), out, T * outWidth);
     return Status::ok();
   case fb::OpKind::Logits: {
     cpu::WeightMatrix w = weights_->matrix(weightIndex(0));
+    const float cap = static_cast<float>(extras.softcap);
     if (outputRows_.empty()) {
       cpu::matmul(pool, in(0), T, w, nullptr, 0.0f, out);
+      if (cap > 0.0f)
+        cpu::softCap(pool, out, T * w.rows, cap);
       return Status::ok();
     }
     // Only the requested rows: decode needs one row per sequence, not T.
@@ -175,6 +196,8 @@ Status CpuExecutor::runStep(ThreadPool &pool, const fb::Step &step, const StepIn
     const float *x = selectRows(step.inputs()->Get(0), T, outputRows_);
     logits_.resize(rows * w.rows);
     cpu::matmul(pool, x, rows, w, nullptr, 0.0f, logits_.data());
+    if (cap > 0.0f)
+      cpu::softCap(pool, logits_.data(), rows * w.rows, cap);
     lastLogits_ = logits_.data();
     return Status::ok();
   }
@@ -192,6 +215,7 @@ Status CpuExecutor::runStep(ThreadPool &pool, const fb::Step &step, const StepIn
 
 Status CpuExecutor::runInt4Linear(ThreadPool &pool, const fb::Step &step, int64_t T) {
   const Int4Linear form = int4Linear(step.op());
+  const StepExtras extras = stepExtras(step);
   auto data = [&](int i) { return weights_->data(static_cast<uint32_t>(step.weights()->Get(i))); };
   const int64_t k = program_->buffers()->Get(step.inputs()->Get(0))->width();
   const int64_t n = program_->buffers()->Get(step.outputs()->Get(0))->width();
@@ -209,11 +233,12 @@ Status CpuExecutor::runInt4Linear(ThreadPool &pool, const fb::Step &step, int64_
     if (static_cast<int64_t>(normScratch_.size()) < T * k)
       normScratch_.resize(T * k);
     cpu::rmsNorm(pool, x, T, weights_->vector(static_cast<uint32_t>(step.weights()->Get(0))),
-                 static_cast<float>(step.float_params()->Get(0)), normScratch_.data());
+                 static_cast<float>(step.float_params()->Get(0)), normScratch_.data(),
+                 static_cast<float>(extras.normOffset));
     x = normScratch_.data();
   }
   if (form.swiglu) {
-    cpu::matmulSwigluQ4(pool, x, T, w, out, swigluScratch_);
+    cpu::matmulSwigluQ4(pool, x, T, w, out, swigluScratch_, static_cast<int>(extras.gate));
     return Status::ok();
   }
   const float *bias =
@@ -241,6 +266,9 @@ Status CpuExecutor::runFusedStep(ThreadPool &pool, const fb::Step &step, const S
   auto ints = [&](int i) { return step.int_params()->Get(i); };
   auto weightIndex = [&](int i) { return static_cast<uint32_t>(step.weights()->Get(i)); };
   float *out = buffer(step.outputs()->Get(0), T);
+  const StepExtras extras = stepExtras(step);
+  const float normOffset = static_cast<float>(extras.normOffset);
+  const int gate = static_cast<int>(extras.gate);
   switch (step.op()) {
   case fb::OpKind::RmsNormLinear: {
     const float *bias = step.weights()->size() == 3
@@ -249,16 +277,17 @@ Status CpuExecutor::runFusedStep(ThreadPool &pool, const fb::Step &step, const S
     cpu::rmsNormMatmul(pool, in(0), T, weights_->vector(weightIndex(0)),
                        static_cast<float>(step.float_params()->Get(0)),
                        weights_->matrix(weightIndex(1)), bias, static_cast<float>(ints(0)), out,
-                       normScratch_);
+                       normScratch_, normOffset);
     return Status::ok();
   }
   case fb::OpKind::LinearSwiGlu:
-    cpu::matmulSwiglu(pool, in(0), T, weights_->matrix(weightIndex(0)), out);
+    cpu::matmulSwiglu(pool, in(0), T, weights_->matrix(weightIndex(0)), out, gate);
     return Status::ok();
   case fb::OpKind::RmsNormLinearSwiGlu:
     cpu::rmsNormMatmulSwiglu(pool, in(0), T, weights_->vector(weightIndex(0)),
                              static_cast<float>(step.float_params()->Get(0)),
-                             weights_->matrix(weightIndex(1)), out, normScratch_);
+                             weights_->matrix(weightIndex(1)), out, normScratch_, normOffset,
+                             gate);
     return Status::ok();
   case fb::OpKind::RopeColumns: {
     int64_t heads = ints(0), dim = ints(1);
@@ -283,6 +312,7 @@ Status CpuExecutor::runFusedStep(ThreadPool &pool, const fb::Step &step, const S
     batch.heads = ints(1);
     batch.scale = static_cast<float>(step.float_params()->Get(0));
     batch.ropeTable = ints(7) != 0 ? ropeTable_->data() : nullptr;
+    batch.scores = attentionScores(extras);
     cpu::pagedAttention(pool, batch, cache.layer(static_cast<int32_t>(ints(0))));
     return Status::ok();
   }
@@ -305,6 +335,7 @@ Status CpuExecutor::runLmHead(ThreadPool &pool, const fb::Step &step, const Step
   int64_t hidden = program_->buffers()->Get(step.inputs()->Get(0))->width();
   auto weightIndex = [&](int i) { return static_cast<uint32_t>(step.weights()->Get(i)); };
   cpu::WeightMatrix w = weights_->matrix(weightIndex(1));
+  const StepExtras extras = stepExtras(step);
   // Normalizes `rows` of the step's input into normScratch_.
   auto normalize = [&](const std::vector<int64_t> &rows) {
     const int64_t n = static_cast<int64_t>(rows.size());
@@ -312,7 +343,8 @@ Status CpuExecutor::runLmHead(ThreadPool &pool, const fb::Step &step, const Step
     if (static_cast<int64_t>(normScratch_.size()) < n * hidden)
       normScratch_.resize(n * hidden);
     cpu::rmsNorm(pool, x, n, weights_->vector(weightIndex(0)),
-                 static_cast<float>(step.float_params()->Get(0)), normScratch_.data());
+                 static_cast<float>(step.float_params()->Get(0)), normScratch_.data(),
+                 static_cast<float>(extras.normOffset));
   };
   if (!argmaxRows_.empty()) {
     normalize(argmaxRows_);
@@ -325,6 +357,10 @@ Status CpuExecutor::runLmHead(ThreadPool &pool, const fb::Step &step, const Step
     normalize(logitRows_);
     cpu::matmul(pool, normScratch_.data(), static_cast<int64_t>(logitRows_.size()), w, nullptr,
                 0.0f, logits);
+    // Soft-capping is monotonic: the argmax rows above need none.
+    if (extras.softcap > 0.0)
+      cpu::softCap(pool, logits, static_cast<int64_t>(logitRows_.size()) * w.rows,
+                   static_cast<float>(extras.softcap));
   }
   int64_t nextArgmax = 0, nextLogits = 0;
   for (size_t r = 0; r < input.outputs.size(); ++r) {

@@ -2,6 +2,7 @@
 
 #include <xxhash.h>
 
+#include <algorithm>
 #include <string>
 
 namespace llmc::kv {
@@ -153,14 +154,27 @@ Status BlockTable::truncate(BlockPool &pool, size_t numBlocks) {
   Status first = Status::ok();
   // Newest first, so that an LRU sees a prefix's tail released before its head.
   while (blocks_.size() > numBlocks) {
-    Status s = pool.release(blocks_.back());
+    Status s = blocks_.size() > released_ ? pool.release(blocks_.back()) : Status::ok();
     if (first.isOk() && !s.isOk())
       first = s;
     blocks_.pop_back();
   }
   if (hashes_.size() > blocks_.size())
     hashes_.resize(blocks_.size());
+  released_ = std::min(released_, blocks_.size());
   return first;
+}
+
+Expected<int64_t> BlockTable::releaseBefore(BlockPool &pool, int64_t position) {
+  const size_t end = std::min(blocks_.size(), static_cast<size_t>(std::max<int64_t>(position, 0) /
+                                                                  blockSize_));
+  int64_t count = 0;
+  // Oldest first, as the window passes them.
+  for (; released_ < end; ++released_, ++count) {
+    LLMC_RETURN_IF_ERROR(pool.release(blocks_[released_]));
+    blocks_[released_] = kNullBlock;
+  }
+  return count;
 }
 
 Status BlockTable::releaseAll(BlockPool &pool) { return truncate(pool, 0); }
@@ -190,7 +204,8 @@ Status BlockTable::registerFull(BlockPool &pool, const int32_t *tokens, int64_t 
     const size_t i = hashes_.size();
     BlockHash h =
         hashBlock(i == 0 ? nullptr : &hashes_.back(), tokens + i * blockSize_, blockSize_);
-    LLMC_RETURN_IF_ERROR(pool.registerCached(blocks_[i], h));
+    if (i >= released_) // a released block is gone; its hash still chains the next one
+      LLMC_RETURN_IF_ERROR(pool.registerCached(blocks_[i], h));
     hashes_.push_back(h);
   }
   return Status::ok();

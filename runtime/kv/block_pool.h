@@ -107,7 +107,9 @@ private:
 
 // The blocks of one sequence, in position order. Append-only: growing a
 // sequence appends blocks and never reorders or replaces them, so the block
-// ids a running kernel sees stay valid.
+// ids a running kernel sees stay valid. The one exception, releaseBefore(),
+// turns leading entries that no later query reads (sliding-window layers)
+// into kNullBlock; positions keep their table index.
 class BlockTable {
 public:
   explicit BlockTable(int blockSize = kDefaultBlockSize) : blockSize_(blockSize) {}
@@ -133,6 +135,15 @@ public:
   // Releases every block and empties the table.
   Status releaseAll(BlockPool &pool);
 
+  // Releases the blocks wholly before `position` (slots [0, position) are
+  // never read again: kv/window_retention.h says when) and leaves kNullBlock
+  // in their entries. Returns how many it released now; blocks released
+  // before are not counted again, and a position past the table's capacity
+  // releases the blocks it has.
+  Expected<int64_t> releaseBefore(BlockPool &pool, int64_t position);
+  // Leading entries released by releaseBefore (kNullBlock in blocks()).
+  size_t releasedBlocks() const { return released_; }
+
   // Prefix caching. For an empty table: shares the cached blocks matching
   // the longest run of full blocks of `tokens` [count], at most `maxBlocks`,
   // and returns how many blocks matched.
@@ -148,6 +159,7 @@ private:
   int blockSize_;
   std::vector<int32_t> blocks_;
   std::vector<BlockHash> hashes_; // of blocks_[0 .. hashes_.size())
+  size_t released_ = 0;           // blocks_[0 .. released_) are kNullBlock
 };
 
 } // namespace llmc::kv

@@ -1,10 +1,13 @@
 #include "plan/plan.h"
 
+#include "kernels/common/activations.h"
 #include "kernels/common/q4_layout.h"
 #include "plan/plan_format.h"
 #include "tokenizer/utf8.h"
 
 #include <algorithm>
+#include <climits>
+#include <cmath>
 #include <cstdio>
 #include <cstring>
 #include <iterator>
@@ -331,7 +334,74 @@ Status checkGpuStep(const fb::Plan &plan, const fb::Program &program, const fb::
 
 } // namespace
 
-OpSignature opSignature(fb::OpKind op) {
+namespace {
+
+// Where a kind keeps its optional trailing parameters (engine.fbs): indices
+// into float_params (F) and int_params (I), -1 where it has none.
+struct ExtraSlots {
+  int offsetF = -1, scaleF = -1, softcapF = -1, windowI = -1, gateI = -1;
+};
+
+ExtraSlots extraSlots(fb::OpKind op) {
+  ExtraSlots s;
+  switch (op) {
+  case fb::OpKind::Embedding:
+    s.scaleF = 0;
+    break;
+  case fb::OpKind::RmsNorm:
+  case fb::OpKind::RmsNormLinear:
+  case fb::OpKind::RmsNormLinearQ4:
+    s.offsetF = 1;
+    break;
+  case fb::OpKind::Logits:
+    s.softcapF = 0;
+    break;
+  case fb::OpKind::LmHead:
+    s.offsetF = 1;
+    s.softcapF = 2;
+    break;
+  case fb::OpKind::Attention:
+    s.windowI = 4;
+    s.softcapF = 1;
+    break;
+  case fb::OpKind::RopeAttention:
+    s.windowI = 8;
+    s.softcapF = 1;
+    break;
+  case fb::OpKind::LinearSwiGlu:
+    s.gateI = 0;
+    break;
+  case fb::OpKind::RmsNormLinearSwiGlu:
+    s.gateI = 0;
+    s.offsetF = 1;
+    break;
+  case fb::OpKind::LinearSwiGluQ4:
+    s.gateI = 1;
+    break;
+  case fb::OpKind::RmsNormLinearSwiGluQ4:
+    s.gateI = 1;
+    s.offsetF = 1;
+    break;
+  case fb::OpKind::Linear:
+  case fb::OpKind::Rope:
+  case fb::OpKind::Add:
+  case fb::OpKind::Mul:
+  case fb::OpKind::Silu:
+  case fb::OpKind::SwiGlu:
+  case fb::OpKind::LinearQ4:
+  case fb::OpKind::RopeColumns:
+  case fb::OpKind::Gelu:
+    break;
+  }
+  return s;
+}
+
+// The operand and parameter counts a kind requires (its optional ones excluded).
+struct RequiredCounts {
+  int inputs, outputs, minWeights, maxWeights, intParams, floatParams;
+};
+
+RequiredCounts requiredSignature(fb::OpKind op) {
   switch (op) {
   case fb::OpKind::Embedding:
     return {1, 1, 1, 1, 0, 0};
@@ -372,8 +442,94 @@ OpSignature opSignature(fb::OpKind op) {
     return {1, 1, 3, 3, 1, 0};
   case fb::OpKind::RmsNormLinearSwiGluQ4:
     return {1, 1, 4, 4, 1, 1};
+  case fb::OpKind::Gelu:
+    return {1, 1, 0, 0, 1, 0};
   }
   return {-1, -1, -1, -1, -1, -1};
+}
+
+} // namespace
+
+OpSignature opSignature(fb::OpKind op) {
+  const RequiredCounts r = requiredSignature(op);
+  OpSignature sig{r.inputs, r.outputs, r.minWeights, r.maxWeights, r.intParams, r.floatParams,
+                  r.intParams, r.floatParams};
+  const ExtraSlots s = extraSlots(op);
+  sig.maxIntParams = std::max({sig.intParams, s.windowI + 1, s.gateI + 1});
+  sig.maxFloatParams = std::max({sig.floatParams, s.offsetF + 1, s.scaleF + 1, s.softcapF + 1});
+  return sig;
+}
+
+StepExtras stepExtras(fb::OpKind op, const int64_t *ints, size_t numInts, const double *floats,
+                      size_t numFloats) {
+  const ExtraSlots s = extraSlots(op);
+  StepExtras e;
+  auto f = [&](int slot, double &value) {
+    if (slot >= 0 && static_cast<size_t>(slot) < numFloats)
+      value = floats[slot];
+  };
+  auto i = [&](int slot, int64_t &value) {
+    if (slot >= 0 && static_cast<size_t>(slot) < numInts)
+      value = ints[slot];
+  };
+  f(s.offsetF, e.normOffset);
+  f(s.scaleF, e.embeddingScale);
+  f(s.softcapF, e.softcap);
+  i(s.windowI, e.window);
+  i(s.gateI, e.gate);
+  return e;
+}
+
+StepExtras stepExtras(const fb::Step &step) {
+  auto ints = step.int_params();
+  auto floats = step.float_params();
+  return stepExtras(step.op(), ints ? ints->data() : nullptr, ints ? ints->size() : 0,
+                    floats ? floats->data() : nullptr, floats ? floats->size() : 0);
+}
+
+StepExtras stepExtras(const fb::StepT &step) {
+  return stepExtras(step.op, step.int_params.data(), step.int_params.size(),
+                    step.float_params.data(), step.float_params.size());
+}
+
+std::vector<int32_t> attentionWindows(const fb::Plan &plan) {
+  std::vector<int32_t> windows(static_cast<size_t>(std::max<int64_t>(0, plan.model()->num_layers())), 0);
+  if (plan.programs() == nullptr || plan.programs()->size() == 0)
+    return windows;
+  for (const fb::Step *step : *plan.programs()->Get(0)->steps()) {
+    if (step->op() != fb::OpKind::Attention && step->op() != fb::OpKind::RopeAttention)
+      continue;
+    const int64_t layer = step->int_params()->Get(0); // in range: the loader checked it
+    if (layer >= 0 && static_cast<size_t>(layer) < windows.size())
+      windows[static_cast<size_t>(layer)] = static_cast<int32_t>(stepExtras(*step).window);
+  }
+  return windows;
+}
+
+void setStepExtras(fb::StepT &step, const StepExtras &extras) {
+  const ExtraSlots s = extraSlots(step.op);
+  const StepExtras defaults;
+  // Writes `value` at `slot` when it is not the default, filling the slots
+  // between with their defaults (`fill`: the default of each slot index).
+  auto put = [](auto &list, int slot, auto value, auto defaultValue, auto fill) {
+    if (slot < 0 || value == defaultValue)
+      return;
+    while (static_cast<int>(list.size()) < slot)
+      list.push_back(fill(static_cast<int>(list.size())));
+    if (static_cast<int>(list.size()) == slot)
+      list.push_back(value);
+    else
+      list[slot] = value;
+  };
+  auto floatDefault = [&](int slot) {
+    return slot == s.scaleF ? defaults.embeddingScale : 0.0; // offset, softcap: 0
+  };
+  auto intDefault = [](int) { return int64_t{0}; }; // window, gate: 0
+  put(step.float_params, s.offsetF, extras.normOffset, defaults.normOffset, floatDefault);
+  put(step.float_params, s.scaleF, extras.embeddingScale, defaults.embeddingScale, floatDefault);
+  put(step.float_params, s.softcapF, extras.softcap, defaults.softcap, floatDefault);
+  put(step.int_params, s.windowI, extras.window, defaults.window, intDefault);
+  put(step.int_params, s.gateI, extras.gate, defaults.gate, intDefault);
 }
 
 bool isSyntheticQ4(fb::SyntheticKind kind) {
@@ -398,6 +554,27 @@ Int4Linear int4Linear(fb::OpKind op) {
 
 namespace {
 
+// The optional trailing parameters' ranges: what the kernels can run.
+Status checkStepExtras(const fb::Step &step, const std::string &where) {
+  const StepExtras e = stepExtras(step);
+  if (!std::isfinite(e.normOffset))
+    return Status::error(where + ": norm offset " + std::to_string(e.normOffset) +
+                         " is not finite");
+  if (!std::isfinite(e.embeddingScale) || e.embeddingScale == 0.0)
+    return Status::error(where + ": embedding scale " + std::to_string(e.embeddingScale) +
+                         " must be finite and non-zero");
+  if (!(e.softcap >= 0.0) || !std::isfinite(e.softcap))
+    return Status::error(where + ": softcap " + std::to_string(e.softcap) +
+                         " must be 0 (off) or positive and finite");
+  if (e.window < 0 || e.window > INT32_MAX)
+    return Status::error(where + ": attention window " + std::to_string(e.window) +
+                         " must be 0 (off) or in [1, 2^31)");
+  if (e.gate < 0 || e.gate >= hd::kNumGateKinds)
+    return Status::error(where + ": gated activation " + std::to_string(e.gate) +
+                         " is not 0 (silu), 1 (gelu tanh) or 2 (gelu erf)");
+  return Status::ok();
+}
+
 // Checks one step's operands against its op kind and the buffers/tensors it names.
 Status checkStep(const fb::Plan &plan, const fb::Program &program, const fb::Step &step,
                  const std::string &where) {
@@ -410,9 +587,12 @@ Status checkStep(const fb::Plan &plan, const fb::Program &program, const fb::Ste
   std::string op = fb::EnumNameOpKind(step.op());
   if (count(step.inputs()) != sig.inputs || count(step.outputs()) != sig.outputs ||
       count(step.weights()) < sig.minWeights || count(step.weights()) > sig.maxWeights ||
-      count(step.int_params()) != sig.intParams || count(step.float_params()) != sig.floatParams)
+      count(step.int_params()) < sig.intParams || count(step.int_params()) > sig.maxIntParams ||
+      count(step.float_params()) < sig.floatParams ||
+      count(step.float_params()) > sig.maxFloatParams)
     return Status::error(where + ": " + op + " has the wrong number of inputs, outputs, weights " +
                          "or parameters");
+  LLMC_RETURN_IF_ERROR(checkStepExtras(step, where + ": " + op));
   uint32_t numBuffers = program.buffers()->size();
   for (const auto *list : {step.inputs(), step.outputs()})
     if (list != nullptr)
@@ -704,6 +884,12 @@ Status checkStepShapes(const fb::Plan &plan, const fb::Program &program, const f
   case fb::OpKind::Silu:
     if (width(in(0)) != width(out))
       return mismatch("input and output must have the same width");
+    return Status::ok();
+  case fb::OpKind::Gelu:
+    if (width(in(0)) != width(out))
+      return mismatch("input and output must have the same width");
+    if (step.int_params()->Get(0) != 0 && step.int_params()->Get(0) != 1)
+      return mismatch("tanh must be 0 or 1");
     return Status::ok();
   case fb::OpKind::RmsNormLinear:
   case fb::OpKind::LinearSwiGlu:

@@ -7,7 +7,9 @@
 #include "ir/LlmOps.h"
 #include "lower_to_plan.h"
 #include "models/llama_graph.h"
+#include "kernels/common/activations.h"
 #include "passes/Passes.h"
+#include "plan/plan.h"
 #include "support/json.h"
 
 #include <mlir/Dialect/Func/IR/FuncOps.h>
@@ -250,56 +252,126 @@ TEST_F(Lowering, RefusesMissingWeightsAndWrongElementCountsByName) {
       << wrong.message();
 }
 
-// Each Gemma-style attribute the backends do not compute yet: set on the
-// first op of its kind in the (fused or unfused) Llama graph, the lowering
-// refuses it, naming the op and the attribute.
-TEST_F(Lowering, RefusesAttributeValuesNoKernelComputesYet) {
+// Each Gemma-style attribute, set on the first op of its kind in the (fused
+// or unfused) Llama graph, reaches its step as the optional parameter that
+// engine.fbs names (plan/plan.h stepExtras), and only that step carries one:
+// plans of models without them keep their v1 parameter lists.
+TEST_F(Lowering, GemmaAttributesBecomeTheStepsOptionalParameters) {
   struct Case {
     bool fuse;
     const char *op, *attribute;
     std::function<mlir::Attribute(mlir::Builder &)> value;
+    fb::OpKind kind;
+    std::function<bool(const StepExtras &)> carried;
   };
   auto f64 = [](double v) {
     return [v](mlir::Builder &b) -> mlir::Attribute { return b.getF64FloatAttr(v); };
   };
+  auto i64 = [](int64_t v) {
+    return [v](mlir::Builder &b) -> mlir::Attribute { return b.getI64IntegerAttr(v); };
+  };
   const Case cases[] = {
-      {false, "llm.rms_norm", "offset", f64(1.0)},
-      {false, "llm.embedding", "scale", f64(8.0)},
-      {false, "llm.logits", "softcap", f64(30.0)},
-      {false, "llm.attention", "softcap", f64(50.0)},
-      {false, "llm.attention", "window",
-       [](mlir::Builder &b) -> mlir::Attribute { return b.getI64IntegerAttr(4); }},
-      {true, "llm.rope_attention", "window",
-       [](mlir::Builder &b) -> mlir::Attribute { return b.getI64IntegerAttr(4); }},
-      {true, "llm.lm_head", "softcap", f64(30.0)},
-      {true, "llm.fused_linear", "norm_offset", f64(1.0)},
+      {false, "llm.rms_norm", "offset", f64(1.0), fb::OpKind::RmsNorm,
+       [](const StepExtras &e) { return e.normOffset == 1.0; }},
+      {false, "llm.embedding", "scale", f64(8.0), fb::OpKind::Embedding,
+       [](const StepExtras &e) { return e.embeddingScale == 8.0; }},
+      {false, "llm.logits", "softcap", f64(30.0), fb::OpKind::Logits,
+       [](const StepExtras &e) { return e.softcap == 30.0; }},
+      {false, "llm.attention", "softcap", f64(50.0), fb::OpKind::Attention,
+       [](const StepExtras &e) { return e.softcap == 50.0 && e.window == 0; }},
+      {false, "llm.attention", "window", i64(4), fb::OpKind::Attention,
+       [](const StepExtras &e) { return e.window == 4 && e.softcap == 0.0; }},
+      {true, "llm.rope_attention", "window", i64(4), fb::OpKind::RopeAttention,
+       [](const StepExtras &e) { return e.window == 4; }},
+      {true, "llm.lm_head", "softcap", f64(30.0), fb::OpKind::LmHead,
+       [](const StepExtras &e) { return e.softcap == 30.0 && e.normOffset == 0.0; }},
+      {true, "llm.fused_linear", "norm_offset", f64(1.0), fb::OpKind::RmsNormLinear,
+       [](const StepExtras &e) { return e.normOffset == 1.0; }},
       {true, "llm.fused_linear", "activation",
        [](mlir::Builder &b) -> mlir::Attribute {
          return llm::GatedActivationAttr::get(b.getContext(), llm::GatedActivation::GeGluTanh);
-       }},
+       },
+       fb::OpKind::RmsNormLinearSwiGlu,
+       [](const StepExtras &e) { return e.gate == hd::kGateGeluTanh; }},
   };
   for (const Case &c : cases) {
     SCOPED_TRACE(std::string(c.op) + " " + c.attribute);
     auto module = graph(c.fuse);
     ASSERT_TRUE(module);
+    auto plain = lowerToPlan(*module, synthetic());
+    ASSERT_TRUE(plain.isOk()) << plain.message();
     mlir::Builder builder(&context_);
     mlir::Operation *target = nullptr;
     module->walk([&](mlir::Operation *op) {
-      if (!target && op->getName().getStringRef() == c.op &&
-          (std::string(c.attribute) != "activation" ||
-           llvm::cast<llm::FusedLinearOp>(op).isGated()) &&
-          (std::string(c.attribute) != "norm_offset" || llvm::cast<llm::FusedLinearOp>(op).getNorm()))
-        target = op;
+      if (target || op->getName().getStringRef() != c.op)
+        return;
+      auto fused = llvm::dyn_cast<llm::FusedLinearOp>(op);
+      if (fused && (std::string(c.attribute) == "activation") != fused.isGated())
+        return;
+      if (fused && !fused.getNorm())
+        return;
+      target = op;
     });
     ASSERT_NE(target, nullptr);
     target->setAttr(c.attribute, c.value(builder));
     auto plan = lowerToPlan(*module, synthetic());
-    ASSERT_FALSE(plan.isOk());
-    EXPECT_NE(plan.message().find(std::string("'") + c.op + "' with " + c.attribute),
-              std::string::npos)
-        << plan.message();
-    EXPECT_NE(plan.message().find("not supported"), std::string::npos) << plan.message();
+    ASSERT_TRUE(plan.isOk()) << plan.message();
+    const fb::ProgramT &program = *plan->meta.programs.at(0);
+    const fb::ProgramT &before = *plain->meta.programs.at(0);
+    ASSERT_EQ(program.steps.size(), before.steps.size());
+    int carrying = 0;
+    for (size_t i = 0; i < program.steps.size(); ++i) {
+      const fb::StepT &step = *program.steps[i];
+      if (step.int_params == before.steps[i]->int_params &&
+          step.float_params == before.steps[i]->float_params)
+        continue;
+      ++carrying;
+      EXPECT_EQ(step.op, c.kind) << fb::EnumNameOpKind(step.op);
+      EXPECT_TRUE(c.carried(stepExtras(step)));
+      const OpSignature sig = opSignature(step.op);
+      EXPECT_LE(static_cast<int>(step.int_params.size()), sig.maxIntParams);
+      EXPECT_LE(static_cast<int>(step.float_params.size()), sig.maxFloatParams);
+    }
+    EXPECT_EQ(carrying, 1);
   }
+}
+
+// setStepExtras writes a parameter only as far as the last non-default one,
+// filling the slots before it with their defaults; stepExtras reads back.
+TEST(StepExtras, WriteOnlyNonDefaultsAndReadBack) {
+  fb::StepT head;
+  head.op = fb::OpKind::LmHead;
+  head.float_params = {1e-5};
+  StepExtras extras;
+  setStepExtras(head, extras);
+  EXPECT_EQ(head.float_params.size(), 1u);
+  extras.softcap = 30.0;
+  setStepExtras(head, extras);
+  ASSERT_EQ(head.float_params.size(), 3u);
+  EXPECT_EQ(head.float_params[1], 0.0); // offset: its default
+  EXPECT_EQ(head.float_params[2], 30.0);
+  EXPECT_EQ(stepExtras(head).softcap, 30.0);
+  fb::StepT embed;
+  embed.op = fb::OpKind::Embedding;
+  extras = StepExtras{};
+  extras.embeddingScale = 48.0;
+  setStepExtras(embed, extras);
+  ASSERT_EQ(embed.float_params.size(), 1u);
+  EXPECT_EQ(stepExtras(embed).embeddingScale, 48.0);
+  fb::StepT q4;
+  q4.op = fb::OpKind::LinearSwiGluQ4;
+  q4.int_params = {128};
+  extras = StepExtras{};
+  extras.gate = hd::kGateGeluErf;
+  setStepExtras(q4, extras);
+  EXPECT_EQ(q4.int_params, (std::vector<int64_t>{128, hd::kGateGeluErf}));
+  // Kinds without a slot ignore the values.
+  fb::StepT add;
+  add.op = fb::OpKind::Add;
+  extras.softcap = 5.0;
+  setStepExtras(add, extras);
+  EXPECT_TRUE(add.int_params.empty() && add.float_params.empty());
+  EXPECT_EQ(stepExtras(add).softcap, 0.0);
 }
 
 TEST_F(Lowering, RefusesAModuleWithoutForwardOrAConfig) {

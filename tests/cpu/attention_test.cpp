@@ -1,11 +1,15 @@
 // Paged attention against a plain attention over contiguous K/V: random block
 // tables, a NaN-poisoned cache (so any read of an unused slot shows), GQA,
-// several sequences mixing prefill chunks and decode tokens.
+// several sequences mixing prefill chunks and decode tokens; sliding windows
+// and soft-capping against an explicitly masked reference, with every slot
+// before a step's window poisoned (so a read outside the window shows).
 #include "cpu/attention.h"
+#include "common/compare.h"
 #include "test_util.h"
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <optional>
 
 namespace llmc::cpu {
@@ -39,6 +43,9 @@ public:
     std::shuffle(freeBlocks_.begin(), freeBlocks_.end(), rng_);
   }
 
+  // Sliding window and soft-capping of the following steps.
+  void setScores(hd::AttentionScores scores) { scores_ = scores; }
+
   size_t addSequence() {
     sequences_.emplace_back();
     return sequences_.size() - 1;
@@ -46,8 +53,9 @@ public:
 
   // Runs one step in which sequence steps[i].first gets steps[i].second new
   // tokens, and checks every output row against the reference.
-  void step(const std::vector<std::pair<size_t, int64_t>> &steps, float scale,
-            double tolerance = 1e-5) {
+  // Returns the step's output rows.
+  std::vector<float> step(const std::vector<std::pair<size_t, int64_t>> &steps, float scale,
+                          double tolerance = 1e-5) {
     const int64_t qWidth = d_.heads * d_.headDim, kvWidth = d_.kvHeads * d_.headDim;
     const int64_t ld = qWidth + 2 * kvWidth; // a fused qkv row
     const int64_t gapRows = 1;               // a row between sequences that no sequence owns
@@ -65,6 +73,7 @@ public:
       SequenceState &seq = sequences_[steps[i].first];
       const int64_t first = static_cast<int64_t>(seq.keys.size());
       grow(seq, first + steps[i].second);
+      poisonBeforeWindow(seq, hd::windowStart(static_cast<int32_t>(first), scores_.window));
       for (int64_t t = 0; t < steps[i].second; ++t) {
         positions[row + t] = static_cast<int32_t>(first + t);
         const float *k = qkv.data() + (row + t) * ld + qWidth;
@@ -88,6 +97,7 @@ public:
                         static_cast<int64_t>(batch.size()),
                         d_.heads,
                         scale};
+    args.scores = scores_;
     pagedAttention(pool, args, cache_->layer(0));
     for (size_t i = 0; i < steps.size(); ++i)
       for (int64_t r = batch[i].firstRow; r < batch[i].firstRow + batch[i].numRows; ++r)
@@ -95,7 +105,8 @@ public:
                  out.data() + r * qWidth, scale, tolerance);
     if (steps.size() > 1)
       for (int64_t i = 0; i < qWidth; ++i)
-        ASSERT_EQ(out[batch[0].numRows * qWidth + i], -7.0f) << "the gap row was written";
+        EXPECT_EQ(out[batch[0].numRows * qWidth + i], -7.0f) << "the gap row was written";
+    return out;
   }
 
 private:
@@ -107,30 +118,50 @@ private:
     }
   }
 
+  // NaN into the cache slots of positions [0, end) of `seq`, which this step
+  // must not read: what a released and reused block would hold.
+  void poisonBeforeWindow(const SequenceState &seq, int64_t end) {
+    kv::KvLayerView view = cache_->layer(0);
+    const int64_t width = d_.kvHeads * d_.headDim;
+    for (int64_t p = 0; p < end; ++p) {
+      const int64_t slot = (seq.blockTable[p / d_.blockSize] * d_.blockSize + p % d_.blockSize) * width;
+      std::fill(view.keys + slot, view.keys + slot + width, NAN);
+      std::fill(view.values + slot, view.values + slot + width, NAN);
+    }
+  }
+
   void checkRow(const SequenceState &seq, const float *q, int64_t position, const float *out,
                 float scale, double tolerance) {
     const int64_t group = d_.heads / d_.kvHeads, dim = d_.headDim;
     for (int64_t h = 0; h < d_.heads; ++h) {
       const int64_t kvHead = h / group;
+      // Scores over every position, capped, then masked: j visible when
+      // j <= position and (no window or position - window < j).
       std::vector<double> scores(position + 1);
+      std::vector<bool> visible(position + 1);
       double maxScore = -INFINITY;
       for (int64_t j = 0; j <= position; ++j) {
         double dot = 0;
         for (int64_t i = 0; i < dim; ++i)
           dot += static_cast<double>(q[h * dim + i]) * seq.keys[j][kvHead * dim + i];
         scores[j] = scale * dot;
-        maxScore = std::max(maxScore, scores[j]);
+        if (scores_.softcap > 0)
+          scores[j] = scores_.softcap * std::tanh(scores[j] / scores_.softcap);
+        visible[j] = scores_.window == 0 || position - scores_.window < j;
+        if (visible[j])
+          maxScore = std::max(maxScore, scores[j]);
       }
       double z = 0;
-      for (double &s : scores)
-        z += (s = std::exp(s - maxScore));
-      for (int64_t i = 0; i < dim; ++i) {
-        double expected = 0;
+      for (int64_t j = 0; j <= position; ++j)
+        z += (scores[j] = visible[j] ? std::exp(scores[j] - maxScore) : 0.0);
+      std::vector<double> expected(dim, 0.0);
+      for (int64_t i = 0; i < dim; ++i)
         for (int64_t j = 0; j <= position; ++j)
-          expected += scores[j] / z * seq.values[j][kvHead * dim + i];
-        ASSERT_NEAR(out[h * dim + i], expected, tolerance)
-            << isaName(activeIsa()) << " position " << position << " head " << h << " i " << i;
-      }
+          if (visible[j])
+            expected[i] += scores[j] / z * seq.values[j][kvHead * dim + i];
+      test::Difference diff = test::maxAbsDiff(out + h * dim, expected.data(), dim);
+      ASSERT_LE(diff.maxAbs, tolerance) << isaName(activeIsa()) << " position " << position
+                                        << " head " << h << ": " << diff.describe();
     }
   }
 
@@ -139,6 +170,7 @@ private:
   std::optional<kv::KvCache> cache_;
   std::vector<int32_t> freeBlocks_;
   std::vector<SequenceState> sequences_;
+  hd::AttentionScores scores_{};
 };
 
 TEST(PagedAttention, MatchesContiguousReferenceThroughRandomBlockTables) {
@@ -164,6 +196,55 @@ TEST(PagedAttention, LargeScoresStayFinite) {
   // result is near one-hot, so f32 score rounding shows up more.
   h.step({{s, 9}}, 20.0f, 1e-3);
   h.step({{s, 1}}, 20.0f, 1e-3);
+}
+
+// Mistral/Qwen2-style windows (here 16 positions, the block size, and 5,
+// which starts inside a block) over 70+ tokens, GQA: a 75-token prefill in one
+// chunk, another sequence in three chunks, then decode steps, with and
+// without Gemma2-style soft-capping.
+TEST(PagedAttention, SlidingWindowMatchesMaskedReference) {
+  for (Isa isa : test::supportedIsas()) {
+    test::ScopedIsa scoped(isa);
+    for (const Dims &d : {Dims{6, 2, 24, 16, 40}, Dims{8, 1, 32, 16, 40}})
+      for (int32_t window : {16, 5})
+        for (float softcap : {0.0f, 1.5f}) {
+          SCOPED_TRACE("window " + std::to_string(window) + " softcap " + std::to_string(softcap));
+          AttentionHarness h(d, 21);
+          h.setScores({window, softcap});
+          size_t a = h.addSequence(), b = h.addSequence();
+          const float scale = 1.0f / std::sqrt(static_cast<float>(d.headDim));
+          h.step({{a, 75}, {b, 20}}, scale); // one-chunk prefill; b's first chunk
+          h.step({{b, 33}, {a, 1}}, scale);  // a chunk starting mid-sequence
+          h.step({{b, 22}}, scale);
+          for (int i = 0; i < 10; ++i)
+            h.step({{a, 1}, {b, 1}}, scale); // decode past block boundaries
+        }
+  }
+}
+
+// Soft-capping alone (no window) bounds every score: large scales stay
+// finite and match the reference.
+TEST(PagedAttention, SoftcapWithoutWindowMatchesReference) {
+  AttentionHarness h(Dims{4, 2, 16, 16, 16}, 5);
+  h.setScores({0, 3.0f});
+  size_t s = h.addSequence();
+  h.step({{s, 40}}, 4.0f);
+  h.step({{s, 1}}, 4.0f);
+}
+
+// A window that covers every position is no window: identical bits.
+TEST(PagedAttention, WindowCoveringTheSequenceIsBitIdenticalToNone) {
+  const Dims d{6, 2, 24, 16, 40};
+  AttentionHarness plain(d, 3), windowed(d, 3);
+  windowed.setScores({90, 0.0f});
+  size_t a = plain.addSequence(), b = windowed.addSequence();
+  for (int64_t tokens : {50, 30, 1, 1, 8}) { // the last steps end at position 89
+    std::vector<float> want = plain.step({{a, tokens}}, 0.2f);
+    std::vector<float> got = windowed.step({{b, tokens}}, 0.2f);
+    ASSERT_EQ(got.size(), want.size());
+    ASSERT_EQ(std::memcmp(got.data(), want.data(), got.size() * sizeof(float)), 0)
+        << "after " << tokens << " tokens: " << test::maxAbsDiff(got, want).describe();
+  }
 }
 
 } // namespace

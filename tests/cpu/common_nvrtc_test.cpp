@@ -10,6 +10,8 @@
 namespace {
 
 const char *kKernel = R"(
+#include "kernels/common/activations.h"
+#include "kernels/common/attention_scores.h"
 #include "kernels/common/half.h"
 #include "kernels/common/int4.h"
 #include "kernels/common/online_softmax.h"
@@ -30,6 +32,11 @@ extern "C" __global__ void useEveryHelper(float *out, const unsigned short *in) 
   i32 q[8];
   int4Unpack8(0x12345678u, q);
   float probs[2] = {a, b};
+  AttentionScores scores;
+  scores.window = 16;
+  scores.softcap = 50.0f;
+  a += softCap(x, scores.softcap) + static_cast<float>(windowStart(threadIdx.x, scores.window));
+  a += gated(kGateGeluTanh, x, b) + gated(kGateGeluErf, x, b) + gated(kGateSilu, x, b);
   out[threadIdx.x] = a + b + m.state.sum * softmaxInvSum(m.state) + int4Dequant(q[3], 8, 0.1f) +
                      f32ToBf16(x) + f32ToF16(x) + repetitionPenalty(x, 1.1f) +
                      (minPKeeps(x, 1.0f, 0.1f) ? 1.0f : 0.0f) + topPKeepCount(probs, 2, 0.9f);

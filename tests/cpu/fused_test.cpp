@@ -5,6 +5,7 @@
 #include "cpu/fused.h"
 #include "cpu/kernels.h"
 #include "cpu/matmul.h"
+#include "kernels/common/activations.h"
 #include "test_util.h"
 
 #include <cmath>
@@ -54,6 +55,77 @@ TEST(FusedKernels, RmsNormMatmulEqualsRmsNormThenMatmulWithBiasAndResidual) {
   rmsNormMatmulSwiglu(pool, x.data(), tokens, gamma.vector(), 1e-5f, w2.matrix(2 * (n / 2), k),
                       fused.data(), scratch);
   EXPECT_EQ(fused, swiglu);
+}
+
+// GeGLU (tanh and erf gelu) and the (offset + gamma) norm, fused as for
+// Gemma, equal the unfused kernels in sequence bit for bit, and the gated
+// values follow the formulas of kernels/common/activations.h.
+TEST(FusedKernels, GemmaGatedAndOffsetFormsEqualTheUnfusedSequence) {
+  ThreadPool pool(2);
+  std::mt19937 rng(21);
+  const int64_t tokens = 3, k = 24, inter = 70;
+  test::TestWeights w = test::makeWeights(rng, DType::BF16, 2 * inter * k);
+  test::TestWeights gamma = test::makeWeights(rng, DType::BF16, k, -0.5f, 0.5f);
+  std::vector<float> x = test::randomFloats(rng, tokens * k, -2.0f, 2.0f);
+  // rmsNorm with offset 1 equals rmsNorm with the weights 1 + gamma in f32.
+  std::vector<float> onePlus(k);
+  weightsToF32(gamma.vector().data, DType::BF16, 0, k, onePlus.data());
+  for (float &g : onePlus)
+    g += 1.0f;
+  const WeightVector onePlusVector{onePlus.data(), DType::F32, k};
+  std::vector<float> normed(tokens * k), normedOffset(tokens * k);
+  rmsNorm(pool, x.data(), tokens, onePlusVector, 1e-6f, normed.data());
+  rmsNorm(pool, x.data(), tokens, gamma.vector(), 1e-6f, normedOffset.data(), 1.0f);
+  ASSERT_EQ(normedOffset, normed);
+  for (int gateKind : {hd::kGateGeluTanh, hd::kGateGeluErf}) {
+    std::vector<float> gateUp(tokens * 2 * inter), expected(tokens * inter),
+        got(tokens * inter), scratch;
+    matmul(pool, normed.data(), tokens, w.matrix(2 * inter, k), nullptr, 0.0f, gateUp.data());
+    for (int64_t t = 0; t < tokens; ++t)
+      for (int64_t i = 0; i < inter; ++i) {
+        const double g = gateUp[t * 2 * inter + i], u = gateUp[t * 2 * inter + inter + i];
+        const double gelu = gateKind == hd::kGateGeluErf
+                                ? 0.5 * g * (1.0 + std::erf(g / std::sqrt(2.0)))
+                                : 0.5 * g *
+                                      (1.0 + std::tanh(std::sqrt(2.0 / M_PI) *
+                                                       (g + 0.044715 * g * g * g)));
+        expected[t * inter + i] = static_cast<float>(gelu * u);
+      }
+    rmsNormMatmulSwiglu(pool, x.data(), tokens, gamma.vector(), 1e-6f, w.matrix(2 * inter, k),
+                        got.data(), scratch, 1.0f, gateKind);
+    for (size_t i = 0; i < got.size(); ++i)
+      ASSERT_NEAR(got[i], expected[i], 1e-5f * (1.0f + std::fabs(expected[i])))
+          << "gate " << gateKind << " element " << i;
+    // The fused form equals the unfused gated kernel bit for bit.
+    std::vector<float> gate(tokens * inter), up(tokens * inter), unfused(tokens * inter);
+    for (int64_t t = 0; t < tokens; ++t)
+      for (int64_t i = 0; i < inter; ++i) {
+        gate[t * inter + i] = gateUp[t * 2 * inter + i];
+        up[t * inter + i] = gateUp[t * 2 * inter + inter + i];
+      }
+    swiglu(pool, gate.data(), up.data(), unfused.data(), tokens * inter, gateKind);
+    ASSERT_EQ(got, unfused) << "gate " << gateKind;
+    // So does the -O0 plan's Gelu step then Mul.
+    std::vector<float> activated(tokens * inter), product(tokens * inter);
+    gelu(pool, gate.data(), activated.data(), tokens * inter, gateKind == hd::kGateGeluTanh);
+    mul(pool, activated.data(), up.data(), product.data(), tokens * inter);
+    ASSERT_EQ(got, product) << "gate " << gateKind;
+  }
+}
+
+TEST(Kernels, SoftCapAndScaleFollowTheirFormulas) {
+  ThreadPool pool(2);
+  std::vector<float> x = {-100.0f, -1.0f, 0.0f, 0.5f, 30.0f, 1000.0f};
+  std::vector<float> capped = x;
+  softCap(pool, capped.data(), static_cast<int64_t>(capped.size()), 30.0f);
+  for (size_t i = 0; i < x.size(); ++i) {
+    EXPECT_NEAR(capped[i], 30.0 * std::tanh(x[i] / 30.0), 1e-5) << x[i];
+    EXPECT_LE(std::fabs(capped[i]), 30.0f);
+  }
+  std::vector<float> scaled = x;
+  scale(pool, scaled.data(), static_cast<int64_t>(scaled.size()), 48.0f);
+  for (size_t i = 0; i < x.size(); ++i)
+    EXPECT_EQ(scaled[i], x[i] * 48.0f);
 }
 
 TEST(FusedKernels, MatmulArgmaxIsTheArgmaxOfTheLogits) {

@@ -6,6 +6,7 @@
 #include "cpu/kernels.h"
 #include "cpu/matmul.h"
 #include "cpu/matmul_q4.h"
+#include "cuda/attention_variants.h"
 #include "cuda/cublaslt.h"
 #include "cuda/gpu_test_util.h"
 #include "engine/weights.h"
@@ -380,8 +381,60 @@ const AttentionShape kSmallAttention{8, 2, 64, 300, 64, {0, 37, 280}, {5, 20, 1}
 // tiles of 8 rows spanning sequences (rows 0..4 | 5..24 | 25..27).
 const AttentionShape kLlama8bAttention{32, 8, 128, 8192, 300, {0, 37, 300, 4095}, {5, 20, 3, 1}};
 
+// Plain attention of row t of the batch, head by head, from the CPU's cache
+// after the step (every position written): softcap, then the window mask
+// (p - window < j <= p), in double. q rows are rotated with `ropeTable` when
+// it is not null.
+std::vector<float> naiveAttention(const cpu::AttentionBatch &b, const kv::KvLayerView &cache,
+                                  int64_t T, const std::vector<int32_t> &rowSequence) {
+  const int64_t D = cache.headDim, group = b.heads / cache.kvHeads, bs = cache.blockSize;
+  std::vector<float> out(T * b.heads * D);
+  for (int64_t t = 0; t < T; ++t) {
+    const int64_t pos = b.positions[t];
+    const int32_t *table = b.sequences[rowSequence[t]].blockTable;
+    for (int64_t h = 0; h < b.heads; ++h) {
+      std::vector<double> q(b.q + t * b.ldq + h * D, b.q + t * b.ldq + (h + 1) * D);
+      if (b.ropeTable != nullptr)
+        for (int64_t i = 0; i < D / 2; ++i) {
+          const double c = b.ropeTable[pos * D + i], s = b.ropeTable[pos * D + D / 2 + i];
+          const double x0 = q[i], x1 = q[i + D / 2];
+          q[i] = x0 * c - x1 * s;
+          q[i + D / 2] = x0 * s + x1 * c;
+        }
+      auto slot = [&](int64_t j) {
+        return (table[j / bs] * bs + j % bs) * cache.kvHeads * D + (h / group) * D;
+      };
+      const int64_t first = b.scores.window > 0 ? std::max<int64_t>(0, pos - b.scores.window + 1) : 0;
+      std::vector<double> w(pos + 1, 0.0);
+      double maxScore = -INFINITY, z = 0.0;
+      for (int64_t j = first; j <= pos; ++j) {
+        double dot = 0.0;
+        for (int64_t i = 0; i < D; ++i)
+          dot += q[i] * cache.keys[slot(j) + i];
+        w[j] = b.scale * dot;
+        if (b.scores.softcap > 0)
+          w[j] = b.scores.softcap * std::tanh(w[j] / b.scores.softcap);
+        maxScore = std::max(maxScore, w[j]);
+      }
+      for (int64_t j = first; j <= pos; ++j)
+        z += (w[j] = std::exp(w[j] - maxScore));
+      for (int64_t i = 0; i < D; ++i) {
+        double acc = 0.0;
+        for (int64_t j = first; j <= pos; ++j)
+          acc += w[j] / z * cache.values[slot(j) + i];
+        out[(t * b.heads + h) * D + i] = static_cast<float>(acc);
+      }
+    }
+  }
+  return out;
+}
+
+// scores: a sliding window and softcap baked into the kernel; the device
+// cache then holds NaN before each sequence's window (released blocks), and
+// the GPU is also checked against naiveAttention.
 void checkAttention(DType act, bool decode, bool packed = false,
-                    const AttentionShape &dims = kSmallAttention) {
+                    const AttentionShape &dims = kSmallAttention,
+                    hd::AttentionScores scores = {}) {
   ThreadPool pool(4);
   const int64_t heads = dims.heads, kvHeads = dims.kvHeads, D = dims.D, bs = 16,
                 numBlocks = dims.numBlocks, maxSeq = dims.maxSeq;
@@ -405,6 +458,8 @@ void checkAttention(DType act, bool decode, bool packed = false,
     kernel = p.kernel(fb::OpKind::Attention, {q, k, v}, {out}, {}, {0, heads, kvHeads, D}, {scale},
                       decode ? 4 : 0, decode, act);
   }
+  if (scores.window > 0 || scores.softcap > 0.0f)
+    kernel = test::withAttentionScores(kernel, scores.window, scores.softcap);
   // Rows, positions, sequences and shuffled block tables.
   std::vector<int32_t> positions, rowSequence, seqFirst, seqRows;
   std::vector<cpu::AttentionSequence> sequences;
@@ -446,6 +501,12 @@ void checkAttention(DType act, bool decode, bool packed = false,
     }
   std::vector<float> initialKeys(layer.keys, layer.keys + cacheFloats);
   std::vector<float> initialValues(layer.values, layer.values + cacheFloats);
+  for (size_t s = 0; s < past.size(); ++s) // what no row of the step may read
+    for (int64_t pos = 0; pos < hd::windowStart(static_cast<int>(past[s]), scores.window); ++pos) {
+      int64_t slot = (tables[s * stride + pos / bs] * bs + pos % bs) * slotFloats;
+      std::fill(&initialKeys[slot], &initialKeys[slot] + slotFloats, std::nanf(""));
+      std::fill(&initialValues[slot], &initialValues[slot] + slotFloats, std::nanf(""));
+    }
   std::vector<float> qv = rounded(randomValues(T * heads * D, 15), act);
   std::vector<float> kv = rounded(randomValues(T * kvHeads * D, 16), act);
   std::vector<float> vv = rounded(randomValues(T * kvHeads * D, 17), act);
@@ -469,7 +530,13 @@ void checkAttention(DType act, bool decode, bool packed = false,
   batch.numSequences = static_cast<int64_t>(sequences.size());
   batch.heads = heads;
   batch.scale = static_cast<float>(scale);
+  batch.scores = scores;
   cpu::pagedAttention(pool, batch, layer);
+  std::vector<float> naive;
+  if (scores.window > 0 || scores.softcap > 0.0f) {
+    naive = naiveAttention(batch, layer, T, rowSequence);
+    EXPECT_LT(relativeError(want, naive), 1e-5) << "CPU vs naive, " << kernel.name;
+  }
 
   auto dQ = toDevice(encode(packed ? qkv : qv, act));
   auto dK = packed ? toDevice(encode(qkv, act)) : toDevice(encode(kv, act));
@@ -498,8 +565,10 @@ void checkAttention(DType act, bool decode, bool packed = false,
   args.numSequences = static_cast<int>(sequences.size());
   args.rows = static_cast<int>(T);
   launchStep(kernel, args, T);
-  EXPECT_LT(relativeError(fromDevice(dOut, T * heads * D, act), want), tolerance(act))
-      << kernel.name;
+  std::vector<float> got = fromDevice(dOut, T * heads * D, act);
+  EXPECT_LT(relativeError(got, want), tolerance(act)) << kernel.name;
+  if (!naive.empty())
+    EXPECT_LT(relativeError(got, naive), tolerance(act)) << "GPU vs naive, " << kernel.name;
   // The step's K/V landed in the same slots as on the CPU (rotated keys:
   // cos/sin may differ by an ulp between the device and the CPU's table).
   std::vector<float> keys = fromDevice(dKeys, cacheFloats, act);
@@ -544,6 +613,25 @@ TEST(GpuKernels, Llama3_8bShapeAttentionMatchesCpu) {
     checkAttention(DType::BF16, decode, /*packed=*/true, kLlama8bAttention);
     checkAttention(DType::BF16, decode, /*packed=*/false, kLlama8bAttention);
   }
+}
+
+// Sliding windows shorter than the sequences (16: one block; 100: several
+// flash-decoding splits starting mid-block) with and without soft-capping,
+// prefill tiles and decode, RoPE on packed qkv and plain; the cache before
+// each window is NaN on the device. Then the 8B shape (32 splits) with a
+// 1000 window over a 4096 context and a softcap (each changes the output
+// far beyond the bf16 tolerance, so a kernel ignoring them fails).
+TEST(GpuKernels, SlidingWindowSoftcapAttentionMatchesNaiveReference) {
+  LLMC_REQUIRE_GPU();
+  for (DType act : kActivations)
+    for (bool decode : {true, false})
+      for (bool packed : {false, true})
+        for (hd::AttentionScores scores : {hd::AttentionScores{16, 0.0f},
+                                           hd::AttentionScores{100, 1.0f},
+                                           hd::AttentionScores{0, 1.0f}})
+          checkAttention(act, decode, packed, kSmallAttention, scores);
+  for (bool decode : {true, false})
+    checkAttention(DType::BF16, decode, /*packed=*/true, kLlama8bAttention, {1000, 1.0f});
 }
 
 TEST(GpuKernels, RopeColumnsMatchesCpu) {

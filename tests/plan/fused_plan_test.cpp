@@ -3,7 +3,10 @@
 // tiny valid fused plan loads, and each corruption is rejected with a
 // message naming the file, the step and what is wrong.
 #include "common/test_paths.h"
+#include "kernels/common/activations.h"
 #include "plan_fixture.h"
+
+#include <cmath>
 
 namespace llmc {
 namespace {
@@ -141,6 +144,66 @@ TEST_F(FusedPlan, RejectsLmHeadThatIsNotTheLastStep) {
   EXPECT_NE(plan.message().find(path_ + ": program 1 step 7: LmHead must be the last step"),
             std::string::npos)
       << plan.message();
+}
+
+// --- The optional trailing parameters (engine.fbs: offset, scale, softcap,
+// window, gate): accepted with valid values, refused out of range or past
+// the kind's last slot.
+TEST_F(FusedPlan, LoadsEveryOptionalParameter) {
+  test::TinyPlan gemmaPlan = test::makeGemmaFusedPlan();
+  ASSERT_TRUE(writePlan(path_, gemmaPlan.contents).isOk());
+  auto plan = Plan::open(path_);
+  ASSERT_TRUE(plan.isOk()) << plan.message();
+  const fb::Program &program = *plan->meta().programs()->Get(0);
+  EXPECT_EQ(stepExtras(*program.steps()->Get(0)).embeddingScale, 2.0);
+  EXPECT_EQ(stepExtras(*program.steps()->Get(1)).normOffset, 1.0);
+  EXPECT_EQ(stepExtras(*program.steps()->Get(3)).window, 2);
+  EXPECT_EQ(stepExtras(*program.steps()->Get(3)).softcap, 5.0);
+  EXPECT_EQ(stepExtras(*program.steps()->Get(5)).gate, hd::kGateGeluTanh);
+  EXPECT_EQ(stepExtras(*program.steps()->Get(6)).gate, hd::kGateGeluErf);
+  EXPECT_EQ(stepExtras(*program.steps()->Get(8)).normOffset, 1.0);
+  EXPECT_EQ(stepExtras(*program.steps()->Get(8)).softcap, 3.0);
+}
+TEST_F(FusedPlan, AttentionWindowsAreReadPerLayer) {
+  auto plain = Plan::open(path_);
+  ASSERT_TRUE(plain.isOk()) << plain.message();
+  EXPECT_EQ(attentionWindows(plain->meta()), std::vector<int32_t>(
+                                                 plain->meta().model()->num_layers(), 0));
+  test::TinyPlan gemmaPlan = test::makeGemmaFusedPlan();
+  ASSERT_TRUE(writePlan(path_, gemmaPlan.contents).isOk());
+  auto gemma = Plan::open(path_);
+  ASSERT_TRUE(gemma.isOk()) << gemma.message();
+  std::vector<int32_t> windows = attentionWindows(gemma->meta());
+  ASSERT_FALSE(windows.empty());
+  EXPECT_EQ(windows[0], 2);
+}
+TEST_F(FusedPlan, RejectsAnUnknownGatedActivation) {
+  expectRejected(
+      6, [](fb::StepT &s) { s.int_params = {3}; }, "gated activation 3 is not 0 (silu)");
+}
+TEST_F(FusedPlan, RejectsANegativeAttentionWindow) {
+  expectRejected(
+      3, [](fb::StepT &s) { s.int_params.push_back(-2); }, "attention window -2");
+}
+TEST_F(FusedPlan, RejectsANegativeSoftcap) {
+  expectRejected(
+      8, [](fb::StepT &s) { s.float_params = {1e-5, 0.0, -1.0}; }, "softcap -1");
+}
+TEST_F(FusedPlan, RejectsANonFiniteNormOffset) {
+  expectRejected(
+      1, [](fb::StepT &s) { s.float_params = {1e-5, INFINITY}; }, "norm offset inf");
+}
+TEST_F(FusedPlan, RejectsAZeroEmbeddingScale) {
+  expectRejected(
+      0, [](fb::StepT &s) { s.float_params = {0.0}; }, "embedding scale 0");
+}
+TEST_F(FusedPlan, RejectsParametersPastTheKindsLastSlot) {
+  expectRejected(
+      8, [](fb::StepT &s) { s.float_params = {1e-5, 0.0, 0.0, 0.0}; },
+      "wrong number of inputs, outputs, weights or parameters");
+  expectRejected(
+      4, [](fb::StepT &s) { s.int_params = {1, 0}; },
+      "wrong number of inputs, outputs, weights or parameters");
 }
 
 } // namespace

@@ -183,6 +183,25 @@ inline TinyPlan makeFusedPlan() {
   return tiny;
 }
 
+// makeFusedPlan with every optional parameter of Gemma-style models set
+// (engine.fbs): embedding scale, (1 + w) norms, a sliding window and
+// soft-capping in attention, GeGLU (tanh, erf) and final-logit soft-capping.
+inline TinyPlan makeGemmaFusedPlan() {
+  TinyPlan tiny = makeFusedPlan();
+  for (auto &program : tiny.contents.meta.programs) {
+    auto &steps = program->steps;
+    steps[0]->float_params = {2.0};       // Embedding scale
+    steps[1]->float_params = {1e-5, 1.0}; // RmsNormLinear offset
+    steps[3]->int_params.push_back(2);    // RopeAttention window
+    steps[3]->float_params.push_back(5.0); // and softcap
+    steps[5]->int_params = {1};           // RmsNormLinearSwiGlu: gelu tanh
+    steps[5]->float_params = {1e-5, 1.0}; // and offset
+    steps[6]->int_params = {2};           // LinearSwiGlu: gelu erf
+    steps[8]->float_params = {1e-5, 1.0, 3.0}; // LmHead offset, softcap
+  }
+  return tiny;
+}
+
 // One layer of the unfused op kinds, as an -O0 build leaves it: embedding,
 // norm, q/k/v GEMMs, RoPE of q and k in place, attention, o_proj, residual
 // add, the MLP through Silu and Mul and through SwiGlu (down_proj of the

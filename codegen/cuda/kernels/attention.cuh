@@ -3,14 +3,18 @@
 // Semantics are the CPU backend's (cpu/attention.h): the step's K/V rows go
 // into the cache, and row t attends to positions 0..positions[t] of its
 // sequence with scale * q . k scores and an online softmax
-// (kernels/common/online_softmax.h).
+// (kernels/common/online_softmax.h). With a sliding window only positions
+// windowStart(positions[t], window) .. positions[t] count, and a softcap
+// bounds each scaled score (kernels/common/attention_scores.h; 0 and 0 are
+// plain causal attention); a block's positions start at its first row's
+// window, so cache blocks wholly before it are never read.
 //
 // Grid (ceil(T / BM), NKV, NSPLITS); one block handles BM query rows x the
 // GROUP query heads sharing KV head blockIdx.y (GQA: each K/V chunk is read
 // once for the whole group), over one split of the positions.
 //   prefill: BM > 1 rows (tiled), NSPLITS == 1;
 //   decode:  BM == 1, at most NSPLITS splits (flash-decoding), their length
-//            chosen at run time from the sequence's context
+//            chosen at run time from the row's visible positions
 //            (kernels/common/decode_splits.h; splits past the context exit
 //            at once): each writes (max, sum, acc) to the workspace and the
 //            last split block to finish merges them, one split per lane.
@@ -32,6 +36,7 @@
 // chunk's scores (double buffering: global latency behind the arithmetic).
 #pragma once
 
+#include "kernels/common/attention_scores.h"
 #include "kernels/common/decode_splits.h"
 #include "kernels/common/online_softmax.h"
 #include "kernels/common/rope.h"
@@ -168,7 +173,7 @@ __device__ __forceinline__ void mergeSplits(const float *partials, TA *out, int 
 template <class TA, int D, int GROUP, int NKV, int BM, int NSPLITS, int BS, int VEC, int WARPS,
           int QS, int KS, int VS, int QC, int KC, int VC, bool ROPE>
 __device__ __forceinline__ void attention(const abi::StepArgs &a, float scale,
-                                          const float *invFreq) {
+                                          const float *invFreq, int window, float softcap) {
   static_assert(NSPLITS == 1 || BM == 1, "split positions only for one row per block");
   static_assert(D % VEC == 0, "head dim must be whole vectors");
   constexpr int BN = 32, kThreads = WARPS * 32;
@@ -205,12 +210,14 @@ __device__ __forceinline__ void attention(const abi::StepArgs &a, float scale,
     };
     __syncthreads(); // the previous segment is done with shared memory
 
-    // This block's positions [pBegin, pEnd): all of them, or its split's.
-    int pBegin = 0, pEnd = lastPos + 1, splitCount = 1;
+    // This block's positions [pBegin, pEnd): those its rows see (from the
+    // first row's window on), or its split's share of them.
+    const int windowBegin = hd::windowStart(a.positions[segBegin], window);
+    int pBegin = windowBegin, pEnd = lastPos + 1, splitCount = 1;
     if (NSPLITS > 1) {
-      const hd::DecodeSplits splits = hd::decodeSplits(lastPos + 1, NSPLITS, BN);
+      const hd::DecodeSplits splits = hd::decodeSplits(pEnd - windowBegin, NSPLITS, BN);
       splitCount = splits.count;
-      pBegin = min(split * splits.length, pEnd);
+      pBegin = min(windowBegin + split * splits.length, pEnd);
       pEnd = min(pEnd, pBegin + splits.length);
     }
     // A split past the context only arrives (split 0 always has positions).
@@ -296,14 +303,14 @@ __device__ __forceinline__ void attention(const abi::StepArgs &a, float scale,
         const int row = r0 + qv / GROUP;
         if (qv >= QV || row < segBegin || row >= segEnd) // uniform over the warp
           continue;
-        const int p = c0 + lane;
+        const int p = c0 + lane, rowPos = a.positions[row];
         float score = -hd::infinity();
-        if (p < pEnd && p <= a.positions[row]) {
+        if (p < pEnd && p <= rowPos && p >= hd::windowStart(rowPos, window)) {
           float dot = 0.0f;
 #pragma unroll 16
           for (int d = 0; d < D; ++d)
             dot += qs[qv * D + d] * ks[lane * (D + 1) + d];
-          score = scale * dot;
+          score = hd::softCap(scale * dot, softcap);
         }
         const float chunkMax = warpMax(score);
         if (chunkMax == -hd::infinity()) // no visible position in this chunk

@@ -3,6 +3,7 @@
 // (grid.x = T) unless noted; shapes are template constants.
 #pragma once
 
+#include "kernels/common/activations.h"
 #include "kernels/common/q4_rtn.h"
 #include "kernels/common/rope.h"
 #include "kernels/common/sampling.h"
@@ -13,8 +14,9 @@ namespace llmc::dev {
 // out[t, :] = table[ids[t], :] for t < rows. An id outside [0, V) sets the
 // error flag (the runtime checks ids before launching; this is a backstop)
 // and yields a zero row.
+// `scale` multiplies every row (Gemma's sqrt(H); 1: none).
 template <class TW, class TA, int H, int V, int BLOCK>
-__device__ __forceinline__ void embedding(const abi::StepArgs &a) {
+__device__ __forceinline__ void embedding(const abi::StepArgs &a, float scale = 1.0f) {
   const int t = blockIdx.x;
   if (t >= a.rows)
     return;
@@ -25,13 +27,13 @@ __device__ __forceinline__ void embedding(const abi::StepArgs &a) {
     atomicExch(a.errorFlag, abi::kErrorTokenOutOfRange);
   const TW *row = static_cast<const TW *>(a.w[0]) + static_cast<i64>(valid ? id : 0) * H;
   for (int i = threadIdx.x; i < H; i += BLOCK)
-    out[i] = fromFloat<TA>(valid ? toFloat(row[i]) : 0.0f);
+    out[i] = fromFloat<TA>(valid ? toFloat(row[i]) * scale : 0.0f);
 }
 
 // HF LlamaRMSNorm, as the CPU backend computes it:
-//   y = x * (1 / sqrt(mean(x^2) + eps)) * gamma.
+//   y = x * (1 / sqrt(mean(x^2) + eps)) * (offset + gamma)   (offset 1: Gemma's 1 + w).
 template <class TA, class TW, int H, int BLOCK>
-__device__ __forceinline__ void rmsNorm(const abi::StepArgs &a, float eps) {
+__device__ __forceinline__ void rmsNorm(const abi::StepArgs &a, float eps, float offset = 0.0f) {
   constexpr int kPerThread = (H + BLOCK - 1) / BLOCK;
   __shared__ float scratch[32];
   const int t = blockIdx.x;
@@ -54,7 +56,7 @@ __device__ __forceinline__ void rmsNorm(const abi::StepArgs &a, float eps) {
   for (int j = 0; j < kPerThread; ++j) {
     const int i = threadIdx.x + j * BLOCK;
     if (i < H)
-      y[i] = fromFloat<TA>(values[j] * inv * toFloat(gamma[i]));
+      y[i] = fromFloat<TA>(values[j] * inv * (toFloat(gamma[i]) + offset));
   }
 }
 
@@ -88,9 +90,9 @@ __device__ __forceinline__ void rope(const abi::StepArgs &a, const float *invFre
   }
 }
 
-enum class Pointwise { Add, Mul, Silu, SwiGlu };
+enum class Pointwise { Add, Mul, Silu, SwiGlu, GeluTanh, GeluErf };
 
-__device__ __forceinline__ float silu(float x) { return x / (1.0f + hd::expF(-x)); }
+__device__ __forceinline__ float silu(float x) { return hd::silu(x); }
 
 template <Pointwise OP> __device__ __forceinline__ float pointwise(float a, float b) {
   switch (OP) {
@@ -102,6 +104,10 @@ template <Pointwise OP> __device__ __forceinline__ float pointwise(float a, floa
     return silu(a);
   case Pointwise::SwiGlu:
     return silu(a) * b;
+  case Pointwise::GeluTanh:
+    return hd::geluTanh(a);
+  case Pointwise::GeluErf:
+    return hd::geluErf(a);
   }
   return 0.0f;
 }
@@ -110,7 +116,8 @@ template <Pointwise OP> __device__ __forceinline__ float pointwise(float a, floa
 // per access (W % VEC == 0).
 template <Pointwise OP, class TA, int W, int VEC, int BLOCK>
 __device__ __forceinline__ void pointwiseRows(const abi::StepArgs &a) {
-  constexpr bool kBinary = OP != Pointwise::Silu;
+  constexpr bool kBinary =
+      OP != Pointwise::Silu && OP != Pointwise::GeluTanh && OP != Pointwise::GeluErf;
   const int t = blockIdx.x;
   if (t >= a.rows)
     return;

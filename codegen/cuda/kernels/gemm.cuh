@@ -77,8 +77,9 @@ __device__ __forceinline__ float weightAt(const abi::StepArgs &a, int n, int k) 
 }
 
 template <class TA, class TW, class TO, class TB, class TG, int N, int K, int G, bool ACCUM,
-          bool BIAS, bool GATHER, bool NORM, bool SWIGLU>
-__device__ __forceinline__ void gemmFma(const abi::StepArgs &a, float eps) {
+          bool BIAS, bool GATHER, bool NORM, bool SWIGLU, int GATE = hd::kGateSilu>
+__device__ __forceinline__ void gemmFma(const abi::StepArgs &a, float eps, float gammaOffset = 0.0f,
+                                        float softcap = 0.0f) {
   constexpr int BM = 64, BN = 64, BK = 16;
   constexpr int kOutCols = SWIGLU ? BN / 2 : BN;
   constexpr int kMatrix = LinearOperands<NORM>::kMatrix;
@@ -117,7 +118,7 @@ __device__ __forceinline__ void gemmFma(const abi::StepArgs &a, float eps) {
       if (m < M && k < K) {
         xv = toFloat(x[static_cast<i64>(sourceRow<GATHER>(a, m)) * K + k]);
         if (NORM)
-          xv *= toFloat(gamma[k]);
+          xv *= toFloat(gamma[k]) + gammaOffset;
       }
       xs[i % BK][row] = xv;
       // SWIGLU: tile columns [0, 32) gate, [32, 64) up, for outputs n0 + c % 32.
@@ -152,9 +153,9 @@ __device__ __forceinline__ void gemmFma(const abi::StepArgs &a, float eps) {
       const int n = n0 + (SWIGLU ? tx * 2 + j : cols[j]);
       if (m >= M || n >= N)
         continue;
-      const float y =
-          SWIGLU ? siluOf(acc[i][j] * scale) * (acc[i][j + 2] * scale) : acc[i][j] * scale;
-      linearStore<TO, TB, ACCUM, BIAS>(a.out, bias, m, n, N, y);
+      const float y = SWIGLU ? hd::gated(GATE, acc[i][j] * scale, acc[i][j + 2] * scale)
+                             : acc[i][j] * scale;
+      linearStore<TO, TB, ACCUM, BIAS>(a.out, bias, m, n, N, hd::softCap(y, softcap));
     }
   }
 }
@@ -197,8 +198,9 @@ __device__ __forceinline__ void int4Chunk(const abi::StepArgs &a, int n, int k, 
 // G > 0: int4 weights, dequantized to bf16 on their way into the W tile
 // (8 columns, one word and one group, per 16-byte chunk).
 template <class TO, class TB, class TG, int N, int K, int G, bool ACCUM, bool BIAS, bool GATHER,
-          bool NORM, bool SWIGLU>
-__device__ __forceinline__ void gemmMma(const abi::StepArgs &a, float eps) {
+          bool NORM, bool SWIGLU, int GATE = hd::kGateSilu>
+__device__ __forceinline__ void gemmMma(const abi::StepArgs &a, float eps, float gammaOffset = 0.0f,
+                                        float softcap = 0.0f) {
   static_assert(K % 8 == 0, "16-byte copies need K % 8 == 0");
   static_assert(G == 0 || (G % 32 == 0 && !(NORM && BIAS)), "int4: whole words per group");
   constexpr int BM = 128, BN = 128, BK = 32, kPitch = BK + 8; // +8: no bank conflicts
@@ -243,8 +245,8 @@ __device__ __forceinline__ void gemmMma(const abi::StepArgs &a, float eps) {
           loadVec<4>(gamma + k + 4, g1);
 #pragma unroll
           for (int e = 0; e < 4; ++e) {
-            v[e] *= g0[e];
-            v[e + 4] *= g1[e];
+            v[e] *= g0[e] + gammaOffset;
+            v[e + 4] *= g1[e] + gammaOffset;
           }
         }
         storeVec<8>(reinterpret_cast<bf16 *>(&xs[stage][row][chunk * 8]), v);
@@ -316,9 +318,9 @@ __device__ __forceinline__ void gemmMma(const abi::StepArgs &a, float eps) {
         if (m >= M || n >= N)
           continue;
         const float scale = NORM ? rowScale[r] : 1.0f;
-        const float y = SWIGLU ? siluOf(acc[mi][ni][e] * scale) * (acc[mi][ni + 2][e] * scale)
+        const float y = SWIGLU ? hd::gated(GATE, acc[mi][ni][e] * scale, acc[mi][ni + 2][e] * scale)
                                : acc[mi][ni][e] * scale;
-        linearStore<TO, TB, ACCUM, BIAS>(a.out, bias, m, n, N, y);
+        linearStore<TO, TB, ACCUM, BIAS>(a.out, bias, m, n, N, hd::softCap(y, softcap));
       }
 }
 

@@ -4,7 +4,10 @@
 // epilogues:
 //   NORM    x is RMS-normalized first (RmsNormLinear, LmHead): x * gamma
 //           enters the dot products and the row's 1 / rms scales the result;
-//   SWIGLU  W = [gate; up] is [2N, K]; y = silu(x . gate^T) * (x . up^T);
+//   SWIGLU  W = [gate; up] is [2N, K]; y = act(x . gate^T) * (x . up^T), act the
+//           GateKind GATE (kernels/common/activations.h: silu, or gelu for GeGLU);
+//   gammaOffset (run time, with NORM): x * (gammaOffset + gamma), Gemma's (1 + w);
+//   softcap (run time, 0: off): y = softcap * tanh(y / softcap) (Gemma 2's logits);
 //   BIAS, ACCUM (y += ...), GATHER (Logits, LmHead: token t reads x row
 //           logitRows[t], numLogitRows tokens, the output compacted).
 //
@@ -20,12 +23,12 @@
 // order (deterministic) and applies the epilogue.
 #pragma once
 
+#include "kernels/common/activations.h"
+#include "kernels/common/attention_scores.h"
 #include "kernels/common/int4.h"
 #include "llmc/common.cuh"
 
 namespace llmc::dev {
-
-__device__ __forceinline__ float siluOf(float x) { return x / (1.0f + hd::expF(-x)); }
 
 // The epilogue of output element (t, n): bias, residual accumulation, store.
 template <class TO, class TB, bool ACCUM, bool BIAS>
@@ -76,8 +79,9 @@ template <int R, int N> __device__ __forceinline__ int warpWeightRow(int rowBase
 
 template <class TA, class TW, class TO, class TB, class TG, int N, int K, int TMAX, int R,
           int WARPS, int SPLITK, int VEC, int UNROLL, bool ACCUM, bool BIAS, bool GATHER, bool NORM,
-          bool SWIGLU>
-__device__ __forceinline__ void gemv(const abi::StepArgs &a, float eps) {
+          bool SWIGLU, int GATE = hd::kGateSilu>
+__device__ __forceinline__ void gemv(const abi::StepArgs &a, float eps, float gammaOffset = 0.0f,
+                                     float softcap = 0.0f) {
   static_assert(K % (SPLITK * VEC) == 0, "K must split into whole vectors");
   constexpr int kSliceK = K / SPLITK;             // columns per split
   constexpr int kVecs = kSliceK / VEC;            // vectors per row and split
@@ -134,7 +138,7 @@ __device__ __forceinline__ void gemv(const abi::StepArgs &a, float eps) {
 #pragma unroll
             for (int e = 0; e < VEC; ++e) {
               sumSquares[t] += xv[e] * xv[e];
-              xv[e] *= gv[e];
+              xv[e] *= gv[e] + gammaOffset;
             }
           }
 #pragma unroll
@@ -165,9 +169,9 @@ __device__ __forceinline__ void gemv(const abi::StepArgs &a, float eps) {
         continue;
       if (SPLITK == 1) {
         const float scale = NORM ? invRms(sumSquares[t], K, eps) : 1.0f;
-        const float y =
-            SWIGLU ? siluOf(acc[r][t] * scale) * (acc[R + r][t] * scale) : acc[r][t] * scale;
-        linearStore<TO, TB, ACCUM, BIAS>(a.out, bias, t, n, N, y);
+        const float y = SWIGLU ? hd::gated(GATE, acc[r][t] * scale, acc[R + r][t] * scale)
+                               : acc[r][t] * scale;
+        linearStore<TO, TB, ACCUM, BIAS>(a.out, bias, t, n, N, hd::softCap(y, softcap));
       } else {
         float *part = partials + (static_cast<i64>(split) * tokens + t) * kWeightRows;
         part[n] = acc[r][t];
@@ -201,8 +205,8 @@ __device__ __forceinline__ void gemv(const abi::StepArgs &a, float eps) {
         ss += loadCoherent(squares + (static_cast<i64>(blockIdx.x) * SPLITK + s) * tokens + t);
     }
     const float scale = NORM ? invRms(ss, K, eps) : 1.0f;
-    const float y = SWIGLU ? siluOf(gate * scale) * (up * scale) : gate * scale;
-    linearStore<TO, TB, ACCUM, BIAS>(a.out, bias, t, n, N, y);
+    const float y = SWIGLU ? hd::gated(GATE, gate * scale, up * scale) : gate * scale;
+    linearStore<TO, TB, ACCUM, BIAS>(a.out, bias, t, n, N, hd::softCap(y, softcap));
   }
 }
 
@@ -223,7 +227,7 @@ template <class TA, class TG, int K, int TMAX, int WR, bool NORM, bool STAGED>
 __device__ __forceinline__ void
 accumulateQ4Piece(const TA *x, const TG *gamma, const float *staged, int k0, int tokens,
                   const float (&wq)[WR][32], const float (&scale)[WR], float (&acc)[WR][TMAX],
-                  float (&sumSquares)[TMAX]) {
+                  float (&sumSquares)[TMAX], float gammaOffset) {
   constexpr int kPiece = 16 / static_cast<int>(sizeof(TA)); // x elements per 16-byte load
   constexpr bool kAligned = K % kPiece == 0;                // x rows allow 16-byte loads
 #pragma unroll
@@ -264,7 +268,7 @@ accumulateQ4Piece(const TA *x, const TG *gamma, const float *staged, int k0, int
 #pragma unroll
       for (int j = 0; j < 32; ++j) {
         sumSquares[t] += xv[j] * xv[j];
-        xv[j] *= k0 + j < K ? toFloat(gamma[k0 + j]) : 0.0f;
+        xv[j] *= k0 + j < K ? toFloat(gamma[k0 + j]) + gammaOffset : 0.0f;
       }
     }
 #pragma unroll
@@ -311,8 +315,9 @@ __device__ __forceinline__ void int4WordMinusZero(u32 word, u32 negMagic, float 
 // Each warp owns R output rows (2R weight rows with SWIGLU); no split-K
 // (the 4x smaller rows fill the GPU with more rows per block instead).
 template <class TA, class TO, class TB, class TG, int N, int K, int G, int TMAX, int R, int WARPS,
-          bool ACCUM, bool BIAS, bool NORM, bool SWIGLU>
-__device__ __forceinline__ void gemvQ4(const abi::StepArgs &a, float eps) {
+          bool ACCUM, bool BIAS, bool NORM, bool SWIGLU, int GATE = hd::kGateSilu>
+__device__ __forceinline__ void gemvQ4(const abi::StepArgs &a, float eps,
+                                       float gammaOffset = 0.0f) {
   static_assert(G % 32 == 0, "groups are whole 32-column loads");
   static_assert(!(NORM && BIAS), "int4 kinds with a norm have no bias");
   constexpr int kWords = (K + 31) / 32 * 4; // u32 per stored row
@@ -339,7 +344,7 @@ __device__ __forceinline__ void gemvQ4(const abi::StepArgs &a, float eps) {
   if constexpr (kStaged) {
     for (int i = threadIdx.x; i < GammaStage<K>::kFloats; i += WARPS * 32) {
       const int k = i / 36 * 32 + i % 36; // the padding reads as 0
-      gammaStaged[i] = i % 36 < 32 && k < K ? toFloat(gamma[k]) : 0.0f;
+      gammaStaged[i] = i % 36 < 32 && k < K ? toFloat(gamma[k]) + gammaOffset : 0.0f;
     }
     __syncthreads();
   }
@@ -379,7 +384,8 @@ __device__ __forceinline__ void gemvQ4(const abi::StepArgs &a, float eps) {
           int4WordMinusZero(word[w], negMagic, &wq[r][8 * w]);
       }
       accumulateQ4Piece<TA, TG, K, TMAX, WR, NORM, kStaged>(x, gamma, gammaStaged, k0, tokens, wq,
-                                                            scale[u], acc, sumSquares);
+                                                            scale[u], acc, sumSquares,
+                                                            gammaOffset);
     }
   }
   warpSumPartials<TMAX, WR, NORM>(acc, sumSquares);
@@ -391,8 +397,8 @@ __device__ __forceinline__ void gemvQ4(const abi::StepArgs &a, float eps) {
       if (t >= tokens || n >= N || lane != (r * TMAX + t) % 32)
         continue;
       const float scale = NORM ? invRms(sumSquares[t], K, eps) : 1.0f;
-      const float y =
-          SWIGLU ? siluOf(acc[r][t] * scale) * (acc[R + r][t] * scale) : acc[r][t] * scale;
+      const float y = SWIGLU ? hd::gated(GATE, acc[r][t] * scale, acc[R + r][t] * scale)
+                             : acc[r][t] * scale;
       linearStore<TO, TB, ACCUM, BIAS>(a.out, BIAS ? a.w[3] : nullptr, t, n, N, y);
     }
 }
