@@ -1,5 +1,7 @@
 #include "models/architecture.h"
 
+#include "models/gemma.h"
+#include "models/gemma2.h"
 #include "models/llama.h"
 
 namespace llmc {
@@ -11,6 +13,8 @@ const std::vector<const Architecture *> &registry() {
       &llamaForCausalLM(),
       &mistralForCausalLM(),
       &qwen2ForCausalLM(),
+      &gemmaForCausalLM(),
+      &gemma2ForCausalLM(),
   };
   return table;
 }

@@ -1,5 +1,7 @@
 #include "models/llama.h"
 
+#include "models/config_fields.h"
+
 namespace llmc {
 namespace {
 
@@ -10,11 +12,12 @@ enum class BiasRule {
   QkvAlways,  // Qwen2: q, k and v always, never o
 };
 
-// How a flavor asks for sliding-window attention, which llmc does not run yet.
+// How a flavor asks for sliding-window attention.
 enum class WindowRule {
   None,             // Llama: no such field
-  SlidingWindow,    // Mistral: `sliding_window` (null: full attention)
-  UseSlidingWindow, // Qwen2: `use_sliding_window` switches `sliding_window` (HF default 4096) on
+  SlidingWindow,    // Mistral: `sliding_window` on every layer (null: full attention)
+  UseSlidingWindow, // Qwen2: `use_sliding_window` switches `sliding_window` (HF default
+                    // 4096) on for the layers >= `max_window_layers`
 };
 
 struct Flavor {
@@ -24,14 +27,10 @@ struct Flavor {
   bool readsMlpBias; // Llama has `mlp_bias`; only false is supported
 };
 
-// Qwen2Config's default `sliding_window`, used when use_sliding_window is true.
+// Qwen2Config's defaults of `sliding_window` and `max_window_layers`, used
+// when use_sliding_window is true and they are absent.
 constexpr int64_t kQwen2DefaultSlidingWindow = 4096;
-
-std::string windowUnsupported(const std::string &source, const std::string &field,
-                              const std::string &detail, const char *supported) {
-  return source + ": field '" + field + "': " + detail +
-         ": sliding-window attention is not supported yet; supported: " + supported;
-}
+constexpr int64_t kQwen2DefaultMaxWindowLayers = 28;
 
 Status applyBias(const Flavor &flavor, const Json &hf, const std::string &source,
                  ModelConfig &config) {
@@ -52,49 +51,46 @@ Status applyBias(const Flavor &flavor, const Json &hf, const std::string &source
   return Status::ok();
 }
 
-Status checkMistralWindow(const Json &hf, const std::string &source, const ModelConfig &config) {
+Status readMistralWindow(const Json &hf, const std::string &source, ModelConfig &config) {
   // Absent is read as null (full attention): HF always writes the field, so
   // only a hand-written config omits it.
-  const Json *field = findField(hf, "sliding_window");
-  if (field == nullptr || field->is_null())
+  LLMC_ASSIGN_OR_RETURN(int64_t window, readSlidingWindow(hf, 0, source));
+  if (window == 0)
     return Status::ok();
-  LLMC_ASSIGN_OR_RETURN(int64_t window, requireInt(hf, "sliding_window", source));
-  if (window <= 0)
-    return Status::error(source + ": field 'sliding_window': expected a positive integer or " +
-                         "null, got " + std::to_string(window));
-  if (window >= config.maxPositionEmbeddings)
-    return Status::ok();
-  return Status::error(windowUnsupported(source, "sliding_window",
-                                         std::to_string(window) +
-                                             " is smaller than max_position_embeddings " +
-                                             std::to_string(config.maxPositionEmbeddings),
-                                         "null or a value >= max_position_embeddings"));
+  LLMC_ASSIGN_OR_RETURN(config.layerWindows,
+                        readLayerWindows(hf, source, config, window, [](int64_t) { return true; }));
+  return Status::ok();
 }
 
-Status checkQwen2Window(const Json &hf, const std::string &source, const ModelConfig &config) {
+// HF's Qwen2: sliding_window applies only with use_sliding_window, to the
+// layers i >= max_window_layers (or as layer_types says, when written).
+Status readQwen2Window(const Json &hf, const std::string &source, ModelConfig &config) {
   LLMC_ASSIGN_OR_RETURN(bool use, optionalBool(hf, "use_sliding_window", false, source));
   if (!use)
     return Status::ok();
   LLMC_ASSIGN_OR_RETURN(int64_t window,
-                        optionalInt(hf, "sliding_window", kQwen2DefaultSlidingWindow, source));
-  if (window >= config.maxPositionEmbeddings)
-    return Status::ok();
-  return Status::error(windowUnsupported(source, "use_sliding_window",
-                                         "true with sliding_window " + std::to_string(window) +
-                                             " < max_position_embeddings " +
-                                             std::to_string(config.maxPositionEmbeddings),
-                                         "false"));
+                        readSlidingWindow(hf, kQwen2DefaultSlidingWindow, source));
+  LLMC_ASSIGN_OR_RETURN(int64_t firstSliding,
+                        optionalInt(hf, "max_window_layers", kQwen2DefaultMaxWindowLayers, source));
+  if (firstSliding < 0)
+    return Status::error(source + ": field 'max_window_layers': expected an integer >= 0, got " +
+                         std::to_string(firstSliding));
+  LLMC_ASSIGN_OR_RETURN(config.layerWindows,
+                        readLayerWindows(hf, source, config, window, [&](int64_t layer) {
+                          return layer >= firstSliding;
+                        }));
+  return Status::ok();
 }
 
 Status applyWindow(const Flavor &flavor, const Json &hf, const std::string &source,
-                   const ModelConfig &config) {
+                   ModelConfig &config) {
   switch (flavor.window) {
   case WindowRule::None:
     return Status::ok();
   case WindowRule::SlidingWindow:
-    return checkMistralWindow(hf, source, config);
+    return readMistralWindow(hf, source, config);
   case WindowRule::UseSlidingWindow:
-    return checkQwen2Window(hf, source, config);
+    return readQwen2Window(hf, source, config);
   }
   return Status::ok();
 }
@@ -126,6 +122,8 @@ public:
                           optionalBool(hf, "tie_word_embeddings", false, source));
     LLMC_RETURN_IF_ERROR(applyBias(flavor_, hf, source, config));
     LLMC_RETURN_IF_ERROR(applyMlpBias(flavor_, hf, source));
+    LLMC_ASSIGN_OR_RETURN(config.mlpActivation,
+                          readMlpActivation(hf, "hidden_act", "silu", false, source));
     return applyWindow(flavor_, hf, source, config);
   }
 
@@ -194,6 +192,10 @@ std::vector<TensorSpec> llamaTensors(const ModelConfig &c) {
     if (c.attentionOutputBias)
       add("self_attn.o_proj.bias", {h});
     add("post_attention_layernorm.weight", {h});
+    if (c.sandwichNorms) {
+      add("pre_feedforward_layernorm.weight", {h});
+      add("post_feedforward_layernorm.weight", {h});
+    }
     add("mlp.gate_proj.weight", {inter, h});
     add("mlp.up_proj.weight", {inter, h});
     add("mlp.down_proj.weight", {h, inter});

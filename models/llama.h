@@ -4,10 +4,11 @@
 // only in flags (models/llama.cpp is the only place that knows them):
 //   LlamaForCausalLM    Llama 2 and 3; `attention_bias` true adds q/k/v AND
 //                       o_proj biases; `mlp_bias` true is rejected.
-//   MistralForCausalLM  no biases; `sliding_window` below
-//                       max_position_embeddings is rejected (not implemented).
+//   MistralForCausalLM  no biases; `sliding_window` (null: full attention)
+//                       on every layer.
 //   Qwen2ForCausalLM    q/k/v biases always, none on o_proj;
-//                       `use_sliding_window` true is rejected likewise.
+//                       `use_sliding_window` true slides the layers
+//                       >= `max_window_layers` (or those `layer_types` names).
 // All three default tie_word_embeddings to false, as HF's config classes do.
 #pragma once
 
@@ -38,6 +39,8 @@ std::string llamaLayerTensor(int64_t layer, std::string_view suffix);
 //     self_attn.o_proj.weight                          [H, Q]
 //     self_attn.o_proj.bias                            [H]            when attentionOutputBias
 //     post_attention_layernorm.weight                  [H]
+//     pre_feedforward_layernorm.weight,
+//     post_feedforward_layernorm.weight                [H]            when sandwichNorms
 //     mlp.gate_proj.weight, mlp.up_proj.weight         [I, H]
 //     mlp.down_proj.weight                             [H, I]
 //   model.norm.weight                                  [H]

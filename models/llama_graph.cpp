@@ -2,6 +2,7 @@
 
 #include "ir/LlmOps.h"
 
+#include <llvm/ADT/APFloat.h>
 #include <mlir/Dialect/Func/IR/FuncOps.h>
 #include <mlir/IR/Builders.h>
 #include <mlir/IR/Verifier.h>
@@ -32,7 +33,9 @@ public:
 
     mlir::Value embedTable = matrix("model.embed_tokens.weight", config_.vocabSize,
                                     config_.hiddenSize);
-    mlir::Value x = b_.create<llm::EmbeddingOp>(loc, tokens, embedTable, b_.getF32Type());
+    mlir::Type compute = b_.getF32Type();
+    mlir::Value x = b_.create<llm::EmbeddingOp>(
+        loc, tokens, embedTable, compute, roundedTo(config_.embeddingScale, compute));
     for (int64_t layer = 0; layer < config_.numLayers; ++layer)
       x = decoderLayer(x, layer);
     mlir::Value normed = rmsNorm(x, "model.norm.weight");
@@ -40,7 +43,8 @@ public:
     mlir::Value head = config_.tieWordEmbeddings
                            ? embedTable
                            : matrix("lm_head.weight", config_.vocabSize, config_.hiddenSize);
-    mlir::Value logits = b_.create<llm::LogitsOp>(loc, normed, head, b_.getF32Type());
+    mlir::Value logits =
+        b_.create<llm::LogitsOp>(loc, normed, head, b_.getF32Type(), config_.finalLogitSoftcap);
     b_.create<mlir::func::ReturnOp>(loc, logits);
     return module;
   }
@@ -61,9 +65,38 @@ private:
     return weight(name, {size}, b_.getF32Type());
   }
 
+  // HF computes constants such as Gemma's sqrt(hidden) in the activations'
+  // dtype (torch.tensor(value, dtype=hidden_states.dtype)): so does the plan.
+  static double roundedTo(double value, mlir::Type type) {
+    llvm::APFloat rounded(value);
+    bool lost = false;
+    rounded.convert(llvm::cast<mlir::FloatType>(type).getFloatSemantics(),
+                    llvm::APFloat::rmNearestTiesToEven, &lost);
+    return rounded.convertToDouble();
+  }
+
   mlir::Value rmsNorm(mlir::Value x, const std::string &weightName) {
     return b_.create<llm::RmsNormOp>(b_.getUnknownLoc(), x,
-                                     vector(weightName, config_.hiddenSize), config_.rmsNormEps);
+                                     vector(weightName, config_.hiddenSize), config_.rmsNormEps,
+                                     config_.normOffset);
+  }
+
+  // act(gate) for the family's MLP activation.
+  mlir::Value activation(mlir::Value gate) {
+    auto loc = b_.getUnknownLoc();
+    switch (config_.mlpActivation) {
+    case MlpActivation::Silu:
+      return b_.create<llm::SiluOp>(loc, gate);
+    case MlpActivation::GeluTanh:
+      return b_.create<llm::GeluOp>(loc, gate, /*tanh=*/true);
+    case MlpActivation::GeluErf:
+      return b_.create<llm::GeluOp>(loc, gate, /*tanh=*/false);
+    }
+    return {};
+  }
+
+  int64_t window(int64_t layer) const {
+    return config_.layerWindows.empty() ? 0 : config_.layerWindows[layer];
   }
 
   // x [T, in] -> [T, out] through `<prefix>.weight` [out, in] (+ `<prefix>.bias`).
@@ -104,19 +137,27 @@ private:
     mlir::Value q = linear(h, p + "self_attn.q_proj", qWidth, c.hiddenSize, c.attentionBias);
     mlir::Value k = linear(h, p + "self_attn.k_proj", kvWidth, c.hiddenSize, c.attentionBias);
     mlir::Value v = linear(h, p + "self_attn.v_proj", kvWidth, c.hiddenSize, c.attentionBias);
-    double scale = 1.0 / std::sqrt(static_cast<double>(c.headDim));
-    mlir::Value attn = b_.create<llm::AttentionOp>(loc, rope(q, c.numHeads), rope(k, c.numKvHeads),
-                                                   v, layer, c.numHeads, c.numKvHeads, c.headDim,
-                                                   scale, /*causal=*/true);
+    double scale = c.attentionScale > 0 ? c.attentionScale
+                                        : 1.0 / std::sqrt(static_cast<double>(c.headDim));
+    mlir::Value attn = b_.create<llm::AttentionOp>(
+        loc, rope(q, c.numHeads), rope(k, c.numKvHeads), v, layer, c.numHeads, c.numKvHeads,
+        c.headDim, scale, /*causal=*/true, c.attentionSoftcap, window(layer));
     mlir::Value o =
         linear(attn, p + "self_attn.o_proj", c.hiddenSize, qWidth, c.attentionOutputBias);
+    // Sandwich norms (Gemma2): the attention output is normalized before the
+    // residual add, and the MLP input by a norm of its own.
+    if (c.sandwichNorms)
+      o = rmsNorm(o, p + "post_attention_layernorm.weight");
     x = b_.create<llm::AddOp>(loc, x, o);
 
-    mlir::Value h2 = rmsNorm(x, p + "post_attention_layernorm.weight");
+    mlir::Value h2 = rmsNorm(x, p + (c.sandwichNorms ? "pre_feedforward_layernorm.weight"
+                                                     : "post_attention_layernorm.weight"));
     mlir::Value gate = linear(h2, p + "mlp.gate_proj", c.intermediateSize, c.hiddenSize);
     mlir::Value up = linear(h2, p + "mlp.up_proj", c.intermediateSize, c.hiddenSize);
-    mlir::Value act = b_.create<llm::MulOp>(loc, b_.create<llm::SiluOp>(loc, gate), up);
+    mlir::Value act = b_.create<llm::MulOp>(loc, activation(gate), up);
     mlir::Value down = linear(act, p + "mlp.down_proj", c.hiddenSize, c.intermediateSize);
+    if (c.sandwichNorms)
+      down = rmsNorm(down, p + "post_feedforward_layernorm.weight");
     return b_.create<llm::AddOp>(loc, x, down);
   }
 

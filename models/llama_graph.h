@@ -1,7 +1,10 @@
-// Builds the `llm` IR of a Llama-family decoder (Llama 2/3, Mistral, Qwen2)
-// from its ModelConfig: the only graph code that knows the family's layout
-// (pre-norm blocks, rotate-half RoPE, GQA attention, SwiGLU MLP, optional
-// q/k/v biases, tied embeddings).
+// Builds the `llm` IR of a Llama-layout decoder (Llama 2/3, Mistral, Qwen2,
+// Gemma, Gemma2) from its ModelConfig: the only graph code that knows the
+// layout (pre-norm blocks, rotate-half RoPE, GQA attention, gated MLP,
+// optional q/k/v biases, tied embeddings) and the flags the families set:
+// the MLP activation (SwiGLU or GeGLU), (1 + w) RMSNorm, scaled embeddings,
+// attention scale, attention and logit soft-capping, per-layer sliding
+// windows and Gemma2's sandwich norms.
 #pragma once
 
 #include "models/model_config.h"

@@ -19,6 +19,13 @@ struct RopeScaling {
   int64_t originalMaxPositionEmbeddings = 0; // llama3
 };
 
+// The MLP's gate activation: act(gate_proj(x)) * up_proj(x).
+enum class MlpActivation {
+  Silu,     // SwiGLU (hidden_act silu / swish)
+  GeluTanh, // GeGLU with GELU's tanh approximation (gelu_pytorch_tanh, gelu_new)
+  GeluErf,  // GeGLU with exact GELU (Gemma2's hidden_activation "gelu")
+};
+
 struct ModelConfig {
   std::string architecture; // "LlamaForCausalLM", "MistralForCausalLM", "Qwen2ForCausalLM"
   std::string modelType;    // config.json "model_type", e.g. "llama"
@@ -36,7 +43,25 @@ struct ModelConfig {
   bool tieWordEmbeddings = false;
   bool attentionBias = false;       // q/k/v projections carry a bias (Qwen2; Llama attention_bias)
   bool attentionOutputBias = false; // o_proj carries a bias too (Llama attention_bias only)
-  std::string hiddenAct = "silu";
+  std::string hiddenAct = "silu"; // config "hidden_act" as written ("silu" when absent)
+  MlpActivation mlpActivation = MlpActivation::Silu;
+  // Gemma: RMSNorm scales by (normOffset + w) (1.0; the checkpoint stores w - 1).
+  double normOffset = 0.0;
+  // Gemma: embeddings are multiplied by sqrt(hidden_size) (1.0: not scaled).
+  double embeddingScale = 1.0;
+  // Attention scores are q.k * attentionScale: headDim^-0.5 unless the family
+  // says otherwise (Gemma2: query_pre_attn_scalar^-0.5).
+  double attentionScale = 0.0;
+  // Soft-capping c * tanh(x / c) of attention scores and of the logits (0: off).
+  double attentionSoftcap = 0.0;
+  double finalLogitSoftcap = 0.0;
+  // Per layer: the sliding window of its attention (a query at p sees keys
+  // p - w < j <= p), 0 for global attention. Empty or numLayers entries.
+  std::vector<int64_t> layerWindows;
+  // Gemma2's sandwich norms: the attention and MLP outputs are normalized
+  // (post_attention_layernorm, post_feedforward_layernorm) before their
+  // residual add, and the MLP input by pre_feedforward_layernorm.
+  bool sandwichNorms = false;
   std::string torchDtype; // "float32", "bfloat16", ... ("" when absent)
   std::vector<int64_t> bosTokenIds;
   std::vector<int64_t> eosTokenIds;

@@ -112,7 +112,7 @@ Status readHeads(const Json &hf, const std::string &source, ModelConfig &c) {
 }
 
 // `rope_scaling` (or transformers 5's `rope_parameters`): null, or an object
-// whose "rope_type" (legacy key: "type") is default, linear or llama3.
+// whose "rope_type" (legacy key: "type") is default, linear, llama3 or dynamic.
 Expected<RopeScaling> readRopeScaling(const Json &s, const std::string &where) {
   RopeScaling scaling;
   if (s.is_null())
@@ -126,11 +126,20 @@ Expected<RopeScaling> readRopeScaling(const Json &s, const std::string &where) {
                          "') disagree");
   if (type.empty())
     type = legacy;
-  const std::string supported = "supported: default, linear, llama3 (or rope_scaling null)";
+  const std::string supported =
+      "supported: default, linear, llama3, dynamic (or rope_scaling null)";
   if (type.empty())
     return Status::error(where + ": missing required field 'rope_type' (or 'type'); " + supported);
   if (type == "default")
     return scaling;
+  if (type == "dynamic") {
+    // Dynamic NTK: transformers raises the base only for sequences longer
+    // than max_position_embeddings (at that length its formula gives the
+    // base unchanged), and a plan never runs past it (the driver caps
+    // --max-seq-len there): plain RoPE at every position a plan can see.
+    LLMC_RETURN_IF_ERROR(requirePositive(s, "factor", where).status());
+    return scaling;
+  }
   if (type == "linear") {
     scaling.kind = RopeScaling::Kind::Linear;
     LLMC_ASSIGN_OR_RETURN(scaling.factor, requirePositive(s, "factor", where));
@@ -194,10 +203,8 @@ Expected<std::vector<int64_t>> readTokenIds(const Json &hf, const char *key, int
 Status readMisc(const Json &hf, const std::string &source, ModelConfig &c) {
   LLMC_ASSIGN_OR_RETURN(c.modelType, optionalString(hf, "model_type", "", source));
   LLMC_ASSIGN_OR_RETURN(c.rmsNormEps, readPositive(hf, "rms_norm_eps", 1e-6, source));
+  // The family decides what the activation means (and which field names it).
   LLMC_ASSIGN_OR_RETURN(c.hiddenAct, optionalString(hf, "hidden_act", "silu", source));
-  if (c.hiddenAct != "silu")
-    return fieldError(source, "hidden_act",
-                      "'" + c.hiddenAct + "' is not supported; supported: silu");
   // transformers >= 4.56 writes "dtype" where older versions wrote "torch_dtype".
   const char *dtypeKey = findField(hf, "torch_dtype") ? "torch_dtype" : "dtype";
   LLMC_ASSIGN_OR_RETURN(c.torchDtype, optionalString(hf, dtypeKey, "", source));

@@ -63,6 +63,33 @@ inline Json qwen2Config() {
     "tie_word_embeddings": true, "torch_dtype": "bfloat16"})");
 }
 
+// gemma-2b's config.json, as published ("gelu" meaning the tanh GELU, tied
+// embeddings, multi-query attention with head_dim 256).
+inline Json gemmaConfig() {
+  return Json::parse(R"({
+    "architectures": ["GemmaForCausalLM"], "model_type": "gemma", "attention_bias": false,
+    "attention_dropout": 0.0, "bos_token_id": 2, "eos_token_id": 1, "head_dim": 256,
+    "hidden_act": "gelu", "hidden_size": 2048, "initializer_range": 0.02,
+    "intermediate_size": 16384, "max_position_embeddings": 8192, "num_attention_heads": 8,
+    "num_hidden_layers": 18, "num_key_value_heads": 1, "pad_token_id": 0, "rms_norm_eps": 1e-06,
+    "rope_scaling": null, "rope_theta": 10000.0, "torch_dtype": "bfloat16", "use_cache": true,
+    "vocab_size": 256000})");
+}
+
+// gemma-2-2b's config.json, as published (no layer_types: the even layers slide).
+inline Json gemma2Config() {
+  return Json::parse(R"({
+    "architectures": ["Gemma2ForCausalLM"], "model_type": "gemma2", "attention_bias": false,
+    "attention_dropout": 0.0, "attn_logit_softcapping": 50.0, "bos_token_id": 2,
+    "cache_implementation": "hybrid", "eos_token_id": [1, 107], "final_logit_softcapping": 30.0,
+    "head_dim": 256, "hidden_act": "gelu_pytorch_tanh", "hidden_activation": "gelu_pytorch_tanh",
+    "hidden_size": 2304, "initializer_range": 0.02, "intermediate_size": 9216,
+    "max_position_embeddings": 8192, "num_attention_heads": 8, "num_hidden_layers": 26,
+    "num_key_value_heads": 4, "pad_token_id": 0, "query_pre_attn_scalar": 256,
+    "rms_norm_eps": 1e-06, "rope_theta": 10000.0, "sliding_window": 4096,
+    "torch_dtype": "float32", "use_cache": true, "vocab_size": 256000})");
+}
+
 // A tiny Llama whose weights tests can write: H 8, I 12, 2 layers, 2 heads of
 // 4, 1 KV head, vocab 16, context 32.
 inline Json tinyConfig() {

@@ -3,6 +3,8 @@
 #include "frontend/model_spec.h"
 #include "frontend_test_util.h"
 
+#include <cmath>
+
 namespace llmc {
 namespace {
 
@@ -154,7 +156,8 @@ TEST(HfConfigError, UnknownArchitectureListsSupported) {
   json["architectures"] = {"GPTNeoXForCausalLM"};
   EXPECT_EQ(parseError(json, "architectures[0]"),
             "config.json: architectures[0] 'GPTNeoXForCausalLM' is not supported; supported: "
-            "LlamaForCausalLM, MistralForCausalLM, Qwen2ForCausalLM");
+            "LlamaForCausalLM, MistralForCausalLM, Qwen2ForCausalLM, GemmaForCausalLM, "
+            "Gemma2ForCausalLM");
 }
 
 TEST(HfConfigError, ArchitecturesMustHaveOneElement) {
@@ -220,6 +223,20 @@ TEST(HfConfigError, UnsupportedRopeScalingType) {
       << message;
 }
 
+TEST(HfConfig, DynamicRopeIsPlainRopeWithinTheContext) {
+  for (const char *key : {"rope_type", "type"}) {
+    Json json = test::llama2Config();
+    json["rope_scaling"] = {{key, "dynamic"}, {"factor", 2.0}};
+    EXPECT_EQ(parseOk(json).ropeScaling.kind, RopeScaling::Kind::None) << key;
+  }
+}
+
+TEST(HfConfigError, DynamicRopeWithoutFactor) {
+  Json json = test::llama2Config();
+  json["rope_scaling"] = {{"rope_type", "dynamic"}};
+  parseError(json, "'factor'");
+}
+
 TEST(HfConfigError, RopeScalingOfWrongType) {
   Json json = test::llama2Config();
   json["rope_scaling"] = "linear";
@@ -257,26 +274,175 @@ TEST(HfConfigError, LinearScalingMissingFactor) {
   parseError(json, "'factor'");
 }
 
-TEST(HfConfigError, MistralSlidingWindow) {
+TEST(HfConfig, MistralSlidingWindowOnEveryLayer) {
   Json json = test::mistralConfig();
   json["sliding_window"] = 4096;
-  std::string message = parseError(json, "'sliding_window'");
-  EXPECT_NE(message.find("sliding-window attention is not supported"), std::string::npos);
+  ModelConfig c = parseOk(json);
+  EXPECT_EQ(c.layerWindows, std::vector<int64_t>(32, 4096));
 }
 
-TEST(HfConfigError, Qwen2UseSlidingWindow) {
+TEST(HfConfig, MistralWindowAsLongAsTheContextIsFullAttention) {
+  Json json = test::mistralConfig();
+  json["sliding_window"] = 32768; // == max_position_embeddings: excludes nothing
+  EXPECT_EQ(parseOk(json).layerWindows, std::vector<int64_t>(32, 0));
+  EXPECT_TRUE(parseOk(test::mistralConfig()).layerWindows.empty()); // null
+}
+
+TEST(HfConfigError, MistralSlidingWindowNotPositive) {
+  Json json = test::mistralConfig();
+  json["sliding_window"] = 0;
+  EXPECT_NE(parseError(json, "'sliding_window'").find("got 0"), std::string::npos);
+}
+
+TEST(HfConfig, Qwen2UseSlidingWindowSlidesLayersFromMaxWindowLayers) {
   Json json = test::qwen2Config();
   json["use_sliding_window"] = true;
   json["sliding_window"] = 4096;
-  std::string message = parseError(json, "'use_sliding_window'");
-  EXPECT_NE(message.find("sliding-window attention is not supported"), std::string::npos);
+  json["max_window_layers"] = 21;
+  ModelConfig c = parseOk(json);
+  ASSERT_EQ(c.layerWindows.size(), 24u);
+  for (int64_t i = 0; i < 24; ++i)
+    EXPECT_EQ(c.layerWindows[i], i >= 21 ? 4096 : 0) << "layer " << i;
 }
 
-TEST(HfConfigError, HiddenActGelu) {
+TEST(HfConfig, Qwen2MaxWindowLayersAtLeastLayersIsFullAttention) {
+  // Was refused before; HF slides no layer here.
+  Json json = test::qwen2Config();
+  json["use_sliding_window"] = true;
+  json["sliding_window"] = 4096;
+  EXPECT_EQ(parseOk(json).layerWindows, std::vector<int64_t>(24, 0)); // max_window_layers 24
+}
+
+TEST(HfConfig, Qwen2SlidingWindowWithoutUseIsIgnored) {
+  Json json = test::qwen2Config();
+  json["sliding_window"] = 16;
+  json["max_window_layers"] = 0;
+  EXPECT_TRUE(parseOk(json).layerWindows.empty());
+}
+
+TEST(HfConfig, LayerTypesDecideWhichLayersSlide) {
+  Json json = test::qwen2Config();
+  json["use_sliding_window"] = true;
+  json["sliding_window"] = 16;
+  json["layer_types"] = Json::array();
+  for (int i = 0; i < 24; ++i)
+    json["layer_types"].push_back(i % 3 == 0 ? "full_attention" : "sliding_attention");
+  ModelConfig c = parseOk(json);
+  ASSERT_EQ(c.layerWindows.size(), 24u);
+  for (int64_t i = 0; i < 24; ++i)
+    EXPECT_EQ(c.layerWindows[i], i % 3 == 0 ? 0 : 16) << "layer " << i;
+}
+
+TEST(HfConfigError, LayerTypesOfWrongLength) {
+  Json json = test::mistralConfig();
+  json["sliding_window"] = 16;
+  json["layer_types"] = {"sliding_attention"};
+  EXPECT_NE(parseError(json, "'layer_types'").find("32 entries"), std::string::npos);
+}
+
+TEST(HfConfigError, LayerTypeUnknown) {
+  Json json = test::mistralConfig();
+  json["sliding_window"] = 16;
+  json["layer_types"] = Json::array();
+  for (int i = 0; i < 32; ++i)
+    json["layer_types"].push_back(i == 5 ? "chunked_attention" : "full_attention");
+  EXPECT_NE(parseError(json, "'layer_types[5]'").find("chunked_attention"), std::string::npos);
+}
+
+TEST(HfConfigError, Qwen2NegativeMaxWindowLayers) {
+  Json json = test::qwen2Config();
+  json["use_sliding_window"] = true;
+  json["max_window_layers"] = -1;
+  parseError(json, "'max_window_layers'");
+}
+
+TEST(HfConfig, HiddenActGeluAndSwish) {
   Json json = test::llama2Config();
   json["hidden_act"] = "gelu";
-  EXPECT_NE(parseError(json, "'hidden_act'").find("'gelu' is not supported; supported: silu"),
+  EXPECT_EQ(parseOk(json).mlpActivation, MlpActivation::GeluErf);
+  json["hidden_act"] = "gelu_pytorch_tanh";
+  EXPECT_EQ(parseOk(json).mlpActivation, MlpActivation::GeluTanh);
+  json["hidden_act"] = "swish"; // ACT2FN's swish is silu
+  EXPECT_EQ(parseOk(json).mlpActivation, MlpActivation::Silu);
+}
+
+TEST(HfConfigError, HiddenActRelu) {
+  Json json = test::llama2Config();
+  json["hidden_act"] = "relu";
+  EXPECT_NE(parseError(json, "'hidden_act'").find("'relu' is not supported; supported: silu"),
             std::string::npos);
+}
+
+TEST(HfConfig, ParsesGemma) {
+  ModelConfig c = parseOk(test::gemmaConfig());
+  EXPECT_EQ(c.architecture, "GemmaForCausalLM");
+  EXPECT_EQ(c.headDim, 256);
+  EXPECT_EQ(c.numKvHeads, 1);
+  EXPECT_EQ(c.mlpActivation, MlpActivation::GeluTanh); // "gelu" means tanh for Gemma
+  EXPECT_DOUBLE_EQ(c.normOffset, 1.0);
+  EXPECT_DOUBLE_EQ(c.embeddingScale, std::sqrt(2048.0));
+  EXPECT_TRUE(c.tieWordEmbeddings); // Gemma's default; the config omits it
+  EXPECT_FALSE(c.attentionBias);
+  EXPECT_FALSE(c.sandwichNorms);
+  EXPECT_TRUE(c.layerWindows.empty());
+  EXPECT_DOUBLE_EQ(c.finalLogitSoftcap, 0.0);
+}
+
+TEST(HfConfigError, GemmaActivationNotGelu) {
+  Json json = test::gemmaConfig();
+  json["hidden_activation"] = "silu";
+  EXPECT_NE(parseError(json, "'hidden_activation'").find("GeGLU"), std::string::npos);
+}
+
+TEST(HfConfig, ParsesGemma2) {
+  ModelConfig c = parseOk(test::gemma2Config());
+  EXPECT_EQ(c.architecture, "Gemma2ForCausalLM");
+  EXPECT_EQ(c.mlpActivation, MlpActivation::GeluTanh);
+  EXPECT_DOUBLE_EQ(c.normOffset, 1.0);
+  EXPECT_DOUBLE_EQ(c.embeddingScale, std::sqrt(2304.0));
+  EXPECT_TRUE(c.sandwichNorms);
+  EXPECT_DOUBLE_EQ(c.attentionScale, 1.0 / 16.0); // query_pre_attn_scalar 256
+  EXPECT_DOUBLE_EQ(c.attentionSoftcap, 50.0);
+  EXPECT_DOUBLE_EQ(c.finalLogitSoftcap, 30.0);
+  ASSERT_EQ(c.layerWindows.size(), 26u);
+  for (int64_t i = 0; i < 26; ++i)
+    EXPECT_EQ(c.layerWindows[i], i % 2 == 0 ? 4096 : 0) << "layer " << i;
+  EXPECT_EQ(c.eosTokenIds, (std::vector<int64_t>{1, 107}));
+}
+
+TEST(HfConfig, Gemma2NullSoftcapsAreOffAndAbsentOnesHfDefaults) {
+  Json json = test::gemma2Config();
+  json["attn_logit_softcapping"] = nullptr;
+  json.erase("final_logit_softcapping");
+  json["query_pre_attn_scalar"] = 144;
+  ModelConfig c = parseOk(json);
+  EXPECT_DOUBLE_EQ(c.attentionSoftcap, 0.0);
+  EXPECT_DOUBLE_EQ(c.finalLogitSoftcap, 30.0);
+  EXPECT_DOUBLE_EQ(c.attentionScale, 1.0 / 12.0);
+}
+
+TEST(HfConfig, Gemma2HiddenActivationGeluIsExact) {
+  Json json = test::gemma2Config();
+  json["hidden_activation"] = "gelu";
+  EXPECT_EQ(parseOk(json).mlpActivation, MlpActivation::GeluErf);
+}
+
+TEST(HfConfigError, Gemma2BadFields) {
+  Json json = test::gemma2Config();
+  json["attn_logit_softcapping"] = -1.0;
+  parseError(json, "'attn_logit_softcapping'");
+  json = test::gemma2Config();
+  json["final_logit_softcapping"] = "30";
+  parseError(json, "'final_logit_softcapping'");
+  json = test::gemma2Config();
+  json["query_pre_attn_scalar"] = 0;
+  parseError(json, "'query_pre_attn_scalar'");
+  json = test::gemma2Config();
+  json["hidden_activation"] = "silu";
+  parseError(json, "'hidden_activation'");
+  json = test::gemma2Config();
+  json["sliding_window"] = -5;
+  parseError(json, "'sliding_window'");
 }
 
 TEST(HfConfigError, EosTokenAsString) {

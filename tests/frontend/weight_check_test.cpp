@@ -26,8 +26,10 @@ const TensorSpec *findSpec(const std::vector<TensorSpec> &specs, const std::stri
   return it == specs.end() ? nullptr : &*it;
 }
 
-TEST(Architecture, RegistryNamesTheThreeFamilies) {
-  EXPECT_EQ(supportedArchitectureList(), "LlamaForCausalLM, MistralForCausalLM, Qwen2ForCausalLM");
+TEST(Architecture, RegistryNamesEveryFamily) {
+  EXPECT_EQ(supportedArchitectureList(),
+            "LlamaForCausalLM, MistralForCausalLM, Qwen2ForCausalLM, GemmaForCausalLM, "
+            "Gemma2ForCausalLM");
   for (const std::string &name : supportedArchitectureNames())
     EXPECT_EQ(findArchitecture(name)->name(), name);
   EXPECT_EQ(findArchitecture("GPT2LMHeadModel"), nullptr);
@@ -68,6 +70,32 @@ TEST(Architecture, LlamaAttentionBiasAddsOutputBias) {
             std::vector<int64_t>{4096});
   EXPECT_EQ(findSpec(specs, "model.layers.0.self_attn.v_proj.bias")->shape,
             std::vector<int64_t>{4096});
+}
+
+TEST(Architecture, GemmaTensorsAreLlamasWithoutLmHead) {
+  ModelConfig c = parse(test::gemmaConfig());
+  auto specs = findArchitecture(c.architecture)->expectedTensors(c);
+  EXPECT_EQ(specs.size(), 1 + 18 * 9 + 1u); // tied: no lm_head.weight
+  EXPECT_EQ(findSpec(specs, "model.layers.0.self_attn.q_proj.weight")->shape,
+            (std::vector<int64_t>{8 * 256, 2048}));
+  EXPECT_EQ(findSpec(specs, "model.layers.0.self_attn.k_proj.weight")->shape,
+            (std::vector<int64_t>{256, 2048}));
+  EXPECT_EQ(findSpec(specs, "model.layers.17.mlp.down_proj.weight")->shape,
+            (std::vector<int64_t>{2048, 16384}));
+  EXPECT_EQ(findSpec(specs, "lm_head.weight"), nullptr);
+  EXPECT_EQ(findSpec(specs, "model.layers.0.pre_feedforward_layernorm.weight"), nullptr);
+}
+
+TEST(Architecture, Gemma2TensorsAddTheSandwichNorms) {
+  ModelConfig c = parse(test::gemma2Config());
+  auto specs = findArchitecture(c.architecture)->expectedTensors(c);
+  EXPECT_EQ(specs.size(), 1 + 26 * 11 + 1u);
+  for (const char *norm : {"input_layernorm", "post_attention_layernorm",
+                           "pre_feedforward_layernorm", "post_feedforward_layernorm"})
+    EXPECT_EQ(findSpec(specs, "model.layers.25." + std::string(norm) + ".weight")->shape,
+              std::vector<int64_t>{2304})
+        << norm;
+  EXPECT_EQ(findSpec(specs, "lm_head.weight"), nullptr);
 }
 
 class WeightCheckTest : public ::testing::Test {

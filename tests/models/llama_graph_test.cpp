@@ -3,6 +3,8 @@
 // rules set them (models/llama.cpp), llama3 rope scaling values, and IR that
 // verifies and names exactly the tensors the weight check expects.
 #include "ir/LlmOps.h"
+#include "models/gemma.h"
+#include "models/gemma2.h"
 #include "models/llama.h"
 #include "models/llama_graph.h"
 
@@ -12,6 +14,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <map>
 #include <string>
 #include <vector>
@@ -232,6 +235,130 @@ TEST_F(LlamaGraphTest, NoScalingMeansNoAttribute) {
   }
 }
 
+TEST_F(LlamaGraphTest, PlainDecoderLeavesEveryGemmaAttributeAtItsDefault) {
+  ASSERT_TRUE(build(withRules(llamaForCausalLM(), Json::object())));
+  for (llm::RmsNormOp op : ops<llm::RmsNormOp>())
+    EXPECT_EQ(op.getOffset().convertToDouble(), 0.0);
+  for (llm::EmbeddingOp op : ops<llm::EmbeddingOp>())
+    EXPECT_EQ(op.getScale().convertToDouble(), 1.0);
+  for (llm::AttentionOp op : ops<llm::AttentionOp>()) {
+    EXPECT_EQ(op.getSoftcap().convertToDouble(), 0.0);
+    EXPECT_EQ(op.getWindow(), 0u);
+    EXPECT_DOUBLE_EQ(op.getScale().convertToDouble(), 0.25); // 16^-0.5
+  }
+  for (llm::LogitsOp op : ops<llm::LogitsOp>())
+    EXPECT_EQ(op.getSoftcap().convertToDouble(), 0.0);
+  EXPECT_EQ(ops<llm::SiluOp>().size(), 2u);
+  EXPECT_TRUE(ops<llm::GeluOp>().empty());
+}
+
+TEST_F(LlamaGraphTest, GemmaScalesEmbeddingsOffsetsNormsAndGatesWithTanhGelu) {
+  // The published gemma config says "gelu", which means the tanh form.
+  ASSERT_TRUE(build(withRules(gemmaForCausalLM(), Json{{"hidden_act", "gelu"}})));
+  auto embeddings = ops<llm::EmbeddingOp>();
+  ASSERT_EQ(embeddings.size(), 1u);
+  // sqrt(128) rounded to the f32 activations, as HF's normalizer is.
+  EXPECT_EQ(embeddings[0].getScale().convertToDouble(),
+            static_cast<double>(static_cast<float>(std::sqrt(128.0))));
+  auto norms = ops<llm::RmsNormOp>();
+  ASSERT_EQ(norms.size(), 2 * 2 + 1u);
+  for (llm::RmsNormOp op : norms)
+    EXPECT_EQ(op.getOffset().convertToDouble(), 1.0);
+  auto gelus = ops<llm::GeluOp>();
+  ASSERT_EQ(gelus.size(), 2u);
+  for (llm::GeluOp op : gelus) {
+    EXPECT_TRUE(op.getTanh());
+    // gelu(gate) * up: the product GeGLU fusion looks for.
+    ASSERT_TRUE(op->hasOneUse());
+    EXPECT_TRUE(mlir::isa<llm::MulOp>(*op->getUsers().begin()));
+  }
+  EXPECT_TRUE(ops<llm::SiluOp>().empty());
+  // Tied by default: the head is the embedding table.
+  EXPECT_EQ(weights().count("lm_head.weight"), 0u);
+  auto logits = ops<llm::LogitsOp>();
+  ASSERT_EQ(logits.size(), 1u);
+  EXPECT_EQ(logits[0].getWeight(), embeddings[0].getTable());
+}
+
+TEST_F(LlamaGraphTest, MistralSlidingWindowReachesEveryAttention) {
+  ModelConfig config = withRules(mistralForCausalLM(), Json{{"sliding_window", 16}});
+  ASSERT_TRUE(build(config));
+  auto attention = ops<llm::AttentionOp>();
+  ASSERT_EQ(attention.size(), 2u);
+  for (llm::AttentionOp op : attention)
+    EXPECT_EQ(op.getWindow(), 16u);
+}
+
+TEST_F(LlamaGraphTest, Qwen2WindowsOnlyFromMaxWindowLayers) {
+  ModelConfig config = withRules(
+      qwen2ForCausalLM(),
+      Json{{"use_sliding_window", true}, {"sliding_window", 16}, {"max_window_layers", 1}});
+  ASSERT_TRUE(build(config));
+  auto attention = ops<llm::AttentionOp>();
+  ASSERT_EQ(attention.size(), 2u);
+  EXPECT_EQ(attention[0].getLayer(), 0u);
+  EXPECT_EQ(attention[0].getWindow(), 0u);
+  EXPECT_EQ(attention[1].getWindow(), 16u);
+}
+
+TEST_F(LlamaGraphTest, Gemma2SoftcapsScalesAndAlternatesWindows) {
+  ModelConfig config = withRules(
+      gemma2ForCausalLM(), Json{{"query_pre_attn_scalar", 24}, {"sliding_window", 8},
+                                {"attn_logit_softcapping", 4.0}, {"final_logit_softcapping", 3.0}});
+  ASSERT_TRUE(build(config));
+  auto attention = ops<llm::AttentionOp>();
+  ASSERT_EQ(attention.size(), 2u);
+  for (llm::AttentionOp op : attention) {
+    EXPECT_DOUBLE_EQ(op.getScale().convertToDouble(), 1.0 / std::sqrt(24.0));
+    EXPECT_DOUBLE_EQ(op.getSoftcap().convertToDouble(), 4.0);
+  }
+  EXPECT_EQ(attention[0].getWindow(), 8u); // layer 0 slides, layer 1 is global
+  EXPECT_EQ(attention[1].getWindow(), 0u);
+  auto logits = ops<llm::LogitsOp>();
+  ASSERT_EQ(logits.size(), 1u);
+  EXPECT_DOUBLE_EQ(logits[0].getSoftcap().convertToDouble(), 3.0);
+}
+
+// The rms_norm whose weight is the llm.weight named `name`.
+llm::RmsNormOp normOf(mlir::ModuleOp module, const std::string &name) {
+  llm::RmsNormOp found;
+  module.walk([&](llm::RmsNormOp op) {
+    if (op.getWeight().getDefiningOp<llm::WeightOp>().getName() == name)
+      found = op;
+  });
+  return found;
+}
+
+TEST_F(LlamaGraphTest, Gemma2SandwichNormsWrapAttentionAndMlp) {
+  ASSERT_TRUE(build(withRules(gemma2ForCausalLM(), Json::object())));
+  ASSERT_EQ(ops<llm::RmsNormOp>().size(), 2 * 4 + 1u);
+  const std::string p = "model.layers.1.";
+  // o_proj -> post_attention_layernorm -> residual add.
+  llm::RmsNormOp postAttention = normOf(*module, p + "post_attention_layernorm.weight");
+  ASSERT_TRUE(postAttention);
+  EXPECT_EQ(postAttention.getX().getDefiningOp(),
+            linearOf(p + "self_attn.o_proj.weight").getOperation());
+  ASSERT_TRUE(postAttention->hasOneUse());
+  auto attnAdd = mlir::dyn_cast<llm::AddOp>(*postAttention->getUsers().begin());
+  ASSERT_TRUE(attnAdd);
+  // That sum -> pre_feedforward_layernorm -> gate/up.
+  llm::RmsNormOp preMlp = normOf(*module, p + "pre_feedforward_layernorm.weight");
+  ASSERT_TRUE(preMlp);
+  EXPECT_EQ(preMlp.getX(), attnAdd.getResult());
+  EXPECT_EQ(linearOf(p + "mlp.gate_proj.weight").getX(), preMlp.getResult());
+  // down_proj -> post_feedforward_layernorm -> residual add onto that sum.
+  llm::RmsNormOp postMlp = normOf(*module, p + "post_feedforward_layernorm.weight");
+  ASSERT_TRUE(postMlp);
+  EXPECT_EQ(postMlp.getX().getDefiningOp(),
+            linearOf(p + "mlp.down_proj.weight").getOperation());
+  ASSERT_TRUE(postMlp->hasOneUse());
+  auto mlpAdd = mlir::dyn_cast<llm::AddOp>(*postMlp->getUsers().begin());
+  ASSERT_TRUE(mlpAdd);
+  EXPECT_TRUE(mlpAdd.getLhs() == attnAdd.getResult() || mlpAdd.getRhs() == attnAdd.getResult());
+  for (llm::RmsNormOp op : ops<llm::RmsNormOp>())
+    EXPECT_EQ(op.getOffset().convertToDouble(), 1.0);
+}
+
 // The builder and the weight check (llamaTensors) must agree tensor for
 // tensor, in every flavor, or a valid checkpoint fails to build.
 TEST_F(LlamaGraphTest, WeightsMatchTheExpectedTensors) {
@@ -244,6 +371,9 @@ TEST_F(LlamaGraphTest, WeightsMatchTheExpectedTensors) {
       {&llamaForCausalLM(), Json{{"attention_bias", true}, {"tie_word_embeddings", true}}},
       {&mistralForCausalLM(), Json::object()},
       {&qwen2ForCausalLM(), Json{{"tie_word_embeddings", true}}},
+      {&gemmaForCausalLM(), Json::object()},
+      {&gemmaForCausalLM(), Json{{"tie_word_embeddings", false}, {"attention_bias", true}}},
+      {&gemma2ForCausalLM(), Json::object()},
   };
   for (const Case &c : cases) {
     SCOPED_TRACE(std::string(c.arch->name()) + " " + c.hf.dump());

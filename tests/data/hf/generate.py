@@ -7,24 +7,45 @@ repository root:
 
     python3 -m venv /tmp/hfgen && . /tmp/hfgen/bin/activate
     pip install torch --index-url https://download.pytorch.org/whl/cpu  # or plain PyPI
-    pip install transformers safetensors
-    python3 tests/data/hf/generate.py
+    pip install transformers safetensors numpy
+    python3 tests/data/hf/generate.py            # every model
+    python3 tests/data/hf/generate.py gemma2 ... # only these
 
-Last run with: torch 2.15.0 (CPU), transformers 5.24.0, safetensors 0.8.0,
-Python 3.11.7; transformers 5 writes rope settings as "rope_parameters".
-(the exact versions are also written into each <name>/logits.json).
+Last run with: torch 2.15.0 (PyPI wheel, run on the CPU), transformers 5.24.0,
+safetensors 0.8.0, Python 3.11.7; transformers 5 writes rope settings as
+"rope_parameters" (the exact versions are also written into each
+<name>/logits.json).
 
 Each model goes to tests/data/hf/<name>/:
   config.json        written by transformers' save_pretrained
   model.safetensors  float32, as save_pretrained writes it (no lm_head when tied)
   tokenizer.json     a copy of scripts/default-model/tokenizer.json (512 tokens)
-  logits.f32         HF logits, float32 little-endian, [len(ids), vocab] row-major
-  logits.json        the ids, the shape, greedy next tokens and the versions
+  logits.f32         HF logits, float32 little-endian, [rows, vocab] row-major:
+                     the prefill of `ids` (one row per id), then `decode_steps`
+                     greedy decode steps (row len(ids) + i holds the logits
+                     after feeding decode_ids[i])
+  logits-bf16.f32    the same for the bf16 reference (below), with its own
+                     greedy decode_ids_bf16
+  logits.json        the ids, the shape, greedy tokens, margins, the versions
 
-Logits come from one forward pass over the whole id sequence in float32 with
-eager attention. Weights are drawn with fixed seeds and a std large enough
-(and RMSNorm scales spread around 1) that the logits of different positions
-differ by much more than the 1e-4 tolerance of the test.
+The f32 reference is the model in float32 with eager attention. Decode runs
+through HF's own KV cache (generate()'s path: one token per forward after
+the prefill) and is checked against one forward over the whole sequence.
+decode_ids[0] is the argmax of the last prefill row and decode_ids[i + 1]
+the argmax of decode row i, so the sequence is len(ids) + decode_steps long.
+
+The bf16 reference is what an llmc bf16 plan computes: every matrix (2-D
+parameter: embeddings, projections, lm_head) rounded to bfloat16, vectors
+(norm scales, biases) left in float32, and transformers run in float32 on
+that. It is the reference for bf16 plans (tolerance 2e-5).
+
+Weights are drawn with fixed seeds and a std large enough (and norm scales
+spread around 1) that the logits of different positions differ by much
+more than the 1e-4 tolerance of the test. "min_margin" in logits.json is
+the smallest gap between the best and the second-best logit over every
+row; a draw whose gap is under ten times the test's tolerance is redrawn
+with another seed (see MIN_MARGIN), so that identical greedy ids are a fair
+demand.
 """
 
 import json
@@ -36,8 +57,15 @@ from pathlib import Path
 import safetensors
 import torch
 import transformers
-from transformers import (LlamaConfig, LlamaForCausalLM, MistralConfig, MistralForCausalLM,
-                          Qwen2Config, Qwen2ForCausalLM)
+from transformers import (AutoModelForCausalLM, CohereConfig, CohereForCausalLM, Exaone4Config,
+                          Exaone4ForCausalLM, Gemma2Config, Gemma2ForCausalLM, Gemma3ForCausalLM,
+                          Gemma3TextConfig, GemmaConfig, GemmaForCausalLM, GPTNeoXConfig,
+                          GPTNeoXForCausalLM, GraniteConfig, GraniteForCausalLM, LlamaConfig,
+                          LlamaForCausalLM, MistralConfig, MistralForCausalLM, Olmo2Config,
+                          Olmo2ForCausalLM, Phi3Config, Phi3ForCausalLM, PhiConfig, PhiForCausalLM,
+                          Qwen2Config, Qwen2ForCausalLM, Qwen3Config, Qwen3ForCausalLM,
+                          StableLmConfig, StableLmForCausalLM, Starcoder2Config,
+                          Starcoder2ForCausalLM)
 
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parents[2]
@@ -47,6 +75,7 @@ VOCAB = 512
 # 24 fixed ids (any ids < 512 are valid: the test feeds ids, not text).
 IDS = [0, 421, 17, 256, 3, 98, 511, 77, 140, 302, 5, 64, 64, 200, 389, 12, 467, 33, 250, 1, 129,
        318, 45, 402]
+DECODE_STEPS = 64
 
 # Shared by every model: 2 layers, GQA, hidden 64, vocab 512.
 BASE = dict(vocab_size=VOCAB, hidden_size=64, intermediate_size=64, num_hidden_layers=2,
@@ -54,15 +83,44 @@ BASE = dict(vocab_size=VOCAB, hidden_size=64, intermediate_size=64, num_hidden_l
             rms_norm_eps=1e-5, hidden_act="silu", bos_token_id=0, eos_token_id=1,
             tie_word_embeddings=False)
 
+# The #16 fixtures also say pad_token_id (several config classes default it
+# past a 512-token vocabulary).
+NEW_BASE = BASE | dict(pad_token_id=None)
+# longrope factors, one per rotary pair: head_dim 16 (8 pairs) for BASE.
+SHORT = [1.0, 1.0, 1.1, 1.2, 1.5, 2.0, 2.5, 3.0]
+LONG = [1.0, 1.5, 2.0, 3.0, 4.0, 6.0, 8.0, 12.0]
+SHORT8, LONG8 = SHORT, LONG
+
+
+class Spec:
+    """One fixture: its model class and config, and how its norms are stored."""
+
+    def __init__(self, cls, config, norm_center=1.0, legacy_rope=None):
+        self.cls = cls
+        self.config = config
+        # Gemma-style norms scale by (1 + w): their stored w is centred on 0.
+        self.norm_center = norm_center
+        # When set, config.json is rewritten to the pre-transformers-5
+        # spelling: top-level rope_theta and rope_scaling {"type": ...}
+        # (this dict), and the references come from HF reading that file.
+        self.legacy_rope = legacy_rope
+
+
+def without(d, *keys):
+    return {k: v for k, v in d.items() if k not in keys}
+
 
 def models():
-    """name -> (model class, config): the five checkpoints, one quirk each."""
+    """name -> Spec: one quirk (or one family) each. Seeds follow this order:
+    append new models at the end, so that regenerating leaves the committed
+    ones byte for byte the same."""
+    gemma_base = without(BASE, "hidden_act")
     return {
         # Llama 3 rope scaling. head_dim 16 (8 pairs) with theta 500000 and an
         # original context of 256 puts pairs 0-1 in the unchanged band, pair 2
         # in the smoothed band and pairs 3-7 in the divided band. Tied, as
         # Llama 3.2 1B/3B are (and it keeps the file small).
-        "llama3-rope": (LlamaForCausalLM, LlamaConfig(
+        "llama3-rope": Spec(LlamaForCausalLM, LlamaConfig(
             **BASE | dict(tie_word_embeddings=True, rope_theta=500000.0,
                           max_position_embeddings=1024,
                           rope_scaling=dict(rope_type="llama3", factor=8.0, low_freq_factor=1.0,
@@ -70,31 +128,175 @@ def models():
                                             original_max_position_embeddings=256)))),
         # Mistral, full attention; head_dim 32 given explicitly so that the
         # q width (4 * 32 = 128) differs from hidden 64, GQA 4:1.
-        "mistral": (MistralForCausalLM, MistralConfig(
+        "mistral": Spec(MistralForCausalLM, MistralConfig(
             **BASE | dict(head_dim=32, num_key_value_heads=1, sliding_window=None,
                           rope_theta=10000.0, rms_norm_eps=1e-6))),
         # Qwen2: biases on q/k/v (none on o), intermediate not a power of two,
         # tied as Qwen2-0.5B is.
-        "qwen2": (Qwen2ForCausalLM, Qwen2Config(
+        "qwen2": Spec(Qwen2ForCausalLM, Qwen2Config(
             **BASE | dict(tie_word_embeddings=True, intermediate_size=96, rope_theta=1000000.0,
                           rms_norm_eps=1e-6, use_sliding_window=False))),
         # Tied embeddings, and attention_bias, which Llama applies to o_proj too.
-        "llama-tied-bias": (LlamaForCausalLM, LlamaConfig(
+        "llama-tied-bias": Spec(LlamaForCausalLM, LlamaConfig(
             **BASE | dict(tie_word_embeddings=True, attention_bias=True, rope_theta=10000.0))),
         # Plain Llama: untied lm_head, default rope, no biases.
-        "llama-plain": (LlamaForCausalLM, LlamaConfig(**BASE | dict(rope_theta=10000.0))),
+        "llama-plain": Spec(LlamaForCausalLM, LlamaConfig(**BASE | dict(rope_theta=10000.0))),
+        # Gemma 1: GeGLU (tanh), (1 + w) RMSNorm, embeddings times sqrt(64),
+        # tied head, multi-query attention with head_dim 32 (q width 128 !=
+        # hidden 64), as gemma-2b has.
+        "gemma": Spec(GemmaForCausalLM, GemmaConfig(
+            **gemma_base | dict(hidden_act="gelu_pytorch_tanh", head_dim=32,
+                                num_key_value_heads=1, intermediate_size=96,
+                                tie_word_embeddings=True, rms_norm_eps=1e-6,
+                                rope_theta=10000.0)), norm_center=0.0),
+        # Gemma 2: 4 layers alternating sliding (window 8, smaller than the
+        # 24-token prompt) and global attention, attention and final-logit
+        # soft-capping set low enough to bend these logits, sandwich norms,
+        # and query_pre_attn_scalar 24 != head_dim 16.
+        "gemma2": Spec(Gemma2ForCausalLM, Gemma2Config(
+            **gemma_base | dict(num_hidden_layers=4, head_dim=16, intermediate_size=96,
+                                hidden_activation="gelu_pytorch_tanh",
+                                query_pre_attn_scalar=24, sliding_window=8,
+                                attn_logit_softcapping=4.0, final_logit_softcapping=3.0,
+                                tie_word_embeddings=True, rms_norm_eps=1e-6,
+                                rope_theta=10000.0)), norm_center=0.0),
+        # Mistral with sliding_window 16 on every layer, run over 88 tokens.
+        "mistral-window": Spec(MistralForCausalLM, MistralConfig(
+            **BASE | dict(head_dim=32, num_key_value_heads=1, sliding_window=16,
+                          rope_theta=10000.0, rms_norm_eps=1e-6))),
+        # Qwen2 with use_sliding_window: layers >= max_window_layers (1, 2)
+        # slide over 16 tokens, layer 0 attends globally.
+        "qwen2-window": Spec(Qwen2ForCausalLM, Qwen2Config(
+            **BASE | dict(num_hidden_layers=3, tie_word_embeddings=True, intermediate_size=96,
+                          rope_theta=1000000.0, rms_norm_eps=1e-6, use_sliding_window=True,
+                          sliding_window=16, max_window_layers=1))),
+        # ---- issue #16's families and RoPE variants ----
+        # Qwen3: per-head q/k RMSNorm, head_dim 32 != hidden / heads, tied.
+        "qwen3": Spec(Qwen3ForCausalLM, Qwen3Config(
+            **NEW_BASE | dict(head_dim=32, tie_word_embeddings=True, rope_theta=1000000.0,
+                              rms_norm_eps=1e-6))),
+        # Gemma3 text: q/k norms, 6 layers in the 5:1 sliding pattern (window 8),
+        # local RoPE base 10000 and global 1000000, query_pre_attn_scalar 24.
+        "gemma3": Spec(Gemma3ForCausalLM, Gemma3TextConfig(
+            **without(NEW_BASE, "hidden_act") | dict(
+                num_hidden_layers=6, head_dim=16, intermediate_size=96,
+                hidden_activation="gelu_pytorch_tanh", query_pre_attn_scalar=24,
+                sliding_window=8, tie_word_embeddings=True, rms_norm_eps=1e-6,
+                rope_parameters={
+                    "full_attention": {"rope_type": "default", "rope_theta": 1000000.0},
+                    "sliding_attention": {"rope_type": "default", "rope_theta": 10000.0}})),
+            norm_center=0.0),
+        # Phi-3 longrope, short factors only: the 88 tokens stay within
+        # original_max_position_embeddings 128. Packed qkv_proj/gate_up_proj.
+        "phi3-longrope-short": Spec(Phi3ForCausalLM, Phi3Config(
+            **NEW_BASE | dict(max_position_embeddings=512, original_max_position_embeddings=128,
+                              rope_theta=10000.0, rope_scaling=dict(
+                                  rope_type="longrope", short_factor=SHORT, long_factor=LONG)))),
+        # Phi-3 longrope past original_max_position_embeddings (16 < the
+        # 24-token prompt): long factors and the attention factor throughout.
+        "phi3-longrope-long": Spec(Phi3ForCausalLM, Phi3Config(
+            **NEW_BASE | dict(max_position_embeddings=256, original_max_position_embeddings=16,
+                              rope_theta=10000.0, rope_scaling=dict(
+                                  rope_type="longrope", short_factor=SHORT, long_factor=LONG)))),
+        # OLMo 2: post-norms (no pre-norms) and q/k RMSNorm over the whole width.
+        "olmo2": Spec(Olmo2ForCausalLM, Olmo2Config(
+            **NEW_BASE | dict(rope_theta=500000.0, rms_norm_eps=1e-6))),
+        # Granite: embedding, residual, attention and logit multipliers.
+        "granite": Spec(GraniteForCausalLM, GraniteConfig(
+            **NEW_BASE | dict(rope_theta=10000.0, embedding_multiplier=6.0,
+                              residual_multiplier=0.5, attention_multiplier=0.1,
+                              logits_scaling=2.0, tie_word_embeddings=True))),
+        # StableLM: LayerNorm with bias, partial rotary 0.25, q/k/v biases.
+        "stablelm": Spec(StableLmForCausalLM, StableLmConfig(
+            **without(NEW_BASE, "rms_norm_eps") | dict(
+                partial_rotary_factor=0.25, use_qkv_bias=True, layer_norm_eps=1e-5,
+                rope_theta=10000.0))),
+        # Starcoder2: LayerNorm with bias, GELU (tanh) MLP c_fc/c_proj with
+        # biases, biases everywhere, sliding window 16 over 88 tokens.
+        "starcoder2": Spec(Starcoder2ForCausalLM, Starcoder2Config(
+            **without(NEW_BASE, "rms_norm_eps") | dict(
+                hidden_act="gelu_pytorch_tanh", intermediate_size=128, norm_epsilon=1e-5,
+                use_bias=True, sliding_window=16, rope_theta=10000.0,
+                tie_word_embeddings=True))),
+        # Cohere: parallel attention and MLP off one LayerNorm (no bias),
+        # interleaved RoPE, logit_scale, tied.
+        "cohere": Spec(CohereForCausalLM, CohereConfig(
+            **without(NEW_BASE, "rms_norm_eps") | dict(
+                layer_norm_eps=1e-5, logit_scale=0.5, rope_theta=10000.0,
+                tie_word_embeddings=True))),
+        # EXAONE 4: post-norms, q/k norm, 3 sliding layers (window 16, RoPE)
+        # per global one (no RoPE).
+        "exaone4": Spec(Exaone4ForCausalLM, Exaone4Config(
+            **NEW_BASE | dict(num_hidden_layers=4, sliding_window=16,
+                              sliding_window_pattern=4, rope_theta=10000.0,
+                              tie_word_embeddings=True))),
+        # Phi (phi-2): parallel block off one LayerNorm, partial rotary 0.5,
+        # GELU (gelu_new) MLP fc1/fc2, biases everywhere, lm_head bias.
+        "phi": Spec(PhiForCausalLM, PhiConfig(
+            **without(NEW_BASE, "rms_norm_eps") | dict(
+                hidden_act="gelu_new", intermediate_size=128, partial_rotary_factor=0.5,
+                layer_norm_eps=1e-5, rope_theta=10000.0))),
+        # GPT-NeoX (Pythia): packed query_key_value, parallel residual,
+        # rotary_pct 0.25, GELU MLP, untied embed_out.
+        "gpt-neox": Spec(GPTNeoXForCausalLM, GPTNeoXConfig(
+            vocab_size=VOCAB, hidden_size=64, intermediate_size=128, num_hidden_layers=2,
+            num_attention_heads=4, max_position_embeddings=256, hidden_act="gelu",
+            layer_norm_eps=1e-5, rotary_pct=0.25, use_parallel_residual=True,
+            bos_token_id=0, eos_token_id=1, tie_word_embeddings=False,
+            rope_theta=10000.0)),
+        # Llama RoPE variants (rope_parameters as transformers 5 writes them).
+        "llama-yarn": Spec(LlamaForCausalLM, LlamaConfig(
+            **NEW_BASE | dict(rope_theta=10000.0, max_position_embeddings=512,
+                              rope_scaling=dict(rope_type="yarn", factor=4.0,
+                                                original_max_position_embeddings=128)))),
+        # dynamic NTK: transformers rescales only past max_position_embeddings,
+        # so within it (all 88 tokens) it is plain RoPE.
+        "llama-dynamic": Spec(LlamaForCausalLM, LlamaConfig(
+            **NEW_BASE | dict(rope_theta=10000.0,
+                              rope_scaling=dict(rope_type="dynamic", factor=2.0)))),
+        "llama-linear": Spec(LlamaForCausalLM, LlamaConfig(
+            **NEW_BASE | dict(rope_theta=10000.0,
+                              rope_scaling=dict(rope_type="linear", factor=4.0)))),
+        "llama-longrope": Spec(LlamaForCausalLM, LlamaConfig(
+            **NEW_BASE | dict(rope_theta=10000.0, max_position_embeddings=256,
+                              rope_scaling=dict(rope_type="longrope", short_factor=SHORT8,
+                                                long_factor=LONG8,
+                                                original_max_position_embeddings=16)))),
+        # The legacy spellings: config.json as transformers 4 wrote it.
+        "llama-linear-legacy": Spec(LlamaForCausalLM, LlamaConfig(
+            **NEW_BASE | dict(rope_theta=10000.0,
+                              rope_scaling=dict(rope_type="linear", factor=4.0))),
+            legacy_rope={"type": "linear", "factor": 4.0}),
+        "llama-yarn-legacy": Spec(LlamaForCausalLM, LlamaConfig(
+            **NEW_BASE | dict(rope_theta=10000.0, max_position_embeddings=512,
+                              rope_scaling=dict(rope_type="yarn", factor=4.0,
+                                                original_max_position_embeddings=128))),
+            legacy_rope={"type": "yarn", "factor": 4.0, "original_max_position_embeddings": 128}),
+        "llama-dynamic-legacy": Spec(LlamaForCausalLM, LlamaConfig(
+            **NEW_BASE | dict(rope_theta=10000.0,
+                              rope_scaling=dict(rope_type="dynamic", factor=2.0))),
+            legacy_rope={"type": "dynamic", "factor": 2.0}),
     }
 
 
-def randomize(model, seed):
-    """Normal(0, 0.2) matrices and biases; RMSNorm scales uniform in [0.5, 1.5]."""
+def randomize(model, seed, norm_center):
+    """Normal(0, 0.2) matrices and biases; norm scales uniform in
+    [norm_center - 0.5, norm_center + 0.5]."""
     g = torch.Generator().manual_seed(seed)
     with torch.no_grad():
         for name, p in model.named_parameters():
-            if name.endswith("norm.weight"):
-                p.copy_(0.5 + torch.rand(p.shape, generator=g))
+            if name.endswith("norm.weight") or name.endswith("layer_norm.weight"):
+                p.copy_(norm_center - 0.5 + torch.rand(p.shape, generator=g))
             else:
                 p.copy_(0.2 * torch.randn(p.shape, generator=g))
+
+
+def round_matrices_to_bf16(model):
+    """What a bf16 plan stores: 2-D parameters in bfloat16, vectors in f32."""
+    with torch.no_grad():
+        for p in model.parameters():
+            if p.dim() == 2:
+                p.copy_(p.to(torch.bfloat16).to(torch.float32))
 
 
 def llama3_bands(config):
@@ -111,28 +313,111 @@ def llama3_bands(config):
     return bands
 
 
-def generate(name, cls, config, seed):
+def margin(row):
+    top = torch.topk(row, 2).values
+    return (top[0] - top[1]).item()
+
+
+def run(model):
+    """Prefill IDS, then DECODE_STEPS greedy steps through HF's KV cache.
+    Returns (logits [len(IDS) + DECODE_STEPS, vocab], decode ids, min margin)."""
+    with torch.no_grad():
+        out = model(torch.tensor([IDS]), use_cache=True)
+        rows = [out.logits[0]]
+        cache = out.past_key_values
+        decode_ids = []
+        margins = [margin(r) for r in out.logits[0]]
+        next_id = int(out.logits[0, -1].argmax())
+        for _ in range(DECODE_STEPS):
+            decode_ids.append(next_id)
+            out = model(torch.tensor([[next_id]]), past_key_values=cache, use_cache=True)
+            cache = out.past_key_values
+            row = out.logits[0, -1]
+            rows.append(row[None])
+            margins.append(margin(row))
+            next_id = int(row.argmax())
+        logits = torch.cat(rows).to(torch.float32).contiguous()
+        # The cache path must agree with one forward over the whole sequence.
+        full = model(torch.tensor([IDS + decode_ids]), use_cache=False).logits[0]
+        drift = (full - logits).abs().max().item()
+        assert drift < 1e-4, f"HF cache vs full forward differ by {drift}"
+    assert logits.shape == (len(IDS) + DECODE_STEPS, VOCAB)
+    return logits, decode_ids, min(margins), drift
+
+
+def write_legacy_rope(path, rope_scaling):
+    """config.json with top-level rope_theta and rope_scaling {"type": ...}."""
+    config = json.loads(path.read_text())
+    params = config.pop("rope_parameters")
+    config["rope_theta"] = params["rope_theta"]
+    config["rope_scaling"] = rope_scaling
+    path.write_text(json.dumps(config, indent=2, sort_keys=True) + "\n")
+
+
+def load(out):
+    return AutoModelForCausalLM.from_pretrained(out, dtype=torch.float32,
+                                                attn_implementation="eager").eval()
+
+
+# Greedy choices must be clear-cut: the best logit leads the second by at
+# least ten times the test's tolerance (1e-4 for f32, 2e-5 for bf16), or a
+# correct implementation could pick the other token. A model whose random
+# weights give a closer call is redrawn with the next seed of its series.
+MIN_MARGIN, MIN_MARGIN_BF16 = 1e-3, 2e-4
+SEED_STRIDE, MAX_DRAWS = 1000, 10
+
+
+def draw(name, spec, seed):
+    """Writes the checkpoint of `spec` drawn with `seed` into HERE / name and
+    returns the references HF computes from the files as written."""
     torch.manual_seed(seed)
+    config = spec.config
     config._attn_implementation = "eager"
-    model = cls(config).to(torch.float32).eval()
-    randomize(model, seed)
+    model = spec.cls(config).to(torch.float32).eval()
+    randomize(model, seed, spec.norm_center)
     model.tie_weights()
     out = HERE / name
     shutil.rmtree(out, ignore_errors=True)
     model.save_pretrained(out, safe_serialization=True)
     (out / "generation_config.json").unlink(missing_ok=True)
     shutil.copyfile(TOKENIZER, out / "tokenizer.json")
+    if spec.legacy_rope is not None:
+        write_legacy_rope(out / "config.json", spec.legacy_rope)
 
-    with torch.no_grad():
-        logits = model(torch.tensor([IDS])).logits[0].to(torch.float32).contiguous()
-    assert logits.shape == (len(IDS), VOCAB)
+    # The references come from the files as written (what llmc reads).
+    model = load(out)
+    f32 = run(model)
+    round_matrices_to_bf16(model)
+    bf16 = run(model)
+    return out, f32, bf16
+
+
+def generate(name, spec, first_seed):
+    for attempt in range(MAX_DRAWS):
+        seed = first_seed + attempt * SEED_STRIDE
+        out, (logits, decode_ids, min_margin, drift), (logits16, decode_ids16, min_margin16, _) = \
+            draw(name, spec, seed)
+        if min_margin >= MIN_MARGIN and min_margin16 >= MIN_MARGIN_BF16:
+            break
+        print(f"{name}: seed {seed}: greedy margins {min_margin:.1e} / {min_margin16:.1e} "
+              "too close, redrawing")
+    else:
+        raise RuntimeError(f"no seed of {MAX_DRAWS} gives clear greedy choices")
+    config = spec.config
     (out / "logits.f32").write_bytes(logits.numpy().astype("<f4").tobytes())
+    (out / "logits-bf16.f32").write_bytes(logits16.numpy().astype("<f4").tobytes())
     spread = (logits[1:] - logits[:-1]).abs().max().item()
     meta = {
         "ids": IDS,
-        "shape": [len(IDS), VOCAB],
+        "decode_ids": decode_ids,
+        "decode_ids_bf16": decode_ids16,
+        "shape": [len(IDS) + DECODE_STEPS, VOCAB],
         "logits": "logits.f32",
+        "logits_bf16": "logits-bf16.f32",
         "greedy_next": logits.argmax(-1).tolist(),
+        "greedy_next_bf16": logits16.argmax(-1).tolist(),
+        "min_margin": min_margin,
+        "min_margin_bf16": min_margin16,
         "seed": seed,
         "versions": {"torch": torch.__version__, "transformers": transformers.__version__,
                      "safetensors": safetensors.__version__,
@@ -140,15 +425,29 @@ def generate(name, cls, config, seed):
     }
     (out / "logits.json").write_text(json.dumps(meta) + "\n")
     extra = f", llama3 bands {llama3_bands(config)}" if name == "llama3-rope" else ""
-    print(f"{name}: logits std {logits.std().item():.3f}, max |row diff| {spread:.3f}{extra}")
+    bf16_gap = (logits16 - logits).abs().max().item()
+    print(f"{name}: logits std {logits.std().item():.3f}, max |row diff| {spread:.3f}, "
+          f"min margin {min_margin:.2e} (bf16 {min_margin16:.2e}), cache drift {drift:.1e}, "
+          f"|bf16 - f32| {bf16_gap:.3f}{extra}")
 
 
 def main():
     torch.use_deterministic_algorithms(True)
-    # Seeds follow the order of models(): append new models at the end, so
-    # that regenerating leaves the committed ones byte for byte the same.
-    for seed, (name, (cls, config)) in enumerate(models().items(), start=1):
-        generate(name, cls, config, seed)
+    only = set(sys.argv[1:])
+    table = models()
+    unknown = only - table.keys()
+    if unknown:
+        sys.exit(f"unknown model(s) {sorted(unknown)}; known: {', '.join(table)}")
+    failed = []
+    for seed, (name, spec) in enumerate(table.items(), start=1):
+        if not only or name in only:
+            try:
+                generate(name, spec, seed)
+            except Exception as error:  # report every model, then fail
+                failed.append(name)
+                print(f"{name}: FAILED: {type(error).__name__}: {error}")
+    if failed:
+        sys.exit(f"failed: {', '.join(failed)}")
     total = sum(f.stat().st_size for f in HERE.glob("*/*"))
     print(f"total {total / 1e6:.2f} MB")
 

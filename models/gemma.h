@@ -1,0 +1,21 @@
+// Google's Gemma (GemmaForCausalLM): the Llama layout (pre-norm, rotate-half
+// RoPE, grouped-query attention, gate/up/down MLP, the same tensor names)
+// with four differences, all flags of ModelConfig that the decoder graph
+// (models/llama_graph.cpp) reads:
+//   - GeGLU: `hidden_act` (or `hidden_activation`) gelu_pytorch_tanh; the
+//     published configs say "gelu", which transformers maps to the tanh
+//     approximation too;
+//   - RMSNorm scales by (1 + w): the checkpoint stores w - 1;
+//   - embeddings are multiplied by sqrt(hidden_size);
+//   - tie_word_embeddings defaults to true (the published checkpoints have
+//     no lm_head.weight).
+// `attention_bias` adds q/k/v/o biases as in Llama.
+#pragma once
+
+#include "models/architecture.h"
+
+namespace llmc {
+
+const Architecture &gemmaForCausalLM();
+
+} // namespace llmc
