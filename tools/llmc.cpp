@@ -160,6 +160,8 @@ int main(int argc, char **argv) {
   build->add_flag("--no-awq-clip", options.noAwqClip, "AWQ: scales only, no clipping search");
   build->add_flag("--gptq-act-order", options.gptqActOrder,
                   "GPTQ: quantize columns by decreasing activation energy");
+  build->add_flag("--no-gptq-range-search", options.noGptqRangeSearch,
+                  "GPTQ: each group keeps its full range (no shrink search)");
   build->add_flag("--allow-nonfinite-weights", options.allowNonFiniteWeights,
                   "Build even when weights hold NaN or Inf values (warn instead of refusing)");
 

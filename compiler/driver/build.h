@@ -44,6 +44,7 @@ struct BuildOptions {
   bool awqClip = false;               // --awq-clip: AWQ's weight clipping search (the default)
   bool noAwqClip = false;             // --no-awq-clip: AWQ without the clipping search
   bool gptqActOrder = false;          // --gptq-act-order: GPTQ columns by decreasing H[k][k]
+  bool noGptqRangeSearch = false;     // --no-gptq-range-search: GPTQ groups keep their full range
   bool awqScalesOnly = false;         // tests: fold AWQ scales, keep float weights
   std::optional<float> awqFixedAlpha; // tests: this alpha instead of the search
   // Most bytes `--synthetic-weights --quantize awq` may materialize as f32

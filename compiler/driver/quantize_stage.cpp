@@ -21,9 +21,10 @@ namespace {
 
 Status checkOptions(const BuildOptions &o) {
   if (o.quantize.empty()) {
-    if (!o.calibFile.empty() || o.awqClip || o.noAwqClip || o.gptqActOrder)
-      return Status::error("--calib, --awq-clip, --no-awq-clip and --gptq-act-order need "
-                           "--quantize awq or gptq");
+    if (!o.calibFile.empty() || o.awqClip || o.noAwqClip || o.gptqActOrder ||
+        o.noGptqRangeSearch)
+      return Status::error("--calib and the --awq-* and --gptq-* options need --quantize awq or "
+                           "gptq");
     return Status::ok();
   }
   if (o.quantize != "rtn" && o.quantize != "awq" && o.quantize != "gptq")
@@ -40,8 +41,9 @@ Status checkOptions(const BuildOptions &o) {
     return Status::error("--awq-clip and --no-awq-clip apply to --quantize awq only");
   if (o.awqClip && o.noAwqClip)
     return Status::error("--awq-clip and --no-awq-clip contradict each other; give one");
-  if (o.quantize != "gptq" && o.gptqActOrder)
-    return Status::error("--gptq-act-order applies to --quantize gptq only");
+  if (o.quantize != "gptq" && (o.gptqActOrder || o.noGptqRangeSearch))
+    return Status::error("--gptq-act-order and --no-gptq-range-search apply to --quantize gptq "
+                         "only");
   if (o.calibTokens < 2)
     return Status::error("--calib-tokens " + std::to_string(o.calibTokens) +
                          " is too small (at least 2; a few thousand is typical)");
@@ -228,6 +230,7 @@ Expected<QuantizeOutcome> prepareQuantization(mlir::ModuleOp module, const Weigh
   settings.config = outcome.config;
   settings.clip = clip;
   settings.actOrder = options.gptqActOrder;
+  settings.gptqRangeSearch = !options.noGptqRangeSearch;
   settings.fixedAlpha = options.awqFixedAlpha;
   LLMC_ASSIGN_OR_RETURN(outcome.groups,
                         quant::quantizeGroups(groups, activations.empty() ? nullptr : &activations,

@@ -499,6 +499,7 @@ private:
     options.groupSize = settings_.config.groupSize;
     options.actOrder = settings_.actOrder;
     options.dampening = settings_.gptqDampening;
+    options.rangeSearch = settings_.gptqRangeSearch;
     auto q = gptqQuantize(pool_, stored.data(), w.rows, w.cols, act->gram, options);
     if (!q)
       return q.status().withContext("weight '" + name + "'");

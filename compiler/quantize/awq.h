@@ -32,6 +32,7 @@ struct QuantizeSettings {
   QuantizeConfig config;           // method, group size, scales only
   bool clip = false;               // AWQ's clipping search (on unless --no-awq-clip)
   bool actOrder = false;           // GPTQ: --gptq-act-order
+  bool gptqRangeSearch = true;     // GPTQ: off with --no-gptq-range-search
   double gptqDampening = 0.01;     // GPTQ: times the mean of H's diagonal
   int gridPoints = 20;             // alphas 0, 1/20, ..., 19/20
   std::optional<float> fixedAlpha; // tests: use this alpha, no search

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <numeric>
 
 namespace llmc::quant {
@@ -89,6 +90,36 @@ std::vector<int64_t> columnOrder(const std::vector<float> &hessian, int64_t cols
   return order;
 }
 
+// The coding of one group w[0 .. count): with the range search (GPTQ's
+// quantizer with mse, norm 2.4, max shrink 0.8), the range [p lo, p hi],
+// p = 1 - i / 100 for i < 20, whose values have the smallest
+// sum |w - dequant(q(w))|^2.4; else q4_rtn.h's range.
+hd::Q4Code groupCode(const float *w, int64_t count, bool rangeSearch) {
+  hd::Q4Code best = codeGroup(w, count);
+  if (!rangeSearch)
+    return best;
+  float lo = 0.0f, hi = 0.0f;
+  for (int64_t i = 0; i < count; ++i) {
+    lo = std::min(lo, w[i]);
+    hi = std::max(hi, w[i]);
+  }
+  double bestErr = std::numeric_limits<double>::max();
+  for (int i = 0; i < 20; ++i) {
+    const float p = 1.0f - static_cast<float>(i) / 100.0f;
+    const hd::Q4Code c = hd::q4CodeForRange(p * lo, p * hi);
+    double err = 0;
+    for (int64_t k = 0; k < count; ++k) {
+      const float q = (static_cast<float>(hd::q4QuantizeValue(w[k], c)) - c.zeroF) * c.scaleF;
+      err += std::pow(std::fabs(static_cast<double>(q) - w[k]), 2.4);
+    }
+    if (err < bestErr) {
+      bestErr = err;
+      best = c;
+    }
+  }
+  return best;
+}
+
 // One tile of rows through GPTQ: w [tileRows, cols] in permuted column order
 // (updated in place), u [cols, cols] the factor in that order. Writes the
 // stored values 0..15 into q [tileRows, cols] (original column order) and
@@ -97,7 +128,7 @@ struct TileJob {
   const std::vector<float> &u;
   const std::vector<int64_t> &order;
   int64_t cols, groupSize, groups, blockSize;
-  bool staticGroups;
+  bool staticGroups, rangeSearch;
 };
 
 void quantizeTile(const TileJob &job, float *w, int64_t tileRows, hd::Q4Code *codes, uint8_t *q) {
@@ -112,7 +143,7 @@ void quantizeTile(const TileJob &job, float *w, int64_t tileRows, hd::Q4Code *co
         float *wr = w + r * cols;
         hd::Q4Code &code = codes[r * job.groups + group];
         if (!job.staticGroups && j % job.groupSize == 0)
-          code = codeGroup(wr + j, std::min(job.groupSize, cols - j));
+          code = groupCode(wr + j, std::min(job.groupSize, cols - j), job.rangeSearch);
         const int32_t value = hd::q4QuantizeValue(wr[j], code);
         q[r * cols + column] = static_cast<uint8_t>(value);
         const float dequantized = (static_cast<float>(value) - code.zeroF) * code.scaleF;
@@ -224,10 +255,12 @@ Expected<Q4Tensor> gptqQuantize(ThreadPool &pool, const float *w, int64_t rows, 
   if (options.actOrder) // static groups, from the unquantized weights
     for (int64_t n = 0; n < rows; ++n)
       for (int64_t g = 0; g < groups; ++g)
-        codes[n * groups + g] = codeGroup(source.data() + n * cols + g * groupSize,
-                                          std::min(groupSize, cols - g * groupSize));
+        codes[n * groups + g] = groupCode(source.data() + n * cols + g * groupSize,
+                                          std::min(groupSize, cols - g * groupSize),
+                                          options.rangeSearch);
   const int64_t blockSize = groupSize * std::max<int64_t>(1, options.blockSize / groupSize);
-  TileJob job{u, order, cols, groupSize, groups, blockSize, options.actOrder};
+  TileJob job{u,      order,           cols, groupSize, groups, blockSize, options.actOrder,
+              options.rangeSearch};
 
   Q4Tensor out;
   out.rows = rows;

@@ -16,7 +16,10 @@
 //
 // Groups: the (row, group) scale and zero point are those of q4_rtn.h's rule
 // computed on the group's weights when its first column comes up (after the
-// errors of the earlier groups have been moved onto it). With act-order the
+// errors of the earlier groups have been moved onto it). With rangeSearch
+// (GPTQ's quantizer with mse=True) the range is first shrunk by the factor
+// p in {1, 0.99, .., 0.81} whose rounding of the group has the smallest
+// sum |w - q|^2.4. With act-order the
 // columns go in order of decreasing H[k][k] (the inputs with the most
 // energy first); groups still cover contiguous columns, as the plan layout
 // requires, so their codings are fixed from the unquantized weights before
@@ -36,6 +39,7 @@ struct GptqOptions {
   int64_t groupSize = 128;
   bool actOrder = false;
   double dampening = 0.01;  // added to H's diagonal: this times its mean
+  bool rangeSearch = true;  // per (row, group) range shrink, see below
   int64_t blockSize = 128;  // columns per lazy batch (rounded to whole groups)
 };
 

@@ -107,31 +107,37 @@ TEST(Gptq, BeatsRoundToNearestOnTheLayerOutput) {
   std::vector<float> h = gram(x, tokens, cols);
   std::vector<float> w = randomWeights(rows * cols, 11);
   for (int64_t group : {32, 64, 128})
-    for (bool actOrder : {false, true}) {
-      quant::GptqOptions options;
-      options.groupSize = group;
-      options.actOrder = actOrder;
-      auto q = quant::gptqQuantize(pool, w.data(), rows, cols, h, options);
-      ASSERT_TRUE(q.isOk()) << q.message();
-      ASSERT_EQ(static_cast<int64_t>(q->qweight.size()), rows * hd::q4WordsPerRow(cols));
-      ASSERT_EQ(static_cast<int64_t>(q->scales.size()), rows * hd::q4NumGroups(cols, group));
-      quant::Q4Tensor rtn = quant::quantizeQ4(pool, w.data(), rows, cols, group);
-      const double gptqErr = outputError(x, tokens, w, quant::dequantizeQ4(*q), rows, cols);
-      const double rtnErr = outputError(x, tokens, w, quant::dequantizeQ4(rtn), rows, cols);
-      ASSERT_TRUE(std::isfinite(gptqErr));
-      std::printf("group %lld%s: output error GPTQ %.4e, RTN %.4e\n",
-                  static_cast<long long>(group), actOrder ? " act-order" : "", gptqErr, rtnErr);
-      EXPECT_LT(gptqErr, 0.8 * rtnErr) << "group " << group << (actOrder ? " act-order" : "");
-      if (actOrder) { // static groups: the codings are RTN's, only the values move
-        EXPECT_EQ(q->scales, rtn.scales) << group;
-        EXPECT_EQ(q->zeros, rtn.zeros) << group;
-      } else { // the first group of a row sees no compensation yet
-        for (int64_t n = 0; n < rows; ++n)
-          ASSERT_EQ(q->scales[n * hd::q4NumGroups(cols, group)],
-                    rtn.scales[n * hd::q4NumGroups(cols, group)]);
+    for (bool actOrder : {false, true})
+      for (bool rangeSearch : {false, true}) {
+        quant::GptqOptions options;
+        options.groupSize = group;
+        options.actOrder = actOrder;
+        options.rangeSearch = rangeSearch;
+        const std::string what = "group " + std::to_string(group) +
+                                 (actOrder ? " act-order" : "") +
+                                 (rangeSearch ? " range search" : "");
+        auto q = quant::gptqQuantize(pool, w.data(), rows, cols, h, options);
+        ASSERT_TRUE(q.isOk()) << q.message();
+        const int64_t groups = hd::q4NumGroups(cols, group);
+        ASSERT_EQ(static_cast<int64_t>(q->qweight.size()), rows * hd::q4WordsPerRow(cols));
+        ASSERT_EQ(static_cast<int64_t>(q->scales.size()), rows * groups);
+        quant::Q4Tensor rtn = quant::quantizeQ4(pool, w.data(), rows, cols, group);
+        const double gptqErr = outputError(x, tokens, w, quant::dequantizeQ4(*q), rows, cols);
+        const double rtnErr = outputError(x, tokens, w, quant::dequantizeQ4(rtn), rows, cols);
+        ASSERT_TRUE(std::isfinite(gptqErr));
+        std::printf("%s: output error GPTQ %.4e, RTN %.4e\n", what.c_str(), gptqErr, rtnErr);
+        EXPECT_LT(gptqErr, 0.8 * rtnErr) << what;
+        EXPECT_NE(q->qweight, rtn.qweight) << what;
+        if (rangeSearch)
+          continue;
+        if (actOrder) { // static groups: the codings are RTN's, only the values move
+          EXPECT_EQ(q->scales, rtn.scales) << what;
+          EXPECT_EQ(q->zeros, rtn.zeros) << what;
+        } else { // the first group of a row sees no compensation yet
+          for (int64_t n = 0; n < rows; ++n)
+            ASSERT_EQ(q->scales[n * groups], rtn.scales[n * groups]) << what;
+        }
       }
-      EXPECT_NE(q->qweight, rtn.qweight);
-    }
 }
 
 TEST(Gptq, InputsThatWereAlwaysZeroQuantizeToZero) {

@@ -391,7 +391,7 @@ TEST(QuantizeBuild, OptionErrorsNameTheOption) {
               o.quantize = "awq";
               o.calibFile = "x.txt";
               o.gptqActOrder = true;
-            }).find("--gptq-act-order applies to --quantize gptq only"),
+            }).find("--gptq-act-order and --no-gptq-range-search apply to --quantize gptq only"),
             std::string::npos);
   EXPECT_NE(failure([](BuildOptions &o) {
               o.quantize = "awq";
@@ -406,6 +406,11 @@ TEST(QuantizeBuild, OptionErrorsNameTheOption) {
             }).find("--no-awq-clip apply to --quantize awq only"),
             std::string::npos);
   EXPECT_NE(failure([](BuildOptions &o) { o.calibFile = "x.txt"; }).find("need --quantize awq"),
+            std::string::npos);
+  EXPECT_NE(failure([](BuildOptions &o) {
+              o.quantize = "rtn";
+              o.noGptqRangeSearch = true;
+            }).find("--no-gptq-range-search apply to --quantize gptq only"),
             std::string::npos);
   EXPECT_NE(failure([](BuildOptions &o) {
               o.quantize = "awq";
