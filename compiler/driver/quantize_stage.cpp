@@ -119,6 +119,26 @@ Status checkMaterializable(mlir::ModuleOp module, const BuildOptions &options) {
                        "with the weights generated at load time");
 }
 
+// GPTQ keeps X^T X [K, K] f32 per group until the group is rounded: refuse
+// (rather than be killed for memory) when those would not fit.
+Status checkGramMemory(const std::vector<LinearGroup> &groups, const BuildOptions &options) {
+  uint64_t limit = options.materializeLimitBytes;
+  if (limit == 0)
+    limit = static_cast<uint64_t>(sysconf(_SC_PHYS_PAGES)) *
+            static_cast<uint64_t>(sysconf(_SC_PAGE_SIZE));
+  uint64_t bytes = 0;
+  for (const LinearGroup &g : groups)
+    bytes += 4 * static_cast<uint64_t>(g.cols) * static_cast<uint64_t>(g.cols);
+  if (bytes <= limit / 2)
+    return Status::ok();
+  char text[160];
+  std::snprintf(text, sizeof(text),
+                "--quantize gptq keeps X^T X per linear group: %.1f GB of f32, more than half "
+                "of the %.1f GB of memory here",
+                static_cast<double>(bytes) / 1e9, static_cast<double>(limit) / 1e9);
+  return Status::error(std::string(text) + "; use --quantize awq or rtn for this model");
+}
+
 // Tokenizes --calib and runs the model over it (quant::calibrate).
 Expected<std::vector<quant::GroupActivations>>
 runCalibration(quant::ForwardInterpreter &model, const std::vector<LinearGroup> &groups,
@@ -212,6 +232,8 @@ Expected<QuantizeOutcome> prepareQuantization(mlir::ModuleOp module, const Weigh
   std::vector<LinearGroup> groups = findLinearGroups(forward);
   std::vector<quant::GroupActivations> activations;
   std::unique_ptr<quant::ForwardInterpreter> model;
+  if (outcome.config.method == QuantizeMethod::Gptq)
+    LLMC_RETURN_IF_ERROR(checkGramMemory(groups, options));
   if (outcome.config.method != QuantizeMethod::Rtn) {
     quant::CalibrationOptions calib;
     calib.maxTokens = options.calibTokens;

@@ -370,6 +370,17 @@ TEST(QuantizeBuild, SyntheticAwqThatWouldNotFitInMemoryIsRefused) {
   EXPECT_TRUE(fits.isOk()) << fits.message();
 }
 
+TEST(QuantizeBuild, GptqWhoseHessiansWouldNotFitInMemoryIsRefused) {
+  BuildOptions options = qwen2("gptq-limit");
+  options.quantize = "gptq";
+  options.calibFile = calibrationFile();
+  options.materializeLimitBytes = 1000;
+  std::string message = build(options).message();
+  EXPECT_NE(message.find("--quantize gptq keeps X^T X per linear group"), std::string::npos)
+      << message;
+  EXPECT_NE(message.find("use --quantize awq or rtn"), std::string::npos) << message;
+}
+
 TEST(QuantizeBuild, OptionErrorsNameTheOption) {
   auto failure = [](const std::function<void(BuildOptions &)> &edit) {
     BuildOptions options = qwen2("bad");
