@@ -304,7 +304,8 @@ def LlmQuantize : Pass<"llm-quantize", "mlir::ModuleOp"> {
   let dependentDialects = ["llmc::llm::LlmDialect"];
   let options = [
     Option<"method", "method", "std::string", /*default=*/"\"rtn\"",
-           "rtn (round to nearest) or awq (activation-aware scales, Lin et al. 2024)">,
+           "rtn (round to nearest), awq (activation-aware scales, Lin et al. 2024) or "
+           "gptq (the IR as rtn; the driver rounds with GPTQ's error compensation)">,
     Option<"groupSize", "group-size", "int64_t", /*default=*/"128",
            "Input columns per scale and zero point">,
     Option<"scalesOnly", "scales-only", "bool", /*default=*/"false",

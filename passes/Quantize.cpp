@@ -172,7 +172,7 @@ void quantizeLinears(mlir::func::FuncOp func, int64_t groupSize, WeightRewriter 
 }
 
 std::string summarize(const QuantizeConfig &config, const Counts &c) {
-  std::string text = config.method == QuantizeMethod::Awq ? "awq" : "rtn";
+  std::string text = quantizeMethodName(config.method);
   text += " group " + std::to_string(config.groupSize) + ": ";
   if (!config.scalesOnly)
     text += std::to_string(c.quantized) + " linear weights -> int4 (" +
@@ -189,19 +189,21 @@ class LlmQuantizePass : public impl::LlmQuantizeBase<LlmQuantizePass> {
 public:
   using LlmQuantizeBase::LlmQuantizeBase;
   LlmQuantizePass(const QuantizeConfig &config, std::string *summary) : summary_(summary) {
-    method = config.method == QuantizeMethod::Awq ? "awq" : "rtn";
+    method = quantizeMethodName(config.method);
     groupSize = config.groupSize;
     scalesOnly = config.scalesOnly;
   }
 
   void runOnOperation() override {
     QuantizeConfig config;
-    if (method != "rtn" && method != "awq") {
+    if (method != "rtn" && method != "awq" && method != "gptq") {
       getOperation().emitError() << "llm-quantize: method '" << method
-                                 << "' is not one of rtn, awq";
+                                 << "' is not one of rtn, awq, gptq";
       return signalPassFailure();
     }
-    config.method = method == "awq" ? QuantizeMethod::Awq : QuantizeMethod::Rtn;
+    config.method = method == "awq"    ? QuantizeMethod::Awq
+                    : method == "gptq" ? QuantizeMethod::Gptq
+                                       : QuantizeMethod::Rtn;
     if (groupSize <= 0) {
       getOperation().emitError() << "llm-quantize: group-size must be positive, got "
                                  << static_cast<int64_t>(groupSize);
@@ -236,6 +238,18 @@ private:
 };
 
 } // namespace
+
+const char *quantizeMethodName(QuantizeMethod method) {
+  switch (method) {
+  case QuantizeMethod::Rtn:
+    return "rtn";
+  case QuantizeMethod::Awq:
+    return "awq";
+  case QuantizeMethod::Gptq:
+    return "gptq";
+  }
+  return "rtn";
+}
 
 std::string LinearGroup::label() const {
   std::vector<std::string> names;

@@ -76,7 +76,12 @@ std::string q4WeightName(llvm::StringRef floatWeightName);
 // The name of a float weight whose values the pass rescaled: "<name>.awq_scaled".
 std::string awqScaledName(llvm::StringRef name);
 
-enum class QuantizeMethod { Rtn, Awq };
+// Gptq rewrites the IR as Rtn does (int4 weights, nothing renamed); only the
+// driver's rounding differs.
+enum class QuantizeMethod { Rtn, Awq, Gptq };
+
+// "rtn", "awq", "gptq".
+const char *quantizeMethodName(QuantizeMethod method);
 
 struct QuantizeConfig {
   QuantizeMethod method = QuantizeMethod::Rtn;

@@ -148,14 +148,20 @@ int main(int argc, char **argv) {
       ->delimiter(',');
 
   build->add_option("--quantize", options.quantize,
-                    "int4 weights for the linear layers: rtn (round to nearest) or awq "
-                    "(activation-aware, needs --calib)");
+                    "int4 weights for the linear layers: rtn (round to nearest), awq "
+                    "(activation-aware, needs --calib) or gptq (error compensation, needs --calib)");
   build->add_option("--group-size", options.groupSize,
                     "int4 input columns per f16 scale and zero point: 32, 64 or 128 (default)");
-  build->add_option("--calib", options.calibFile, "AWQ calibration text (UTF-8)");
+  build->add_option("--calib", options.calibFile, "AWQ/GPTQ calibration text (UTF-8)");
   build->add_option("--calib-tokens", options.calibTokens,
-                    "Calibration tokens AWQ reads from --calib (default 8192)");
-  build->add_flag("--awq-clip", options.awqClip, "AWQ: also search a clipping range per group");
+                    "Calibration tokens AWQ/GPTQ read from --calib (default 8192)");
+  build->add_flag("--awq-clip", options.awqClip,
+                  "AWQ: search a clipping range per group (the default)");
+  build->add_flag("--no-awq-clip", options.noAwqClip, "AWQ: scales only, no clipping search");
+  build->add_flag("--gptq-act-order", options.gptqActOrder,
+                  "GPTQ: quantize columns by decreasing activation energy");
+  build->add_flag("--no-gptq-range-search", options.noGptqRangeSearch,
+                  "GPTQ: each group keeps its full range (no shrink search)");
   build->add_flag("--allow-nonfinite-weights", options.allowNonFiniteWeights,
                   "Build even when weights hold NaN or Inf values (warn instead of refusing)");
 

@@ -37,11 +37,14 @@ struct BuildOptions {
   int jobs = 0;                       // kernel compile threads (0 = all cores)
   int optimizationLevel = 1;          // -O0: no fusion; -O1 (default): every fusion pass
   std::vector<std::string> noFuse;    // --no-fuse: qkv, swiglu, head, norm, residual, rope
-  std::string quantize;               // --quantize: "" (none), "rtn" or "awq"
+  std::string quantize;               // --quantize: "" (none), "rtn", "awq" or "gptq"
   int64_t groupSize = 128;            // --group-size: int4 columns per scale/zero
   std::string calibFile;              // --calib: AWQ calibration text
   int64_t calibTokens = 8192;         // --calib-tokens: calibration ids used
-  bool awqClip = false;               // --awq-clip: AWQ's weight clipping search
+  bool awqClip = false;               // --awq-clip: AWQ's weight clipping search (the default)
+  bool noAwqClip = false;             // --no-awq-clip: AWQ without the clipping search
+  bool gptqActOrder = false;          // --gptq-act-order: GPTQ columns by decreasing H[k][k]
+  bool noGptqRangeSearch = false;     // --no-gptq-range-search: GPTQ groups keep their full range
   bool awqScalesOnly = false;         // tests: fold AWQ scales, keep float weights
   std::optional<float> awqFixedAlpha; // tests: this alpha instead of the search
   // Most bytes `--synthetic-weights --quantize awq` may materialize as f32

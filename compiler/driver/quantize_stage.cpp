@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstdint>
 #include <cstdio>
 #include <set>
 
@@ -20,19 +21,29 @@ namespace {
 
 Status checkOptions(const BuildOptions &o) {
   if (o.quantize.empty()) {
-    if (!o.calibFile.empty() || o.awqClip)
-      return Status::error("--calib and --awq-clip need --quantize awq");
+    if (!o.calibFile.empty() || o.awqClip || o.noAwqClip || o.gptqActOrder ||
+        o.noGptqRangeSearch)
+      return Status::error("--calib and the --awq-* and --gptq-* options need --quantize awq or "
+                           "gptq");
     return Status::ok();
   }
-  if (o.quantize != "rtn" && o.quantize != "awq")
-    return Status::error("--quantize '" + o.quantize + "' is not supported; use rtn or awq");
+  if (o.quantize != "rtn" && o.quantize != "awq" && o.quantize != "gptq")
+    return Status::error("--quantize '" + o.quantize +
+                         "' is not supported; use rtn, awq or gptq");
   if (!hd::q4ValidGroupSize(o.groupSize))
     return Status::error("--group-size " + std::to_string(o.groupSize) +
                          " is not a positive multiple of 32 (use 32, 64 or 128)");
-  if (o.quantize == "awq" && o.calibFile.empty())
-    return Status::error("--quantize awq needs calibration text: --calib FILE");
-  if (o.quantize == "rtn" && (!o.calibFile.empty() || o.awqClip))
-    return Status::error("--calib and --awq-clip apply to --quantize awq only");
+  if (o.quantize != "rtn" && o.calibFile.empty())
+    return Status::error("--quantize " + o.quantize + " needs calibration text: --calib FILE");
+  if (o.quantize == "rtn" && !o.calibFile.empty())
+    return Status::error("--calib applies to --quantize awq or gptq only");
+  if (o.quantize != "awq" && (o.awqClip || o.noAwqClip))
+    return Status::error("--awq-clip and --no-awq-clip apply to --quantize awq only");
+  if (o.awqClip && o.noAwqClip)
+    return Status::error("--awq-clip and --no-awq-clip contradict each other; give one");
+  if (o.quantize != "gptq" && (o.gptqActOrder || o.noGptqRangeSearch))
+    return Status::error("--gptq-act-order and --no-gptq-range-search apply to --quantize gptq "
+                         "only");
   if (o.calibTokens < 2)
     return Status::error("--calib-tokens " + std::to_string(o.calibTokens) +
                          " is too small (at least 2; a few thousand is typical)");
@@ -108,14 +119,36 @@ Status checkMaterializable(mlir::ModuleOp module, const BuildOptions &options) {
                        "with the weights generated at load time");
 }
 
+// GPTQ keeps X^T X [K, K] f32 per group until the group is rounded: refuse
+// (rather than be killed for memory) when those would not fit.
+Status checkGramMemory(const std::vector<LinearGroup> &groups, const BuildOptions &options) {
+  uint64_t limit = options.materializeLimitBytes;
+  if (limit == 0)
+    limit = static_cast<uint64_t>(sysconf(_SC_PHYS_PAGES)) *
+            static_cast<uint64_t>(sysconf(_SC_PAGE_SIZE));
+  uint64_t bytes = 0;
+  for (const LinearGroup &g : groups)
+    bytes += 4 * static_cast<uint64_t>(g.cols) * static_cast<uint64_t>(g.cols);
+  if (bytes <= limit / 2)
+    return Status::ok();
+  char text[160];
+  std::snprintf(text, sizeof(text),
+                "--quantize gptq keeps X^T X per linear group: %.1f GB of f32, more than half "
+                "of the %.1f GB of memory here",
+                static_cast<double>(bytes) / 1e9, static_cast<double>(limit) / 1e9);
+  return Status::error(std::string(text) + "; use --quantize awq or rtn for this model");
+}
+
 // Tokenizes --calib and runs the model over it (quant::calibrate).
 Expected<std::vector<quant::GroupActivations>>
 runCalibration(quant::ForwardInterpreter &model, const std::vector<LinearGroup> &groups,
                const Tokenizer &tokenizer, const quant::CalibrationOptions &calib,
-               const BuildOptions &options, const quant::Progress &progress, std::string *detail) {
+               const BuildOptions &options, ThreadPool &pool, const quant::Progress &progress,
+               std::string *detail) {
   LLMC_ASSIGN_OR_RETURN(std::string text, readTextFile(options.calibFile));
   LLMC_ASSIGN_OR_RETURN(std::vector<int32_t> ids, tokenizer.tryEncode(text, false));
-  auto activations = quant::calibrate(model, groups, ids, tokenizer.bosId(), calib, progress);
+  auto activations =
+      quant::calibrate(model, groups, ids, tokenizer.bosId(), calib, pool, progress);
   if (!activations)
     return activations.status().withContext(options.calibFile);
   *detail = "calibrated on " +
@@ -171,7 +204,11 @@ Expected<QuantizeOutcome> prepareQuantization(mlir::ModuleOp module, const Weigh
   auto forward = module.lookupSymbol<mlir::func::FuncOp>("forward");
   if (!forward)
     return Status::error("the module has no func.func @forward");
-  outcome.config.method = options.quantize == "awq" ? QuantizeMethod::Awq : QuantizeMethod::Rtn;
+  outcome.config.method = options.quantize == "awq"    ? QuantizeMethod::Awq
+                          : options.quantize == "gptq" ? QuantizeMethod::Gptq
+                                                       : QuantizeMethod::Rtn;
+  const bool clip = outcome.config.method == QuantizeMethod::Awq && !options.noAwqClip &&
+                    !options.awqScalesOnly;
   outcome.config.groupSize = options.groupSize;
   outcome.config.scalesOnly = options.awqScalesOnly;
   if (options.syntheticSeed && outcome.config.method == QuantizeMethod::Rtn) {
@@ -195,19 +232,27 @@ Expected<QuantizeOutcome> prepareQuantization(mlir::ModuleOp module, const Weigh
   std::vector<LinearGroup> groups = findLinearGroups(forward);
   std::vector<quant::GroupActivations> activations;
   std::unique_ptr<quant::ForwardInterpreter> model;
-  if (outcome.config.method == QuantizeMethod::Awq) {
+  if (outcome.config.method == QuantizeMethod::Gptq)
+    LLMC_RETURN_IF_ERROR(checkGramMemory(groups, options));
+  if (outcome.config.method != QuantizeMethod::Rtn) {
     quant::CalibrationOptions calib;
     calib.maxTokens = options.calibTokens;
     calib.window = std::min<int64_t>(512, maxSeqLen);
+    // GPTQ: the whole X^T X per group; AWQ's clipping: its group-size blocks.
+    calib.gramBlock = outcome.config.method == QuantizeMethod::Gptq ? INT64_MAX
+                      : clip                                        ? options.groupSize
+                                                                    : 0;
     LLMC_ASSIGN_OR_RETURN(
         model, quant::ForwardInterpreter::create(forward, *outcome.source, pool,
                                                  std::max(calib.window, calib.sampleRows)));
     LLMC_ASSIGN_OR_RETURN(activations, runCalibration(*model, groups, tokenizer, calib, options,
-                                                      progress, &outcome.detail));
+                                                      pool, progress, &outcome.detail));
   }
   quant::QuantizeSettings settings;
   settings.config = outcome.config;
-  settings.clip = options.awqClip;
+  settings.clip = clip;
+  settings.actOrder = options.gptqActOrder;
+  settings.gptqRangeSearch = !options.noGptqRangeSearch;
   settings.fixedAlpha = options.awqFixedAlpha;
   LLMC_ASSIGN_OR_RETURN(outcome.groups,
                         quant::quantizeGroups(groups, activations.empty() ? nullptr : &activations,
@@ -215,7 +260,7 @@ Expected<QuantizeOutcome> prepareQuantization(mlir::ModuleOp module, const Weigh
                                               *outcome.derived, progress));
   Totals totals(outcome.groups);
   std::string errors = "weight error " + ratio(totals.weight, totals.weightNorm);
-  if (outcome.config.method == QuantizeMethod::Awq)
+  if (outcome.config.method != QuantizeMethod::Rtn)
     errors = "output error " + ratio(totals.output, totals.outputNorm) + " (RTN " +
              ratio(totals.rtnOutput, totals.outputNorm) + "), " + errors + " (RTN " +
              ratio(totals.rtnWeight, totals.weightNorm) + ")";
@@ -226,13 +271,15 @@ Expected<QuantizeOutcome> prepareQuantization(mlir::ModuleOp module, const Weigh
 std::vector<std::string> describeQuantization(const QuantizeOutcome &outcome) {
   std::vector<std::string> lines;
   const bool awq = outcome.config.method == QuantizeMethod::Awq;
+  const bool calibrated = outcome.config.method != QuantizeMethod::Rtn;
   for (const quant::GroupReport &g : outcome.groups) {
     char alpha[32];
     std::snprintf(alpha, sizeof(alpha), "%.2f", g.alpha);
     std::string line = "quantize:   " + g.label + ": ";
     if (awq)
-      line += (g.scaled ? "alpha " + std::string(alpha) : "not scalable (RTN)") +
-              ", output error " + ratio(g.outputError, g.outputNorm) + " (RTN " +
+      line += (g.scaled ? "alpha " + std::string(alpha) : "not scalable (RTN)") + ", ";
+    if (calibrated)
+      line += "output error " + ratio(g.outputError, g.outputNorm) + " (RTN " +
               ratio(g.rtnOutputError, g.outputNorm) + "), ";
     line += "weight error " + ratio(g.weightError, g.weightNorm) + " (RTN " +
             ratio(g.rtnWeightError, g.weightNorm) + ")";

@@ -128,25 +128,47 @@ std::vector<float> applyScales(const Matrix &w, const std::vector<float> &colSca
   return out;
 }
 
-// AWQ's clipping search on scaled weights w [rows, cols] against the scaled
-// inputs x [samples, cols]: per (row, group), the clamp ratio whose
-// quantized group minimizes the error of its partial dot products,
-// d^T C d with d = Q(clamp(w)) - w and C = x_g^T x_g / samples.
-void clipWeights(ThreadPool &pool, std::vector<float> &w, int64_t rows, int64_t cols,
-                 int64_t groupSize, const std::vector<float> &x, int64_t samples) {
-  const int64_t groups = (cols + groupSize - 1) / groupSize;
+// The input covariance of each group of columns, C_g = x_g^T x_g / rows,
+// for the scaled inputs x / s (colScale s; empty: 1): from the calibration's
+// diagonal gram blocks over every token when they match the group size,
+// else from the sampled rows.
+std::vector<std::vector<float>> groupCovariances(const GroupActivations &act, int64_t groupSize,
+                                                 const std::vector<float> &colScale) {
+  const int64_t cols = act.cols, groups = (cols + groupSize - 1) / groupSize;
+  auto s = [&](int64_t k) { return colScale.empty() ? 1.0f : colScale[k]; };
   std::vector<std::vector<float>> cov(groups);
+  const bool fromGram = act.gramBlock == groupSize && act.totalRows > 0;
+  const float *gram = act.gram.data();
   for (int64_t g = 0; g < groups; ++g) {
     const int64_t begin = g * groupSize, size = std::min(groupSize, cols - begin);
     std::vector<float> &c = cov[g];
     c.assign(size * size, 0.0f);
-    for (int64_t t = 0; t < samples; ++t) {
-      const float *xt = x.data() + t * cols + begin;
+    if (fromGram) {
       for (int64_t i = 0; i < size; ++i)
         for (int64_t j = 0; j < size; ++j)
-          c[i * size + j] += xt[i] * xt[j] / static_cast<float>(samples);
+          c[i * size + j] = gram[i * size + j] / static_cast<float>(act.totalRows) /
+                            (s(begin + i) * s(begin + j));
+      gram += size * size;
+      continue;
+    }
+    for (int64_t t = 0; t < act.sampleRows; ++t) {
+      const float *xt = act.sample.data() + t * cols + begin;
+      for (int64_t i = 0; i < size; ++i)
+        for (int64_t j = 0; j < size; ++j)
+          c[i * size + j] += xt[i] * xt[j] / (s(begin + i) * s(begin + j)) /
+                             static_cast<float>(act.sampleRows);
     }
   }
+  return cov;
+}
+
+// AWQ's clipping search on scaled weights w [rows, cols] with the scaled
+// inputs' covariances `cov` (groupCovariances): per (row, group), the clamp
+// ratio whose quantized group minimizes the error of its partial dot
+// products, d^T C d with d = Q(clamp(w)) - w.
+void clipWeights(ThreadPool &pool, std::vector<float> &w, int64_t rows, int64_t cols,
+                 int64_t groupSize, const std::vector<std::vector<float>> &cov) {
+  const int64_t groups = (cols + groupSize - 1) / groupSize;
   constexpr int kRatios = 10, kGrid = 20; // AWQ: max_shrink 0.5, n_grid 20
   pool.parallelFor(
       rows,
@@ -250,7 +272,9 @@ public:
 
   Status run(const Progress &progress) {
     const std::string search = awq() ? "AWQ search" : "measuring";
-    const std::string pack = settings_.config.scalesOnly ? "scaling" : "packing int4";
+    const std::string packing = settings_.config.scalesOnly ? "scaling"
+                             : gptq()                    ? "GPTQ"
+                                                         : "packing int4";
     for (size_t g = 0; g < groups_.size(); ++g) {
       if (progress)
         progress(search, g, groups_.size());
@@ -260,11 +284,11 @@ public:
       progress(search, groups_.size(), groups_.size());
     for (size_t g = 0; g < groups_.size(); ++g) {
       if (progress)
-        progress(pack, g, groups_.size());
+        progress(packing, g, groups_.size());
       LLMC_RETURN_IF_ERROR(materialize(g));
     }
     if (progress)
-      progress(pack, groups_.size(), groups_.size());
+      progress(packing, groups_.size(), groups_.size());
     return Status::ok();
   }
 
@@ -279,6 +303,7 @@ private:
   };
 
   bool awq() const { return settings_.config.method == QuantizeMethod::Awq; }
+  bool gptq() const { return settings_.config.method == QuantizeMethod::Gptq; }
   bool scaled(size_t g) const { return awq() && groups_[g].scalable(); }
 
   // Null when the group has no calibration sample (RTN).
@@ -435,24 +460,24 @@ private:
     std::vector<float> stored = applyScales(w, colScale, rowScale);
     const bool quantize = !settings_.config.scalesOnly;
     const GroupActivations *act = activations_ ? &(*activations_)[g] : nullptr;
-    if (quantize && settings_.clip && act != nullptr && act->sampleRows > 0 &&
-        !feedsAttentionScores(linear)) {
-      std::vector<float> x = act->sample; // the inputs the scaled weights see: x / s
-      if (!colScale.empty())
-        for (int64_t t = 0; t < act->sampleRows; ++t)
-          for (int64_t k = 0; k < w.cols; ++k)
-            x[t * w.cols + k] /= colScale[k];
-      clipWeights(pool_, stored, w.rows, w.cols, settings_.config.groupSize, x, act->sampleRows);
-    }
-    Matrix eff{w.rows, w.cols,
-               effectiveWeights(pool_, stored, w.rows, w.cols, settings_.config.groupSize, colScale,
-                                rowScale, quantize)};
+    if (quantize && awq() && settings_.clip && act != nullptr && act->sampleRows > 0 &&
+        !feedsAttentionScores(linear))
+      clipWeights(pool_, stored, w.rows, w.cols, settings_.config.groupSize,
+                  groupCovariances(*act, settings_.config.groupSize, colScale));
     if (!quantize) {
+      Matrix eff{w.rows, w.cols,
+                 effectiveWeights(pool_, stored, w.rows, w.cols, settings_.config.groupSize,
+                                  colScale, rowScale, false)};
       if (!colScale.empty() || !rowScale.empty())
         out_.addOwned(awqScaledName(name), std::move(stored), {w.rows, w.cols});
       return eff;
     }
-    Q4Tensor q = quantizeQ4(pool_, stored.data(), w.rows, w.cols, settings_.config.groupSize);
+    LLMC_ASSIGN_OR_RETURN(Q4Tensor q, pack(name, stored, w, act));
+    Matrix eff{w.rows, w.cols, dequantizeQ4(q)};
+    for (int64_t n = 0; n < w.rows; ++n)
+      for (int64_t k = 0; k < w.cols; ++k)
+        eff.values[n * w.cols + k] *= (rowScale.empty() ? 1.0f : rowScale[n]) /
+                                      (colScale.empty() ? 1.0f : colScale[k]);
     const std::string base = q4WeightName(name);
     const int64_t words = static_cast<int64_t>(q.qweight.size()) / w.rows;
     const int64_t groups = static_cast<int64_t>(q.scales.size()) / w.rows;
@@ -460,6 +485,25 @@ private:
     out_.addOwned(q4TensorName(base, Q4Part::Scales), std::move(q.scales), {w.rows, groups});
     out_.addOwned(q4TensorName(base, Q4Part::Zeros), std::move(q.zeros), {w.rows, groups});
     return eff;
+  }
+
+  // The int4 coding of the stored weights: GPTQ under the group's gram, or
+  // round to nearest.
+  Expected<Q4Tensor> pack(const std::string &name, const std::vector<float> &stored,
+                          const Matrix &w, const GroupActivations *act) {
+    if (!gptq())
+      return quantizeQ4(pool_, stored.data(), w.rows, w.cols, settings_.config.groupSize);
+    if (act == nullptr || act->gramBlock < w.cols || act->totalRows == 0)
+      return Status::error("weight '" + name + "': GPTQ needs the calibration's X^T X");
+    GptqOptions options;
+    options.groupSize = settings_.config.groupSize;
+    options.actOrder = settings_.actOrder;
+    options.dampening = settings_.gptqDampening;
+    options.rangeSearch = settings_.gptqRangeSearch;
+    auto q = gptqQuantize(pool_, stored.data(), w.rows, w.cols, act->gram, options);
+    if (!q)
+      return q.status().withContext("weight '" + name + "'");
+    return q;
   }
 
   const std::vector<LinearGroup> &groups_;
@@ -481,8 +525,8 @@ quantizeGroups(const std::vector<LinearGroup> &groups,
                const std::vector<GroupActivations> *activations, ForwardInterpreter *model,
                const WeightTable &source, const QuantizeSettings &settings, ThreadPool &pool,
                WeightTable &out, const Progress &progress) {
-  if (settings.config.method == QuantizeMethod::Awq && activations == nullptr)
-    return Status::error("AWQ needs calibration activations");
+  if (settings.config.method != QuantizeMethod::Rtn && activations == nullptr)
+    return Status::error("AWQ and GPTQ need calibration activations");
   if (activations != nullptr && activations->size() != groups.size())
     return Status::error("internal: calibration data for " + std::to_string(activations->size()) +
                          " groups, " + std::to_string(groups.size()) + " expected");

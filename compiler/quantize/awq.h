@@ -11,10 +11,13 @@
 // the producing linear), and with clipping each (row, group) of the scaled
 // weights may be clamped to [-r max|w|, r max|w|], r = 1 - i / 20 (i < 10),
 // keeping the r whose error on X is smallest (q/k projections excepted).
+// GPTQ (quantize/gptq.h) instead rounds each linear with error compensation
+// under its group's X^T X; no scales.
 #pragma once
 
 #include "passes/Quantize.h"
 #include "quantize/calibration.h"
+#include "quantize/gptq.h"
 #include "quantize/interpreter.h"
 #include "quantize/weight_table.h"
 #include "support/thread_pool.h"
@@ -27,7 +30,10 @@ namespace llmc::quant {
 
 struct QuantizeSettings {
   QuantizeConfig config;           // method, group size, scales only
-  bool clip = false;               // --awq-clip
+  bool clip = false;               // AWQ's clipping search (on unless --no-awq-clip)
+  bool actOrder = false;           // GPTQ: --gptq-act-order
+  bool gptqRangeSearch = true;     // GPTQ: off with --no-gptq-range-search
+  double gptqDampening = 0.01;     // GPTQ: times the mean of H's diagonal
   int gridPoints = 20;             // alphas 0, 1/20, ..., 19/20
   std::optional<float> fixedAlpha; // tests: use this alpha, no search
 };
@@ -49,7 +55,8 @@ struct GroupReport {
 
 // Computes every tensor the quantize pass's rewritten IR names (q4 parts
 // "<p>.qweight/.scales/.zeros", "<name>.awq_scaled") from the float weights
-// in `source`, into `out`. AWQ needs `activations` (one per group) and the
+// in `source`, into `out`. AWQ and GPTQ need `activations` (one per group;
+// GPTQ with the whole gram, AWQ's clipping its diagonal blocks) and the
 // calibrated `model`, which evaluates a group's block output (AWQ's
 // "module to inspect": attention + o_proj after q/k/v, the MLP after
 // gate/up; other groups are measured on their own outputs). RTN needs

@@ -1,5 +1,7 @@
 #include "quantize/calibration.h"
 
+#include "cpu/matmul.h"
+
 #include <llvm/ADT/DenseMap.h>
 
 #include <algorithm>
@@ -32,7 +34,8 @@ std::vector<std::vector<int32_t>> makeWindows(const std::vector<int32_t> &ids,
 class Collector {
 public:
   Collector(const std::vector<LinearGroup> &groups, int64_t windows,
-            const CalibrationOptions &options) {
+            const CalibrationOptions &options, ThreadPool &pool)
+      : pool_(pool) {
     const int64_t sampled = std::max<int64_t>(1, std::min(windows, options.sampleWindows));
     stride_ = windows / sampled;
     lastSampled_ = stride_ * (sampled - 1);
@@ -40,8 +43,13 @@ public:
     stats_.resize(groups.size());
     for (size_t g = 0; g < groups.size(); ++g) {
       index_[groups[g].input] = g;
-      stats_[g].cols = groups[g].cols;
+      GroupActivations &stats = stats_[g];
+      stats.cols = groups[g].cols;
       absSums_.emplace_back(groups[g].cols, 0.0);
+      if (options.gramBlock > 0) {
+        stats.gramBlock = std::min(options.gramBlock, stats.cols);
+        stats.gram.assign(gramSize(stats), 0.0f);
+      }
     }
   }
 
@@ -53,9 +61,12 @@ public:
     for (int64_t r = 0; r < rows; ++r)
       for (int64_t c = 0; c < width; ++c)
         sums[c] += std::fabs(data[r * width + c]);
+    GroupActivations &stats = stats_[it->second];
+    stats.totalRows += rows;
+    if (stats.gramBlock > 0)
+      accumulateGram(stats, data, rows);
     if (window_ % stride_ != 0 || window_ > lastSampled_)
       return;
-    GroupActivations &stats = stats_[it->second];
     int64_t kept = std::min(rows, prefix_);
     stats.sample.insert(stats.sample.end(), data, data + kept * width);
     stats.sampleRows += kept;
@@ -77,6 +88,33 @@ public:
   }
 
 private:
+  static int64_t gramSize(const GroupActivations &s) {
+    int64_t size = 0;
+    for (int64_t b = 0; b < s.cols; b += s.gramBlock) {
+      const int64_t n = std::min(s.gramBlock, s.cols - b);
+      size += n * n;
+    }
+    return size;
+  }
+
+  // gram += X^T X per diagonal block, X [rows, cols]: the block's columns
+  // transposed [n, rows] times themselves, on the CPU matmul (f32).
+  void accumulateGram(GroupActivations &s, const float *x, int64_t rows) {
+    transposed_.resize(s.cols * rows);
+    for (int64_t r = 0; r < rows; ++r)
+      for (int64_t c = 0; c < s.cols; ++c)
+        transposed_[c * rows + r] = x[r * s.cols + c];
+    float *out = s.gram.data();
+    for (int64_t b = 0; b < s.cols; b += s.gramBlock) {
+      const int64_t n = std::min(s.gramBlock, s.cols - b);
+      const float *xt = transposed_.data() + b * rows;
+      cpu::matmul(pool_, xt, n, {xt, DType::F32, n, rows}, nullptr, 1.0f, out);
+      out += n * n;
+    }
+  }
+
+  ThreadPool &pool_;
+  std::vector<float> transposed_;
   llvm::DenseMap<mlir::Value, size_t> index_;
   std::vector<GroupActivations> stats_;
   std::vector<std::vector<double>> absSums_;
@@ -89,7 +127,7 @@ private:
 Expected<std::vector<GroupActivations>>
 calibrate(ForwardInterpreter &model, const std::vector<LinearGroup> &groups,
           const std::vector<int32_t> &ids, std::optional<int32_t> bos,
-          const CalibrationOptions &options, const Progress &progress) {
+          const CalibrationOptions &options, ThreadPool &pool, const Progress &progress) {
   if (ids.size() < 2)
     return Status::error("the calibration text has " + std::to_string(ids.size()) +
                          " tokens; AWQ needs at least 2 (a few thousand is typical)");
@@ -98,7 +136,7 @@ calibrate(ForwardInterpreter &model, const std::vector<LinearGroup> &groups,
   int64_t totalRows = 0;
   for (const auto &w : windows)
     totalRows += static_cast<int64_t>(w.size());
-  Collector collector(groups, static_cast<int64_t>(windows.size()), options);
+  Collector collector(groups, static_cast<int64_t>(windows.size()), options, pool);
   int64_t done = 0;
   for (const auto &w : windows) {
     if (progress)

@@ -6,6 +6,7 @@
 
 #include "passes/Quantize.h"
 #include "quantize/interpreter.h"
+#include "support/thread_pool.h"
 
 #include <cstdint>
 #include <functional>
@@ -27,6 +28,12 @@ struct GroupActivations {
   int64_t sampleRows = 0;
   std::vector<int64_t> sequences; // lengths of the sampled sequences, in order
   int64_t cols = 0;
+  // X^T X over every calibration row X [rows, K] (CalibrationOptions::gram):
+  // the whole [K, K] (GPTQ's Hessian, up to a factor), or only its diagonal
+  // blocks [ceil(K / B)][b, b] (b = B, the last one ragged; AWQ's clipping).
+  std::vector<float> gram;
+  int64_t gramBlock = 0; // 0: none; >= cols: the whole matrix; else B
+  int64_t totalRows = 0; // rows the mean |x| and gram are over
 };
 
 struct CalibrationOptions {
@@ -34,6 +41,10 @@ struct CalibrationOptions {
   int64_t window = 512;      // rows per forward pass, BOS included
   int64_t sampleRows = 512;  // rows kept per group for the searches
   int64_t sampleWindows = 4; // ... taken as prefixes of this many windows
+  // Which part of X^T X to accumulate per group (GroupActivations::gram):
+  // 0 none, >= K the whole matrix (K^2 floats per group), else the
+  // diagonal blocks of this size (K * B floats).
+  int64_t gramBlock = 0;
 };
 
 // Feeds `ids` (the text without BOS, cut to maxTokens) as windows of
@@ -42,6 +53,7 @@ struct CalibrationOptions {
 Expected<std::vector<GroupActivations>>
 calibrate(ForwardInterpreter &model, const std::vector<LinearGroup> &groups,
           const std::vector<int32_t> &ids, std::optional<int32_t> bos,
-          const CalibrationOptions &options, const Progress &progress = nullptr);
+          const CalibrationOptions &options, ThreadPool &pool,
+          const Progress &progress = nullptr);
 
 } // namespace llmc::quant

@@ -6,9 +6,7 @@
 #include <algorithm>
 
 namespace llmc::quant {
-namespace {
 
-// One group's coding (kernels/common/q4_rtn.h: the range includes 0).
 hd::Q4Code codeGroup(const float *w, int64_t count) {
   float lo = 0.0f, hi = 0.0f;
   for (int64_t i = 0; i < count; ++i) {
@@ -17,6 +15,8 @@ hd::Q4Code codeGroup(const float *w, int64_t count) {
   }
   return hd::q4CodeForRange(lo, hi);
 }
+
+namespace {
 
 void quantizeRow(const float *w, int64_t cols, int64_t groupSize, uint32_t *words, uint16_t *scales,
                  uint16_t *zeros) {

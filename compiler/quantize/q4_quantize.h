@@ -10,6 +10,7 @@
 // stored values gives exactly what fakeQuantize returns.
 #pragma once
 
+#include "kernels/common/q4_rtn.h"
 #include "support/thread_pool.h"
 
 #include <cstdint>
@@ -27,6 +28,9 @@ struct Q4Tensor {
 // Quantizes w [rows, cols] (row-major f32), rows in parallel.
 Q4Tensor quantizeQ4(ThreadPool &pool, const float *w, int64_t rows, int64_t cols,
                     int64_t groupSize);
+
+// The coding of one group w[0 .. count) (q4_rtn.h: the range includes 0).
+hd::Q4Code codeGroup(const float *w, int64_t count);
 
 // w[i] for i < count, quantized as one group and dequantized back into out
 // (out may equal w).

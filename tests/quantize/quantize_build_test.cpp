@@ -182,12 +182,19 @@ std::vector<float> dequantizedModelLogits(const std::string &planPath, int64_t g
 // with the dequantized weights (and, for AWQ, the scaled norms and biases).
 // Unfused (-O0): one LinearQ4 per checkpoint projection.
 TEST(QuantizeBuild, Int4PlansComputeTheDequantizedModel) {
-  for (auto [method, group] : {std::pair<const char *, int64_t>{"rtn", 32}, {"awq", 64}}) {
+  for (auto [method, group] : {std::pair<const char *, int64_t>{"rtn", 32},
+                               {"awq", 64},
+                               {"gptq", 32},
+                               {"gptq-act-order", 64}}) {
     BuildOptions options = qwen2(std::string(method) + std::to_string(group));
     options.quantize = method;
+    if (options.quantize == "gptq-act-order") {
+      options.quantize = "gptq";
+      options.gptqActOrder = true;
+    }
     options.groupSize = group;
     options.optimizationLevel = 0;
-    if (options.quantize == "awq")
+    if (options.quantize != "rtn")
       options.calibFile = calibrationFile();
     Status status = build(options);
     ASSERT_TRUE(status.isOk()) << status.message();
@@ -223,13 +230,14 @@ TEST(QuantizeBuild, Int4PlansComputeTheDequantizedModel) {
 // gate/up with the SwiGLU epilogue and the norm prologue, o/down with the
 // residual add; the fused plan computes exactly what the -O0 plan does.
 TEST(QuantizeBuild, FusedInt4PlansMatchTheUnfusedOnes) {
-  for (auto [method, group] : {std::pair<const char *, int64_t>{"rtn", 32}, {"awq", 64}}) {
+  for (auto [method, group] :
+       {std::pair<const char *, int64_t>{"rtn", 32}, {"awq", 64}, {"gptq", 64}}) {
     const std::string name = std::string(method) + std::to_string(group);
     BuildOptions fused = qwen2("fused-" + name), unfused = qwen2("O0-" + name);
     for (BuildOptions *o : {&fused, &unfused}) {
       o->quantize = method;
       o->groupSize = group;
-      if (o->quantize == "awq")
+      if (o->quantize != "rtn")
         o->calibFile = calibrationFile();
     }
     unfused.optimizationLevel = 0;
@@ -367,6 +375,17 @@ TEST(QuantizeBuild, SyntheticAwqThatWouldNotFitInMemoryIsRefused) {
   EXPECT_TRUE(fits.isOk()) << fits.message();
 }
 
+TEST(QuantizeBuild, GptqWhoseHessiansWouldNotFitInMemoryIsRefused) {
+  BuildOptions options = qwen2("gptq-limit");
+  options.quantize = "gptq";
+  options.calibFile = calibrationFile();
+  options.materializeLimitBytes = 1000;
+  std::string message = build(options).message();
+  EXPECT_NE(message.find("--quantize gptq keeps X^T X per linear group"), std::string::npos)
+      << message;
+  EXPECT_NE(message.find("use --quantize awq or rtn"), std::string::npos) << message;
+}
+
 TEST(QuantizeBuild, OptionErrorsNameTheOption) {
   auto failure = [](const std::function<void(BuildOptions &)> &edit) {
     BuildOptions options = qwen2("bad");
@@ -380,9 +399,34 @@ TEST(QuantizeBuild, OptionErrorsNameTheOption) {
               o.groupSize = 48;
             }).find("--group-size 48 is not a positive multiple of 32"),
             std::string::npos);
-  EXPECT_NE(failure([](BuildOptions &o) { o.quantize = "gptq"; }).find("--quantize 'gptq'"),
+  EXPECT_NE(failure([](BuildOptions &o) { o.quantize = "nf4"; }).find("--quantize 'nf4'"),
+            std::string::npos);
+  EXPECT_NE(failure([](BuildOptions &o) { o.quantize = "gptq"; }).find("gptq needs calibration"),
+            std::string::npos);
+  EXPECT_NE(failure([](BuildOptions &o) {
+              o.quantize = "awq";
+              o.calibFile = "x.txt";
+              o.gptqActOrder = true;
+            }).find("--gptq-act-order and --no-gptq-range-search apply to --quantize gptq only"),
+            std::string::npos);
+  EXPECT_NE(failure([](BuildOptions &o) {
+              o.quantize = "awq";
+              o.calibFile = "x.txt";
+              o.awqClip = o.noAwqClip = true;
+            }).find("contradict"),
+            std::string::npos);
+  EXPECT_NE(failure([](BuildOptions &o) {
+              o.quantize = "gptq";
+              o.calibFile = "x.txt";
+              o.noAwqClip = true;
+            }).find("--no-awq-clip apply to --quantize awq only"),
             std::string::npos);
   EXPECT_NE(failure([](BuildOptions &o) { o.calibFile = "x.txt"; }).find("need --quantize awq"),
+            std::string::npos);
+  EXPECT_NE(failure([](BuildOptions &o) {
+              o.quantize = "rtn";
+              o.noGptqRangeSearch = true;
+            }).find("--no-gptq-range-search apply to --quantize gptq only"),
             std::string::npos);
   EXPECT_NE(failure([](BuildOptions &o) {
               o.quantize = "awq";

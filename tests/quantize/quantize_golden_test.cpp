@@ -1,6 +1,8 @@
-// AWQ on stories260K (../shared): calibrated on the TinyStories train
-// excerpt, AWQ must beat round-to-nearest in NLL on the validation excerpt
-// at group sizes 32 and 64 (the perplexity protocol of ../shared/README.md),
+// AWQ and GPTQ on stories260K (../shared): calibrated on the TinyStories
+// train excerpt, AWQ must beat round-to-nearest in NLL on the validation
+// excerpt at group sizes 32 and 64 (the perplexity protocol of
+// ../shared/README.md), and at G = 128 f32 < GPTQ < AWQ <= RTN, GPTQ
+// keeping the share of RTN's loss docs/quantization.md reports,
 // and folding AWQ's scales without quantizing must leave the logits equal
 // within 1e-5 (real weights, GQA 8/4: the o_proj scales are tied per kv head).
 #include "common/compare.h"
@@ -29,7 +31,7 @@ BuildOptions quantized(const std::string &method, int64_t group) {
   BuildOptions options = stories(method + std::to_string(group));
   options.quantize = method;
   options.groupSize = group;
-  if (method == "awq") {
+  if (method != "rtn") {
     options.calibFile = test::sharedPath("text/tinystories_train_excerpt.txt");
     options.calibTokens = 32768; // as docs/quantization.md; cheap for a 260K model
   }
@@ -102,6 +104,41 @@ TEST(QuantizeGolden, AwqBeatsRoundToNearestOnStories260k) {
     EXPECT_LT(awqNll, rtnNll) << "group " << group;
     EXPECT_GT(awqNll, reference);
   }
+}
+
+// At G = 128 (one group per row but down_proj's for this 64-wide model)
+// RTN loses 0.115 NLL; docs/quantization.md has the figures.
+TEST(QuantizeGolden, Group128OrderingOnStories260k) {
+  LLMC_REQUIRE_SHARED("models/stories260k/model.safetensors");
+  LLMC_REQUIRE_SHARED("text/tinystories_train_excerpt.txt");
+  LLMC_REQUIRE_SHARED("text/tinystories_valid_excerpt_small.txt");
+  auto f32 = buildAndLoad(stories("f32-128"));
+  auto rtn = buildAndLoad(quantized("rtn", 128));
+  auto awq = buildAndLoad(quantized("awq", 128));
+  BuildOptions gptqOptions = quantized("gptq", 128);
+  gptqOptions.calibTokens = 1 << 20; // the whole excerpt, about 100k tokens
+  auto gptq = buildAndLoad(gptqOptions);
+  BuildOptions actOrderOptions = quantized("gptq", 128);
+  actOrderOptions.output = test::scratchDir("quantize-golden-gptq-act") + "/gptq-act.plan";
+  actOrderOptions.gptqActOrder = true;
+  auto actOrder = buildAndLoad(actOrderOptions);
+  ASSERT_NE(f32, nullptr);
+  ASSERT_NE(rtn, nullptr);
+  ASSERT_NE(awq, nullptr);
+  ASSERT_NE(gptq, nullptr);
+  ASSERT_NE(actOrder, nullptr);
+  const double f = validationNll(*f32), r = validationNll(*rtn), a = validationNll(*awq),
+               g = validationNll(*gptq), o = validationNll(*actOrder);
+  // As the issue counts it: the share of RTN's perplexity increase removed.
+  const double recovered = (std::exp(r) - std::exp(g)) / (std::exp(r) - std::exp(f));
+  std::printf("group 128: NLL f32 %.4f, RTN %.4f, AWQ %.4f, GPTQ %.4f (%.1f%% of RTN's "
+              "perplexity loss recovered), GPTQ act-order (32768 tokens) %.4f\n",
+              f, r, a, g, 100 * recovered, o);
+  EXPECT_LT(f, g);
+  EXPECT_LT(g, a);
+  EXPECT_LE(a, r);
+  EXPECT_LT(o, r);
+  EXPECT_GE(recovered, 0.5);
 }
 
 TEST(QuantizeGolden, FoldedScalesKeepStories260kLogits) {
