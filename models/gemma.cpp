@@ -23,7 +23,7 @@ Expected<MlpActivation> readGemmaActivation(const Json &hf, const std::string &s
   return act;
 }
 
-class Gemma final : public Architecture {
+class Gemma final : public LlamaLayout {
 public:
   std::string_view name() const override { return "GemmaForCausalLM"; }
 
@@ -37,17 +37,6 @@ public:
     config.normOffset = 1.0;
     config.embeddingScale = std::sqrt(static_cast<double>(config.hiddenSize));
     return Status::ok();
-  }
-
-  std::vector<TensorSpec> expectedTensors(const ModelConfig &config) const override {
-    return llamaTensors(config);
-  }
-
-  std::string explainUnusedTensor(const ModelConfig &config,
-                                  const std::string &tensorName) const override {
-    if (tensorName == "lm_head.weight" && config.tieWordEmbeddings)
-      return "tie_word_embeddings is true, so the output layer reuses model.embed_tokens.weight";
-    return "";
   }
 };
 

@@ -43,7 +43,7 @@ Status readGemma2Attention(const Json &hf, const std::string &source, ModelConfi
   return Status::ok();
 }
 
-class Gemma2 final : public Architecture {
+class Gemma2 final : public LlamaLayout {
 public:
   std::string_view name() const override { return "Gemma2ForCausalLM"; }
 
@@ -64,17 +64,6 @@ public:
     config.embeddingScale = std::sqrt(static_cast<double>(config.hiddenSize));
     config.sandwichNorms = true;
     return readGemma2Attention(hf, source, config);
-  }
-
-  std::vector<TensorSpec> expectedTensors(const ModelConfig &config) const override {
-    return llamaTensors(config);
-  }
-
-  std::string explainUnusedTensor(const ModelConfig &config,
-                                  const std::string &tensorName) const override {
-    if (tensorName == "lm_head.weight" && config.tieWordEmbeddings)
-      return "tie_word_embeddings is true, so the output layer reuses model.embed_tokens.weight";
-    return "";
   }
 };
 

@@ -110,7 +110,7 @@ bool endsWith(const std::string &s, std::string_view suffix) {
          s.compare(s.size() - suffix.size(), suffix.size(), suffix.data(), suffix.size()) == 0;
 }
 
-class LlamaFamily final : public Architecture {
+class LlamaFamily final : public LlamaLayout {
 public:
   explicit LlamaFamily(Flavor flavor) : flavor_(flavor) {}
 
@@ -127,14 +127,10 @@ public:
     return applyWindow(flavor_, hf, source, config);
   }
 
-  std::vector<TensorSpec> expectedTensors(const ModelConfig &config) const override {
-    return llamaTensors(config);
-  }
-
   std::string explainUnusedTensor(const ModelConfig &config,
                                   const std::string &tensorName) const override {
-    if (tensorName == "lm_head.weight" && config.tieWordEmbeddings)
-      return "tie_word_embeddings is true, so the output layer reuses model.embed_tokens.weight";
+    if (std::string tied = LlamaLayout::explainUnusedTensor(config, tensorName); !tied.empty())
+      return tied;
     if (endsWith(tensorName, "_proj.bias"))
       return "the config declares no bias on this projection";
     if (endsWith(tensorName, "rotary_emb.inv_freq"))
@@ -168,6 +164,13 @@ const Architecture &qwen2ForCausalLM() {
 
 std::string llamaLayerTensor(int64_t layer, std::string_view suffix) {
   return "model.layers." + std::to_string(layer) + "." + std::string(suffix);
+}
+
+std::string LlamaLayout::explainUnusedTensor(const ModelConfig &config,
+                                             const std::string &tensorName) const {
+  if (tensorName == "lm_head.weight" && config.tieWordEmbeddings)
+    return "tie_word_embeddings is true, so the output layer reuses model.embed_tokens.weight";
+  return "";
 }
 
 std::vector<TensorSpec> llamaTensors(const ModelConfig &c) {

@@ -47,4 +47,16 @@ std::string llamaLayerTensor(int64_t layer, std::string_view suffix);
 //   lm_head.weight                                     [V, H]         unless tieWordEmbeddings
 std::vector<TensorSpec> llamaTensors(const ModelConfig &config);
 
+// Base of the families that keep Llama's tensor names (Llama, Mistral, Qwen2,
+// Gemma, Gemma2): their tensor list, and why lm_head.weight goes unused when
+// the embeddings are tied. A family adds its own explanations on top.
+class LlamaLayout : public Architecture {
+public:
+  std::vector<TensorSpec> expectedTensors(const ModelConfig &config) const override {
+    return llamaTensors(config);
+  }
+  std::string explainUnusedTensor(const ModelConfig &config,
+                                  const std::string &tensorName) const override;
+};
+
 } // namespace llmc

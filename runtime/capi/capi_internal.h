@@ -96,6 +96,13 @@ inline llmc_status refuseWhenScheduled(const char *function, const llmc_engine &
 
 llmc::sampling::SamplingParams toSamplingParams(const llmc_sampling_params &p);
 
+// The checks llmc_sampler_sample and llmc_sampler_sample_row share: the
+// sampler, output token and (when numSeen > 0) seen ids are set, and the
+// vocabulary size fits an int32. LLMC_STATUS_OK when all hold.
+llmc_status checkSampleArguments(const char *fn, const llmc_sampler *sampler,
+                                 const int32_t *token, const int32_t *seen, size_t numSeen,
+                                 size_t vocabSize);
+
 // A failed engine step: KV_CACHE_FULL when the pool had no room, else FAILED.
 llmc_status stepFailure(const Status &status);
 

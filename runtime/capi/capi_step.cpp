@@ -132,18 +132,11 @@ llmc_status llmc_sampler_sample_row(llmc_sampler *sampler, const llmc_step_row *
                                     int32_t *token) {
   const char *fn = "llmc_sampler_sample_row";
   return guarded(fn, [&]() -> llmc_status {
-    if (sampler == nullptr)
-      return nullArgument(fn, "sampler");
+    if (llmc_status bad = checkSampleArguments(fn, sampler, token, seen, numSeen, vocabSize);
+        bad != LLMC_STATUS_OK)
+      return bad;
     if (row == nullptr)
       return nullArgument(fn, "row");
-    if (token == nullptr)
-      return nullArgument(fn, "token");
-    if (seen == nullptr && numSeen > 0)
-      return nullArgument(fn, "seen");
-    if (vocabSize == 0 || vocabSize > static_cast<size_t>(INT32_MAX))
-      return fail(LLMC_STATUS_INVALID_ARGUMENT,
-                  std::string(fn) + ": vocab_size must be in [1, 2^31 - 1], got " +
-                      std::to_string(vocabSize));
     sampling::Sampler &s = sampler->sampler;
     const auto vocab = static_cast<int32_t>(vocabSize);
     if (row->kind == LLMC_OUTPUT_ARGMAX && greedyWithoutPenalty(s.params()) && row->token >= 0 &&

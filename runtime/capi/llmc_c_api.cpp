@@ -36,6 +36,21 @@ llmc_status copyText(const char *function, const std::string &text, char *out, s
   return LLMC_STATUS_OK;
 }
 
+llmc_status checkSampleArguments(const char *fn, const llmc_sampler *sampler, const int32_t *token,
+                                 const int32_t *seen, size_t numSeen, size_t vocabSize) {
+  if (sampler == nullptr)
+    return nullArgument(fn, "sampler");
+  if (token == nullptr)
+    return nullArgument(fn, "token");
+  if (seen == nullptr && numSeen > 0)
+    return nullArgument(fn, "seen");
+  if (vocabSize == 0 || vocabSize > static_cast<size_t>(INT32_MAX))
+    return fail(LLMC_STATUS_INVALID_ARGUMENT, std::string(fn) +
+                                                  ": vocab_size must be in [1, 2^31 - 1], got " +
+                                                  std::to_string(vocabSize));
+  return LLMC_STATUS_OK;
+}
+
 llmc::sampling::SamplingParams toSamplingParams(const llmc_sampling_params &p) {
   llmc::sampling::SamplingParams params;
   params.temperature = p.temperature;
@@ -262,18 +277,11 @@ llmc_status llmc_sampler_sample(llmc_sampler *sampler, const float *logits, size
                                 const int32_t *seen, size_t numSeen, int32_t *token) {
   const char *fn = "llmc_sampler_sample";
   return guarded(fn, [&]() -> llmc_status {
-    if (sampler == nullptr)
-      return nullArgument(fn, "sampler");
+    if (llmc_status bad = checkSampleArguments(fn, sampler, token, seen, numSeen, vocabSize);
+        bad != LLMC_STATUS_OK)
+      return bad;
     if (logits == nullptr)
       return nullArgument(fn, "logits");
-    if (token == nullptr)
-      return nullArgument(fn, "token");
-    if (seen == nullptr && numSeen > 0)
-      return nullArgument(fn, "seen");
-    if (vocabSize == 0 || vocabSize > static_cast<size_t>(INT32_MAX))
-      return fail(LLMC_STATUS_INVALID_ARGUMENT,
-                  std::string(fn) + ": vocab_size must be in [1, 2^31 - 1], got " +
-                      std::to_string(vocabSize));
     *token = sampler->sampler.sample(logits, static_cast<int32_t>(vocabSize), seen,
                                      static_cast<int64_t>(numSeen));
     return LLMC_STATUS_OK;
