@@ -132,7 +132,9 @@ void quantizeQ8Scalar(const float *x, int64_t cols, int64_t groupSize, int64_t s
       int8_t *pair = v + (b / 2) * kQ8PairBytes + 16 * (b % 2);
       int32_t sum = 0;
       for (int64_t i = 0; i < kQ8Block; ++i) {
-        const int32_t q = i < n ? static_cast<int32_t>(std::nearbyint(row[c0 + i] * inv)) : 0;
+        // A non-finite block stores zeros (converting NaN to int is undefined); d is NaN.
+        const int32_t q =
+            i < n && finite ? static_cast<int32_t>(std::nearbyint(row[c0 + i] * inv)) : 0;
         pair[32 * (i % 2) + i / 2] = static_cast<int8_t>(q);
         sum += q;
       }
