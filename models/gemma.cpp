@@ -23,19 +23,28 @@ Expected<MlpActivation> readGemmaActivation(const Json &hf, const std::string &s
   return act;
 }
 
+} // namespace
+
+Status applyGemmaCommon(const Json &hf, const std::string &source, ModelConfig &config) {
+  LLMC_ASSIGN_OR_RETURN(config.tieWordEmbeddings,
+                        optionalBool(hf, "tie_word_embeddings", true, source));
+  LLMC_ASSIGN_OR_RETURN(bool bias, optionalBool(hf, "attention_bias", false, source));
+  config.attentionBias = config.attentionOutputBias = bias;
+  config.normOffset = 1.0;
+  config.embeddingScale = std::sqrt(static_cast<double>(config.hiddenSize));
+  return Status::ok();
+}
+
+namespace {
+
 class Gemma final : public LlamaLayout {
 public:
   std::string_view name() const override { return "GemmaForCausalLM"; }
 
   Status applyConfig(const Json &hf, const std::string &source,
                      ModelConfig &config) const override {
-    LLMC_ASSIGN_OR_RETURN(config.tieWordEmbeddings,
-                          optionalBool(hf, "tie_word_embeddings", true, source));
-    LLMC_ASSIGN_OR_RETURN(bool bias, optionalBool(hf, "attention_bias", false, source));
-    config.attentionBias = config.attentionOutputBias = bias;
+    LLMC_RETURN_IF_ERROR(applyGemmaCommon(hf, source, config));
     LLMC_ASSIGN_OR_RETURN(config.mlpActivation, readGemmaActivation(hf, source));
-    config.normOffset = 1.0;
-    config.embeddingScale = std::sqrt(static_cast<double>(config.hiddenSize));
     return Status::ok();
   }
 };

@@ -14,8 +14,15 @@
 
 #include "models/architecture.h"
 
+#include <string>
+
 namespace llmc {
 
 const Architecture &gemmaForCausalLM();
+
+// What every Gemma generation shares, read into `config`: tie_word_embeddings
+// (default true), attention_bias on q/k/v/o, the (1 + w) RMSNorm and the
+// sqrt(hidden_size) embedding scale. The MLP activation is each family's.
+Status applyGemmaCommon(const Json &hf, const std::string &source, ModelConfig &config);
 
 } // namespace llmc

@@ -1,6 +1,7 @@
 #include "models/gemma2.h"
 
 #include "models/config_fields.h"
+#include "models/gemma.h"
 #include "models/llama.h"
 
 #include <cmath>
@@ -49,10 +50,7 @@ public:
 
   Status applyConfig(const Json &hf, const std::string &source,
                      ModelConfig &config) const override {
-    LLMC_ASSIGN_OR_RETURN(config.tieWordEmbeddings,
-                          optionalBool(hf, "tie_word_embeddings", true, source));
-    LLMC_ASSIGN_OR_RETURN(bool bias, optionalBool(hf, "attention_bias", false, source));
-    config.attentionBias = config.attentionOutputBias = bias;
+    LLMC_RETURN_IF_ERROR(applyGemmaCommon(hf, source, config));
     // Gemma2's MLP reads `hidden_activation` only; "gelu" there is exact GELU.
     LLMC_ASSIGN_OR_RETURN(config.mlpActivation,
                           readMlpActivation(hf, "hidden_activation", "gelu_pytorch_tanh",
@@ -60,8 +58,6 @@ public:
     if (config.mlpActivation == MlpActivation::Silu)
       return Status::error(source + ": field 'hidden_activation': Gemma2's MLP is GeGLU; " +
                            "supported: gelu, gelu_pytorch_tanh, gelu_new");
-    config.normOffset = 1.0;
-    config.embeddingScale = std::sqrt(static_cast<double>(config.hiddenSize));
     config.sandwichNorms = true;
     return readGemma2Attention(hf, source, config);
   }
