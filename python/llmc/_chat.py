@@ -5,7 +5,7 @@ import json
 from dataclasses import dataclass, field
 
 from . import _capi
-from ._engine import LlmcError, _check, _library
+from ._engine import LlmcError, _Closing, _check, _library
 
 
 class ChatTemplate:
@@ -80,7 +80,7 @@ class Completion:
     cached_prompt_tokens: int = 0
 
 
-class Scheduler:
+class Scheduler(_Closing):
     """The server's serving core over an engine: continuous batching, chunked prefill and
     prefix caching. submit() requests, then run() (or step()) them. While it exists, the
     engine cannot generate by itself; close() gives it back. One thread at a time."""
@@ -105,15 +105,6 @@ class Scheduler:
         if getattr(self, "_handle", None):
             _library().llmc_scheduler_destroy(self._handle)
             self._handle = None
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        self.close()
-
-    def __del__(self):
-        self.close()
 
     def submit(self, prompt, max_tokens=16, temperature=0.0, top_k=0, top_p=1.0, min_p=0.0,
                repetition_penalty=1.0, seed=0, stop=(), stop_token_ids=(), min_tokens=0,

@@ -18,6 +18,19 @@ def _library():
     return _lib
 
 
+class _Closing:
+    """A handle owner usable in `with`; close() runs at exit and when collected."""
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    def __del__(self):
+        self.close()
+
+
 class LlmcError(RuntimeError):
     """A failed llmc call; the message is the library's (it names the file, field or value)."""
 
@@ -59,7 +72,7 @@ class GenerateResult:
     decode_seconds: float
 
 
-class Engine:
+class Engine(_Closing):
     """A loaded engine plan. Use from one thread at a time."""
 
     def __init__(self, plan, device="auto", threads=0, kv_cache_tokens=0, max_sequences=1,
@@ -92,15 +105,6 @@ class Engine:
         if getattr(self, "_handle", None):
             _library().llmc_engine_close(self._handle)
             self._handle = None
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        self.close()
-
-    def __del__(self):
-        self.close()
 
     def _live(self):
         if not self._handle:
