@@ -13,7 +13,7 @@ BUILD_DIR="${LLMC_BUILD_DIR:-$ROOT/build}"
 JOBS="${LLMC_JOBS:-$(nproc)}"
 
 PACKAGES=(
-  cmake ninja-build g++ clang libclang-rt-14-dev python3 pkg-config
+  cmake ninja-build g++ clang libclang-rt-14-dev python3 python3-venv pkg-config
   libgtest-dev libcli11-dev nlohmann-json3-dev libpcre2-dev libutf8proc-dev
   libflatbuffers-dev flatbuffers-compiler libcpp-httplib-dev
   libxxhash-dev
