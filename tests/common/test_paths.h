@@ -8,7 +8,9 @@
 #include <cstdlib>
 #include <filesystem>
 #include <string>
+#include <system_error>
 #include <unistd.h>
+#include <vector>
 
 namespace llmc::test {
 
@@ -33,12 +35,33 @@ inline std::string testDataPath(const std::string &relative) {
   return std::string(LLMC_SOURCE_DIR) + "/tests/data/" + relative;
 }
 
-// A fresh, empty scratch directory for one test.
+// Scratch directories made by this test process, removed when it exits
+// (set LLMC_KEEP_TEST_DIRS=1 to keep them for a look after a failure). Only
+// the process that made them removes them: a forked child (death tests, the
+// server tests' clients) that exits must not delete its parent's files.
+struct ScratchRegistry {
+  pid_t owner = ::getpid();
+  std::vector<std::filesystem::path> dirs;
+  ~ScratchRegistry() {
+    if (::getpid() != owner || std::getenv("LLMC_KEEP_TEST_DIRS"))
+      return;
+    std::error_code ignored;
+    for (const auto &dir : dirs)
+      std::filesystem::remove_all(dir, ignored);
+  }
+};
+inline ScratchRegistry &scratchRegistry() {
+  static ScratchRegistry registry;
+  return registry;
+}
+
+// A fresh, empty scratch directory for one test, removed at exit.
 inline std::string scratchDir(const std::string &name) {
   namespace fs = std::filesystem;
   fs::path dir = fs::temp_directory_path() / ("llmc-test-" + name + "-" + std::to_string(::getpid()));
   fs::remove_all(dir);
   fs::create_directories(dir);
+  scratchRegistry().dirs.push_back(dir);
   return dir.string();
 }
 
