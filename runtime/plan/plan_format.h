@@ -27,7 +27,7 @@
 namespace llmc {
 
 constexpr char kPlanMagic[8] = {'L', 'L', 'M', 'C', 'P', 'L', 'A', 'N'};
-constexpr uint32_t kPlanFormatVersion = 2;
+constexpr uint32_t kPlanFormatVersion = 3;
 constexpr uint64_t kPlanWeightAlignment = 256;
 // The longest sequence a plan may declare (model.max_seq_len): the loader
 // refuses more, so `llmc build` refuses to write such a plan.
