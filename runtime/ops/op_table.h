@@ -16,6 +16,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <string>
 
 namespace llmc::ops {
 
@@ -93,5 +94,9 @@ constexpr const char *opName(fb::OpKind kind) {
 
 // The name of a parameter table (the union member), for messages.
 inline const char *paramsName(fb::StepParams params) { return fb::EnumNameStepParams(params); }
+
+// The kind and its flags, for inspection and kernel counts, e.g. "Linear",
+// "Linear[norm,gated-silu,q4]", "Attention[rope,window]", "Rope".
+std::string stepVariant(const fb::Step &step);
 
 } // namespace llmc::ops
