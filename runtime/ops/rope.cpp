@@ -32,16 +32,22 @@ bool RopeConfig::operator==(const RopeConfig &o) const {
 }
 
 RopeConfig ropeConfig(const fb::RopeParams &rope) {
+  fb::RopeParamsT unpacked;
+  rope.UnPackTo(&unpacked);
+  return ropeConfig(unpacked);
+}
+
+RopeConfig ropeConfig(const fb::RopeParamsT &rope) {
   RopeConfig c;
-  c.theta = static_cast<float>(rope.theta());
-  c.rotaryDim = static_cast<int>(rope.rotary_dim());
-  c.interleaved = rope.interleaved();
-  if (const fb::RopeScaling *s = rope.scaling()) {
-    c.scaling.kind = scalingKind(s->kind());
-    c.scaling.factor = static_cast<float>(s->factor());
-    c.scaling.lowFreqFactor = static_cast<float>(s->low_freq_factor());
-    c.scaling.highFreqFactor = static_cast<float>(s->high_freq_factor());
-    c.scaling.originalMaxPositions = static_cast<float>(s->original_max_positions());
+  c.theta = static_cast<float>(rope.theta);
+  c.rotaryDim = static_cast<int>(rope.rotary_dim);
+  c.interleaved = rope.interleaved;
+  if (const fb::RopeScalingT *s = rope.scaling.get()) {
+    c.scaling.kind = scalingKind(s->kind);
+    c.scaling.factor = static_cast<float>(s->factor);
+    c.scaling.lowFreqFactor = static_cast<float>(s->low_freq_factor);
+    c.scaling.highFreqFactor = static_cast<float>(s->high_freq_factor);
+    c.scaling.originalMaxPositions = static_cast<float>(s->original_max_positions);
   }
   return c;
 }

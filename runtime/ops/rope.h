@@ -24,6 +24,8 @@ struct RopeConfig {
 };
 
 RopeConfig ropeConfig(const fb::RopeParams &rope);
+// The same from the object API (the CUDA code generator's view of a step).
+RopeConfig ropeConfig(const fb::RopeParamsT &rope);
 
 // A step's RoPE: a Rope step's, an Attention step's (null when it rotates
 // nothing), null for the other kinds.

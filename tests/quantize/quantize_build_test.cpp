@@ -212,7 +212,8 @@ TEST(QuantizeBuild, Int4PlansComputeTheDequantizedModel) {
     EXPECT_EQ(plan->findTensor(down + ".weight"), -1);
     int linearQ4 = 0;
     for (const fb::Step *step : *plan->meta().programs()->Get(0)->steps())
-      linearQ4 += ops::stepVariant(*step) == "Linear[q4]";
+      linearQ4 += step->params_as_LinearParams() != nullptr &&
+                  step->params_as_LinearParams()->weights() == fb::WeightFormat::Q4;
     EXPECT_EQ(linearQ4, 2 * 7) << method; // q, k, v, o, gate, up, down per layer
 
     // f32 x in the int4 kernels (W4A16), as in the float model; their
