@@ -140,11 +140,24 @@ inline cuda::CUfunction loadKernel(const cuda::KernelInstance &kernel) {
 }
 
 // Launches a step kernel as the backend does: the token axis of the grid
-// scaled by ceil(rows / tokensPerBlock).
-inline void launchStep(const cuda::KernelInstance &kernel, abi::StepArgs args, int64_t rows) {
+// scaled by ceil(rows / tokensPerBlock), `weights` (device addresses, in
+// engine.fbs order) in a device array that args.w points at.
+inline void launchStep(const cuda::KernelInstance &kernel, abi::StepArgs args, int64_t rows,
+                       const std::vector<const void *> &weights = {}) {
   GpuContext &gpu = GpuContext::get();
   cuda::CUfunction f = loadKernel(kernel);
   ASSERT_NE(f, nullptr);
+  cuda::DeviceBuffer table;
+  if (!weights.empty()) {
+    const uint64_t bytes = weights.size() * sizeof(void *);
+    auto allocated = gpu.device->allocate(bytes);
+    ASSERT_TRUE(allocated.isOk()) << allocated.message();
+    table = std::move(*allocated);
+    Status copied = gpu.device->upload(table.get(), weights.data(), bytes);
+    ASSERT_TRUE(copied.isOk()) << copied.message();
+    args.w = reinterpret_cast<const void *const *>(table.get());
+    args.numWeights = static_cast<int>(weights.size());
+  }
   args.workspace = reinterpret_cast<void *>(gpu.workspace.get());
   args.counters = reinterpret_cast<int *>(gpu.counters.get());
   args.errorFlag = reinterpret_cast<int *>(gpu.errorFlag.get());

@@ -52,9 +52,8 @@ TEST(GpuKernels, EmbeddingGathersRows) {
     abi::StepArgs args{};
     args.in[0] = ptr(dIds);
     args.out = ptr(dOut);
-    args.w[0] = ptr(dTable);
     args.rows = T;
-    launchStep(k, args, T);
+    launchStep(k, args, T, {ptr(dTable)});
     std::vector<float> got = fromDevice(dOut, T * H, act);
     for (int64_t t = 0; t < T; ++t)
       for (int64_t h = 0; h < H; ++h)
@@ -62,7 +61,7 @@ TEST(GpuKernels, EmbeddingGathersRows) {
   }
 }
 
-// Launches a one-input step kernel on x with `weights` in its weight slots
+// Launches a one-input step kernel on x with `weights` as its weight array
 // and expects its [T, N] output close to `want` (relative norm).
 void expectStepOutput(const cuda::KernelInstance &k, const cuda::DeviceBuffer &x,
                       const std::vector<const cuda::DeviceBuffer *> &weights,
@@ -71,10 +70,11 @@ void expectStepOutput(const cuda::KernelInstance &k, const cuda::DeviceBuffer &x
   abi::StepArgs args{};
   args.in[0] = ptr(x);
   args.out = ptr(out);
-  for (size_t i = 0; i < weights.size(); ++i)
-    args.w[i] = ptr(*weights[i]);
+  std::vector<const void *> table;
+  for (const cuda::DeviceBuffer *w : weights)
+    table.push_back(ptr(*w));
   args.rows = static_cast<int>(T);
-  launchStep(k, args, T);
+  launchStep(k, args, T, table);
   EXPECT_LT(relativeError(fromDevice(out, T * N, act), want), tolerance(act))
       << k.name << " T=" << T;
 }
@@ -287,11 +287,10 @@ TEST(GpuKernels, LogitsGatherRequestedRows) {
       abi::StepArgs args{};
       args.in[0] = ptr(dX);
       args.out = ptr(dOut);
-      args.w[0] = ptr(dW);
       args.rows = T;
       args.logitRows = static_cast<const int *>(ptr(dRows));
       args.numLogitRows = static_cast<int>(rows.size());
-      launchStep(k, args, static_cast<int64_t>(rows.size()));
+      launchStep(k, args, static_cast<int64_t>(rows.size()), {ptr(dW)});
       std::vector<float> got = fromDevice(dOut, rows.size() * V, DType::F32);
       EXPECT_LT(relativeError(got, want), act == DType::F32 ? 2e-5 : 1e-2) << k.name;
     }
@@ -768,12 +767,10 @@ TEST(GpuKernels, LmHeadNormalizesAndGathersRows) {
       abi::StepArgs args{};
       args.in[0] = ptr(dX);
       args.out = ptr(dOut);
-      args.w[0] = ptr(dG);
-      args.w[1] = ptr(dW);
       args.rows = T;
       args.logitRows = static_cast<const int *>(ptr(dRows));
       args.numLogitRows = static_cast<int>(rows.size());
-      launchStep(k, args, static_cast<int64_t>(rows.size()));
+      launchStep(k, args, static_cast<int64_t>(rows.size()), {ptr(dG), ptr(dW)});
       EXPECT_LT(relativeError(fromDevice(dOut, rows.size() * V, DType::F32), want),
                 act == DType::F32 ? 2e-5 : 1e-2)
           << k.name;
