@@ -489,9 +489,6 @@ private:
     bool norm = static_cast<bool>(f.getNorm()), swiglu = f.isGated();
     auto q4 = dyn_cast<llm::Q4Type>(f.getWeights()[0].getType());
     s.op = fusedLinearKind(norm, swiglu, static_cast<bool>(q4));
-    if (q4 && norm && !f.getBiases().empty())
-      return Status::error(
-          "an int4 GEMM with an RMSNorm prologue has no bias epilogue in the plan");
     if (columns_.count(f.getX().getAsOpaquePointer()))
       return Status::error("llm.fused_linear cannot read a column slice");
     LLMC_ASSIGN_OR_RETURN(int x, bufferOf(f.getX(), step));

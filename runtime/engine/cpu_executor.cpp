@@ -241,8 +241,9 @@ Status CpuExecutor::runInt4Linear(ThreadPool &pool, const fb::Step &step, int64_
     cpu::matmulSwigluQ4(pool, x, T, w, out, swigluScratch_, static_cast<int>(extras.gate));
     return Status::ok();
   }
-  const float *bias =
-      step.weights()->size() == 4 && !form.norm ? static_cast<const float *>(data(3)) : nullptr;
+  const float *bias = static_cast<int>(step.weights()->size()) == q + 4
+                          ? static_cast<const float *>(data(q + 3))
+                          : nullptr;
   cpu::matmulQ4(pool, x, T, w, bias, static_cast<float>(step.int_params()->Get(0)), out);
   return Status::ok();
 }

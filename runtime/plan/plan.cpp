@@ -440,7 +440,7 @@ RequiredCounts requiredSignature(fb::OpKind op) {
   case fb::OpKind::LmHead:
     return {1, 2, 2, 2, 0, 1};
   case fb::OpKind::RmsNormLinearQ4:
-    return {1, 1, 4, 4, 2, 1};
+    return {1, 1, 4, 5, 2, 1};
   case fb::OpKind::LinearSwiGluQ4:
     return {1, 1, 3, 3, 1, 0};
   case fb::OpKind::RmsNormLinearSwiGluQ4:
@@ -673,7 +673,7 @@ Status checkLinearQ4(const fb::Plan &plan, const fb::Program &program, const fb:
                   " in groups of " + std::to_string(group) + " (" + std::to_string(groups) +
                   " groups), got " + describeTensor(t));
   }
-  if (!form.norm && step.weights()->size() == 4) {
+  if (!form.swiglu && step.weights()->size() == (form.norm ? 5u : 4u)) {
     const fb::Tensor &bias = *tensor(3);
     if (bias.dtype() != fb::DType::F32 || bias.shape()->size() != 1 || bias.shape()->Get(0) != n)
       return fail("bias '" + bias.name()->str() + "' must be F32 [" + std::to_string(n) +

@@ -809,7 +809,7 @@ void checkLinearQ4(fb::OpKind op, DType act, int64_t N, int64_t K, int64_t G, in
   weights.push_back(p.tensor(DType::I32, {rows, words}));
   weights.push_back(p.tensor(DType::F16, {rows, groups}));
   weights.push_back(p.tensor(DType::F16, {rows, groups}));
-  const bool bias = !form.norm && !form.swiglu, accumulate = !form.swiglu;
+  const bool bias = !form.swiglu, accumulate = !form.swiglu; // the gated forms have neither
   if (bias)
     weights.push_back(p.tensor(DType::F32, {N}));
   int in = p.buffer(act, K), out = p.buffer(act, N);

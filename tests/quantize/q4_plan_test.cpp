@@ -76,6 +76,44 @@ TEST(Q4Plan, ValidPlanLoads) {
   EXPECT_EQ(plan->meta().programs()->Get(0)->steps()->Get(2)->op(), fb::OpKind::LinearQ4);
 }
 
+// The fused step of a biased int4 projection with its RMSNorm prologue:
+// gamma, qweight, scales, zeros and a bias, five weights.
+void makeNormLinearQ4WithBias(fb::PlanT &m) {
+  for (auto &p : m.programs) {
+    fb::StepT &s = *p->steps[2];
+    s.op = fb::OpKind::RmsNormLinearQ4;
+    s.weights = {1, 2, 3, 4, 1}; // tensor 1 ("norm", F32 [8]) as gamma and as the bias
+    s.float_params = {1e-5};
+  }
+}
+
+TEST(Q4Plan, NormLinearQ4WithABiasLoads) {
+  std::string path = writeQ4Plan("norm-bias");
+  test::rewriteMetadata(path, makeNormLinearQ4WithBias);
+  auto plan = Plan::open(path);
+  ASSERT_TRUE(plan.isOk()) << plan.message();
+  const fb::Step *step = plan->meta().programs()->Get(0)->steps()->Get(2);
+  EXPECT_EQ(step->op(), fb::OpKind::RmsNormLinearQ4);
+  EXPECT_EQ(step->weights()->size(), 5u);
+}
+
+TEST(Q4Plan, NormLinearQ4BiasCorruptionsAreNamed) {
+  expectContains(corrupt("norm-bias-shape",
+                         [](fb::PlanT &m) {
+                           makeNormLinearQ4WithBias(m);
+                           for (auto &p : m.programs)
+                             p->steps[2]->weights[4] = 3;
+                         }),
+                 "step 2: RmsNormLinearQ4: bias 'proj.scales' must be F32 [8], got F16 [8, 1]");
+  expectContains(corrupt("norm-six-weights",
+                         [](fb::PlanT &m) {
+                           makeNormLinearQ4WithBias(m);
+                           for (auto &p : m.programs)
+                             p->steps[2]->weights.push_back(1);
+                         }),
+                 "RmsNormLinearQ4 has the wrong number of inputs, outputs, weights or parameters");
+}
+
 TEST(Q4Plan, CorruptionsAreNamed) {
   // A group count that does not match K and G (shape and size kept consistent).
   expectContains(corrupt("groups",

@@ -248,10 +248,16 @@ TEST(QuantizeBuild, FusedInt4PlansMatchTheUnfusedOnes) {
     std::map<fb::OpKind, int> kinds;
     for (const fb::Step *step : *plan->meta().programs()->Get(0)->steps())
       ++kinds[step->op()];
-    // Per layer: q/k/v as one LinearQ4 (Qwen2's biases keep the norm out),
-    // o with the residual, gate/up with norm and SwiGLU, down with the residual.
-    EXPECT_EQ(kinds[fb::OpKind::LinearQ4], 2 * 3) << name;
+    // Per layer: q/k/v as one RmsNormLinearQ4 with Qwen2's biases (five
+    // weights: the CPU adds the bias after the norm prologue, bit for bit
+    // as the unfused steps), o with the residual, gate/up with norm and
+    // SwiGLU, down with the residual.
+    EXPECT_EQ(kinds[fb::OpKind::RmsNormLinearQ4], 2) << name;
+    EXPECT_EQ(kinds[fb::OpKind::LinearQ4], 2 * 2) << name;
     EXPECT_EQ(kinds[fb::OpKind::RmsNormLinearSwiGluQ4], 2) << name;
+    for (const fb::Step *step : *plan->meta().programs()->Get(0)->steps())
+      if (step->op() == fb::OpKind::RmsNormLinearQ4)
+        EXPECT_EQ(step->weights()->size(), 5u) << name << ": gamma, qweight, scales, zeros, bias";
     EXPECT_EQ(plan->findTensor("model.layers.0.self_attn.q_proj+model.layers.0.self_attn.k_proj+"
                                "model.layers.0.self_attn.v_proj.qweight"),
               plan->findTensor("model.layers.0.self_attn.q_proj+model.layers.0.self_attn.k_proj+"
