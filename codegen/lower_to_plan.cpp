@@ -537,9 +537,6 @@ private:
     }
     p.gated = swiglu;
     p.activation = gateActivation(f.getActivation());
-    if (q4 && norm && !f.getBiases().empty())
-      return Status::error(
-          "an int4 GEMM with an RMSNorm prologue has no bias epilogue in the plan");
     if (columns_.count(f.getX().getAsOpaquePointer()))
       return Status::error("llm.fused_linear cannot read a column slice");
     LLMC_ASSIGN_OR_RETURN(int x, bufferOf(f.getX(), step));

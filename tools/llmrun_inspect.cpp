@@ -160,6 +160,15 @@ void printText(const nlohmann::json &j) {
               m["num_kv_heads"].get<long long>(), m["head_dim"].get<long long>(),
               m["intermediate_size"].get<long long>(), m["vocab_size"].get<long long>(),
               m["max_seq_len"].get<long long>());
+  for (const auto &rope : m["rope"]) {
+    std::printf("rope        theta %g, rotary_dim %lld%s, scaling %s", rope["theta"].get<double>(),
+                rope["rotary_dim"].get<long long>(),
+                rope["interleaved"].get<bool>() ? " (interleaved)" : "",
+                rope["scaling"].get<std::string>().c_str());
+    if (rope.contains("factor"))
+      std::printf(" (factor %g)", rope["factor"].get<double>());
+    std::printf("\n");
+  }
   if (m.contains("attention_windows")) {
     std::string windows;
     for (const auto &window : m["attention_windows"])

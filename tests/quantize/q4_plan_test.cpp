@@ -4,6 +4,7 @@
 // the tensor and what the layout expects.
 #include "common/test_paths.h"
 #include "kernels/common/q4_layout.h"
+#include "ops/op_table.h"
 #include "plan/plan_fixture.h"
 
 namespace llmc {
@@ -75,6 +76,43 @@ TEST(Q4Plan, ValidPlanLoads) {
   const fb::Step &linear = *plan->meta().programs()->Get(0)->steps()->Get(2);
   ASSERT_EQ(linear.op(), fb::OpKind::Linear);
   EXPECT_EQ(linear.params_as_LinearParams()->weights(), fb::WeightFormat::Q4);
+}
+
+// The fused step of a biased int4 projection with its RMSNorm prologue:
+// gamma, qweight, scales, zeros and a bias, five weights.
+void makeNormLinearQ4WithBias(fb::PlanT &m) {
+  for (auto &p : m.programs) {
+    fb::StepT &s = *p->steps[2];
+    s.weights = {1, 2, 3, 4, 1}; // tensor 1 ("norm", F32 [8]) as gamma and as the bias
+    s.params = test::linearParams({.norm = true, .q4 = true, .groupSize = 32, .bias = true});
+  }
+}
+
+TEST(Q4Plan, NormLinearQ4WithABiasLoads) {
+  std::string path = writeQ4Plan("norm-bias");
+  test::rewriteMetadata(path, makeNormLinearQ4WithBias);
+  auto plan = Plan::open(path);
+  ASSERT_TRUE(plan.isOk()) << plan.message();
+  const fb::Step *step = plan->meta().programs()->Get(0)->steps()->Get(2);
+  EXPECT_EQ(ops::stepVariant(*step), "Linear[norm,q4,bias]");
+  EXPECT_EQ(step->weights()->size(), 5u);
+}
+
+TEST(Q4Plan, NormLinearQ4BiasCorruptionsAreNamed) {
+  expectContains(corrupt("norm-bias-shape",
+                         [](fb::PlanT &m) {
+                           makeNormLinearQ4WithBias(m);
+                           for (auto &p : m.programs)
+                             p->steps[2]->weights[4] = 3;
+                         }),
+                 "step 2: Linear: bias 'proj.scales' must be F32 [8], got F16 [8, 1]");
+  expectContains(corrupt("norm-six-weights",
+                         [](fb::PlanT &m) {
+                           makeNormLinearQ4WithBias(m);
+                           for (auto &p : m.programs)
+                             p->steps[2]->weights.push_back(1);
+                         }),
+                 "Linear has 1 inputs and 6 weights; its LinearParams ask for 1 and 5");
 }
 
 TEST(Q4Plan, CorruptionsAreNamed) {

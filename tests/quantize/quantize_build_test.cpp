@@ -250,11 +250,16 @@ TEST(QuantizeBuild, FusedInt4PlansMatchTheUnfusedOnes) {
     std::map<std::string, int> kinds;
     for (const fb::Step *step : *plan->meta().programs()->Get(0)->steps())
       ++kinds[ops::stepVariant(*step)];
-    // Per layer: q/k/v as one int4 Linear with its biases (Qwen2's biases keep
-    // the norm out), o and down with the residual, gate/up with norm and SwiGLU.
-    EXPECT_EQ(kinds["Linear[q4,bias]"], 2) << name;
+    // Per layer: q/k/v as one int4 Linear with the norm prologue and Qwen2's
+    // biases (five weights: the CPU adds the bias after the norm prologue,
+    // bit for bit as the unfused steps), o and down with the residual,
+    // gate/up with norm and SwiGLU.
+    EXPECT_EQ(kinds["Linear[norm,q4,bias]"], 2) << name;
     EXPECT_EQ(kinds["Linear[q4,accumulate]"], 2 * 2) << name;
     EXPECT_EQ(kinds["Linear[norm,gated-silu,q4]"], 2) << name;
+    for (const fb::Step *step : *plan->meta().programs()->Get(0)->steps())
+      if (ops::stepVariant(*step) == "Linear[norm,q4,bias]")
+        EXPECT_EQ(step->weights()->size(), 5u) << name << ": gamma, qweight, scales, zeros, bias";
     EXPECT_EQ(plan->findTensor("model.layers.0.self_attn.q_proj+model.layers.0.self_attn.k_proj+"
                                "model.layers.0.self_attn.v_proj.qweight"),
               plan->findTensor("model.layers.0.self_attn.q_proj+model.layers.0.self_attn.k_proj+"
