@@ -19,19 +19,16 @@ namespace llmc {
 
 namespace {
 
-/// Whether `use` is the input of a GEMM that can take a norm prologue. An
-/// int4 GEMM with biases cannot: the plan's int4 kinds with a norm have no
-/// bias (RmsNormLinearQ4 fills the CUDA launch's four weight slots).
+/// Whether `use` is the input of a GEMM that can take a norm prologue (float
+/// or int4 weights, with or without a stored bias).
 bool absorbs(mlir::OpOperand &use) {
   mlir::Operation *user = use.getOwner();
   if (auto linear = llvm::dyn_cast<llm::LinearOp>(user))
     return use.getOperandNumber() == 0 && fusion::storedMatrix(linear.getWeight()) &&
-           (!linear.getBias() ||
-            (fusion::storedWeight(linear.getBias()) && !fusion::isInt4(linear.getWeight())));
+           (!linear.getBias() || fusion::storedWeight(linear.getBias()));
   if (auto fused = llvm::dyn_cast<llm::FusedLinearOp>(user))
     return use.get() == fused.getX() && !fused.getNorm() && fused.getResidual() != use.get() &&
-           !llvm::is_contained(fused.getBiases(), use.get()) &&
-           (fused.getBiases().empty() || !fusion::isInt4(fused.getWeights()[0]));
+           !llvm::is_contained(fused.getBiases(), use.get());
   return false;
 }
 

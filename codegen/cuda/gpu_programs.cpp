@@ -95,12 +95,15 @@ std::vector<Variant> programVariants() {
 // decode buckets (GEMVs, captured in CUDA graphs).
 std::unique_ptr<fb::LibraryGemmT> libraryGemm(const fb::PlanT &plan, const fb::ProgramT &program,
                                               const fb::StepT &step) {
-  if (program.max_tokens != 0 || step.op != fb::OpKind::Linear)
+  const fb::LinearParamsT *p = step.params.AsLinearParams();
+  if (program.max_tokens != 0 || p == nullptr || p->prologue != nullptr || p->gated ||
+      p->activation != fb::ActivationKind::None || p->weights != fb::WeightFormat::Dense ||
+      p->output_scale != 1.0f)
     return nullptr;
   const fb::BufferT &x = *program.buffers.at(step.inputs.at(0));
   const fb::BufferT &y = *program.buffers.at(step.outputs.at(0));
   const fb::TensorT &w = *plan.tensors.at(step.weights.at(0));
-  const bool bias = step.weights.size() == 2;
+  const bool bias = p->bias;
   if (x.dtype != fb::DType::BF16 || y.dtype != fb::DType::BF16 || w.dtype != fb::DType::BF16 ||
       (bias && plan.tensors.at(step.weights[1])->dtype != fb::DType::F32))
     return nullptr;
@@ -110,7 +113,7 @@ std::unique_ptr<fb::LibraryGemmT> libraryGemm(const fb::PlanT &plan, const fb::P
   gemm->lda = gemm->k;
   gemm->ldb = x.width;
   gemm->ldc = y.width;
-  gemm->beta = step.int_params.at(0) == 1 ? 1.0f : 0.0f;
+  gemm->beta = p->accumulate ? 1.0f : 0.0f;
   gemm->bias = bias;
   return gemm;
 }

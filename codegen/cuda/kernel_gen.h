@@ -10,8 +10,9 @@
 // split-K, prefill GEMM on tensor cores or FMA; bias and residual epilogues),
 // paged attention (flash-decoding for decode, tiled for prefill; GQA), the
 // point-wise ops, logits (the linear kernels with a row gather, f32 out),
-// argmax and the synthetic-weight fill. The calling convention is
-// runtime/cuda/kernel_abi.h.
+// argmax and the synthetic-weight fill, one generator per file under
+// codegen/cuda/ops/ (ops.h: what they share, and the linear kinds' forms in
+// one table). The calling convention is runtime/cuda/kernel_abi.h.
 #pragma once
 
 #include "schema/engine_generated.h"

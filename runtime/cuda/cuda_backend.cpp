@@ -1,8 +1,8 @@
 #include "cuda/cuda_backend.h"
 
+#include "cpu/backend/loaded_weights.h"
 #include "cuda/kernel_abi.h"
-#include "engine/engine.h"
-#include "engine/weights.h"
+#include "engine/engine_options.h"
 #include "kernels/common/q4_layout.h"
 #include "kernels/common/sampling.h"
 #include "plan/plan_format.h"
@@ -83,6 +83,7 @@ Expected<std::unique_ptr<CudaBackend>> CudaBackend::create(const Plan &plan,
   LLMC_RETURN_IF_ERROR(b->checkDriverVersion());
   LLMC_RETURN_IF_ERROR(b->loadModule());
   LLMC_RETURN_IF_ERROR(b->uploadWeights());
+  LLMC_RETURN_IF_ERROR(b->uploadWeightTables());
   // cuBLASLt's workspace before the KV cache takes what is left.
   LLMC_RETURN_IF_ERROR(b->openCublasLt(options));
   int64_t sequences = std::max<int64_t>(1, options.maxSequences);
@@ -266,12 +267,40 @@ Status CudaBackend::uploadWeights() {
   return device_->synchronize();
 }
 
+// Every GPU step's weight addresses, in one device array: a step's
+// StepArgs::w points at its slice (cuda/kernel_abi.h), so a kind takes as
+// many weights as it has without a fixed number of slots in the arguments.
+Status CudaBackend::uploadWeightTables() {
+  std::vector<CUdeviceptr> table;
+  std::vector<std::pair<const fb::Step *, size_t>> slices;
+  for (const fb::Program *program : *plan_->meta().programs()) {
+    if (program->target() != target_)
+      continue;
+    for (const fb::Step *step : *program->steps()) {
+      if (step->weights() == nullptr || step->weights()->size() == 0)
+        continue;
+      slices.emplace_back(step, table.size());
+      for (int32_t w : *step->weights()) // in range: the loader checked every index
+        table.push_back(tensors_[static_cast<uint32_t>(w)]);
+    }
+  }
+  stepWeights_.clear();
+  if (table.empty())
+    return Status::ok();
+  const uint64_t bytes = table.size() * sizeof(CUdeviceptr);
+  LLMC_ASSIGN_OR_RETURN(weightTables_, device_->allocate(bytes));
+  LLMC_RETURN_IF_ERROR(device_->upload(weightTables_.get(), table.data(), bytes));
+  for (const auto &[step, first] : slices)
+    stepWeights_[step] = weightTables_.get() + first * sizeof(CUdeviceptr);
+  return Status::ok();
+}
+
 Status CudaBackend::allocateKvCache(const EngineOptions &options) {
   const fb::ModelInfo &m = *plan_->meta().model();
   // The cache holds what attention reads: the dtype of its k input.
   fb::DType kvType = fb::DType::F32;
   for (const fb::Step *s : *plan_->program(target_, fb::Phase::Prefill)->steps())
-    if (s->op() == fb::OpKind::Attention || s->op() == fb::OpKind::RopeAttention) {
+    if (s->op() == fb::OpKind::Attention) {
       kvType =
           plan_->program(target_, fb::Phase::Prefill)->buffers()->Get(s->inputs()->Get(1))->dtype();
       break;
@@ -489,11 +518,15 @@ Status CudaBackend::runStep(const fb::Program &program, const fb::Step &step,
   for (uint32_t i = 0; i < step.inputs()->size(); ++i)
     args.in[i] = bufferAt(step.inputs()->Get(i));
   args.out = bufferAt(step.outputs()->Get(0));
-  if (step.weights() != nullptr) // at most 4 (the loader checks each op's weight count)
-    for (uint32_t i = 0; i < step.weights()->size() && i < 4; ++i)
-      args.w[i] = reinterpret_cast<const void *>(tensors_[step.weights()->Get(i)]);
-  if (step.op() == fb::OpKind::Attention || step.op() == fb::OpKind::RopeAttention) {
-    uint64_t layer = static_cast<uint64_t>(step.int_params()->Get(0));
+  if (step.weights() != nullptr && step.weights()->size() > 0) {
+    auto table = stepWeights_.find(&step);
+    if (table == stepWeights_.end())
+      return Status::error("internal: a step of another target's program");
+    args.w = reinterpret_cast<const void *const *>(table->second);
+    args.numWeights = static_cast<int>(step.weights()->size());
+  }
+  if (const fb::AttentionParams *attention = step.params_as_AttentionParams()) {
+    uint64_t layer = static_cast<uint64_t>(attention->layer());
     args.kvKeys = reinterpret_cast<void *>(kv_.get() + (2 * layer) * kvLayerBytes_);
     args.kvValues = reinterpret_cast<void *>(kv_.get() + (2 * layer + 1) * kvLayerBytes_);
   }

@@ -10,7 +10,8 @@
 //
 // A step: the metadata in one upload, then every step of the program that
 // fits (decode programs specialized for T <= 1..16, else the any-T ones),
-// launched on one stream with one StepArgs each (cuda/kernel_abi.h); decode
+// launched on one stream with one StepArgs each (cuda/kernel_abi.h; the
+// weights' addresses of every step in one device array written at load); decode
 // steps are captured once per (program, T) as a CUDA graph and replayed.
 // The logits rows come back with one download.
 //
@@ -26,6 +27,7 @@
 #include "engine/backend.h"
 
 #include <map>
+#include <unordered_map>
 
 namespace llmc::cuda {
 
@@ -60,6 +62,7 @@ private:
 
   Status loadModule();
   Status uploadWeights();
+  Status uploadWeightTables();
   Status allocateKvCache(const EngineOptions &options);
   Status checkDriverVersion();
   Status openCublasLt(const EngineOptions &options);
@@ -95,6 +98,8 @@ private:
   CUfunction topK_ = nullptr;         // llmc_topk_f32: sampling candidates on the device
   DeviceBuffer weights_;
   std::vector<CUdeviceptr> tensors_; // device address of each plan tensor
+  DeviceBuffer weightTables_;        // every step's weight addresses (StepArgs::w)
+  std::unordered_map<const fb::Step *, CUdeviceptr> stepWeights_; // a step's slice of them
   DeviceBuffer kv_;                  // [layers][K, V][numBlocks * blockSize * kvHeads * headDim]
   uint64_t kvLayerBytes_ = 0;        // one of K or V of one layer
   std::unique_ptr<kv::BlockPool> blocks_;

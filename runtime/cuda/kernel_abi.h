@@ -3,7 +3,9 @@
 // StepArgs by value; what a kernel reads from it depends on its op kind
 // (engine.fbs). Shapes, dtypes and tile sizes are compile-time constants of
 // the kernel, so the struct only carries what changes between launches:
-// pointers, the token count and the batch's sequence layout.
+// pointers, the token count and the batch's sequence layout. The weights'
+// addresses never change after load, so they sit in a device array per step
+// (one pointer in the arguments, however many weights a fused kind has).
 //
 // Compiled by the host compiler (runtime) and by NVRTC (generated kernels):
 // no standard library, fixed-width fields, explicit padding, so both sides
@@ -16,9 +18,10 @@ namespace llmc::abi {
 struct StepArgs {
   const void *in[3];      // input buffers, row-major [rows, width] (arena + offset_per_token * T)
   void *out;              // output buffer [rows, width]
-  const void *w[4];       // the step's weights in engine.fbs order (Linear: W, bias;
-                          // RmsNormLinear: gamma, W, bias; LinearQ4: qweight, scales,
-                          // zeros, bias)
+  const void *const *w;   // [numWeights] device array of the step's weight addresses in
+                          // engine.fbs order (Linear: W, bias; RmsNormLinear: gamma, W,
+                          // bias; RmsNormLinearQ4: gamma, qweight, scales, zeros, bias),
+                          // written once at load: no fixed number of weight slots
   void *kvKeys;           // Attention: this layer's keys [numBlocks, blockSize, kvHeads, headDim]
   void *kvValues;         // Attention: this layer's values, same layout
   const int *positions;   // [T] position of each row in its sequence
@@ -34,6 +37,8 @@ struct StepArgs {
   int numSequences;
   int blockTableStride; // entries per sequence in blockTables
   int numLogitRows;     // Logits: rows computed (the output holds them compacted)
+  int numWeights;       // entries of w (the step's weight count)
+  int pad;              // explicit: the struct is a multiple of 8 bytes on both sides
 };
 
 // The synthetic-weight fill kernels (llmc_synthetic_fill_<dtype>): element i

@@ -5,6 +5,7 @@
 // rewrites (and renames the entry point, as kernel_gen does for non-zero values).
 #pragma once
 
+#include "common/step_params.h"
 #include "cuda/kernel_gen.h"
 
 #include <gtest/gtest.h>
@@ -29,7 +30,6 @@ struct AttentionKernelSpec {
 inline Expected<cuda::KernelInstance> attentionKernel(const AttentionKernelSpec &s) {
   fb::PlanT plan;
   plan.model = std::make_unique<fb::ModelInfoT>();
-  plan.model->rope_theta = 10000.0;
   plan.model->max_seq_len = s.maxSeq;
   plan.kv_cache = std::make_unique<fb::KvCacheInfoT>();
   plan.kv_cache->block_size = static_cast<int32_t>(s.blockSize);
@@ -43,18 +43,20 @@ inline Expected<cuda::KernelInstance> attentionKernel(const AttentionKernelSpec 
   };
   fb::StepT step;
   const int64_t qWidth = s.heads * s.D, kvWidth = s.kvHeads * s.D;
+  step.op = fb::OpKind::Attention;
+  test::AttentionShape a{.heads = s.heads, .kvHeads = s.kvHeads, .headDim = s.D};
+  a.scale = 1.0 / std::sqrt(static_cast<double>(s.D));
   if (s.packed) {
     int qkv = buffer(qWidth + 2 * kvWidth);
-    step.op = fb::OpKind::RopeAttention;
     step.inputs = {qkv, qkv, qkv};
-    step.int_params = {0, s.heads, s.kvHeads, s.D, 0, qWidth, qWidth + kvWidth, 1};
+    a.kColumn = qWidth;
+    a.vColumn = qWidth + kvWidth;
+    a.rope = true;
   } else {
-    step.op = fb::OpKind::Attention;
     step.inputs = {buffer(qWidth), buffer(kvWidth), buffer(kvWidth)};
-    step.int_params = {0, s.heads, s.kvHeads, s.D};
   }
+  step.params = test::attentionParams(a);
   step.outputs = {buffer(qWidth)};
-  step.float_params = {1.0 / std::sqrt(static_cast<double>(s.D))};
   cuda::ProgramShape shape;
   shape.activation = s.activation;
   shape.maxTokens = s.decode ? 4 : 0;

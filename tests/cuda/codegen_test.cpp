@@ -6,6 +6,7 @@
 #include "cuda/kernel_abi.h"
 #include "cuda/model_dirs.h"
 #include "driver/build.h"
+#include "ops/op_table.h"
 #include "plan/plan.h"
 #include "plan/plan_format.h"
 
@@ -307,7 +308,8 @@ TEST(CudaCodegen, PlainBf16LinearStepsOfAnyTProgramsMayRunOnCublasLt) {
         if (g == nullptr)
           continue;
         ++marked;
-        EXPECT_EQ(step->op(), fb::OpKind::Linear);
+        EXPECT_EQ(ops::stepVariant(*step).rfind("Linear", 0), 0u);
+        EXPECT_EQ(step->params_as_LinearParams()->prologue(), nullptr);
         const fb::Buffer &x = *program->buffers()->Get(step->inputs()->Get(0));
         const fb::Buffer &y = *program->buffers()->Get(step->outputs()->Get(0));
         EXPECT_EQ(g->k(), x.width());
@@ -315,7 +317,7 @@ TEST(CudaCodegen, PlainBf16LinearStepsOfAnyTProgramsMayRunOnCublasLt) {
         EXPECT_EQ(g->lda(), g->k());
         EXPECT_EQ(g->ldb(), x.width());
         EXPECT_EQ(g->ldc(), y.width());
-        EXPECT_EQ(g->beta(), static_cast<float>(step->int_params()->Get(0)));
+        EXPECT_EQ(g->beta(), step->params_as_LinearParams()->accumulate() ? 1.0f : 0.0f);
         EXPECT_FALSE(g->bias());
         EXPECT_NE(step->kernel(), -1); // the kernel stays: the fallback
       }
@@ -471,12 +473,15 @@ TEST(CudaCodegenLoader, RejectsLibraryGemmsWhereTheyDoNotBelong) {
         step->library_gemm = std::make_unique<fb::LibraryGemmT>(*marked.step->library_gemm);
     };
   };
-  auto firstStepOf = [](fb::PlanT &p, fb::Target target, int64_t maxTokens, fb::OpKind op) {
+  // The first Linear step with (fused) or without (plain) a norm prologue.
+  enum Form { kPlain, kNorm };
+  auto firstStepOf = [](fb::PlanT &p, fb::Target target, int64_t maxTokens, Form form) {
     for (auto &program : p.programs)
       if (program->target == target && program->max_tokens == maxTokens)
         for (auto &step : program->steps)
-          if (step->op == op)
-            return step.get();
+          if (const fb::LinearParamsT *l = step->params.AsLinearParams())
+            if ((l->prologue != nullptr) == (form == kNorm) && !l->gated)
+              return step.get();
     return static_cast<fb::StepT *>(nullptr);
   };
   struct Case {
@@ -485,19 +490,19 @@ TEST(CudaCodegenLoader, RejectsLibraryGemmsWhereTheyDoNotBelong) {
     bool bf16;
   } cases[] = {
       {"library_gemm: set on a Linear step of a Cpu program",
-       copyTo([&](fb::PlanT &p) { return firstStepOf(p, fb::Target::Cpu, 0, fb::OpKind::Linear); }),
+       copyTo([&](fb::PlanT &p) { return firstStepOf(p, fb::Target::Cpu, 0, kPlain); }),
        true},
       {"library_gemm: set on a Linear step of a Sm90a program with max_tokens 4",
        copyTo(
-           [&](fb::PlanT &p) { return firstStepOf(p, fb::Target::Sm90a, 4, fb::OpKind::Linear); }),
+           [&](fb::PlanT &p) { return firstStepOf(p, fb::Target::Sm90a, 4, kPlain); }),
        true},
-      {"library_gemm: set on a RmsNormLinear step", copyTo([&](fb::PlanT &p) {
-         return firstStepOf(p, fb::Target::Sm90a, 0, fb::OpKind::RmsNormLinear);
+      {"library_gemm: set on a Linear (fused) step", copyTo([&](fb::PlanT &p) {
+         return firstStepOf(p, fb::Target::Sm90a, 0, kNorm);
        }),
        true},
       {"library_gemm: input, output and weight must be BF16, got F32, F32, F32",
        [&](fb::PlanT &p) {
-         fb::StepT *step = firstStepOf(p, fb::Target::Sm90a, 0, fb::OpKind::Linear);
+         fb::StepT *step = firstStepOf(p, fb::Target::Sm90a, 0, kPlain);
          ASSERT_NE(step, nullptr);
          step->library_gemm = std::make_unique<fb::LibraryGemmT>();
        },

@@ -11,8 +11,11 @@
 #include "cuda/model_dirs.h"
 #include "driver/build.h"
 #include "engine/generate.h"
+#include "ops/op_table.h"
+#include "plan/plan.h"
 #include "plan/plan_format.h"
 
+#include <algorithm>
 #include <cstdlib>
 #include <dlfcn.h>
 #include <set>
@@ -113,6 +116,66 @@ INSTANTIATE_TEST_SUITE_P(Variants, CudaFakeDriverPlans, ::testing::Values("", "O
                          [](const auto &info) {
                            return std::string(*info.param ? info.param : "fused");
                          });
+
+// An int4 GEMM with a norm prologue and a bias (Qwen2's q/k/v: gamma,
+// qweight, scales, zeros, bias) compiles for sm_90a, and its launches
+// pass all five weights, each a valid device address (the fake checks them).
+TEST(CudaFakeDriver, Int4NormGemmWithABiasGetsAllFiveWeights) {
+  ASSERT_TRUE(kFakeDriver);
+  std::string dir = test::writeModelDir("cuda-fake-qwen2-int4", test::kQwen2Shape);
+  BuildOptions options;
+  options.input = dir;
+  options.output = dir + "/plan.plan";
+  options.syntheticSeed = 9;
+  options.targets = "cpu,sm_90a"; // what the fake H200 loads; ptx would double the compile
+  options.quantize = "rtn";
+  options.groupSize = 32;
+  BuildReporter quiet;
+  quiet.info = quiet.warning = quiet.verbose = quiet.ir = [](const std::string &) {};
+  Status built = runBuild(options, quiet);
+  ASSERT_TRUE(built.isOk()) << built.message();
+  auto plan = Plan::open(options.output);
+  ASSERT_TRUE(plan.isOk()) << plan.message();
+  std::set<std::string> biased; // the sm_90a kernels of int4 norm Linear steps with a bias
+  for (const fb::Program *program : *plan->meta().programs()) {
+    if (program->target() != fb::Target::Sm90a)
+      continue;
+    for (const fb::Step *step : *program->steps())
+      if (ops::stepVariant(*step) == "Linear[norm,q4,bias]") {
+        EXPECT_EQ(step->weights()->size(), 5u);
+        std::string kernel =
+            plan->module(fb::Target::Sm90a)->functions()->Get(step->kernel())->str();
+        EXPECT_NE(kernel.find("_biasf32"), std::string::npos) << kernel;
+        biased.insert(kernel);
+      }
+  }
+  // A prefill GEMM and the decode GEMVs.
+  ASSERT_GE(biased.size(), 2u);
+  EXPECT_TRUE(std::any_of(biased.begin(), biased.end(), [](const std::string &k) {
+    return k.find("llmc_norm_linear_q4_gemm_") == 0;
+  }));
+  EXPECT_TRUE(std::any_of(biased.begin(), biased.end(), [](const std::string &k) {
+    return k.find("llmc_norm_linear_q4_gemv_") == 0;
+  }));
+
+  auto engine = loadCuda(options.output, 2);
+  ASSERT_NE(engine, nullptr);
+  GenerateOptions generate;
+  generate.maxNewTokens = 6;
+  generate.ignoreEos = true;
+  auto out = generateBatch(*engine, {{1, 3, 4, 5, 3}, {1, 4}}, generate);
+  ASSERT_TRUE(out.isOk()) << out.message();
+  EXPECT_EQ(fakeError(), "");
+  auto weightsOf = fake<int (*)(const char *)>("fakeCudaWeightsOf");
+  ASSERT_NE(weightsOf, nullptr);
+  int launched = 0;
+  for (const std::string &kernel : biased)
+    if (fakeCountOf(kernel.c_str()) > 0) {
+      EXPECT_EQ(weightsOf(kernel.c_str()), 5) << kernel;
+      ++launched;
+    }
+  EXPECT_GE(launched, 2) << "the prefill GEMM and at least one decode GEMV ran";
+}
 
 TEST(CudaFakeDriver, ArenaGrowsForALongerStep) {
   auto engine = loadCuda(plan("cpu,sm_90a,ptx"), 1, /*kvTokens=*/2048);
@@ -397,7 +460,7 @@ void expectStepGemm(const Plan &plan, const fb::Program &program, const fb::Step
   EXPECT_EQ(m.d.ld, y.width());
   EXPECT_TRUE(m.sameCdLayout);
   EXPECT_EQ(m.alpha, 1.0f);
-  EXPECT_EQ(m.beta, step.int_params()->Get(0) == 1 ? 1.0f : 0.0f); // residual: Y += X W^T
+  EXPECT_EQ(m.beta, step.params_as_LinearParams()->accumulate() ? 1.0f : 0.0f); // Y += X W^T
   // stories260K has no biases: the default epilogue.
   EXPECT_EQ(m.epilogue, 1u);
   // X and Y in the arena at offset_per_token * rows; C is Y (the residual).

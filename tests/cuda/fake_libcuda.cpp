@@ -1,8 +1,9 @@
 // A stand-in for libcuda.so.1 for the CUDA backend's host-side tests on a
 // machine without a GPU: device memory is host memory, copies are memcpy,
 // kernels do not run. Every launch of a step kernel is checked: its grid,
-// and that each pointer of its StepArgs lies inside a live allocation (the
-// backend's address arithmetic). Loaded through $LLMC_LIBCUDA; the test
+// and that each pointer of its StepArgs, and each weight address of its
+// weight array, lies inside a live allocation (the backend's address
+// arithmetic). Loaded through $LLMC_LIBCUDA; the test
 // reads what it saw through the fakeCuda* functions, and injects faults
 // through the fakeCudaSet* / fakeCudaFail* ones: an old driver version, out
 // of memory above a size, a launch that fails (invalidating a capture), an
@@ -30,6 +31,7 @@ struct State {
   std::string error;                       // first violation seen
   long launches = 0, graphLaunches = 0, graphsCaptured = 0;
   std::map<std::string, long> launchesByName; // direct and captured
+  std::map<std::string, int> weightsByName;   // StepArgs.numWeights of a step kernel's last launch
   bool capturing = false;
   long capturedLaunches = 0;
   uint64_t total = uint64_t(4) << 30;
@@ -87,8 +89,17 @@ void checkStepArgs(const std::string &name, const llmc::abi::StepArgs &a) {
   for (int i = 0; i < 3; ++i)
     check(a.in[i], "in");
   check(a.out, "out");
-  for (int i = 0; i < 4; ++i)
-    check(a.w[i], "w");
+  // The weight array (device memory the backend wrote at load) and each
+  // weight address in it.
+  if (a.numWeights < 0 || (a.numWeights > 0) != (a.w != nullptr))
+    fail(name + ": StepArgs.w is " + (a.w ? "set" : "null") + " with numWeights " +
+         std::to_string(a.numWeights));
+  if (a.numWeights > 0 && (!inside(a.w) || !inside(a.w + a.numWeights - 1)))
+    fail(name + ": StepArgs.w points outside every allocation");
+  else
+    for (int i = 0; i < a.numWeights; ++i)
+      if (a.w[i] == nullptr || !inside(a.w[i]))
+        fail(name + ": StepArgs.w[" + std::to_string(i) + "] points outside every allocation");
   check(a.kvKeys, "kvKeys");
   check(a.kvValues, "kvValues");
   check(a.positions, "positions");
@@ -120,6 +131,11 @@ long fakeCudaGraphsCaptured() { return state().graphsCaptured; }
 long fakeCudaLaunchesOf(const char *name) {
   auto it = state().launchesByName.find(name);
   return it == state().launchesByName.end() ? 0 : it->second;
+}
+// The weight count the last launch of step kernel `name` passed (-1: never launched).
+int fakeCudaWeightsOf(const char *name) {
+  auto it = state().weightsByName.find(name);
+  return it == state().weightsByName.end() ? -1 : it->second;
 }
 // For the fake libcublasLt and the test: capture state and device memory.
 int fakeCudaCapturing() { return state().capturing ? 1 : 0; }
@@ -307,6 +323,7 @@ CUresult cuLaunchKernel(void *f, unsigned gx, unsigned gy, unsigned gz, unsigned
   if (step) {
     const auto &args = *static_cast<const llmc::abi::StepArgs *>(params[0]);
     checkStepArgs(name, args);
+    state().weightsByName[name] = args.numWeights;
     auto it = state().allocations.upper_bound(reinterpret_cast<uintptr_t>(args.workspace));
     if (it != state().allocations.begin() && inside(args.workspace))
       state().lastWorkspaceBytes = (--it)->second;

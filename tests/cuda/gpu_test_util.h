@@ -4,6 +4,7 @@
 // device's target and launched as the CUDA backend launches them.
 #pragma once
 
+#include "common/step_params.h"
 #include "cuda/device.h"
 #include "cuda/kernel_abi.h"
 #include "cuda/kernel_gen.h"
@@ -73,7 +74,6 @@ struct MiniPlan {
 
   MiniPlan() {
     plan.model = std::make_unique<fb::ModelInfoT>();
-    plan.model->rope_theta = 10000.0;
     plan.model->max_seq_len = 300;
     plan.kv_cache = std::make_unique<fb::KvCacheInfoT>();
     plan.kv_cache->block_size = 16;
@@ -94,17 +94,16 @@ struct MiniPlan {
     return static_cast<int>(program.buffers.size()) - 1;
   }
   // The step's kernel for a program of T <= maxTokens (0: prefill-style).
+  // `params`: the kind's table (tests/common/step_params.h builds them).
   cuda::KernelInstance kernel(fb::OpKind op, std::vector<int> in, std::vector<int> out,
-                              std::vector<int> weights, std::vector<int64_t> ints,
-                              std::vector<double> floats, int64_t maxTokens, bool decode,
-                              DType activation) {
+                              std::vector<int> weights, fb::StepParamsUnion params,
+                              int64_t maxTokens, bool decode, DType activation) {
     fb::StepT step;
     step.op = op;
     step.inputs = std::move(in);
     step.outputs = std::move(out);
     step.weights = std::move(weights);
-    step.int_params = std::move(ints);
-    step.float_params = std::move(floats);
+    step.params = std::move(params);
     cuda::ProgramShape shape;
     shape.activation = activation;
     shape.maxTokens = maxTokens;
@@ -140,11 +139,24 @@ inline cuda::CUfunction loadKernel(const cuda::KernelInstance &kernel) {
 }
 
 // Launches a step kernel as the backend does: the token axis of the grid
-// scaled by ceil(rows / tokensPerBlock).
-inline void launchStep(const cuda::KernelInstance &kernel, abi::StepArgs args, int64_t rows) {
+// scaled by ceil(rows / tokensPerBlock), `weights` (device addresses, in
+// engine.fbs order) in a device array that args.w points at.
+inline void launchStep(const cuda::KernelInstance &kernel, abi::StepArgs args, int64_t rows,
+                       const std::vector<const void *> &weights = {}) {
   GpuContext &gpu = GpuContext::get();
   cuda::CUfunction f = loadKernel(kernel);
   ASSERT_NE(f, nullptr);
+  cuda::DeviceBuffer table;
+  if (!weights.empty()) {
+    const uint64_t bytes = weights.size() * sizeof(void *);
+    auto allocated = gpu.device->allocate(bytes);
+    ASSERT_TRUE(allocated.isOk()) << allocated.message();
+    table = std::move(*allocated);
+    Status copied = gpu.device->upload(table.get(), weights.data(), bytes);
+    ASSERT_TRUE(copied.isOk()) << copied.message();
+    args.w = reinterpret_cast<const void *const *>(table.get());
+    args.numWeights = static_cast<int>(weights.size());
+  }
   args.workspace = reinterpret_cast<void *>(gpu.workspace.get());
   args.counters = reinterpret_cast<int *>(gpu.counters.get());
   args.errorFlag = reinterpret_cast<int *>(gpu.errorFlag.get());

@@ -9,7 +9,8 @@
 #include "cuda/attention_variants.h"
 #include "cuda/cublaslt.h"
 #include "cuda/gpu_test_util.h"
-#include "engine/weights.h"
+#include "common/step_params.h"
+#include "cpu/backend/loaded_weights.h"
 #include "kernels/common/q4_layout.h"
 #include "kernels/common/rope.h"
 #include "kernels/common/sampling.h"
@@ -30,6 +31,16 @@ const DType kActivations[] = {DType::F32, DType::BF16};
 
 const char *name(DType t) { return t == DType::BF16 ? "bf16" : "f32"; }
 
+// The fused forms of a Linear step (engine.fbs LinearParams) these tests run.
+struct LinearForm {
+  bool norm, gated;
+  const char *name;
+};
+constexpr LinearForm kNormLinear{true, false, "norm"};
+constexpr LinearForm kGatedLinear{false, true, "gated"};
+constexpr LinearForm kNormGatedLinear{true, true, "norm,gated"};
+constexpr LinearForm kPlainLinear{false, false, "plain"};
+
 // CPU threads for a reference of `macs` multiply-adds: one for the small
 // cases, the machine's cores for the 8B shapes.
 int referenceThreads(int64_t macs) {
@@ -43,7 +54,8 @@ TEST(GpuKernels, EmbeddingGathersRows) {
     MiniPlan p;
     int table = p.tensor(act, {V, H});
     int ids = p.buffer(DType::I32, 1), out = p.buffer(act, H);
-    auto k = p.kernel(fb::OpKind::Embedding, {ids}, {out}, {table}, {}, {}, 0, false, act);
+    auto k = p.kernel(fb::OpKind::Embedding, {ids}, {out}, {table}, embeddingParams(), 0, false,
+                      act);
     std::vector<float> tableValues = rounded(randomValues(V * H, 1), act);
     std::vector<int32_t> tokens = {0, 36, 5, 5, 17};
     auto dTable = toDevice(encode(tableValues, act));
@@ -52,9 +64,8 @@ TEST(GpuKernels, EmbeddingGathersRows) {
     abi::StepArgs args{};
     args.in[0] = ptr(dIds);
     args.out = ptr(dOut);
-    args.w[0] = ptr(dTable);
     args.rows = T;
-    launchStep(k, args, T);
+    launchStep(k, args, T, {ptr(dTable)});
     std::vector<float> got = fromDevice(dOut, T * H, act);
     for (int64_t t = 0; t < T; ++t)
       for (int64_t h = 0; h < H; ++h)
@@ -62,7 +73,7 @@ TEST(GpuKernels, EmbeddingGathersRows) {
   }
 }
 
-// Launches a one-input step kernel on x with `weights` in its weight slots
+// Launches a one-input step kernel on x with `weights` as its weight array
 // and expects its [T, N] output close to `want` (relative norm).
 void expectStepOutput(const cuda::KernelInstance &k, const cuda::DeviceBuffer &x,
                       const std::vector<const cuda::DeviceBuffer *> &weights,
@@ -71,10 +82,11 @@ void expectStepOutput(const cuda::KernelInstance &k, const cuda::DeviceBuffer &x
   abi::StepArgs args{};
   args.in[0] = ptr(x);
   args.out = ptr(out);
-  for (size_t i = 0; i < weights.size(); ++i)
-    args.w[i] = ptr(*weights[i]);
+  std::vector<const void *> table;
+  for (const cuda::DeviceBuffer *w : weights)
+    table.push_back(ptr(*w));
   args.rows = static_cast<int>(T);
-  launchStep(k, args, T);
+  launchStep(k, args, T, table);
   EXPECT_LT(relativeError(fromDevice(out, T * N, act), want), tolerance(act))
       << k.name << " T=" << T;
 }
@@ -87,7 +99,7 @@ TEST(GpuKernels, RmsNormMatchesCpu) {
     MiniPlan p;
     int gamma = p.tensor(DType::F32, {H});
     int in = p.buffer(act, H), out = p.buffer(act, H);
-    auto k = p.kernel(fb::OpKind::RmsNorm, {in}, {out}, {gamma}, {}, {1e-5}, 0, false, act);
+    auto k = p.kernel(fb::OpKind::Norm, {in}, {out}, {gamma}, normParams(1e-5), 0, false, act);
     std::vector<float> x = rounded(randomValues(T * H, 2), act);
     std::vector<float> g = randomValues(H, 3);
     std::vector<float> want(T * H);
@@ -110,7 +122,8 @@ void checkLinear(DType act, int64_t N, int64_t K, int64_t T, int64_t maxTokens, 
   if (bias)
     weights.push_back(p.tensor(DType::F32, {N}));
   int in = p.buffer(act, K), out = p.buffer(act, N);
-  auto k = p.kernel(fb::OpKind::Linear, {in}, {out}, weights, {accumulate ? 1 : 0}, {}, maxTokens,
+  auto k = p.kernel(fb::OpKind::Linear, {in}, {out}, weights,
+                    linearParams({.bias = bias, .accumulate = accumulate}), maxTokens,
                     maxTokens > 0, act);
   std::vector<float> x = rounded(randomValues(T * K, 4), act);
   std::vector<float> wv = rounded(randomValues(N * K, 5, 0.05f), act);
@@ -271,7 +284,8 @@ TEST(GpuKernels, LogitsGatherRequestedRows) {
       int w = p.tensor(act, {V, H});
       int in = p.buffer(act, H), out = p.buffer(DType::F32, V);
       auto k =
-          p.kernel(fb::OpKind::Logits, {in}, {out}, {w}, {}, {}, maxTokens, maxTokens > 0, act);
+          p.kernel(fb::OpKind::Logits, {in}, {out}, {w}, logitsParams(), maxTokens, maxTokens > 0,
+                   act);
       std::vector<float> x = rounded(randomValues(T * H, 8), act);
       std::vector<float> wv = rounded(randomValues(V * H, 9, 0.1f), act);
       std::vector<float> gathered;
@@ -287,11 +301,10 @@ TEST(GpuKernels, LogitsGatherRequestedRows) {
       abi::StepArgs args{};
       args.in[0] = ptr(dX);
       args.out = ptr(dOut);
-      args.w[0] = ptr(dW);
       args.rows = T;
       args.logitRows = static_cast<const int *>(ptr(dRows));
       args.numLogitRows = static_cast<int>(rows.size());
-      launchStep(k, args, static_cast<int64_t>(rows.size()));
+      launchStep(k, args, static_cast<int64_t>(rows.size()), {ptr(dW)});
       std::vector<float> got = fromDevice(dOut, rows.size() * V, DType::F32);
       EXPECT_LT(relativeError(got, want), act == DType::F32 ? 2e-5 : 1e-2) << k.name;
     }
@@ -303,7 +316,7 @@ TEST(GpuKernels, RopeMatchesTheSharedMath) {
     const int64_t heads = 3, D = 10, T = 4;
     MiniPlan p;
     int buf = p.buffer(act, heads * D);
-    auto k = p.kernel(fb::OpKind::Rope, {buf}, {buf}, {}, {heads, D}, {}, 0, false, act);
+    auto k = p.kernel(fb::OpKind::Rope, {buf}, {buf}, {}, ropeParams(heads, D), 0, false, act);
     std::vector<float> x = rounded(randomValues(T * heads * D, 10), act);
     std::vector<int32_t> positions = {0, 1, 77, 299};
     std::vector<float> want = x;
@@ -330,21 +343,28 @@ TEST(GpuKernels, PointwiseOpsMatchCpu) {
   LLMC_REQUIRE_GPU();
   ThreadPool pool(1);
   for (DType act : kActivations)
-    for (fb::OpKind op : {fb::OpKind::Add, fb::OpKind::Mul, fb::OpKind::Silu, fb::OpKind::SwiGlu}) {
+    for (const char *op : {"add", "mul", "silu", "swiglu"}) {
       const int64_t W = 333, T = 3; // W odd: one element per access
-      bool binary = op != fb::OpKind::Silu;
+      const std::string name = op;
+      bool binary = name != "silu";
       MiniPlan p;
       int a = p.buffer(act, W), b = p.buffer(act, W), out = p.buffer(act, W);
       std::vector<int> inputs = binary ? std::vector<int>{a, b} : std::vector<int>{a};
-      auto k = p.kernel(op, inputs, {out}, {}, {}, {}, 0, false, act);
+      const bool elementwise = name == "add" || name == "mul";
+      auto k = p.kernel(elementwise ? fb::OpKind::Elementwise : fb::OpKind::Activation, inputs,
+                        {out}, {},
+                        elementwise ? elementwiseParams(name == "add" ? fb::ElementwiseOp::Add
+                                                                      : fb::ElementwiseOp::Mul)
+                                    : activationParams(fb::ActivationKind::Silu, binary),
+                        0, false, act);
       std::vector<float> x = rounded(randomValues(T * W, 11), act);
       std::vector<float> y = rounded(randomValues(T * W, 12), act);
       std::vector<float> want(T * W);
-      if (op == fb::OpKind::Add)
+      if (name == "add")
         cpu::add(pool, x.data(), y.data(), want.data(), T * W);
-      else if (op == fb::OpKind::Mul)
+      else if (name == "mul")
         cpu::mul(pool, x.data(), y.data(), want.data(), T * W);
-      else if (op == fb::OpKind::Silu)
+      else if (name == "silu")
         cpu::silu(pool, x.data(), want.data(), T * W);
       else
         cpu::swiglu(pool, x.data(), y.data(), want.data(), T * W);
@@ -449,13 +469,18 @@ void checkAttention(DType act, bool decode, bool packed = false,
   ASSERT_EQ(past.size(), fresh.size());
   if (packed) {
     int qkv = p.buffer(act, qkvWidth), out = p.buffer(act, heads * D);
-    kernel = p.kernel(fb::OpKind::RopeAttention, {qkv, qkv, qkv}, {out}, {},
-                      {0, heads, kvHeads, D, 0, heads * D, (heads + kvHeads) * D, 1}, {scale},
+    kernel = p.kernel(fb::OpKind::Attention, {qkv, qkv, qkv}, {out}, {},
+                      attentionParams({.heads = heads, .kvHeads = kvHeads, .headDim = D,
+                                       .qColumn = 0, .kColumn = heads * D,
+                                       .vColumn = (heads + kvHeads) * D, .rope = true,
+                                       .scale = scale}),
                       decode ? 4 : 0, decode, act);
   } else {
     int q = p.buffer(act, heads * D), k = p.buffer(act, kvHeads * D);
     int v = p.buffer(act, kvHeads * D), out = p.buffer(act, heads * D);
-    kernel = p.kernel(fb::OpKind::Attention, {q, k, v}, {out}, {}, {0, heads, kvHeads, D}, {scale},
+    kernel = p.kernel(fb::OpKind::Attention, {q, k, v}, {out}, {},
+                      attentionParams({.heads = heads, .kvHeads = kvHeads, .headDim = D,
+                                       .scale = scale}),
                       decode ? 4 : 0, decode, act);
   }
   if (scores.window > 0 || scores.softcap > 0.0f)
@@ -642,7 +667,7 @@ TEST(GpuKernels, RopeColumnsMatchesCpu) {
     MiniPlan p;
     int buf = p.buffer(act, width);
     auto k =
-        p.kernel(fb::OpKind::RopeColumns, {buf}, {buf}, {}, {heads, D, column}, {}, 0, false, act);
+        p.kernel(fb::OpKind::Rope, {buf}, {buf}, {}, ropeParams(heads, D, column), 0, false, act);
     std::vector<float> x = rounded(randomValues(T * width, 19), act);
     std::vector<int32_t> positions = {3, 4, 5, 100, 250};
     std::vector<float> invFreq(D / 2);
@@ -663,11 +688,11 @@ TEST(GpuKernels, RopeColumnsMatchesCpu) {
 
 // The fused linear kinds (RMSNorm prologue, SwiGLU epilogue) against the
 // CPU's fused kernels, through the GEMV (maxTokens > 0) or the GEMM.
-void checkFusedLinear(fb::OpKind op, DType act, int64_t N, int64_t K, int64_t T,
+void checkFusedLinear(const LinearForm &op, DType act, int64_t N, int64_t K, int64_t T,
                       int64_t maxTokens) {
   ThreadPool pool(referenceThreads(N * K * T));
-  const bool norm = op != fb::OpKind::LinearSwiGlu;
-  const bool swiglu = op != fb::OpKind::RmsNormLinear;
+  const bool norm = op.norm;
+  const bool swiglu = op.gated;
   const int64_t rows = swiglu ? 2 * N : N; // weight rows
   const float eps = 1e-5f;
   MiniPlan p;
@@ -675,14 +700,16 @@ void checkFusedLinear(fb::OpKind op, DType act, int64_t N, int64_t K, int64_t T,
   if (norm)
     weights.push_back(p.tensor(DType::F32, {K}));
   weights.push_back(p.tensor(act, {rows, K}));
-  const bool bias = op == fb::OpKind::RmsNormLinear;
+  const bool bias = !swiglu; // with the residual add: the gated form has neither
   if (bias)
     weights.push_back(p.tensor(DType::F32, {N}));
   int in = p.buffer(act, K), out = p.buffer(act, N);
-  std::vector<int64_t> ints =
-      op == fb::OpKind::RmsNormLinear ? std::vector<int64_t>{1} : std::vector<int64_t>{};
-  std::vector<double> floats = norm ? std::vector<double>{eps} : std::vector<double>{};
-  auto k = p.kernel(op, {in}, {out}, weights, ints, floats, maxTokens, maxTokens > 0, act);
+  auto k = p.kernel(fb::OpKind::Linear, {in}, {out}, weights,
+                    linearParams({.norm = norm,
+                                  .gate = swiglu ? fb::ActivationKind::Silu
+                                                 : fb::ActivationKind::None,
+                                  .bias = bias, .accumulate = bias}),
+                    maxTokens, maxTokens > 0, act);
   std::vector<float> x = rounded(randomValues(T * K, 20), act);
   std::vector<float> gamma = randomValues(K, 21);
   std::vector<float> w = rounded(randomValues(rows * K, 22, 0.05f), act);
@@ -691,9 +718,9 @@ void checkFusedLinear(fb::OpKind op, DType act, int64_t N, int64_t K, int64_t T,
   std::vector<float> want = y0, scratch;
   cpu::WeightMatrix matrix{w.data(), DType::F32, rows, K};
   cpu::WeightVector g{gamma.data(), DType::F32, K};
-  if (op == fb::OpKind::RmsNormLinear)
+  if (!swiglu)
     cpu::rmsNormMatmul(pool, x.data(), T, g, eps, matrix, b.data(), 1.0f, want.data(), scratch);
-  else if (op == fb::OpKind::LinearSwiGlu)
+  else if (!norm)
     cpu::matmulSwiglu(pool, x.data(), T, matrix, want.data());
   else
     cpu::rmsNormMatmulSwiglu(pool, x.data(), T, g, eps, matrix, want.data(), scratch);
@@ -714,8 +741,7 @@ void checkFusedLinear(fb::OpKind op, DType act, int64_t N, int64_t K, int64_t T,
 TEST(GpuKernels, FusedLinearKindsMatchCpu) {
   LLMC_REQUIRE_GPU();
   for (DType act : kActivations)
-    for (fb::OpKind op :
-         {fb::OpKind::RmsNormLinear, fb::OpKind::LinearSwiGlu, fb::OpKind::RmsNormLinearSwiGlu}) {
+    for (const LinearForm &op : {kNormLinear, kGatedLinear, kNormGatedLinear}) {
       checkFusedLinear(op, act, 77, 136, 1, 1);
       checkFusedLinear(op, act, 77, 136, 3, 4);
       checkFusedLinear(op, act, 24, 4096, 2, 2);  // split-K (norm sums carried across)
@@ -732,9 +758,9 @@ TEST(GpuKernels, Llama3_8bShapeLinearsMatchCpu) {
   checkLinear(DType::BF16, 4096, 14336, 1, 1, false, true);
   checkLinear(DType::BF16, 4096, 14336, 8, 8, false, true);
   checkLinear(DType::BF16, 4096, 14336, 33, 0, false, true);
-  checkFusedLinear(fb::OpKind::RmsNormLinearSwiGlu, DType::BF16, 14336, 4096, 1, 1);
-  checkFusedLinear(fb::OpKind::RmsNormLinearSwiGlu, DType::BF16, 14336, 4096, 33, 0);
-  checkFusedLinear(fb::OpKind::RmsNormLinear, DType::BF16, 6144, 4096, 1, 1);
+  checkFusedLinear(kNormGatedLinear, DType::BF16, 14336, 4096, 1, 1);
+  checkFusedLinear(kNormGatedLinear, DType::BF16, 14336, 4096, 33, 0);
+  checkFusedLinear(kNormLinear, DType::BF16, 6144, 4096, 1, 1);
 }
 
 TEST(GpuKernels, LmHeadNormalizesAndGathersRows) {
@@ -748,8 +774,8 @@ TEST(GpuKernels, LmHeadNormalizesAndGathersRows) {
       MiniPlan p;
       int gamma = p.tensor(DType::F32, {H}), w = p.tensor(act, {V, H});
       int in = p.buffer(act, H), out = p.buffer(DType::F32, V), ids = p.buffer(DType::I32, 1);
-      auto k = p.kernel(fb::OpKind::LmHead, {in}, {out, ids}, {gamma, w}, {}, {eps}, maxTokens,
-                        maxTokens > 0, act);
+      auto k = p.kernel(fb::OpKind::LmHead, {in}, {out, ids}, {gamma, w}, logitsParams(true),
+                        maxTokens, maxTokens > 0, act);
       std::vector<float> x = rounded(randomValues(T * H, 25), act);
       std::vector<float> g = randomValues(H, 26);
       std::vector<float> wv = rounded(randomValues(V * H, 27, 0.1f), act);
@@ -768,12 +794,10 @@ TEST(GpuKernels, LmHeadNormalizesAndGathersRows) {
       abi::StepArgs args{};
       args.in[0] = ptr(dX);
       args.out = ptr(dOut);
-      args.w[0] = ptr(dG);
-      args.w[1] = ptr(dW);
       args.rows = T;
       args.logitRows = static_cast<const int *>(ptr(dRows));
       args.numLogitRows = static_cast<int>(rows.size());
-      launchStep(k, args, static_cast<int64_t>(rows.size()));
+      launchStep(k, args, static_cast<int64_t>(rows.size()), {ptr(dG), ptr(dW)});
       EXPECT_LT(relativeError(fromDevice(dOut, rows.size() * V, DType::F32), want),
                 act == DType::F32 ? 2e-5 : 1e-2)
           << k.name;
@@ -784,10 +808,12 @@ TEST(GpuKernels, LmHeadNormalizesAndGathersRows) {
 // cpu::matmulQ4, through the GEMV and the dequantizing GEMM; the fused int4
 // kinds (norm prologue, SwiGLU epilogue) against the CPU's rmsNorm and
 // matmulSwigluQ4.
-void checkLinearQ4(fb::OpKind op, DType act, int64_t N, int64_t K, int64_t G, int64_t T,
+void checkLinearQ4(const LinearForm &op, DType act, int64_t N, int64_t K, int64_t G, int64_t T,
                    int64_t maxTokens) {
   ThreadPool pool(referenceThreads(N * K * T));
-  const Int4Linear form = int4Linear(op);
+  const struct {
+    bool norm, swiglu;
+  } form{op.norm, op.gated};
   const int64_t rows = form.swiglu ? 2 * N : N; // weight rows
   const int64_t words = hd::q4WordsPerRow(K), groups = hd::q4NumGroups(K, G);
   const float eps = 1e-5f;
@@ -812,13 +838,17 @@ void checkLinearQ4(fb::OpKind op, DType act, int64_t N, int64_t K, int64_t G, in
   weights.push_back(p.tensor(DType::I32, {rows, words}));
   weights.push_back(p.tensor(DType::F16, {rows, groups}));
   weights.push_back(p.tensor(DType::F16, {rows, groups}));
-  const bool bias = !form.norm && !form.swiglu, accumulate = !form.swiglu;
+  const bool bias = !form.swiglu, accumulate = !form.swiglu; // the gated forms have neither
   if (bias)
     weights.push_back(p.tensor(DType::F32, {N}));
   int in = p.buffer(act, K), out = p.buffer(act, N);
-  std::vector<int64_t> ints = form.swiglu ? std::vector<int64_t>{G} : std::vector<int64_t>{1, G};
-  std::vector<double> floats = form.norm ? std::vector<double>{eps} : std::vector<double>{};
-  auto k = p.kernel(op, {in}, {out}, weights, ints, floats, maxTokens, maxTokens > 0, act);
+  auto k = p.kernel(fb::OpKind::Linear, {in}, {out}, weights,
+                    linearParams({.norm = form.norm,
+                                  .gate = form.swiglu ? fb::ActivationKind::Silu
+                                                      : fb::ActivationKind::None,
+                                  .q4 = true, .groupSize = G, .bias = bias,
+                                  .accumulate = accumulate}),
+                    maxTokens, maxTokens > 0, act);
   std::vector<float> x = rounded(randomValues(T * K, 29), act);
   std::vector<float> gamma = randomValues(K, 32);
   std::vector<float> b = randomValues(N, 30);
@@ -856,8 +886,7 @@ void checkLinearQ4(fb::OpKind op, DType act, int64_t N, int64_t K, int64_t G, in
 TEST(GpuKernels, Int4LinearMatchesCpu) {
   LLMC_REQUIRE_GPU();
   for (DType act : kActivations)
-    for (fb::OpKind op : {fb::OpKind::LinearQ4, fb::OpKind::RmsNormLinearQ4,
-                          fb::OpKind::LinearSwiGluQ4, fb::OpKind::RmsNormLinearSwiGluQ4}) {
+    for (const LinearForm &op : {kPlainLinear, kNormLinear, kGatedLinear, kNormGatedLinear}) {
       checkLinearQ4(op, act, 77, 256, 128, 1, 1);
       checkLinearQ4(op, act, 77, 200, 32, 3, 4); // K not a multiple of 32: padded rows
       checkLinearQ4(op, act, 130, 256, 64, 16, 16);
@@ -870,11 +899,11 @@ TEST(GpuKernels, Int4LinearMatchesCpu) {
 // the norm at N = 14336, batch 1 and 8.
 TEST(GpuKernels, Llama3_8bShapeInt4LinearsMatchCpu) {
   LLMC_REQUIRE_GPU();
-  checkLinearQ4(fb::OpKind::LinearQ4, DType::BF16, 4096, 14336, 128, 1, 1);
-  checkLinearQ4(fb::OpKind::LinearQ4, DType::BF16, 4096, 14336, 128, 8, 8);
-  checkLinearQ4(fb::OpKind::RmsNormLinearSwiGluQ4, DType::BF16, 14336, 4096, 128, 1, 1);
-  checkLinearQ4(fb::OpKind::RmsNormLinearQ4, DType::BF16, 6144, 4096, 128, 1, 1);
-  checkLinearQ4(fb::OpKind::RmsNormLinearSwiGluQ4, DType::BF16, 14336, 4096, 128, 33, 0);
+  checkLinearQ4(kPlainLinear, DType::BF16, 4096, 14336, 128, 1, 1);
+  checkLinearQ4(kPlainLinear, DType::BF16, 4096, 14336, 128, 8, 8);
+  checkLinearQ4(kNormGatedLinear, DType::BF16, 14336, 4096, 128, 1, 1);
+  checkLinearQ4(kNormLinear, DType::BF16, 6144, 4096, 128, 1, 1);
+  checkLinearQ4(kNormGatedLinear, DType::BF16, 14336, 4096, 128, 33, 0);
 }
 
 TEST(GpuKernels, ArgmaxTakesTheFirstLargestAndIgnoresNan) {

@@ -35,6 +35,17 @@ inline const char *kStories260kShape = R"({
   "rms_norm_eps": 1e-05, "vocab_size": 512, "bos_token_id": 1, "eos_token_id": 2,
   "rope_theta": 10000.0, "tie_word_embeddings": true, "torch_dtype": "float32"})";
 
+// A Qwen2 of tests/data/hf/qwen2's shape: q/k/v with biases (so int4 plans
+// have RmsNormLinearQ4 steps with a bias, five weights), dim 64, 2 layers,
+// 4 heads / 2 KV heads of 16, intermediate 96, vocab 512, context 256.
+inline const char *kQwen2Shape = R"({
+  "architectures": ["Qwen2ForCausalLM"], "model_type": "qwen2",
+  "hidden_size": 64, "intermediate_size": 96, "num_hidden_layers": 2,
+  "num_attention_heads": 4, "num_key_value_heads": 2, "max_position_embeddings": 256,
+  "rms_norm_eps": 1e-06, "vocab_size": 512, "bos_token_id": 1, "eos_token_id": 2,
+  "hidden_act": "silu", "rope_theta": 1000000.0, "use_sliding_window": false,
+  "tie_word_embeddings": true, "torch_dtype": "float32"})";
+
 // Llama-3-8B's shape (llama3 RoPE scaling), context 8192.
 inline const char *kLlama3_8bShape = R"({
   "architectures": ["LlamaForCausalLM"], "model_type": "llama",

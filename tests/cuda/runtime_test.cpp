@@ -26,12 +26,16 @@ namespace llmc::cuda {
 namespace {
 
 // Pointers, then ints: the same layout for x86-64 and NVPTX64.
-static_assert(sizeof(abi::StepArgs) == 168, "StepArgs layout changed: update both sides");
-static_assert(offsetof(abi::StepArgs, out) == 24 && offsetof(abi::StepArgs, kvKeys) == 64 &&
-                  offsetof(abi::StepArgs, workspace) == 128 && offsetof(abi::StepArgs, rows) == 152,
+static_assert(sizeof(abi::StepArgs) == 152, "StepArgs layout changed: update both sides");
+static_assert(offsetof(abi::StepArgs, out) == 24 && offsetof(abi::StepArgs, w) == 32 &&
+                  offsetof(abi::StepArgs, kvKeys) == 40 &&
+                  offsetof(abi::StepArgs, workspace) == 104 &&
+                  offsetof(abi::StepArgs, rows) == 128 &&
+                  offsetof(abi::StepArgs, numWeights) == 144,
               "StepArgs field offsets");
-// Every op kind's weights fit (LinearQ4: qweight, scales, zeros, bias).
-static_assert(sizeof(abi::StepArgs::w) / sizeof(void *) == 4, "StepArgs weight slots");
+// The weights are one pointer to a device array of any length, not slots
+// in the arguments: a fused kind may take any number of weights.
+static_assert(sizeof(abi::StepArgs::w) == sizeof(void *), "StepArgs weight array");
 static_assert(sizeof(abi::SyntheticFillArgs) == 56 && offsetof(abi::SyntheticFillArgs, cols) == 40,
               "SyntheticFillArgs layout");
 static_assert(sizeof(abi::ArgmaxArgs) == 24, "ArgmaxArgs layout");

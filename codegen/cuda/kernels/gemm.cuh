@@ -61,17 +61,34 @@ __device__ __forceinline__ void tileRow(int n0, int row, int *weightRow, int *ou
   }
 }
 
+// A GEMM's matrix: W, or with int4 weights (G > 0) qweight, scales and
+// zeros. Read from the step's weight array once, before the tile loops
+// (their barriers would make the compiler read it again every tile).
+struct MatrixOperands {
+  const void *part[3];
+};
+
+template <int K, int G>
+__device__ __forceinline__ MatrixOperands matrixOperands(const abi::StepArgs &a, int first) {
+  MatrixOperands m{{a.w[first], nullptr, nullptr}};
+  if constexpr (G > 0) {
+    m.part[1] = a.w[first + 1];
+    m.part[2] = a.w[first + 2];
+  }
+  return m;
+}
+
 // Weight (n, k) as f32: a float matrix, or int4 (G > 0; kernels/common/q4_layout.h).
 template <class TW, int K, int G>
-__device__ __forceinline__ float weightAt(const abi::StepArgs &a, int n, int k) {
+__device__ __forceinline__ float weightAt(const MatrixOperands &m, int n, int k) {
   if constexpr (G == 0) {
-    return toFloat(static_cast<const TW *>(a.w[0])[static_cast<i64>(n) * K + k]);
+    return toFloat(static_cast<const TW *>(m.part[0])[static_cast<i64>(n) * K + k]);
   } else {
     constexpr int kWords = (K + 31) / 32 * 4, kGroups = (K + G - 1) / G;
-    const u32 word = static_cast<const u32 *>(a.w[0])[static_cast<i64>(n) * kWords + k / 8];
+    const u32 word = static_cast<const u32 *>(m.part[0])[static_cast<i64>(n) * kWords + k / 8];
     const i64 g = static_cast<i64>(n) * kGroups + k / G;
-    const float zero = hd::f16ToF32(static_cast<const u16 *>(a.w[2])[g]);
-    const float scale = hd::f16ToF32(static_cast<const u16 *>(a.w[1])[g]);
+    const float zero = hd::f16ToF32(static_cast<const u16 *>(m.part[2])[g]);
+    const float scale = hd::f16ToF32(static_cast<const u16 *>(m.part[1])[g]);
     return hd::int4MinusMagicZero(word, k % 8, hd::int4MagicZero(zero)) * scale;
   }
 }
@@ -82,9 +99,7 @@ __device__ __forceinline__ void gemmFma(const abi::StepArgs &a, float eps, float
                                         float softcap = 0.0f) {
   constexpr int BM = 64, BN = 64, BK = 16;
   constexpr int kOutCols = SWIGLU ? BN / 2 : BN;
-  constexpr int kMatrix = LinearOperands<NORM>::kMatrix;
-  constexpr int kBias = G > 0 ? 3 : LinearOperands<NORM>::kBias;
-  static_assert(G == 0 || !(NORM && BIAS), "int4 kinds with a norm have no bias");
+  using Ops = LinearOperands<NORM, (G > 0)>;
   __shared__ float xs[BK][BM + 4]; // x tile, transposed: xs[k][m]
   __shared__ float ws[BK][BN + 4]; // W tile, transposed: ws[k][n]
   __shared__ float rowScale[BM];
@@ -94,9 +109,7 @@ __device__ __forceinline__ void gemmFma(const abi::StepArgs &a, float eps, float
     return;
   if (NORM)
     rowScales<TA, K, BM, 8, GATHER>(a, M, m0, eps, rowScale);
-  abi::StepArgs wargs = a; // weightAt reads the matrix at w[0] (int4: scales, zeros at w[1, 2])
-  for (int i = 0; i + kMatrix < 4 && i < 3; ++i)
-    wargs.w[i] = a.w[kMatrix + i];
+  const MatrixOperands matrix = matrixOperands<K, G>(a, Ops::kMatrix);
   const TA *x = static_cast<const TA *>(a.in[0]);
   const TG *gamma = NORM ? static_cast<const TG *>(a.w[0]) : nullptr;
   const int tx = threadIdx.x % 16, ty = threadIdx.x / 16;
@@ -124,7 +137,7 @@ __device__ __forceinline__ void gemmFma(const abi::StepArgs &a, float eps, float
       // SWIGLU: tile columns [0, 32) gate, [32, 64) up, for outputs n0 + c % 32.
       const int outCol = n0 + (SWIGLU ? row % 32 : row);
       const int weightRow = SWIGLU && row >= 32 ? N + outCol : outCol;
-      ws[i % BK][row] = (outCol < N && k < K) ? weightAt<TW, K, G>(wargs, weightRow, k) : 0.0f;
+      ws[i % BK][row] = (outCol < N && k < K) ? weightAt<TW, K, G>(matrix, weightRow, k) : 0.0f;
     }
     __syncthreads();
 #pragma unroll
@@ -143,7 +156,7 @@ __device__ __forceinline__ void gemmFma(const abi::StepArgs &a, float eps, float
     }
     __syncthreads();
   }
-  const void *bias = BIAS ? a.w[kBias] : nullptr;
+  const void *bias = BIAS ? a.w[Ops::kBias] : nullptr;
 #pragma unroll
   for (int i = 0; i < 4; ++i) {
     const int m = m0 + ty * 4 + i;
@@ -181,15 +194,15 @@ __device__ __forceinline__ void mmaBf16(float (&d)[4], const u32 (&a)[4], const 
                : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
 }
 
-// The 8 weights (n, k..k+7) of an int4 matrix (G > 0) at weight slot S
-// (qweight; scales and zeros follow), dequantized: one u32 word, one group.
-template <int K, int G, int S>
-__device__ __forceinline__ void int4Chunk(const abi::StepArgs &a, int n, int k, float (&v)[8]) {
+// The 8 weights (n, k..k+7) of an int4 matrix (G > 0: qweight, scales,
+// zeros), dequantized: one u32 word, one group.
+template <int K, int G>
+__device__ __forceinline__ void int4Chunk(const MatrixOperands &m, int n, int k, float (&v)[8]) {
   constexpr int kWords = (K + 31) / 32 * 4, kGroups = (K + G - 1) / G;
-  const u32 word = static_cast<const u32 *>(a.w[S])[static_cast<i64>(n) * kWords + k / 8];
+  const u32 word = static_cast<const u32 *>(m.part[0])[static_cast<i64>(n) * kWords + k / 8];
   const i64 g = static_cast<i64>(n) * kGroups + k / G;
-  const float scale = hd::f16ToF32(static_cast<const u16 *>(a.w[S + 1])[g]);
-  const float zeroMagic = hd::int4MagicZero(hd::f16ToF32(static_cast<const u16 *>(a.w[S + 2])[g]));
+  const float scale = hd::f16ToF32(static_cast<const u16 *>(m.part[1])[g]);
+  const float zeroMagic = hd::int4MagicZero(hd::f16ToF32(static_cast<const u16 *>(m.part[2])[g]));
 #pragma unroll
   for (int e = 0; e < 8; ++e)
     v[e] = hd::int4MinusMagicZero(word, e, zeroMagic) * scale;
@@ -202,11 +215,11 @@ template <class TO, class TB, class TG, int N, int K, int G, bool ACCUM, bool BI
 __device__ __forceinline__ void gemmMma(const abi::StepArgs &a, float eps, float gammaOffset = 0.0f,
                                         float softcap = 0.0f) {
   static_assert(K % 8 == 0, "16-byte copies need K % 8 == 0");
-  static_assert(G == 0 || (G % 32 == 0 && !(NORM && BIAS)), "int4: whole words per group");
+  static_assert(G == 0 || G % 32 == 0, "int4: whole words per group");
   constexpr int BM = 128, BN = 128, BK = 32, kPitch = BK + 8; // +8: no bank conflicts
   constexpr int kTiles = (K + BK - 1) / BK;
   constexpr int kOutCols = SWIGLU ? BN / 2 : BN;
-  constexpr int kMatrix = LinearOperands<NORM>::kMatrix;
+  using Ops = LinearOperands<NORM, (G > 0)>;
   __shared__ __align__(16) u16 xs[2][BM][kPitch];
   __shared__ __align__(16) u16 ws[2][BN][kPitch];
   __shared__ float rowScale[BM];
@@ -217,7 +230,8 @@ __device__ __forceinline__ void gemmMma(const abi::StepArgs &a, float eps, float
   if (NORM)
     rowScales<bf16, K, BM, 8, GATHER>(a, M, m0, eps, rowScale);
   const u16 *x = static_cast<const u16 *>(a.in[0]);
-  const u16 *w = static_cast<const u16 *>(a.w[kMatrix]);
+  const MatrixOperands matrix = matrixOperands<K, G>(a, Ops::kMatrix);
+  const u16 *w = static_cast<const u16 *>(matrix.part[0]);
   const TG *gamma = NORM ? static_cast<const TG *>(a.w[0]) : nullptr;
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
   const int warpM = (warp / 4) * 64, warpN = (warp % 4) * 32;
@@ -256,7 +270,7 @@ __device__ __forceinline__ void gemmMma(const abi::StepArgs &a, float eps, float
       if constexpr (G > 0) {
         float v[8] = {};
         if (nOk)
-          int4Chunk<K, G, kMatrix>(a, weightRow, k, v);
+          int4Chunk<K, G>(matrix, weightRow, k, v);
         storeVec<8>(reinterpret_cast<bf16 *>(&ws[stage][row][chunk * 8]), v);
       } else {
         cpAsync16(&ws[stage][row][chunk * 8], wSrc, nOk);
@@ -304,7 +318,7 @@ __device__ __forceinline__ void gemmMma(const abi::StepArgs &a, float eps, float
   // Fragment element e of tile (mi, ni): row group (+8 for e >= 2), column
   // quad * 2 + (e & 1). With SWIGLU, tiles 0, 1 of a warp are gate columns
   // and tiles 2, 3 the up columns of the same outputs.
-  const void *bias = BIAS ? a.w[G > 0 ? 3 : LinearOperands<NORM>::kBias] : nullptr;
+  const void *bias = BIAS ? a.w[Ops::kBias] : nullptr;
 #pragma unroll
   for (int mi = 0; mi < 4; ++mi)
 #pragma unroll

@@ -43,10 +43,11 @@ __device__ __forceinline__ void linearStore(void *output, const void *bias, int 
 }
 
 // Where a linear-family step finds its operands (engine.fbs): with NORM the
-// weights are gamma, W (, bias); else W (, bias).
-template <bool NORM> struct LinearOperands {
+// weights are gamma, W (, bias); else W (, bias). Q4: W is three weights,
+// qweight, scales, zeros.
+template <bool NORM, bool Q4 = false> struct LinearOperands {
   static constexpr int kMatrix = NORM ? 1 : 0;
-  static constexpr int kBias = kMatrix + 1;
+  static constexpr int kBias = kMatrix + (Q4 ? 3 : 1);
 };
 
 // 1 / rms of a row from its sum of squares, as cpu::rmsNorm computes it.
@@ -319,12 +320,12 @@ template <class TA, class TO, class TB, class TG, int N, int K, int G, int TMAX,
 __device__ __forceinline__ void gemvQ4(const abi::StepArgs &a, float eps,
                                        float gammaOffset = 0.0f) {
   static_assert(G % 32 == 0, "groups are whole 32-column loads");
-  static_assert(!(NORM && BIAS), "int4 kinds with a norm have no bias");
   constexpr int kWords = (K + 31) / 32 * 4; // u32 per stored row
   constexpr int kGroups = (K + G - 1) / G;
   constexpr int kLoads = kWords / 4;     // 16-byte loads per row
   constexpr int WR = SWIGLU ? 2 * R : R; // weight rows per warp
-  constexpr int kQ = NORM ? 1 : 0;       // weight slot of qweight
+  using Ops = LinearOperands<NORM, true>;
+  constexpr int kQ = Ops::kMatrix; // weight index of qweight
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
   const int rowBase = (blockIdx.x * WARPS + warp) * R;
   const int tokens = a.rows;
@@ -333,6 +334,7 @@ __device__ __forceinline__ void gemvQ4(const abi::StepArgs &a, float eps,
   const uint4 *q = static_cast<const uint4 *>(a.w[kQ]);
   const u16 *scales = static_cast<const u16 *>(a.w[kQ + 1]);
   const u16 *zeros = static_cast<const u16 *>(a.w[kQ + 2]);
+  const void *bias = BIAS ? a.w[Ops::kBias] : nullptr;
   int wRow[WR];
 #pragma unroll
   for (int r = 0; r < WR; ++r)
@@ -399,7 +401,7 @@ __device__ __forceinline__ void gemvQ4(const abi::StepArgs &a, float eps,
       const float scale = NORM ? invRms(sumSquares[t], K, eps) : 1.0f;
       const float y = SWIGLU ? hd::gated(GATE, acc[r][t] * scale, acc[R + r][t] * scale)
                              : acc[r][t] * scale;
-      linearStore<TO, TB, ACCUM, BIAS>(a.out, BIAS ? a.w[3] : nullptr, t, n, N, y);
+      linearStore<TO, TB, ACCUM, BIAS>(a.out, bias, t, n, N, y);
     }
 }
 

@@ -37,34 +37,38 @@ func.func @norm(%h: tensor<?x64xf32>) -> (tensor<?x64xf32>, tensor<?x32xf32>, te
 
 // -----
 
-// Tests that int4 GEMMs take the prologue too: a plain int4 projection and
-// an int4 SwiGLU GEMM.
+// Tests that int4 GEMMs take the prologue too: a plain int4 projection, one
+// with a bias (RmsNormLinearQ4 with five weights) and an int4 SwiGLU GEMM.
 
-// REPORT: remark: llm-fuse-norm: 1 RMSNorm -> prologue of 2 GEMMs
+// REPORT: remark: llm-fuse-norm: 1 RMSNorm -> prologue of 3 GEMMs
 // CHECK-LABEL: func.func @int4
 // CHECK: %[[G:.*]] = llm.weight "ln"
 // CHECK: llm.fused_linear %arg0, [%{{.*}}] norm %[[G]] eps 1.000000e-05 : tensor<?x64xbf16>, [!llm.q4<64x64, group = 32>] norm tensor<64xbf16> -> tensor<?x64xbf16>
+// CHECK: llm.fused_linear %arg0, [%{{.*}}] bias [%{{.*}}] norm %[[G]] eps 1.000000e-05 : tensor<?x64xbf16>, [!llm.q4<64x64, group = 32>] bias [tensor<64xf32>] norm tensor<64xbf16> -> tensor<?x64xbf16>
 // CHECK: llm.fused_linear %arg0, [%{{.*}}, %{{.*}}] norm %[[G]] eps 1.000000e-05 swiglu : tensor<?x64xbf16>, [!llm.q4<96x64, group = 32>, !llm.q4<96x64, group = 32>]
 // CHECK-NOT: llm.rms_norm
-func.func @int4(%h: tensor<?x64xbf16>) -> (tensor<?x64xbf16>, tensor<?x96xbf16>) {
+func.func @int4(%h: tensor<?x64xbf16>) -> (tensor<?x64xbf16>, tensor<?x64xbf16>, tensor<?x96xbf16>) {
   %g = llm.weight "ln" : tensor<64xbf16>
   %x = llm.rms_norm %h, %g eps 1.0e-5 : tensor<?x64xbf16>, tensor<64xbf16>
   %wq = llm.weight "q" : !llm.q4<64x64, group = 32>
   %q = llm.linear %x, %wq : tensor<?x64xbf16>, !llm.q4<64x64, group = 32> -> tensor<?x64xbf16>
+  %wk = llm.weight "k" : !llm.q4<64x64, group = 32>
+  %bk = llm.weight "k_bias" : tensor<64xf32>
+  %k = llm.linear %x, %wk, %bk
+      : tensor<?x64xbf16>, !llm.q4<64x64, group = 32>, tensor<64xf32> -> tensor<?x64xbf16>
   %wg = llm.weight "gate" : !llm.q4<96x64, group = 32>
   %wu = llm.weight "up" : !llm.q4<96x64, group = 32>
   %a = llm.fused_linear %x, [%wg, %wu] swiglu
       : tensor<?x64xbf16>, [!llm.q4<96x64, group = 32>, !llm.q4<96x64, group = 32>]
       -> tensor<?x96xbf16>
-  return %q, %a : tensor<?x64xbf16>, tensor<?x96xbf16>
+  return %q, %k, %a : tensor<?x64xbf16>, tensor<?x64xbf16>, tensor<?x96xbf16>
 }
 
 // -----
 
 // Tests that a norm whose output has two users that cannot all absorb it
 // stays: a GEMM and an add; a GEMM and a return; the residual operand of a
-// fused_linear; an int4 projection with a bias (the plan's int4 kinds with a
-// norm have no bias); a fused_linear that has a norm already.
+// fused_linear; a fused_linear that has a norm already.
 
 // REPORT: remark: llm-fuse-norm: nothing to fuse
 // CHECK-LABEL: func.func @no_fusion
@@ -74,13 +78,11 @@ func.func @int4(%h: tensor<?x64xbf16>) -> (tensor<?x64xbf16>, tensor<?x96xbf16>)
 // CHECK: llm.linear %[[X2]]
 // CHECK: %[[X3:.*]] = llm.rms_norm
 // CHECK: llm.fused_linear %arg0, [%{{.*}}] residual %[[X3]] :
-// CHECK: %[[X4:.*]] = llm.rms_norm
-// CHECK: llm.linear %[[X4]]
 // CHECK: %[[X5:.*]] = llm.rms_norm
 // CHECK: llm.fused_linear %[[X5]], [%{{.*}}] norm
-func.func @no_fusion(%h: tensor<?x64xf32>, %h16: tensor<?x64xf16>)
+func.func @no_fusion(%h: tensor<?x64xf32>)
     -> (tensor<?x64xf32>, tensor<?x64xf32>, tensor<?x64xf32>, tensor<?x64xf32>, tensor<?x64xf32>,
-        tensor<?x64xf16>, tensor<?x64xf32>) {
+        tensor<?x64xf32>) {
   %g = llm.weight "ln" : tensor<64xf32>
   %w = llm.weight "w" : tensor<64x64xf32>
   %x1 = llm.rms_norm %h, %g eps 1.0e-5 : tensor<?x64xf32>, tensor<64xf32>
@@ -94,19 +96,12 @@ func.func @no_fusion(%h: tensor<?x64xf32>, %h16: tensor<?x64xf16>)
   %p3 = llm.fused_linear %h, [%w] residual %x3
       : tensor<?x64xf32>, [tensor<64x64xf32>] residual tensor<?x64xf32> -> tensor<?x64xf32>
 
-  %g16 = llm.weight "ln16" : tensor<64xf32>
-  %w4 = llm.weight "w_int4" : !llm.q4<64x64, group = 32>
-  %x4 = llm.rms_norm %h16, %g16 eps 1.0e-5 : tensor<?x64xf16>, tensor<64xf32>
-  %b4 = llm.weight "b_int4" : tensor<64xf32>
-  %p4 = llm.linear %x4, %w4, %b4
-      : tensor<?x64xf16>, !llm.q4<64x64, group = 32>, tensor<64xf32> -> tensor<?x64xf16>
-
   %x5 = llm.rms_norm %h, %g eps 5.0e-5 : tensor<?x64xf32>, tensor<64xf32>
   %p5 = llm.fused_linear %x5, [%w] norm %g eps 1.0e-5
       : tensor<?x64xf32>, [tensor<64x64xf32>] norm tensor<64xf32> -> tensor<?x64xf32>
-  return %s1, %p2, %x2, %p3, %p5, %p4, %p1
+  return %s1, %p2, %x2, %p3, %p5, %p1
       : tensor<?x64xf32>, tensor<?x64xf32>, tensor<?x64xf32>, tensor<?x64xf32>, tensor<?x64xf32>,
-        tensor<?x64xf16>, tensor<?x64xf32>
+        tensor<?x64xf32>
 }
 
 // -----
