@@ -32,7 +32,7 @@ extern "C" __global__ void useEveryHelper(float *out, const unsigned short *in) 
   RopeScaling dyn;
   dyn.kind = ropeDependsOnLength(RopeScalingKind::Dynamic) ? RopeScalingKind::Dynamic
                                                            : RopeScalingKind::Yarn;
-  dyn.maxPositions = 2048.0f;
+  dyn.originalMaxPositions = 2048.0f;
   int first, second;
   ropePairFeatures(threadIdx.x, 64, true, first, second);
   float c, sn;

@@ -65,7 +65,6 @@ CaseRope resolve(const Json &c) {
   RopeScaling &out = r.scaling;
   out.factor = static_cast<float>(number(s, "factor", maxPositions / original));
   out.originalMaxPositions = static_cast<float>(original);
-  out.maxPositions = static_cast<float>(maxPositions);
   if (type == "linear") {
     out.kind = RopeScalingKind::Linear;
   } else if (type == "llama3") {
@@ -74,6 +73,7 @@ CaseRope resolve(const Json &c) {
     out.highFreqFactor = static_cast<float>(number(s, "high_freq_factor", 0));
   } else if (type == "dynamic") {
     out.kind = RopeScalingKind::Dynamic;
+    out.originalMaxPositions = static_cast<float>(maxPositions);
   } else if (type == "yarn") {
     out.kind = RopeScalingKind::Yarn;
     const double factor = number(s, "factor", 0);
@@ -192,7 +192,7 @@ TEST(RopeReference, DynamicKeepsPlainFrequenciesWithinTheContextAndGrowsPastIt) 
   RopeScaling s;
   s.kind = RopeScalingKind::Dynamic;
   s.factor = 2.0f;
-  s.maxPositions = 2048.0f;
+  s.originalMaxPositions = 2048.0f;
   for (int i = 0; i < 32; ++i) {
     EXPECT_EQ(ropeInvFreqAt(i, 64, 10000.0f, s, 2048), ropeDefaultInvFreq(i, 64, 10000.0f));
     if (i > 0)

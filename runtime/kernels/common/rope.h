@@ -19,9 +19,10 @@
 // that wrote them (they are cached rotated and never rotated again). So
 // ropeInvFreqAt takes the pass's seqLen: a prefill of positions [0, n)
 // uses n for all n tokens, a decode step at position p uses p + 1.
-//   dynamic:  seqLen <= maxPositions: the plain frequencies; beyond, the
-//             base grows with seqLen (recomputed in f32, as transformers does
-//             when its cached length grows);
+//   dynamic:  seqLen <= max_position_embeddings (its originalMaxPositions):
+//             the plain frequencies; beyond, the base grows with seqLen
+//             (recomputed in f32, as transformers does when its cached
+//             length grows);
 //   longrope: seqLen > originalMaxPositions: the long factors, else short.
 // (transformers takes the max over the whole batch and remembers the longest
 // dynamic length across calls; llmc takes each sequence's own length, which
@@ -32,13 +33,13 @@
 
 namespace llmc::hd {
 
-// Numeric values are stored in engine plans: append only.
+// The same values as the plan's RopeScalingKind (engine.fbs): append only.
 enum class RopeScalingKind : int {
   None = 0,     // rope_scaling absent ("default")
   Linear = 1,   // "linear": every frequency divided by factor
   Llama3 = 2,   // "llama3": low frequencies / factor, smooth band between
-  Yarn = 3,     // "yarn": per-pair blend of f and f / factor; cos, sin * attentionFactor
-  Dynamic = 4,  // "dynamic": NTK base grown with the sequence past maxPositions
+  Dynamic = 3,  // "dynamic": NTK base grown with the sequence past originalMaxPositions
+  Yarn = 4,     // "yarn": per-pair blend of f and f / factor; cos, sin * attentionFactor
   LongRope = 5, // "longrope" (Phi-3's "su"): f / shortFactor[i] or f / longFactor[i];
                 // cos, sin * attentionFactor
 };
@@ -49,8 +50,9 @@ struct RopeScaling {
   float factor = 1.0f;                  // linear, llama3, yarn, dynamic
   float lowFreqFactor = 1.0f;           // llama3 only
   float highFreqFactor = 4.0f;          // llama3 only
-  float originalMaxPositions = 8192.0f; // llama3, longrope: original_max_position_embeddings
-  float maxPositions = 0.0f;            // dynamic: max_position_embeddings
+  // llama3, yarn, longrope: original_max_position_embeddings; dynamic:
+  // max_position_embeddings (the length past which its base grows).
+  float originalMaxPositions = 8192.0f;
   // yarn: the ramp over pair indices, ramp(i) = clamp((i - rampLow) / rampWidth, 0, 1),
   // both already rounded to f32 as transformers does (rope_params.h ropeYarnRamp).
   float rampLow = 0.0f;
@@ -119,7 +121,7 @@ LLMC_HD inline float ropeYarnInvFreq(int pair, int rotaryDim, float theta, const
 LLMC_HD inline float ropeDynamicInvFreq(int pair, int rotaryDim, float theta, const RopeScaling &s,
                                         int seqLen) {
   float grown = s.factor * static_cast<float>(seqLen);
-  grown = grown / s.maxPositions;
+  grown = grown / s.originalMaxPositions;
   grown = grown - static_cast<float>(static_cast<double>(s.factor) - 1.0);
   float power = static_cast<float>(static_cast<double>(rotaryDim) / (rotaryDim - 2));
   float base = theta * powF(grown, power);
@@ -155,7 +157,7 @@ LLMC_HD inline float ropeInvFreqAt(int pair, int rotaryDim, float theta, const R
   case RopeScalingKind::Yarn:
     return ropeYarnInvFreq(pair, rotaryDim, theta, s);
   case RopeScalingKind::Dynamic:
-    if (static_cast<float>(seqLen) <= s.maxPositions)
+    if (static_cast<float>(seqLen) <= s.originalMaxPositions)
       return ropeDefaultInvFreq(pair, rotaryDim, theta);
     return ropeDynamicInvFreq(pair, rotaryDim, theta, s, seqLen);
   case RopeScalingKind::LongRope:
