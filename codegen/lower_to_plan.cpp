@@ -238,6 +238,9 @@ private:
       extras.embeddingScale = e.getScale().convertToDouble();
       setStepExtras(*s, extras);
     } else if (auto n = dyn_cast<llm::RmsNormOp>(op)) {
+      if (n.getGroup() != 0)
+        return Status::error("per-head RMSNorm (group " + std::to_string(n.getGroup()) +
+                             ") has no kernel in this plan format yet");
       s->op = fb::OpKind::RmsNorm;
       LLMC_RETURN_IF_ERROR(input(n.getX()));
       s->weights.push_back(weight(n.getWeight()));

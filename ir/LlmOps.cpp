@@ -242,9 +242,13 @@ LogicalResult EmbeddingOp::verify() {
 //===----------------------------------------------------------------------===//
 
 void RmsNormOp::build(OpBuilder &builder, OperationState &state, Value x, Value weight,
-                      double eps, double offset) {
+                      double eps, double offset, int64_t group) {
   build(builder, state, x.getType(), x, weight, builder.getF64FloatAttr(eps),
-        builder.getF64FloatAttr(offset));
+        builder.getF64FloatAttr(offset), builder.getI64IntegerAttr(group));
+}
+
+int64_t RmsNormOp::getGroupWidth() {
+  return getGroup() == 0 ? dimSize(getX().getType(), 1) : getGroup();
 }
 
 LogicalResult RmsNormOp::verify() {
@@ -252,8 +256,13 @@ LogicalResult RmsNormOp::verify() {
       failed(checkStaticShape(*this, "weight", getWeight())))
     return failure();
   int64_t features = dimSize(getX().getType(), 1), size = dimSize(getWeight().getType(), 0);
-  if (size != features)
-    return emitOpError() << "weight has " << size << " elements but input has " << features
+  int64_t group = getGroup();
+  if (group < 0 || (group > 0 && features % group != 0))
+    return emitOpError() << "group must be 0 or divide the input's " << features
+                         << " features, got " << group;
+  if (size != getGroupWidth())
+    return emitOpError() << "weight has " << size << " elements but "
+                         << (group == 0 ? "input has " : "each group has ") << getGroupWidth()
                          << " features";
   if (failed(checkPositive(*this, "eps", getEpsAttr().getValue())))
     return failure();

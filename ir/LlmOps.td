@@ -88,24 +88,33 @@ def Llm_RmsNormOp : Llm_Op<"rms_norm", [Pure]> {
   let summary = "x / sqrt(mean(x^2) + eps) * (offset + weight) over the feature dim: [T, H] -> [T, H].";
   let description = [{
     Computed in f32. `offset` defaults to 0 (not printed); Gemma stores
-    weight - 1 and normalizes with offset 1, i.e. (1 + w).
+    weight - 1 and normalizes with offset 1, i.e. (1 + w). With `group g`
+    (default 0: the whole row, not printed) each run of g consecutive
+    features is normalized on its own with the same g-element weight: the
+    per-head q/k norms of Qwen3, Gemma3 and EXAONE 4 (g = head_dim).
 
     ```
     %n = llm.rms_norm %x, %w eps 1.000000e-05 : tensor<?x4096xbf16>, tensor<4096xbf16>
     %g = llm.rms_norm %x, %w eps 1.000000e-06 offset 1.000000e+00 : tensor<?x2304xbf16>, tensor<2304xbf16>
+    %q = llm.rms_norm %q0, %wq eps 1.000000e-06 group 128 : tensor<?x4096xf32>, tensor<128xf32>
     ```
   }];
   let arguments = (ins Llm_Activation:$x, Llm_FloatVector:$weight, F64Attr:$eps,
-                       DefaultValuedAttr<F64Attr, "0.0">:$offset);
+                       DefaultValuedAttr<F64Attr, "0.0">:$offset,
+                       DefaultValuedAttr<I64Attr, "0">:$group);
   let results = (outs Llm_Activation:$result);
   let assemblyFormat = [{
-    $x `,` $weight `eps` $eps (`offset` $offset^)? attr-dict `:` type($x) `,`
+    $x `,` $weight `eps` $eps (`offset` $offset^)? (`group` $group^)? attr-dict `:` type($x) `,`
     custom<WithResultType>(ref(type($x)), type($weight), type($result))
   }];
   let builders = [
     OpBuilder<(ins "::mlir::Value":$x, "::mlir::Value":$weight, "double":$eps,
-                   CArg<"double", "0.0">:$offset)>
+                   CArg<"double", "0.0">:$offset, CArg<"int64_t", "0">:$group)>
   ];
+  let extraClassDeclaration = [{
+    /// Features normalized together: `group`, or the whole row when 0.
+    int64_t getGroupWidth();
+  }];
 }
 
 def Llm_LinearOp : Llm_Op<"linear", [Pure]> {

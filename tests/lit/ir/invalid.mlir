@@ -152,6 +152,22 @@ func.func @rms_norm_weight(%x: tensor<?x64xf32>, %w: tensor<32xf32>) {
 
 // -----
 
+func.func @rms_norm_group_weight(%x: tensor<?x64xf32>, %w: tensor<64xf32>) {
+  // expected-error @+1 {{'llm.rms_norm' op weight has 64 elements but each group has 16 features}}
+  %y = llm.rms_norm %x, %w eps 1.0e-5 group 16 : tensor<?x64xf32>, tensor<64xf32>
+  return
+}
+
+// -----
+
+func.func @rms_norm_group_divides(%x: tensor<?x64xf32>, %w: tensor<24xf32>) {
+  // expected-error @+1 {{'llm.rms_norm' op group must be 0 or divide the input's 64 features, got 24}}
+  %y = llm.rms_norm %x, %w eps 1.0e-5 group 24 : tensor<?x64xf32>, tensor<24xf32>
+  return
+}
+
+// -----
+
 func.func @rms_norm_eps(%x: tensor<?x64xf32>, %w: tensor<64xf32>) {
   // expected-error @+1 {{'llm.rms_norm' op eps must be positive, got 0.000000e+00}}
   %y = llm.rms_norm %x, %w eps 0.0 : tensor<?x64xf32>, tensor<64xf32>
