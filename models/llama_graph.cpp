@@ -81,6 +81,23 @@ private:
                                      config_.normOffset);
   }
 
+  // The q or k norm of `projection` ([T, heads * D]) under `prefix`, when the family has one.
+  mlir::Value qkNorm(mlir::Value projection, const std::string &weightName, int64_t heads) {
+    const int64_t d = config_.headDim;
+    switch (config_.qkNorm) {
+    case QkNorm::None:
+      return projection;
+    case QkNorm::PerHead:
+      return b_.create<llm::RmsNormOp>(b_.getUnknownLoc(), projection, vector(weightName, d),
+                                       config_.rmsNormEps, config_.normOffset, /*group=*/d);
+    case QkNorm::Full:
+      return b_.create<llm::RmsNormOp>(b_.getUnknownLoc(), projection,
+                                       vector(weightName, heads * d), config_.rmsNormEps,
+                                       config_.normOffset);
+    }
+    return projection;
+  }
+
   // act(gate) for the family's MLP activation.
   mlir::Value activation(mlir::Value gate) {
     auto loc = b_.getUnknownLoc();
@@ -148,9 +165,11 @@ private:
     std::string p = "model.layers." + std::to_string(layer) + ".";
     int64_t qWidth = c.numHeads * c.headDim, kvWidth = c.numKvHeads * c.headDim;
 
-    mlir::Value h = rmsNorm(x, p + "input_layernorm.weight");
+    mlir::Value h = c.postNormsOnly ? x : rmsNorm(x, p + "input_layernorm.weight");
     mlir::Value q = linear(h, p + "self_attn.q_proj", qWidth, c.hiddenSize, c.attentionBias);
     mlir::Value k = linear(h, p + "self_attn.k_proj", kvWidth, c.hiddenSize, c.attentionBias);
+    q = qkNorm(q, p + "self_attn.q_norm.weight", c.numHeads);
+    k = qkNorm(k, p + "self_attn.k_norm.weight", c.numKvHeads);
     mlir::Value v = linear(h, p + "self_attn.v_proj", kvWidth, c.hiddenSize, c.attentionBias);
     double scale = c.attentionScale > 0 ? c.attentionScale
                                         : 1.0 / std::sqrt(static_cast<double>(c.headDim));
@@ -161,17 +180,19 @@ private:
         linear(attn, p + "self_attn.o_proj", c.hiddenSize, qWidth, c.attentionOutputBias);
     // Sandwich norms (Gemma2): the attention output is normalized before the
     // residual add, and the MLP input by a norm of its own.
-    if (c.sandwichNorms)
+    if (c.sandwichNorms || c.postNormsOnly)
       o = rmsNorm(o, p + "post_attention_layernorm.weight");
     x = b_.create<llm::AddOp>(loc, x, o);
 
-    mlir::Value h2 = rmsNorm(x, p + (c.sandwichNorms ? "pre_feedforward_layernorm.weight"
-                                                     : "post_attention_layernorm.weight"));
+    mlir::Value h2 = c.postNormsOnly ? x
+                                     : rmsNorm(x, p + (c.sandwichNorms
+                                                           ? "pre_feedforward_layernorm.weight"
+                                                           : "post_attention_layernorm.weight"));
     mlir::Value gate = linear(h2, p + "mlp.gate_proj", c.intermediateSize, c.hiddenSize);
     mlir::Value up = linear(h2, p + "mlp.up_proj", c.intermediateSize, c.hiddenSize);
     mlir::Value act = b_.create<llm::MulOp>(loc, activation(gate), up);
     mlir::Value down = linear(act, p + "mlp.down_proj", c.hiddenSize, c.intermediateSize);
-    if (c.sandwichNorms)
+    if (c.sandwichNorms || c.postNormsOnly)
       down = rmsNorm(down, p + "post_feedforward_layernorm.weight");
     return b_.create<llm::AddOp>(loc, x, down);
   }

@@ -38,6 +38,13 @@ enum class MlpActivation {
   GeluErf,  // GeGLU with exact GELU (Gemma2's hidden_activation "gelu")
 };
 
+// RMSNorms of the attention's q and k projections, before RoPE.
+enum class QkNorm {
+  None,
+  PerHead, // Qwen3, Gemma3, EXAONE 4: self_attn.{q,k}_norm.weight [headDim], each head alone
+  Full,    // OLMo2: over the whole projection, weights [numHeads * D] and [numKvHeads * D]
+};
+
 struct ModelConfig {
   std::string architecture; // "LlamaForCausalLM", "MistralForCausalLM", "Qwen2ForCausalLM"
   std::string modelType;    // config.json "model_type", e.g. "llama"
@@ -79,6 +86,11 @@ struct ModelConfig {
   // (post_attention_layernorm, post_feedforward_layernorm) before their
   // residual add, and the MLP input by pre_feedforward_layernorm.
   bool sandwichNorms = false;
+  // OLMo2 / EXAONE 4 post-norms: no input_layernorm and no norm before the
+  // MLP; the attention output goes through post_attention_layernorm and the
+  // MLP output through post_feedforward_layernorm before their residual adds.
+  bool postNormsOnly = false;
+  QkNorm qkNorm = QkNorm::None;
   std::string torchDtype; // "float32", "bfloat16", ... ("" when absent)
   std::vector<int64_t> bosTokenIds;
   std::vector<int64_t> eosTokenIds;

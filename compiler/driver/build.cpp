@@ -153,7 +153,8 @@ Expected<mlir::OwningOpRef<mlir::ModuleOp>> buildModelGraph(mlir::MLIRContext &c
                                                             const GraphOptions &options) {
   const std::string &arch = config.architecture;
   if (arch == "LlamaForCausalLM" || arch == "MistralForCausalLM" || arch == "Qwen2ForCausalLM" ||
-      arch == "GemmaForCausalLM" || arch == "Gemma2ForCausalLM")
+      arch == "GemmaForCausalLM" || arch == "Gemma2ForCausalLM" || arch == "Qwen3ForCausalLM" ||
+      arch == "Olmo2ForCausalLM")
     return buildLlamaGraph(context, config, options);
   return Status::error("internal: architecture '" + arch +
                        "' is registered but has no graph builder in the driver");

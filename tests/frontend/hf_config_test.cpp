@@ -157,7 +157,7 @@ TEST(HfConfigError, UnknownArchitectureListsSupported) {
   EXPECT_EQ(parseError(json, "architectures[0]"),
             "config.json: architectures[0] 'GPTNeoXForCausalLM' is not supported; supported: "
             "LlamaForCausalLM, MistralForCausalLM, Qwen2ForCausalLM, GemmaForCausalLM, "
-            "Gemma2ForCausalLM");
+            "Gemma2ForCausalLM, Qwen3ForCausalLM, Olmo2ForCausalLM");
 }
 
 TEST(HfConfigError, ArchitecturesMustHaveOneElement) {

@@ -201,7 +201,7 @@ INSTANTIATE_TEST_SUITE_P(Families, HfLogits,
                          ::testing::Values("llama3-rope", "mistral", "qwen2", "llama-tied-bias",
                                            "llama-plain", "llama-linear", "llama-linear-legacy",
                                            "llama-dynamic", "llama-dynamic-legacy", "gemma",
-                                           "gemma2", "mistral-window", "qwen2-window"),
+                                           "gemma2", "mistral-window", "qwen2-window", "olmo2"),
                          [](const auto &info) {
                            std::string name = info.param;
                            std::replace(name.begin(), name.end(), '-', '_');
