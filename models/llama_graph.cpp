@@ -207,8 +207,6 @@ private:
 // yet (the math is in kernels/common/rope.h; the plan's RoPE parameters come
 // with plan format 3), named as the config names them; "" when none.
 std::string unsupportedRope(const ModelConfig &c) {
-  if (c.ropeScaling.kind == RopeScaling::Kind::Yarn)
-    return "rope_type 'yarn'";
   if (c.ropeScaling.kind == RopeScaling::Kind::LongRope)
     return "rope_type 'longrope'";
   if (c.rotaryDim != 0 && c.rotaryDim != c.headDim)
@@ -229,7 +227,7 @@ Expected<mlir::OwningOpRef<mlir::ModuleOp>> buildLlamaGraph(mlir::MLIRContext &c
   if (std::string missing = unsupportedRope(config); !missing.empty())
     return Status::error(config.architecture + ": " + missing +
                          " is not supported by this llmc's plans yet; supported RoPE: default, "
-                         "linear, llama3, dynamic (within max_position_embeddings)");
+                         "linear, llama3, yarn, dynamic (within max_position_embeddings)");
   mlir::OwningOpRef<mlir::ModuleOp> module =
       LlamaGraphBuilder(context, config, options).build();
   if (mlir::failed(mlir::verify(*module)))

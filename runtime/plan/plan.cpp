@@ -429,13 +429,21 @@ Status checkRopeScaling(const fb::RopeScaling &s, int64_t rotaryDim, const Field
       return c.failF(t + ".high_freq_factor", s.high_freq_factor(),
                      "must exceed low_freq_factor " + num(s.low_freq_factor()));
   }
+  if (s.kind() == fb::RopeScalingKind::Yarn) {
+    if (s.original_max_positions() <= 0)
+      return c.fail(t + ".original_max_positions", s.original_max_positions(),
+                    "Yarn scaling needs the original context length");
+    if (!(s.beta_fast() > 0.0) || !(s.beta_slow() > 0.0))
+      return c.failF(t + ".beta_fast", s.beta_fast(),
+                     "Yarn needs beta_fast and beta_slow > 0, beta_slow " + num(s.beta_slow()));
+  }
   switch (s.kind()) {
   case fb::RopeScalingKind::None:
   case fb::RopeScalingKind::Linear:
   case fb::RopeScalingKind::Llama3:
+  case fb::RopeScalingKind::Yarn:
     return Status::ok();
   case fb::RopeScalingKind::Dynamic:
-  case fb::RopeScalingKind::Yarn:
   case fb::RopeScalingKind::LongRope:
     return c.unsupported(t + ".kind", fb::EnumNameRopeScalingKind(s.kind()));
   }

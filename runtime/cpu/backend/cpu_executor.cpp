@@ -18,7 +18,8 @@ std::shared_ptr<const CpuRopeTables> CpuRopeTables::build(const Plan &plan) {
       std::vector<float> invFreq(config.rotaryDim / 2);
       cpu::ropeInvFreqs(config.rotaryDim, config.theta, config.scaling, invFreq.data());
       tables->configs.push_back(config);
-      tables->tables.push_back(cpu::ropeTable(positions, config.rotaryDim, invFreq.data()));
+      tables->tables.push_back(cpu::ropeTable(positions, config.rotaryDim, invFreq.data(),
+                                              config.scaling.attentionFactor));
     }
   }
   return tables;
