@@ -49,11 +49,12 @@ fb::ActivationKind gateActivation(llm::GatedActivation activation) {
   return fb::ActivationKind::None;
 }
 
-std::unique_ptr<fb::NormParamsT> rmsNorm(double eps, double offset) {
+std::unique_ptr<fb::NormParamsT> rmsNorm(double eps, double offset, int64_t groupWidth = 0) {
   auto n = std::make_unique<fb::NormParamsT>();
   n->kind = fb::NormKind::Rms;
   n->eps = eps;
   n->offset = offset;
+  n->group_width = groupWidth;
   return n;
 }
 
@@ -303,13 +304,11 @@ private:
       p.scale = e.getScale().convertToDouble();
       setParams(*s, fb::OpKind::Embedding, std::move(p));
     } else if (auto n = dyn_cast<llm::RmsNormOp>(op)) {
-      if (n.getGroup() != 0)
-        return Status::error("per-head RMSNorm (group " + std::to_string(n.getGroup()) +
-                             ") has no kernel in this plan format yet");
       LLMC_RETURN_IF_ERROR(input(n.getX()));
       s->weights.push_back(weight(n.getWeight()));
       setParams(*s, fb::OpKind::Norm,
-                std::move(*rmsNorm(n.getEps().convertToDouble(), n.getOffset().convertToDouble())));
+                std::move(*rmsNorm(n.getEps().convertToDouble(), n.getOffset().convertToDouble(),
+                                   n.getGroup())));
     } else if (auto l = dyn_cast<llm::LinearOp>(op)) {
       LLMC_RETURN_IF_ERROR(input(l.getX()));
       s->weights.push_back(weight(l.getWeight()));

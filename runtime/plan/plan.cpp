@@ -385,7 +385,8 @@ Status checkNormParams(const fb::NormParams &n, const std::string &table, int64_
     return c.unsupported(table + ".kind", fb::EnumNameNormKind(n.kind()));
   if (n.bias())
     return c.unsupported(table + ".bias", "true");
-  if (n.group_width() != 0)
+  // Per-group (per-head) norms run as Norm steps of their own, not fused.
+  if (n.group_width() != 0 && table != "NormParams")
     return c.unsupported(table + ".group_width", std::to_string(n.group_width()));
   return Status::ok();
 }
