@@ -136,10 +136,8 @@ private:
                                        s.lowFreqFactor, s.highFreqFactor,
                                        s.originalMaxPositionEmbeddings);
     case RopeScaling::Kind::Dynamic:
-      // Plain RoPE at every position a plan reaches: the driver caps a
-      // plan's length at max_position_embeddings, past which alone the
-      // dynamic base grows (checked in buildLlamaGraph's caller contract).
-      return {};
+      return llm::RopeScalingAttr::get(b_.getContext(), llm::RopeScalingKind::Dynamic, s.factor,
+                                       1.0, 1.0, s.originalMaxPositionEmbeddings);
     case RopeScaling::Kind::Yarn:
       return llm::RopeScalingAttr::get(b_.getContext(), llm::RopeScalingKind::Yarn, s.factor, 1.0,
                                        1.0, s.originalMaxPositionEmbeddings, s.betaFast,
@@ -207,8 +205,6 @@ private:
 // yet (the math is in kernels/common/rope.h; the plan's RoPE parameters come
 // with plan format 3), named as the config names them; "" when none.
 std::string unsupportedRope(const ModelConfig &c) {
-  if (c.ropeScaling.kind == RopeScaling::Kind::LongRope)
-    return "rope_type 'longrope'";
   if (c.rotaryDim != 0 && c.rotaryDim != c.headDim)
     return "partial rotary (" + std::to_string(c.rotaryDim) + " of head_dim " +
            std::to_string(c.headDim) + " features rotated)";
@@ -227,7 +223,7 @@ Expected<mlir::OwningOpRef<mlir::ModuleOp>> buildLlamaGraph(mlir::MLIRContext &c
   if (std::string missing = unsupportedRope(config); !missing.empty())
     return Status::error(config.architecture + ": " + missing +
                          " is not supported by this llmc's plans yet; supported RoPE: default, "
-                         "linear, llama3, yarn, dynamic (within max_position_embeddings)");
+                         "linear, llama3, yarn, dynamic, longrope");
   mlir::OwningOpRef<mlir::ModuleOp> module =
       LlamaGraphBuilder(context, config, options).build();
   if (mlir::failed(mlir::verify(*module)))

@@ -18,8 +18,9 @@ hd::RopeScalingKind scalingKind(fb::RopeScalingKind kind) {
   case fb::RopeScalingKind::Yarn:
     return hd::RopeScalingKind::Yarn;
   case fb::RopeScalingKind::Dynamic:
+    return hd::RopeScalingKind::Dynamic;
   case fb::RopeScalingKind::LongRope:
-    break; // refused by the plan validator (no per-pass frequencies in this runtime yet)
+    return hd::RopeScalingKind::LongRope;
   }
   return hd::RopeScalingKind::None;
 }
@@ -33,7 +34,15 @@ bool RopeConfig::operator==(const RopeConfig &o) const {
          scaling.highFreqFactor == o.scaling.highFreqFactor &&
          scaling.originalMaxPositions == o.scaling.originalMaxPositions &&
          scaling.rampLow == o.scaling.rampLow && scaling.rampWidth == o.scaling.rampWidth &&
-         scaling.attentionFactor == o.scaling.attentionFactor;
+         scaling.attentionFactor == o.scaling.attentionFactor && shortFactor == o.shortFactor &&
+         longFactor == o.longFactor;
+}
+
+hd::RopeScaling RopeConfig::kernelScaling() const {
+  hd::RopeScaling s = scaling;
+  s.shortFactor = shortFactor.empty() ? nullptr : shortFactor.data();
+  s.longFactor = longFactor.empty() ? nullptr : longFactor.data();
+  return s;
 }
 
 RopeConfig ropeConfig(const fb::RopeParams &rope) {
@@ -62,6 +71,15 @@ RopeConfig ropeConfig(const fb::RopeParamsT &rope) {
       hd::ropeYarnRamp(s->beta_fast, s->beta_slow, c.rotaryDim, rope.theta,
                        static_cast<double>(s->original_max_positions), s->truncate,
                        c.scaling.rampLow, c.scaling.rampWidth);
+    }
+    if (c.scaling.kind == hd::RopeScalingKind::LongRope) {
+      double attention = s->attention_factor > 0.0
+                             ? s->attention_factor
+                             : hd::ropeLongRopeAttentionFactor(
+                                   s->factor, static_cast<double>(s->original_max_positions));
+      c.scaling.attentionFactor = static_cast<float>(attention);
+      c.shortFactor = s->short_factor;
+      c.longFactor = s->long_factor;
     }
   }
   return c;

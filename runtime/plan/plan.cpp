@@ -430,6 +430,11 @@ Status checkRopeScaling(const fb::RopeScaling &s, int64_t rotaryDim, const Field
       return c.failF(t + ".high_freq_factor", s.high_freq_factor(),
                      "must exceed low_freq_factor " + num(s.low_freq_factor()));
   }
+  if ((s.kind() == fb::RopeScalingKind::Dynamic || s.kind() == fb::RopeScalingKind::LongRope) &&
+      s.original_max_positions() <= 0)
+    return c.fail(t + ".original_max_positions", s.original_max_positions(),
+                  std::string(fb::EnumNameRopeScalingKind(s.kind())) +
+                      " scaling needs the length its frequencies change at");
   if (s.kind() == fb::RopeScalingKind::Yarn) {
     if (s.original_max_positions() <= 0)
       return c.fail(t + ".original_max_positions", s.original_max_positions(),
@@ -443,10 +448,9 @@ Status checkRopeScaling(const fb::RopeScaling &s, int64_t rotaryDim, const Field
   case fb::RopeScalingKind::Linear:
   case fb::RopeScalingKind::Llama3:
   case fb::RopeScalingKind::Yarn:
-    return Status::ok();
   case fb::RopeScalingKind::Dynamic:
   case fb::RopeScalingKind::LongRope:
-    return c.unsupported(t + ".kind", fb::EnumNameRopeScalingKind(s.kind()));
+    return Status::ok();
   }
   return Status::ok();
 }

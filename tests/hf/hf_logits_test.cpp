@@ -248,7 +248,8 @@ INSTANTIATE_TEST_SUITE_P(Families, HfLogits,
                                            "llama-dynamic", "llama-dynamic-legacy", "gemma",
                                            "gemma2", "mistral-window", "qwen2-window", "olmo2",
                                            "long-linear", "long-llama3", "llama-yarn",
-                                           "llama-yarn-legacy", "long-yarn", "qwen3"),
+                                           "llama-yarn-legacy", "long-yarn", "qwen3",
+                                           "llama-longrope", "long-longrope"),
                          [](const auto &info) {
                            std::string name = info.param;
                            std::replace(name.begin(), name.end(), '-', '_');

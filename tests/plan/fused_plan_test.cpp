@@ -292,7 +292,8 @@ TEST_F(FusedPlan, RejectsBadRopeFields) {
 TEST_F(FusedPlan, RejectsRopeFeaturesThisRuntimeDoesNotRun) {
   expectRejected(
       2, [](fb::StepT &s) { scaling(s).kind = fb::RopeScalingKind::Dynamic; },
-      "rope.scaling.kind = Dynamic: not run by this runtime yet");
+      "rope.scaling.original_max_positions = 0: Dynamic scaling needs the length its "
+      "frequencies change at");
   expectRejected(
       2,
       [](fb::StepT &s) {
