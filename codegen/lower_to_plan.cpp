@@ -49,38 +49,65 @@ fb::ActivationKind gateActivation(llm::GatedActivation activation) {
   return fb::ActivationKind::None;
 }
 
-std::unique_ptr<fb::NormParamsT> rmsNorm(double eps, double offset) {
+std::unique_ptr<fb::NormParamsT> rmsNorm(double eps, double offset, int64_t groupWidth = 0) {
   auto n = std::make_unique<fb::NormParamsT>();
   n->kind = fb::NormKind::Rms;
   n->eps = eps;
   n->offset = offset;
+  n->group_width = groupWidth;
   return n;
 }
 
 // The step's RoPE from an op's rope attributes (theta, scaling): the IR's
 // values reach the plan here, once; every backend builds its tables from them.
+// `rotaryDim` 0 means the whole head.
 std::unique_ptr<fb::RopeParamsT> ropeParams(double theta, int64_t headDim,
-                                            llm::RopeScalingAttr scaling) {
+                                            llm::RopeScalingAttr scaling, int64_t rotaryDim = 0,
+                                            bool interleaved = false) {
   auto r = std::make_unique<fb::RopeParamsT>();
   r->theta = theta;
-  r->rotary_dim = headDim;
+  r->rotary_dim = rotaryDim == 0 ? headDim : rotaryDim;
+  r->interleaved = interleaved;
   if (!scaling || scaling.getKind() == llm::RopeScalingKind::None)
     return r;
   r->scaling = std::make_unique<fb::RopeScalingT>();
+  fb::RopeScalingT &s = *r->scaling;
   switch (scaling.getKind()) {
   case llm::RopeScalingKind::None:
     break;
   case llm::RopeScalingKind::Linear:
-    r->scaling->kind = fb::RopeScalingKind::Linear;
+    s.kind = fb::RopeScalingKind::Linear;
     break;
   case llm::RopeScalingKind::Llama3:
-    r->scaling->kind = fb::RopeScalingKind::Llama3;
+    s.kind = fb::RopeScalingKind::Llama3;
+    break;
+  case llm::RopeScalingKind::Dynamic:
+    s.kind = fb::RopeScalingKind::Dynamic;
+    break;
+  case llm::RopeScalingKind::Yarn:
+    s.kind = fb::RopeScalingKind::Yarn;
+    break;
+  case llm::RopeScalingKind::LongRope:
+    s.kind = fb::RopeScalingKind::LongRope;
     break;
   }
-  r->scaling->factor = scaling.getFactor().convertToDouble();
-  r->scaling->low_freq_factor = scaling.getLowFreqFactor().convertToDouble();
-  r->scaling->high_freq_factor = scaling.getHighFreqFactor().convertToDouble();
-  r->scaling->original_max_positions = scaling.getOriginalMaxPositionEmbeddings();
+  s.factor = scaling.getFactor().convertToDouble();
+  s.low_freq_factor = scaling.getLowFreqFactor().convertToDouble();
+  s.high_freq_factor = scaling.getHighFreqFactor().convertToDouble();
+  s.original_max_positions = scaling.getOriginalMaxPositionEmbeddings();
+  if (s.kind == fb::RopeScalingKind::Yarn) {
+    s.beta_fast = scaling.getBetaFast().convertToDouble();
+    s.beta_slow = scaling.getBetaSlow().convertToDouble();
+    s.truncate = scaling.getTruncate();
+  }
+  if (s.kind == fb::RopeScalingKind::Yarn || s.kind == fb::RopeScalingKind::LongRope)
+    s.attention_factor = scaling.getAttentionFactor().convertToDouble();
+  if (s.kind == fb::RopeScalingKind::LongRope) {
+    auto shortFactor = scaling.getShortFactor().asArrayRef();
+    auto longFactor = scaling.getLongFactor().asArrayRef();
+    s.short_factor.assign(shortFactor.begin(), shortFactor.end());
+    s.long_factor.assign(longFactor.begin(), longFactor.end());
+  }
   return r;
 }
 
@@ -280,7 +307,8 @@ private:
       LLMC_RETURN_IF_ERROR(input(n.getX()));
       s->weights.push_back(weight(n.getWeight()));
       setParams(*s, fb::OpKind::Norm,
-                std::move(*rmsNorm(n.getEps().convertToDouble(), n.getOffset().convertToDouble())));
+                std::move(*rmsNorm(n.getEps().convertToDouble(), n.getOffset().convertToDouble(),
+                                   n.getGroup())));
     } else if (auto l = dyn_cast<llm::LinearOp>(op)) {
       LLMC_RETURN_IF_ERROR(input(l.getX()));
       s->weights.push_back(weight(l.getWeight()));
@@ -306,7 +334,8 @@ private:
       fb::RopeStepParamsT p;
       p.heads = static_cast<int64_t>(r.getNumHeads());
       p.head_dim = static_cast<int64_t>(r.getHeadDim());
-      p.rope = ropeParams(r.getTheta().convertToDouble(), p.head_dim, r.getScalingAttr());
+      p.rope = ropeParams(r.getTheta().convertToDouble(), p.head_dim, r.getScalingAttr(),
+                          r.getRotaryDim(), r.getInterleaved());
       setParams(*s, fb::OpKind::Rope, std::move(p));
       return s;
     } else if (auto a = dyn_cast<llm::AttentionOp>(op)) {
@@ -488,7 +517,8 @@ private:
       p.heads = static_cast<int64_t>(r.getNumHeads());
       p.head_dim = static_cast<int64_t>(r.getHeadDim());
       p.column = columnOf(r.getX());
-      p.rope = ropeParams(r.getTheta().convertToDouble(), p.head_dim, r.getScalingAttr());
+      p.rope = ropeParams(r.getTheta().convertToDouble(), p.head_dim, r.getScalingAttr(),
+                          r.getRotaryDim(), r.getInterleaved());
       setParams(*s, fb::OpKind::Rope, std::move(p));
       aliasBuffer(r.getResult(), s->inputs[0], step);
       columns_[r.getResult().getAsOpaquePointer()] = columnOf(r.getX());
@@ -511,7 +541,8 @@ private:
     p.k_column = columnOf(op->getOperand(1));
     p.v_column = columnOf(op->getOperand(2));
     if (ra)
-      p.rope = ropeParams(ra.getTheta().convertToDouble(), p.head_dim, ra.getScalingAttr());
+      p.rope = ropeParams(ra.getTheta().convertToDouble(), p.head_dim, ra.getScalingAttr(),
+                          ra.getRotaryDim(), ra.getInterleaved());
     p.scale = (ra ? ra.getScale() : a.getScale()).convertToDouble();
     p.softcap = (ra ? ra.getSoftcap() : a.getSoftcap()).convertToDouble();
     p.window = (ra ? ra.getWindowAttr() : a.getWindowAttr()).getInt();

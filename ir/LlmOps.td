@@ -88,24 +88,33 @@ def Llm_RmsNormOp : Llm_Op<"rms_norm", [Pure]> {
   let summary = "x / sqrt(mean(x^2) + eps) * (offset + weight) over the feature dim: [T, H] -> [T, H].";
   let description = [{
     Computed in f32. `offset` defaults to 0 (not printed); Gemma stores
-    weight - 1 and normalizes with offset 1, i.e. (1 + w).
+    weight - 1 and normalizes with offset 1, i.e. (1 + w). With `group g`
+    (default 0: the whole row, not printed) each run of g consecutive
+    features is normalized on its own with the same g-element weight: the
+    per-head q/k norms of Qwen3, Gemma3 and EXAONE 4 (g = head_dim).
 
     ```
     %n = llm.rms_norm %x, %w eps 1.000000e-05 : tensor<?x4096xbf16>, tensor<4096xbf16>
     %g = llm.rms_norm %x, %w eps 1.000000e-06 offset 1.000000e+00 : tensor<?x2304xbf16>, tensor<2304xbf16>
+    %q = llm.rms_norm %q0, %wq eps 1.000000e-06 group 128 : tensor<?x4096xf32>, tensor<128xf32>
     ```
   }];
   let arguments = (ins Llm_Activation:$x, Llm_FloatVector:$weight, F64Attr:$eps,
-                       DefaultValuedAttr<F64Attr, "0.0">:$offset);
+                       DefaultValuedAttr<F64Attr, "0.0">:$offset,
+                       DefaultValuedAttr<I64Attr, "0">:$group);
   let results = (outs Llm_Activation:$result);
   let assemblyFormat = [{
-    $x `,` $weight `eps` $eps (`offset` $offset^)? attr-dict `:` type($x) `,`
+    $x `,` $weight `eps` $eps (`offset` $offset^)? (`group` $group^)? attr-dict `:` type($x) `,`
     custom<WithResultType>(ref(type($x)), type($weight), type($result))
   }];
   let builders = [
     OpBuilder<(ins "::mlir::Value":$x, "::mlir::Value":$weight, "double":$eps,
-                   CArg<"double", "0.0">:$offset)>
+                   CArg<"double", "0.0">:$offset, CArg<"int64_t", "0">:$group)>
   ];
+  let extraClassDeclaration = [{
+    /// Features normalized together: `group`, or the whole row when 0.
+    int64_t getGroupWidth();
+  }];
 }
 
 def Llm_LinearOp : Llm_Op<"linear", [Pure]> {
@@ -138,7 +147,10 @@ def Llm_RopeOp : Llm_Op<"rope", [Pure]> {
     Hugging Face rotate_half convention: within each head, element i is
     rotated with element i + head_dim / 2 by angle position * inv_freq[i],
     inv_freq[i] = theta^(-2i / head_dim), rescaled by `scaling` when present
-    (absent means no scaling).
+    (absent means no scaling). `rotary_dim` d < head_dim (partial rotary)
+    rotates the first d features only, as pairs (i, i + d / 2) with
+    inv_freq[i] = theta^(-2i / d); `interleaved` pairs (2i, 2i + 1) instead
+    (GPT-J, Cohere).
 
     ```
     %q2 = llm.rope %q, %positions num_heads 32 head_dim 128 theta 5.000000e+05
@@ -149,21 +161,27 @@ def Llm_RopeOp : Llm_Op<"rope", [Pure]> {
   }];
   let arguments = (ins Llm_Activation:$x, Llm_TokenIds:$positions,
                        I64Attr:$num_heads, I64Attr:$head_dim, F64Attr:$theta,
-                       OptionalAttr<Llm_RopeScalingAttr>:$scaling);
+                       OptionalAttr<Llm_RopeScalingAttr>:$scaling,
+                       DefaultValuedAttr<I64Attr, "0">:$rotary_dim,
+                       UnitAttr:$interleaved);
   let results = (outs Llm_Activation:$result);
   let assemblyFormat = [{
     $x `,` $positions `num_heads` $num_heads `head_dim` $head_dim `theta` $theta
-    (`scaling` $scaling^)? attr-dict `:` type($x) `,`
+    (`scaling` $scaling^)? (`rotary_dim` $rotary_dim^)? (`interleaved` $interleaved^)?
+    attr-dict `:` type($x) `,`
     custom<WithResultType>(ref(type($x)), type($positions), type($result))
   }];
   let builders = [
     OpBuilder<(ins "::mlir::Value":$x, "::mlir::Value":$positions, "int64_t":$numHeads,
                    "int64_t":$headDim, "double":$theta,
-                   CArg<"RopeScalingAttr", "{}">:$scaling)>
+                   CArg<"RopeScalingAttr", "{}">:$scaling, CArg<"int64_t", "0">:$rotaryDim,
+                   CArg<"bool", "false">:$interleaved)>
   ];
   let extraClassDeclaration = [{
     /// The scaling kind, None when the attribute is absent.
     RopeScalingKind getScalingKind();
+    /// Features rotated per head (rotary_dim, or head_dim when it is 0).
+    int64_t getRotatedFeatures();
   }];
 }
 
@@ -353,7 +371,7 @@ def Llm_RopeAttentionOp : Llm_Op<"rope_attention",
   let summary = "RoPE of q and k, the KV-cache append and attention in one op.";
   let description = [{
     Equal to `llm.attention (llm.rope %q), (llm.rope %k), %v` with the rope
-    attributes (theta, scaling) shared by q and k: the rotated k goes straight
+    attributes (theta, scaling, rotary_dim, interleaved) shared by q and k: the rotated k goes straight
     into the cache and the rotated q never leaves the kernel. `softcap` and
     `window` as in `llm.attention`.
 
@@ -368,11 +386,14 @@ def Llm_RopeAttentionOp : Llm_Op<"rope_attention",
                        I64Attr:$num_kv_heads, I64Attr:$head_dim, F64Attr:$theta,
                        OptionalAttr<Llm_RopeScalingAttr>:$scaling, F64Attr:$scale,
                        UnitAttr:$causal, DefaultValuedAttr<F64Attr, "0.0">:$softcap,
-                       DefaultValuedAttr<I64Attr, "0">:$window);
+                       DefaultValuedAttr<I64Attr, "0">:$window,
+                       DefaultValuedAttr<I64Attr, "0">:$rotary_dim,
+                       UnitAttr:$interleaved);
   let results = (outs Llm_Activation:$result);
   let assemblyFormat = [{
     $q `,` $k `,` $v `,` $positions `layer` $layer `num_heads` $num_heads
     `num_kv_heads` $num_kv_heads `head_dim` $head_dim `theta` $theta (`scaling` $scaling^)?
+    (`rotary_dim` $rotary_dim^)? (`interleaved` $interleaved^)?
     `scale` $scale (`causal` $causal^)? (`softcap` $softcap^)? (`window` $window^)? attr-dict
     `:` type($q) `,` type($k) `,` type($v) `,`
     custom<WithResultType>(ref(type($q)), type($positions), type($result))
@@ -382,7 +403,8 @@ def Llm_RopeAttentionOp : Llm_Op<"rope_attention",
                    "::mlir::Value":$positions, "int64_t":$layer, "int64_t":$numHeads,
                    "int64_t":$numKvHeads, "int64_t":$headDim, "double":$theta,
                    "RopeScalingAttr":$scaling, "double":$scale, "bool":$causal,
-                   CArg<"double", "0.0">:$softcap, CArg<"int64_t", "0">:$window)>
+                   CArg<"double", "0.0">:$softcap, CArg<"int64_t", "0">:$window,
+                   CArg<"int64_t", "0">:$rotaryDim, CArg<"bool", "false">:$interleaved)>
   ];
 }
 

@@ -15,6 +15,8 @@ const std::vector<const Architecture *> &registry() {
       &qwen2ForCausalLM(),
       &gemmaForCausalLM(),
       &gemma2ForCausalLM(),
+      &qwen3ForCausalLM(),
+      &olmo2ForCausalLM(),
   };
   return table;
 }

@@ -25,6 +25,9 @@ struct Flavor {
   BiasRule bias;
   WindowRule window;
   bool readsMlpBias; // Llama has `mlp_bias`; only false is supported
+  QkNorm qkNorm = QkNorm::None;
+  bool postNormsOnly = false;     // OLMo2
+  double defaultRmsNormEps = 1e-6; // when config.json omits rms_norm_eps
 };
 
 // Qwen2Config's defaults of `sliding_window` and `max_window_layers`, used
@@ -124,6 +127,10 @@ public:
     LLMC_RETURN_IF_ERROR(applyMlpBias(flavor_, hf, source));
     LLMC_ASSIGN_OR_RETURN(config.mlpActivation,
                           readMlpActivation(hf, "hidden_act", "silu", false, source));
+    config.qkNorm = flavor_.qkNorm;
+    config.postNormsOnly = flavor_.postNormsOnly;
+    if (findField(hf, "rms_norm_eps") == nullptr)
+      config.rmsNormEps = flavor_.defaultRmsNormEps;
     return applyWindow(flavor_, hf, source, config);
   }
 
@@ -162,6 +169,20 @@ const Architecture &qwen2ForCausalLM() {
   return arch;
 }
 
+const Architecture &qwen3ForCausalLM() {
+  static const LlamaFamily arch({"Qwen3ForCausalLM", BiasRule::FromConfig,
+                                 WindowRule::UseSlidingWindow, /*readsMlpBias=*/false,
+                                 QkNorm::PerHead});
+  return arch;
+}
+
+const Architecture &olmo2ForCausalLM() {
+  static const LlamaFamily arch({"Olmo2ForCausalLM", BiasRule::FromConfig, WindowRule::None,
+                                 /*readsMlpBias=*/false, QkNorm::Full, /*postNormsOnly=*/true,
+                                 /*defaultRmsNormEps=*/1e-5});
+  return arch;
+}
+
 std::string llamaLayerTensor(int64_t layer, std::string_view suffix) {
   return "model.layers." + std::to_string(layer) + "." + std::string(suffix);
 }
@@ -182,7 +203,8 @@ std::vector<TensorSpec> llamaTensors(const ModelConfig &c) {
     auto add = [&](std::string_view suffix, std::vector<int64_t> shape) {
       specs.push_back({llamaLayerTensor(i, suffix), std::move(shape)});
     };
-    add("input_layernorm.weight", {h});
+    if (!c.postNormsOnly)
+      add("input_layernorm.weight", {h});
     add("self_attn.q_proj.weight", {q, h});
     add("self_attn.k_proj.weight", {kv, h});
     add("self_attn.v_proj.weight", {kv, h});
@@ -194,11 +216,18 @@ std::vector<TensorSpec> llamaTensors(const ModelConfig &c) {
     add("self_attn.o_proj.weight", {h, q});
     if (c.attentionOutputBias)
       add("self_attn.o_proj.bias", {h});
-    add("post_attention_layernorm.weight", {h});
-    if (c.sandwichNorms) {
-      add("pre_feedforward_layernorm.weight", {h});
-      add("post_feedforward_layernorm.weight", {h});
+    if (c.qkNorm == QkNorm::PerHead) {
+      add("self_attn.q_norm.weight", {c.headDim});
+      add("self_attn.k_norm.weight", {c.headDim});
+    } else if (c.qkNorm == QkNorm::Full) {
+      add("self_attn.q_norm.weight", {q});
+      add("self_attn.k_norm.weight", {kv});
     }
+    add("post_attention_layernorm.weight", {h});
+    if (c.sandwichNorms)
+      add("pre_feedforward_layernorm.weight", {h});
+    if (c.sandwichNorms || c.postNormsOnly)
+      add("post_feedforward_layernorm.weight", {h});
     add("mlp.gate_proj.weight", {inter, h});
     add("mlp.up_proj.weight", {inter, h});
     add("mlp.down_proj.weight", {h, inter});

@@ -81,6 +81,23 @@ private:
                                      config_.normOffset);
   }
 
+  // The q or k norm of `projection` ([T, heads * D]) under `prefix`, when the family has one.
+  mlir::Value qkNorm(mlir::Value projection, const std::string &weightName, int64_t heads) {
+    const int64_t d = config_.headDim;
+    switch (config_.qkNorm) {
+    case QkNorm::None:
+      return projection;
+    case QkNorm::PerHead:
+      return b_.create<llm::RmsNormOp>(b_.getUnknownLoc(), projection, vector(weightName, d),
+                                       config_.rmsNormEps, config_.normOffset, /*group=*/d);
+    case QkNorm::Full:
+      return b_.create<llm::RmsNormOp>(b_.getUnknownLoc(), projection,
+                                       vector(weightName, heads * d), config_.rmsNormEps,
+                                       config_.normOffset);
+    }
+    return projection;
+  }
+
   // act(gate) for the family's MLP activation.
   mlir::Value activation(mlir::Value gate) {
     auto loc = b_.getUnknownLoc();
@@ -118,13 +135,26 @@ private:
       return llm::RopeScalingAttr::get(b_.getContext(), llm::RopeScalingKind::Llama3, s.factor,
                                        s.lowFreqFactor, s.highFreqFactor,
                                        s.originalMaxPositionEmbeddings);
+    case RopeScaling::Kind::Dynamic:
+      return llm::RopeScalingAttr::get(b_.getContext(), llm::RopeScalingKind::Dynamic, s.factor,
+                                       1.0, 1.0, s.originalMaxPositionEmbeddings);
+    case RopeScaling::Kind::Yarn:
+      return llm::RopeScalingAttr::get(b_.getContext(), llm::RopeScalingKind::Yarn, s.factor, 1.0,
+                                       1.0, s.originalMaxPositionEmbeddings, s.betaFast,
+                                       s.betaSlow, s.truncate, s.attentionFactor);
+    case RopeScaling::Kind::LongRope:
+      return llm::RopeScalingAttr::get(b_.getContext(), llm::RopeScalingKind::LongRope, s.factor,
+                                       1.0, 1.0, s.originalMaxPositionEmbeddings, 32.0, 1.0, true,
+                                       s.attentionFactor, s.shortFactor, s.longFactor);
     }
     return {};
   }
 
   mlir::Value rope(mlir::Value x, int64_t heads) {
+    int64_t rotaryDim = config_.rotaryDim == config_.headDim ? 0 : config_.rotaryDim;
     return b_.create<llm::RopeOp>(b_.getUnknownLoc(), x, positions_, heads, config_.headDim,
-                                  config_.ropeTheta, ropeScaling());
+                                  config_.ropeTheta, ropeScaling(), rotaryDim,
+                                  config_.ropeInterleaved);
   }
 
   mlir::Value decoderLayer(mlir::Value x, int64_t layer) {
@@ -133,9 +163,11 @@ private:
     std::string p = "model.layers." + std::to_string(layer) + ".";
     int64_t qWidth = c.numHeads * c.headDim, kvWidth = c.numKvHeads * c.headDim;
 
-    mlir::Value h = rmsNorm(x, p + "input_layernorm.weight");
+    mlir::Value h = c.postNormsOnly ? x : rmsNorm(x, p + "input_layernorm.weight");
     mlir::Value q = linear(h, p + "self_attn.q_proj", qWidth, c.hiddenSize, c.attentionBias);
     mlir::Value k = linear(h, p + "self_attn.k_proj", kvWidth, c.hiddenSize, c.attentionBias);
+    q = qkNorm(q, p + "self_attn.q_norm.weight", c.numHeads);
+    k = qkNorm(k, p + "self_attn.k_norm.weight", c.numKvHeads);
     mlir::Value v = linear(h, p + "self_attn.v_proj", kvWidth, c.hiddenSize, c.attentionBias);
     double scale = c.attentionScale > 0 ? c.attentionScale
                                         : 1.0 / std::sqrt(static_cast<double>(c.headDim));
@@ -146,17 +178,19 @@ private:
         linear(attn, p + "self_attn.o_proj", c.hiddenSize, qWidth, c.attentionOutputBias);
     // Sandwich norms (Gemma2): the attention output is normalized before the
     // residual add, and the MLP input by a norm of its own.
-    if (c.sandwichNorms)
+    if (c.sandwichNorms || c.postNormsOnly)
       o = rmsNorm(o, p + "post_attention_layernorm.weight");
     x = b_.create<llm::AddOp>(loc, x, o);
 
-    mlir::Value h2 = rmsNorm(x, p + (c.sandwichNorms ? "pre_feedforward_layernorm.weight"
-                                                     : "post_attention_layernorm.weight"));
+    mlir::Value h2 = c.postNormsOnly ? x
+                                     : rmsNorm(x, p + (c.sandwichNorms
+                                                           ? "pre_feedforward_layernorm.weight"
+                                                           : "post_attention_layernorm.weight"));
     mlir::Value gate = linear(h2, p + "mlp.gate_proj", c.intermediateSize, c.hiddenSize);
     mlir::Value up = linear(h2, p + "mlp.up_proj", c.intermediateSize, c.hiddenSize);
     mlir::Value act = b_.create<llm::MulOp>(loc, activation(gate), up);
     mlir::Value down = linear(act, p + "mlp.down_proj", c.hiddenSize, c.intermediateSize);
-    if (c.sandwichNorms)
+    if (c.sandwichNorms || c.postNormsOnly)
       down = rmsNorm(down, p + "post_feedforward_layernorm.weight");
     return b_.create<llm::AddOp>(loc, x, down);
   }
@@ -167,6 +201,18 @@ private:
   mlir::Value positions_;
 };
 
+// The RoPE features the config asks for that the IR and plan cannot carry
+// yet (the math is in kernels/common/rope.h; the plan's RoPE parameters come
+// with plan format 3), named as the config names them; "" when none.
+std::string unsupportedRope(const ModelConfig &c) {
+  if (c.rotaryDim != 0 && c.rotaryDim != c.headDim)
+    return "partial rotary (" + std::to_string(c.rotaryDim) + " of head_dim " +
+           std::to_string(c.headDim) + " features rotated)";
+  if (c.ropeInterleaved)
+    return "interleaved RoPE pairs";
+  return "";
+}
+
 } // namespace
 
 Expected<mlir::OwningOpRef<mlir::ModuleOp>> buildLlamaGraph(mlir::MLIRContext &context,
@@ -174,6 +220,10 @@ Expected<mlir::OwningOpRef<mlir::ModuleOp>> buildLlamaGraph(mlir::MLIRContext &c
                                                             const GraphOptions &options) {
   if (!options.matrixType)
     return Status::error("internal: graph options need a matrix element type");
+  if (std::string missing = unsupportedRope(config); !missing.empty())
+    return Status::error(config.architecture + ": " + missing +
+                         " is not supported by this llmc's plans yet; supported RoPE: default, "
+                         "linear, llama3, yarn, dynamic, longrope");
   mlir::OwningOpRef<mlir::ModuleOp> module =
       LlamaGraphBuilder(context, config, options).build();
   if (mlir::failed(mlir::verify(*module)))

@@ -35,7 +35,8 @@ bool fuseHead(mlir::func::FuncOp func) {
       !mlir::getElementTypeOrSelf(logits.getType()).isF32())
     return false;
   auto norm = logits.getX().getDefiningOp<llm::RmsNormOp>();
-  if (!norm || !norm->hasOneUse() || !fusion::storedWeight(norm.getWeight()))
+  if (!norm || !norm->hasOneUse() || !fusion::storedWeight(norm.getWeight()) ||
+      norm.getGroup() != 0)
     return false;
   mlir::OpBuilder builder(logits);
   auto head = builder.create<llm::LmHeadOp>(logits.getLoc(), norm.getX(), norm.getWeight(),

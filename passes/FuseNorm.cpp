@@ -60,7 +60,8 @@ public:
   void runOnOperation() override {
     llvm::SmallVector<llm::RmsNormOp> norms;
     getOperation().walk([&](llm::RmsNormOp norm) {
-      if (!norm->use_empty() && fusion::storedWeight(norm.getWeight()) &&
+      // A per-head (grouped) norm is not a GEMM prologue.
+      if (!norm->use_empty() && norm.getGroup() == 0 && fusion::storedWeight(norm.getWeight()) &&
           llvm::all_of(norm->getUses(), absorbs))
         norms.push_back(norm);
     });

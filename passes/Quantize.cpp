@@ -57,7 +57,7 @@ void findSink(LinearGroup &group) {
     if (!linear.getWeight().hasOneUse())
       return;
   mlir::Operation *producer = group.input.getDefiningOp();
-  if (auto norm = dyn_cast_or_null<llm::RmsNormOp>(producer)) {
+  if (auto norm = dyn_cast_or_null<llm::RmsNormOp>(producer); norm && norm.getGroup() == 0) {
     group.sink = ScaleSink::RmsNorm;
     group.sinkOp = norm;
     group.sinkChannels = group.cols;

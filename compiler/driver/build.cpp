@@ -153,7 +153,8 @@ Expected<mlir::OwningOpRef<mlir::ModuleOp>> buildModelGraph(mlir::MLIRContext &c
                                                             const GraphOptions &options) {
   const std::string &arch = config.architecture;
   if (arch == "LlamaForCausalLM" || arch == "MistralForCausalLM" || arch == "Qwen2ForCausalLM" ||
-      arch == "GemmaForCausalLM" || arch == "Gemma2ForCausalLM")
+      arch == "GemmaForCausalLM" || arch == "Gemma2ForCausalLM" || arch == "Qwen3ForCausalLM" ||
+      arch == "Olmo2ForCausalLM")
     return buildLlamaGraph(context, config, options);
   return Status::error("internal: architecture '" + arch +
                        "' is registered but has no graph builder in the driver");
@@ -392,13 +393,23 @@ Status runBuild(const BuildOptions &options, const BuildReporter &reporter) {
   LLMC_ASSIGN_OR_RETURN(ModelSpec spec, loadModelSpec(options.input, specOptions));
   const ModelConfig &config = spec.config;
   std::string dtype = options.dtype.empty() ? spec.dtype : options.dtype;
+  // Dynamic NTK exists to run past max_position_embeddings: its plans reach
+  // max_position_embeddings * factor, the length its scaling is meant for.
+  const bool dynamic = config.ropeScaling.kind == RopeScaling::Kind::Dynamic;
+  const int64_t longest =
+      dynamic ? static_cast<int64_t>(config.maxPositionEmbeddings * config.ropeScaling.factor)
+              : config.maxPositionEmbeddings;
+  // A Hugging Face directory's spec says max_position_embeddings; for a
+  // dynamic model that default widens to `longest` too.
+  const bool specDefault = spec.maxSeqLen == 0 || (dynamic && spec.maxSeqLen == config.maxPositionEmbeddings);
   int64_t maxSeqLen = options.maxSeqLen > 0 ? options.maxSeqLen
-                      : spec.maxSeqLen > 0  ? spec.maxSeqLen
-                                            : config.maxPositionEmbeddings;
-  if (maxSeqLen > config.maxPositionEmbeddings)
-    return Status::error("--max-seq-len " + std::to_string(maxSeqLen) +
-                         " exceeds the model's max_position_embeddings " +
-                         std::to_string(config.maxPositionEmbeddings));
+                      : !specDefault        ? spec.maxSeqLen
+                                            : longest;
+  if (maxSeqLen > longest)
+    return Status::error("--max-seq-len " + std::to_string(maxSeqLen) + " exceeds the model's " +
+                         (dynamic ? "max_position_embeddings * rope_scaling.factor "
+                                  : "max_position_embeddings ") +
+                         std::to_string(longest));
   LLMC_RETURN_IF_ERROR(checkSeqLenFitsRuntime(maxSeqLen, options, spec));
 
   std::optional<WeightSet> weights;

@@ -40,6 +40,10 @@ hd::RopeScaling ropeScaling(llm::RopeOp rope) {
   case llm::RopeScalingKind::Llama3:
     s.kind = hd::RopeScalingKind::Llama3;
     break;
+  case llm::RopeScalingKind::Dynamic:
+  case llm::RopeScalingKind::Yarn:
+  case llm::RopeScalingKind::LongRope:
+    break; // no graph builder emits these into plans of this format
   }
   s.factor = static_cast<float>(attr.getFactor().convertToDouble());
   s.lowFreqFactor = static_cast<float>(attr.getLowFreqFactor().convertToDouble());
@@ -118,7 +122,7 @@ Status ForwardInterpreter::State::prepareOp(mlir::Operation *op, kv::KvCacheShap
   auto logits = dyn_cast<llm::LogitsOp>(op);
   auto attn = dyn_cast<llm::AttentionOp>(op);
   if ((embedding && embedding.getScale().convertToDouble() != 1.0) ||
-      (norm && norm.getOffset().convertToDouble() != 0.0) ||
+      (norm && (norm.getOffset().convertToDouble() != 0.0 || norm.getGroup() != 0)) ||
       (logits && logits.getSoftcap().convertToDouble() != 0.0) ||
       (attn && (attn.getSoftcap().convertToDouble() != 0.0 || attn.getWindowAttr().getInt() != 0)))
     return Status::error("calibration cannot run '" + name +

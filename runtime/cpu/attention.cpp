@@ -33,6 +33,10 @@ int64_t sequenceOfRow(const AttentionBatch &b, int64_t row) {
   return row < it->firstRow + it->numRows ? it - b.sequences : -1;
 }
 
+int64_t ropeRow(const AttentionBatch &b, int64_t row) {
+  return b.ropeRows != nullptr ? b.ropeRows[row] : b.positions[row];
+}
+
 // Rotates `heads` heads of headDim from `in` into `out` with one row of a
 // RoPE table (cos then sin, headDim floats).
 void rotateHeads(const float *in, float *out, int64_t heads, int64_t headDim, const float *cosSin) {
@@ -128,7 +132,7 @@ void writeKvCache(ThreadPool &pool, const AttentionBatch &b, const kv::KvLayerVi
           int64_t slot = slotOffset(cache, b.sequences[s].blockTable, b.positions[row]);
           if (b.ropeTable != nullptr)
             rotateHeads(b.k + row * b.ldk, cache.keys + slot, cache.kvHeads, cache.headDim,
-                        b.ropeTable + b.positions[row] * cache.headDim);
+                        b.ropeTable + ropeRow(b, row) * cache.headDim);
           else
             std::memcpy(cache.keys + slot, b.k + row * b.ldk, rowFloats * sizeof(float));
           std::memcpy(cache.values + slot, b.v + row * b.ldv, rowFloats * sizeof(float));
@@ -169,7 +173,7 @@ void pagedAttention(ThreadPool &pool, const AttentionBatch &b, const kv::KvLayer
           const float *q = b.q + row * b.ldq + kvHead * group * cache.headDim;
           if (b.ropeTable != nullptr) {
             rotateHeads(q, scratch.q.data(), group, cache.headDim,
-                        b.ropeTable + b.positions[row] * cache.headDim);
+                        b.ropeTable + ropeRow(b, row) * cache.headDim);
             q = scratch.q.data();
           }
           attendGroup(ops, b, cache, b.sequences[s].blockTable, q, row,

@@ -40,6 +40,9 @@ struct AttentionBatch {
   // rotaryDim = headDim), k as it is written to the cache; q and k themselves
   // are left unchanged.
   const float *ropeTable = nullptr;
+  // The ropeTable row of each row (null: positions[t]); a per-step table of
+  // dynamic/longrope frequencies is indexed by row instead.
+  const int32_t *ropeRows = nullptr;
   // Sliding window and soft-capping (kernels/common/attention_scores.h);
   // zero-initialized: plain causal attention.
   hd::AttentionScores scores{};

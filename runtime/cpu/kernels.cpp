@@ -167,16 +167,14 @@ void ropeInvFreqs(int rotaryDim, float theta, const hd::RopeScaling &scaling, fl
     invFreq[i] = hd::ropeInvFreq(i, rotaryDim, theta, scaling);
 }
 
-std::vector<float> ropeTable(int64_t positions, int rotaryDim, const float *invFreq) {
+std::vector<float> ropeTable(int64_t positions, int rotaryDim, const float *invFreq,
+                             float attentionFactor) {
   const int64_t half = rotaryDim / 2;
   std::vector<float> table(positions * rotaryDim);
   for (int64_t p = 0; p < positions; ++p) {
     float *row = table.data() + p * rotaryDim;
-    for (int64_t i = 0; i < half; ++i) {
-      float angle = hd::ropeAngle(static_cast<int>(p), invFreq[i]);
-      row[i] = hd::cosF(angle);
-      row[half + i] = hd::sinF(angle);
-    }
+    for (int64_t i = 0; i < half; ++i)
+      hd::ropeCosSin(static_cast<int>(p), invFreq[i], attentionFactor, row[i], row[half + i]);
   }
   return table;
 }

@@ -66,7 +66,9 @@ void ropeInvFreqs(int rotaryDim, float theta, const hd::RopeScaling &scaling, fl
 // cos(p * invFreq[i]) for i < rotaryDim / 2, then the sines, with the angle
 // and cos/sin taken in f32 as HF does. Built once per model at load, so no
 // step computes a cos or a sin.
-std::vector<float> ropeTable(int64_t positions, int rotaryDim, const float *invFreq);
+// cos and sin times `attentionFactor` (yarn, longrope; 1 otherwise).
+std::vector<float> ropeTable(int64_t positions, int rotaryDim, const float *invFreq,
+                             float attentionFactor = 1.0f);
 
 // Shape of a RoPE application: `heads` heads of `headDim` features per row,
 // of which the first `rotaryDim` (even, <= headDim) rotate.

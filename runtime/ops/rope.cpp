@@ -1,5 +1,7 @@
 #include "ops/rope.h"
 
+#include "kernels/common/rope_params.h"
+
 namespace llmc::ops {
 namespace {
 
@@ -13,10 +15,12 @@ hd::RopeScalingKind scalingKind(fb::RopeScalingKind kind) {
     return hd::RopeScalingKind::Linear;
   case fb::RopeScalingKind::Llama3:
     return hd::RopeScalingKind::Llama3;
-  case fb::RopeScalingKind::Dynamic:
   case fb::RopeScalingKind::Yarn:
+    return hd::RopeScalingKind::Yarn;
+  case fb::RopeScalingKind::Dynamic:
+    return hd::RopeScalingKind::Dynamic;
   case fb::RopeScalingKind::LongRope:
-    break; // refused by the plan validator (not run by this runtime yet)
+    return hd::RopeScalingKind::LongRope;
   }
   return hd::RopeScalingKind::None;
 }
@@ -28,7 +32,17 @@ bool RopeConfig::operator==(const RopeConfig &o) const {
          scaling.kind == o.scaling.kind && scaling.factor == o.scaling.factor &&
          scaling.lowFreqFactor == o.scaling.lowFreqFactor &&
          scaling.highFreqFactor == o.scaling.highFreqFactor &&
-         scaling.originalMaxPositions == o.scaling.originalMaxPositions;
+         scaling.originalMaxPositions == o.scaling.originalMaxPositions &&
+         scaling.rampLow == o.scaling.rampLow && scaling.rampWidth == o.scaling.rampWidth &&
+         scaling.attentionFactor == o.scaling.attentionFactor && shortFactor == o.shortFactor &&
+         longFactor == o.longFactor;
+}
+
+hd::RopeScaling RopeConfig::kernelScaling() const {
+  hd::RopeScaling s = scaling;
+  s.shortFactor = shortFactor.empty() ? nullptr : shortFactor.data();
+  s.longFactor = longFactor.empty() ? nullptr : longFactor.data();
+  return s;
 }
 
 RopeConfig ropeConfig(const fb::RopeParams &rope) {
@@ -48,6 +62,25 @@ RopeConfig ropeConfig(const fb::RopeParamsT &rope) {
     c.scaling.lowFreqFactor = static_cast<float>(s->low_freq_factor);
     c.scaling.highFreqFactor = static_cast<float>(s->high_freq_factor);
     c.scaling.originalMaxPositions = static_cast<float>(s->original_max_positions);
+    if (c.scaling.kind == hd::RopeScalingKind::Yarn) {
+      // transformers derives these once in Python doubles (rope_params.h).
+      double attention = s->attention_factor > 0.0
+                             ? s->attention_factor
+                             : hd::ropeYarnAttentionFactor(s->factor, 0.0, 0.0);
+      c.scaling.attentionFactor = static_cast<float>(attention);
+      hd::ropeYarnRamp(s->beta_fast, s->beta_slow, c.rotaryDim, rope.theta,
+                       static_cast<double>(s->original_max_positions), s->truncate,
+                       c.scaling.rampLow, c.scaling.rampWidth);
+    }
+    if (c.scaling.kind == hd::RopeScalingKind::LongRope) {
+      double attention = s->attention_factor > 0.0
+                             ? s->attention_factor
+                             : hd::ropeLongRopeAttentionFactor(
+                                   s->factor, static_cast<double>(s->original_max_positions));
+      c.scaling.attentionFactor = static_cast<float>(attention);
+      c.shortFactor = s->short_factor;
+      c.longFactor = s->long_factor;
+    }
   }
   return c;
 }

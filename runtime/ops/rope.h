@@ -18,9 +18,14 @@ struct RopeConfig {
   float theta = 10000.0f;
   int rotaryDim = 0;
   bool interleaved = false;
-  hd::RopeScaling scaling;
+  hd::RopeScaling scaling; // its short/long factor pointers are unset: see kernelScaling
+  std::vector<float> shortFactor, longFactor; // LongRope: rotaryDim / 2 each
 
   bool operator==(const RopeConfig &o) const;
+  // `scaling` with its longrope factors pointing into this config.
+  hd::RopeScaling kernelScaling() const;
+  // Dynamic and LongRope: frequencies chosen per forward pass (kernels/common/rope.h).
+  bool dependsOnLength() const { return hd::ropeDependsOnLength(scaling.kind); }
 };
 
 RopeConfig ropeConfig(const fb::RopeParams &rope);

@@ -385,7 +385,8 @@ Status checkNormParams(const fb::NormParams &n, const std::string &table, int64_
     return c.unsupported(table + ".kind", fb::EnumNameNormKind(n.kind()));
   if (n.bias())
     return c.unsupported(table + ".bias", "true");
-  if (n.group_width() != 0)
+  // Per-group (per-head) norms run as Norm steps of their own, not fused.
+  if (n.group_width() != 0 && table != "NormParams")
     return c.unsupported(table + ".group_width", std::to_string(n.group_width()));
   return Status::ok();
 }
@@ -429,15 +430,27 @@ Status checkRopeScaling(const fb::RopeScaling &s, int64_t rotaryDim, const Field
       return c.failF(t + ".high_freq_factor", s.high_freq_factor(),
                      "must exceed low_freq_factor " + num(s.low_freq_factor()));
   }
+  if ((s.kind() == fb::RopeScalingKind::Dynamic || s.kind() == fb::RopeScalingKind::LongRope) &&
+      s.original_max_positions() <= 0)
+    return c.fail(t + ".original_max_positions", s.original_max_positions(),
+                  std::string(fb::EnumNameRopeScalingKind(s.kind())) +
+                      " scaling needs the length its frequencies change at");
+  if (s.kind() == fb::RopeScalingKind::Yarn) {
+    if (s.original_max_positions() <= 0)
+      return c.fail(t + ".original_max_positions", s.original_max_positions(),
+                    "Yarn scaling needs the original context length");
+    if (!(s.beta_fast() > 0.0) || !(s.beta_slow() > 0.0))
+      return c.failF(t + ".beta_fast", s.beta_fast(),
+                     "Yarn needs beta_fast and beta_slow > 0, beta_slow " + num(s.beta_slow()));
+  }
   switch (s.kind()) {
   case fb::RopeScalingKind::None:
   case fb::RopeScalingKind::Linear:
   case fb::RopeScalingKind::Llama3:
-    return Status::ok();
-  case fb::RopeScalingKind::Dynamic:
   case fb::RopeScalingKind::Yarn:
+  case fb::RopeScalingKind::Dynamic:
   case fb::RopeScalingKind::LongRope:
-    return c.unsupported(t + ".kind", fb::EnumNameRopeScalingKind(s.kind()));
+    return Status::ok();
   }
   return Status::ok();
 }

@@ -291,8 +291,16 @@ TEST_F(FusedPlan, RejectsBadRopeFields) {
 }
 TEST_F(FusedPlan, RejectsRopeFeaturesThisRuntimeDoesNotRun) {
   expectRejected(
-      2, [](fb::StepT &s) { scaling(s).kind = fb::RopeScalingKind::Yarn; },
-      "rope.scaling.kind = Yarn: not run by this runtime yet");
+      2, [](fb::StepT &s) { scaling(s).kind = fb::RopeScalingKind::Dynamic; },
+      "rope.scaling.original_max_positions = 0: Dynamic scaling needs the length its "
+      "frequencies change at");
+  expectRejected(
+      2,
+      [](fb::StepT &s) {
+        scaling(s).kind = fb::RopeScalingKind::Yarn;
+        scaling(s).original_max_positions = 0;
+      },
+      "rope.scaling.original_max_positions = 0: Yarn scaling needs the original context length");
   expectRejected(
       2, [](fb::StepT &s) { rope(s).rope->interleaved = true; },
       "rope.interleaved = true: not run by this runtime yet");

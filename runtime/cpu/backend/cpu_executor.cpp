@@ -2,6 +2,7 @@
 
 #include "cpu/kernels.h"
 
+#include <algorithm>
 #include <cstring>
 
 namespace llmc {
@@ -16,9 +17,10 @@ std::shared_ptr<const CpuRopeTables> CpuRopeTables::build(const Plan &plan) {
       if (tables->find(config) != nullptr)
         continue;
       std::vector<float> invFreq(config.rotaryDim / 2);
-      cpu::ropeInvFreqs(config.rotaryDim, config.theta, config.scaling, invFreq.data());
+      cpu::ropeInvFreqs(config.rotaryDim, config.theta, config.kernelScaling(), invFreq.data());
       tables->configs.push_back(config);
-      tables->tables.push_back(cpu::ropeTable(positions, config.rotaryDim, invFreq.data()));
+      tables->tables.push_back(cpu::ropeTable(positions, config.rotaryDim, invFreq.data(),
+                                              config.scaling.attentionFactor));
     }
   }
   return tables;
@@ -50,8 +52,51 @@ Expected<CpuExecutor> CpuExecutor::create(const Plan &plan, const LoadedWeights 
     exec.stepRopes_.push_back(rope < 0 ? nullptr : exec.ropeTables_->find(ropes.configs[rope]));
     if (rope >= 0 && exec.stepRopes_.back() == nullptr)
       return Status::error("internal: no RoPE table for step " + std::to_string(s));
+    int lengthRope = -1;
+    if (rope >= 0 && ropes.configs[rope].dependsOnLength()) {
+      for (size_t i = 0; i < exec.lengthRopes_.size() && lengthRope < 0; ++i)
+        if (exec.lengthRopes_[i] == ropes.configs[rope])
+          lengthRope = static_cast<int>(i);
+      if (lengthRope < 0) {
+        lengthRope = static_cast<int>(exec.lengthRopes_.size());
+        exec.lengthRopes_.push_back(ropes.configs[rope]);
+      }
+    }
+    exec.stepLengthRope_.push_back(lengthRope);
   }
+  exec.runTables_.resize(exec.lengthRopes_.size());
   return exec;
+}
+
+// transformers picks dynamic/longrope frequencies per forward pass from its
+// largest position + 1; here each sequence of the run is such a pass, and
+// row t of a run table holds the cos/sin of row t's position.
+void CpuExecutor::buildRunTables(const StepInput &input) {
+  const int64_t tokens = input.numTokens;
+  rowIndex_.resize(tokens);
+  for (int64_t t = 0; t < tokens; ++t)
+    rowIndex_[t] = static_cast<int32_t>(t);
+  for (size_t c = 0; c < lengthRopes_.size(); ++c) {
+    const ops::RopeConfig &config = lengthRopes_[c];
+    const hd::RopeScaling scaling = config.kernelScaling();
+    const int half = config.rotaryDim / 2;
+    std::vector<float> &table = runTables_[c];
+    table.assign(tokens * config.rotaryDim, 0.0f);
+    std::vector<float> invFreq(half);
+    for (const StepSequence &s : input.sequences) {
+      int32_t last = 0;
+      for (int64_t r = s.firstRow; r < s.firstRow + s.numRows; ++r)
+        last = std::max(last, input.positions[r]);
+      for (int i = 0; i < half; ++i)
+        invFreq[i] = hd::ropeInvFreqAt(i, config.rotaryDim, config.theta, scaling, last + 1);
+      for (int64_t r = s.firstRow; r < s.firstRow + s.numRows; ++r) {
+        float *row = table.data() + r * config.rotaryDim;
+        for (int i = 0; i < half; ++i)
+          hd::ropeCosSin(input.positions[r], invFreq[i], scaling.attentionFactor, row[i],
+                         row[half + i]);
+      }
+    }
+  }
 }
 
 Status CpuExecutor::run(ThreadPool &pool, const StepInput &input, kv::KvCache &cache,
@@ -89,13 +134,18 @@ Status CpuExecutor::run(ThreadPool &pool, const StepInput &input, kv::KvCache &c
     out.filled[r] = OutputKind::Logits;
     out.logitIndex[r] = static_cast<int64_t>(r);
   }
+  if (!lengthRopes_.empty())
+    buildRunTables(input);
   const auto &steps = *program_->steps();
   for (uint32_t s = 0; s < steps.size(); ++s) {
+    const bool perRun = stepLengthRope_[s] >= 0;
+    const float *ropeTable = perRun ? runTables_[stepLengthRope_[s]].data() : stepRopes_[s];
+    const int32_t *ropeRows = perRun ? rowIndex_.data() : input.positions;
     const cpu::OpContext context{pool,          *program_,     *steps.Get(s),
                                  *weights_,     input,         cache,
-                                 out,           arena_.data(), stepRopes_[s],
-                                 attentionSequences_, outputRows_, scratch_,
-                                 lastLogits};
+                                 out,           arena_.data(), ropeTable,
+                                 ropeRows,      attentionSequences_, outputRows_,
+                                 scratch_,      lastLogits};
     LLMC_RETURN_IF_ERROR(stepFunctions_[s](context));
   }
   out.logits = lastLogits != nullptr

@@ -53,6 +53,13 @@ private:
   std::shared_ptr<const CpuRopeTables> ropeTables_;
   std::vector<cpu::OpFunction> stepFunctions_; // [steps]: the registry's function per step
   std::vector<const float *> stepRopes_;       // [steps]: the step's RoPE table, or null
+  // Dynamic / longrope configurations: their frequencies follow each run's
+  // sequence lengths, so their steps read a table built per run.
+  std::vector<int> stepLengthRope_;          // [steps]: index into lengthRopes_, or -1
+  std::vector<ops::RopeConfig> lengthRopes_;
+  std::vector<std::vector<float>> runTables_; // [lengthRopes_] cos/sin [T, rotary_dim]
+  std::vector<int32_t> rowIndex_;             // 0 .. T-1: the rows of a per-run table
+  void buildRunTables(const StepInput &input);
   std::vector<uint8_t> arena_;                 // activations: arena_bytes_per_token * T
   cpu::OpScratch scratch_;
   std::vector<cpu::AttentionSequence> attentionSequences_;

@@ -10,8 +10,13 @@ void applyNorm(const OpContext &c, const fb::NormParams &norm, int gammaWeight, 
           static_cast<float>(norm.offset()));
 }
 
+// With group_width g (per-head q/k norms), a [T, W] row is W / g rows of g
+// (the validator checked that g divides W and that the weight has g entries).
 Status normStep(const OpContext &c) {
-  applyNorm(c, *c.step.params_as_NormParams(), 0, c.in(0), c.tokens(), c.out());
+  const fb::NormParams &p = *c.step.params_as_NormParams();
+  const int64_t rows = p.group_width() > 0 ? c.tokens() * (c.outWidth() / p.group_width())
+                                           : c.tokens();
+  applyNorm(c, p, 0, c.in(0), rows, c.out());
   return Status::ok();
 }
 

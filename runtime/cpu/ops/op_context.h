@@ -39,6 +39,8 @@ struct OpContext {
   StepOutput &result;                             // filled by LmHead
   uint8_t *arena;                                 // activations of this run (T rows)
   const float *ropeTable;                         // the step's cos/sin [max_seq_len, rotary_dim]
+  const int32_t *ropeRows;                        // [T] ropeTable's row of each row (positions,
+                                                  //   or 0..T-1 for a per-step table)
   const std::vector<AttentionSequence> &sequences; // the run's sequences, in row order
   const std::vector<int64_t> &outputRows;         // input.outputs' rows; empty: 0 .. T-1
   OpScratch &scratch;

@@ -26,7 +26,9 @@ Each model goes to tests/data/hf/<name>/:
                      after feeding decode_ids[i])
   logits-bf16.f32    the same for the bf16 reference (below), with its own
                      greedy decode_ids_bf16
-  logits.json        the ids, the shape, greedy tokens, margins, the versions
+  logits.json        the ids, the shape, greedy tokens, margins, the versions;
+                     long-context fixtures (long-*: a 2100-token prompt) keep
+                     only the last 8 prefill rows, listed as "prefill_rows"
 
 The f32 reference is the model in float32 with eager attention. Decode runs
 through HF's own KV cache (generate()'s path: one token per forward after
@@ -95,9 +97,13 @@ SHORT8, LONG8 = SHORT, LONG
 class Spec:
     """One fixture: its model class and config, and how its norms are stored."""
 
-    def __init__(self, cls, config, norm_center=1.0, legacy_rope=None):
+    def __init__(self, cls, config, norm_center=1.0, legacy_rope=None, prompt=None, keep_last=None):
         self.cls = cls
         self.config = config
+        # Long-context fixtures: their own prompt (else IDS), and only the
+        # last `keep_last` prefill rows are stored (with every decode row).
+        self.prompt = prompt if prompt is not None else IDS
+        self.keep_last = keep_last
         # Gemma-style norms scale by (1 + w): their stored w is centred on 0.
         self.norm_center = norm_center
         # When set, config.json is rewritten to the pre-transformers-5
@@ -276,6 +282,50 @@ def models():
             **NEW_BASE | dict(rope_theta=10000.0,
                               rope_scaling=dict(rope_type="dynamic", factor=2.0))),
             legacy_rope={"type": "dynamic", "factor": 2.0}),
+    } | long_models()
+
+
+def long_prompt(length, seed):
+    g = torch.Generator().manual_seed(seed)
+    return torch.randint(0, VOCAB, (length,), generator=g).tolist()
+
+
+# Long context, past 2048 positions, for each RoPE scaling: a 2100-token
+# prompt (2020 for longrope, so that its decode crosses the original 2048
+# and switches to the long factors at position 2048 while the cached keys
+# keep their short-factor rotation). Only the last LONG_KEEP prefill rows
+# are stored, then the 64 decode rows.
+LONG_KEEP = 8
+
+
+def long_models():
+    long_base = NEW_BASE | dict(rope_theta=10000.0)
+    prompt = long_prompt(2100, 7)
+    return {
+        "long-yarn": Spec(LlamaForCausalLM, LlamaConfig(
+            **long_base | dict(max_position_embeddings=8192, rope_scaling=dict(
+                rope_type="yarn", factor=4.0, original_max_position_embeddings=2048))),
+            prompt=prompt, keep_last=LONG_KEEP),
+        # max_position_embeddings 2048 < 2100: the prefill and every decode
+        # step run with a base grown from its own length.
+        "long-dynamic": Spec(LlamaForCausalLM, LlamaConfig(
+            **long_base | dict(max_position_embeddings=2048, rope_scaling=dict(
+                rope_type="dynamic", factor=2.0))),
+            prompt=prompt, keep_last=LONG_KEEP),
+        "long-longrope": Spec(LlamaForCausalLM, LlamaConfig(
+            **long_base | dict(max_position_embeddings=8192, rope_scaling=dict(
+                rope_type="longrope", short_factor=SHORT8, long_factor=LONG8,
+                original_max_position_embeddings=2048))),
+            prompt=prompt[:2020], keep_last=LONG_KEEP),
+        "long-linear": Spec(LlamaForCausalLM, LlamaConfig(
+            **long_base | dict(max_position_embeddings=8192, rope_scaling=dict(
+                rope_type="linear", factor=4.0))),
+            prompt=prompt, keep_last=LONG_KEEP),
+        "long-llama3": Spec(LlamaForCausalLM, LlamaConfig(
+            **long_base | dict(max_position_embeddings=8192, rope_scaling=dict(
+                rope_type="llama3", factor=8.0, low_freq_factor=1.0, high_freq_factor=4.0,
+                original_max_position_embeddings=2048))),
+            prompt=prompt, keep_last=LONG_KEEP),
     }
 
 
@@ -318,15 +368,17 @@ def margin(row):
     return (top[0] - top[1]).item()
 
 
-def run(model):
-    """Prefill IDS, then DECODE_STEPS greedy steps through HF's KV cache.
-    Returns (logits [len(IDS) + DECODE_STEPS, vocab], decode ids, min margin)."""
+def run(model, ids=IDS, keep_last=None, length_dependent=False):
+    """Prefill `ids`, then DECODE_STEPS greedy steps through HF's KV cache.
+    Returns (logits [kept prefill rows + DECODE_STEPS, vocab], decode ids,
+    min margin, drift); `keep_last` keeps only the last prefill rows."""
     with torch.no_grad():
-        out = model(torch.tensor([IDS]), use_cache=True)
-        rows = [out.logits[0]]
+        out = model(torch.tensor([ids]), use_cache=True)
+        kept = out.logits[0] if keep_last is None else out.logits[0, -keep_last:]
+        rows = [kept]
         cache = out.past_key_values
         decode_ids = []
-        margins = [margin(r) for r in out.logits[0]]
+        margins = [margin(r) for r in kept]
         next_id = int(out.logits[0, -1].argmax())
         for _ in range(DECODE_STEPS):
             decode_ids.append(next_id)
@@ -337,11 +389,12 @@ def run(model):
             margins.append(margin(row))
             next_id = int(row.argmax())
         logits = torch.cat(rows).to(torch.float32).contiguous()
-        # The cache path must agree with one forward over the whole sequence.
-        full = model(torch.tensor([IDS + decode_ids]), use_cache=False).logits[0]
-        drift = (full - logits).abs().max().item()
-        assert drift < 1e-4, f"HF cache vs full forward differ by {drift}"
-    assert logits.shape == (len(IDS) + DECODE_STEPS, VOCAB)
+        # The cache path must agree with one forward over the whole sequence
+        # (not for dynamic/longrope, whose frequencies follow each pass's length).
+        full = model(torch.tensor([ids + decode_ids]), use_cache=False).logits[0]
+        drift = (full[-logits.shape[0]:] - logits).abs().max().item()
+        assert length_dependent or drift < 1e-4, f"HF cache vs full forward differ by {drift}"
+    assert logits.shape == (len(kept) + DECODE_STEPS, VOCAB)
     return logits, decode_ids, min(margins), drift
 
 
@@ -386,9 +439,14 @@ def draw(name, spec, seed):
 
     # The references come from the files as written (what llmc reads).
     model = load(out)
-    f32 = run(model)
+    rope = model.config.rope_parameters or {}
+    length_dependent = rope.get("rope_type") in ("dynamic", "longrope")
+    f32 = run(model, spec.prompt, spec.keep_last, length_dependent)
+    # A fresh module: a dynamic one remembers the longest length it has seen
+    # (run()'s one-pass check), which would leak into the bf16 reference.
+    model = load(out)
     round_matrices_to_bf16(model)
-    bf16 = run(model)
+    bf16 = run(model, spec.prompt, spec.keep_last, length_dependent)
     return out, f32, bf16
 
 
@@ -407,15 +465,19 @@ def generate(name, spec, first_seed):
     (out / "logits.f32").write_bytes(logits.numpy().astype("<f4").tobytes())
     (out / "logits-bf16.f32").write_bytes(logits16.numpy().astype("<f4").tobytes())
     spread = (logits[1:] - logits[:-1]).abs().max().item()
+    ids = spec.prompt
+    kept = len(ids) if spec.keep_last is None else spec.keep_last
     meta = {
-        "ids": IDS,
+        "ids": ids,
         "decode_ids": decode_ids,
         "decode_ids_bf16": decode_ids16,
-        "shape": [len(IDS) + DECODE_STEPS, VOCAB],
+        "shape": [kept + DECODE_STEPS, VOCAB],
         "logits": "logits.f32",
         "logits_bf16": "logits-bf16.f32",
         "greedy_next": logits.argmax(-1).tolist(),
         "greedy_next_bf16": logits16.argmax(-1).tolist(),
+        **({} if spec.keep_last is None else
+           {"prefill_rows": list(range(len(ids) - kept, len(ids)))}),
         "min_margin": min_margin,
         "min_margin_bf16": min_margin16,
         "seed": seed,
