@@ -293,6 +293,8 @@ private:
       LLMC_RETURN_IF_ERROR(input(ge.getX()));
       s->int_params.push_back(ge.getTanh() ? 1 : 0);
     } else if (auto lo = dyn_cast<llm::LogitsOp>(op)) {
+      if (!lo.isPlainProjection())
+        return Status::error("llm.logits: a bias or a scale is not lowered to a plan step yet");
       s->op = fb::OpKind::Logits;
       LLMC_RETURN_IF_ERROR(input(lo.getX()));
       s->weights.push_back(weight(lo.getWeight()));
