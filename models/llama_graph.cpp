@@ -118,6 +118,14 @@ private:
       return llm::RopeScalingAttr::get(b_.getContext(), llm::RopeScalingKind::Llama3, s.factor,
                                        s.lowFreqFactor, s.highFreqFactor,
                                        s.originalMaxPositionEmbeddings);
+    case RopeScaling::Kind::Dynamic:
+      // Plain RoPE at every position a plan reaches: the driver caps a
+      // plan's length at max_position_embeddings, past which alone the
+      // dynamic base grows (checked in buildLlamaGraph's caller contract).
+      return {};
+    case RopeScaling::Kind::Yarn:
+    case RopeScaling::Kind::LongRope:
+      break; // refused by unsupportedRope before the graph is built
     }
     return {};
   }
@@ -167,6 +175,22 @@ private:
   mlir::Value positions_;
 };
 
+// The RoPE features the config asks for that the IR and plan cannot carry
+// yet (the math is in kernels/common/rope.h; the plan's RoPE parameters come
+// with plan format 3), named as the config names them; "" when none.
+std::string unsupportedRope(const ModelConfig &c) {
+  if (c.ropeScaling.kind == RopeScaling::Kind::Yarn)
+    return "rope_type 'yarn'";
+  if (c.ropeScaling.kind == RopeScaling::Kind::LongRope)
+    return "rope_type 'longrope'";
+  if (c.rotaryDim != 0 && c.rotaryDim != c.headDim)
+    return "partial rotary (" + std::to_string(c.rotaryDim) + " of head_dim " +
+           std::to_string(c.headDim) + " features rotated)";
+  if (c.ropeInterleaved)
+    return "interleaved RoPE pairs";
+  return "";
+}
+
 } // namespace
 
 Expected<mlir::OwningOpRef<mlir::ModuleOp>> buildLlamaGraph(mlir::MLIRContext &context,
@@ -174,6 +198,10 @@ Expected<mlir::OwningOpRef<mlir::ModuleOp>> buildLlamaGraph(mlir::MLIRContext &c
                                                             const GraphOptions &options) {
   if (!options.matrixType)
     return Status::error("internal: graph options need a matrix element type");
+  if (std::string missing = unsupportedRope(config); !missing.empty())
+    return Status::error(config.architecture + ": " + missing +
+                         " is not supported by this llmc's plans yet; supported RoPE: default, "
+                         "linear, llama3, dynamic (within max_position_embeddings)");
   mlir::OwningOpRef<mlir::ModuleOp> module =
       LlamaGraphBuilder(context, config, options).build();
   if (mlir::failed(mlir::verify(*module)))

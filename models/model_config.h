@@ -9,14 +9,26 @@
 
 namespace llmc {
 
-// RoPE frequency scaling (config.json "rope_scaling").
+// RoPE frequency scaling (config.json "rope_scaling" / "rope_parameters",
+// rope_type or its legacy spelling "type"). The math is
+// runtime/kernels/common/rope.h; the fields keep transformers' names.
 struct RopeScaling {
-  enum class Kind { None, Linear, Llama3 };
+  enum class Kind { None, Linear, Llama3, Dynamic, Yarn, LongRope };
   Kind kind = Kind::None;
-  double factor = 1.0;                       // linear and llama3
+  double factor = 1.0;                       // linear, llama3, dynamic, yarn, longrope
   double lowFreqFactor = 1.0;                // llama3
   double highFreqFactor = 4.0;               // llama3
-  int64_t originalMaxPositionEmbeddings = 0; // llama3
+  // llama3, yarn, longrope: original_max_position_embeddings (for longrope
+  // the config's top-level field wins, as in transformers); dynamic:
+  // max_position_embeddings, past which its base grows.
+  int64_t originalMaxPositionEmbeddings = 0;
+  double betaFast = 32.0; // yarn
+  double betaSlow = 1.0;  // yarn
+  bool truncate = true;   // yarn: floor/ceil the ramp bounds
+  // yarn, longrope: cos and sin are multiplied by it; resolved from the
+  // config (attention_factor, else mscale/mscale_all_dim, else factor).
+  double attentionFactor = 1.0;
+  std::vector<float> shortFactor, longFactor; // longrope: rotaryDim / 2 each
 };
 
 // The MLP's gate activation: act(gate_proj(x)) * up_proj(x).
@@ -62,6 +74,11 @@ struct ModelConfig {
   double rmsNormEps = 1e-6;
   double ropeTheta = 10000.0;
   RopeScaling ropeScaling;
+  // Features RoPE rotates per head: int(headDim * partial_rotary_factor)
+  // (NeoX: rotary_pct; GPT-J style configs: rotary_dim), == headDim by default.
+  int64_t rotaryDim = 0;
+  // Pairs (2i, 2i + 1) (Cohere, GPT-J) instead of the halves (i, i + rotaryDim / 2).
+  bool ropeInterleaved = false;
   bool tieWordEmbeddings = false;
   bool attentionBias = false;       // q/k/v projections carry a bias (Qwen2; Llama attention_bias)
   bool attentionOutputBias = false; // o_proj carries a bias too (Llama attention_bias only)

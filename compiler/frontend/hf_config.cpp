@@ -2,6 +2,8 @@
 // supported decoder-only family shares and checks that they are consistent;
 // the family's Architecture (models/) reads its own fields and defaults.
 #include "frontend/model_spec.h"
+
+#include "kernels/common/rope_params.h"
 #include "models/architecture.h"
 
 #include <cmath>
@@ -111,12 +113,106 @@ Status readHeads(const Json &hf, const std::string &source, ModelConfig &c) {
   return Status::ok();
 }
 
+// The pretraining length the scaling was fitted to: the config's top-level
+// `original_max_position_embeddings` (Phi-3 writes it there; transformers
+// gives it priority), else the scaling's own, else max_position_embeddings.
+Expected<int64_t> readOriginalMax(const Json &hf, const Json &s, const std::string &source,
+                                  const std::string &where, const ModelConfig &c) {
+  const char *key = "original_max_position_embeddings";
+  if (const Json *top = findField(hf, key); top && !top->is_null())
+    return readSize(hf, key, kMaxPositions, source);
+  if (const Json *own = findField(s, key); own && !own->is_null())
+    return readSize(s, key, kMaxPositions, where);
+  return c.maxPositionEmbeddings;
+}
+
+// longrope's short_factor / long_factor: rotaryDim / 2 finite numbers > 0.
+Expected<std::vector<float>> readLongRopeFactors(const Json &s, const char *key,
+                                                 const std::string &where, int64_t pairs) {
+  const Json *field = findField(s, key);
+  if (field == nullptr || !field->is_array())
+    return fieldError(where, key,
+                      "expected a list of " + std::to_string(pairs) +
+                          " numbers (one per rotated pair), got " +
+                          (field ? jsonTypeName(*field) : std::string("nothing")));
+  if (static_cast<int64_t>(field->size()) != pairs)
+    return fieldError(where, key,
+                      "expected " + std::to_string(pairs) + " entries (rotary dim / 2), got " +
+                          std::to_string(field->size()));
+  std::vector<float> factors;
+  for (const Json &f : *field) {
+    if (!f.is_number() || !std::isfinite(f.get<double>()) || f.get<double>() <= 0)
+      return fieldError(where, key, "expected numbers > 0, got " + f.dump());
+    factors.push_back(static_cast<float>(f.get<double>()));
+  }
+  return factors;
+}
+
+Status readYarn(const Json &hf, const Json &s, const std::string &source, const std::string &where,
+                ModelConfig &c) {
+  RopeScaling &r = c.ropeScaling;
+  LLMC_ASSIGN_OR_RETURN(r.originalMaxPositionEmbeddings, readOriginalMax(hf, s, source, where, c));
+  LLMC_ASSIGN_OR_RETURN(r.factor, readPositive(s, "factor",
+                                               static_cast<double>(c.maxPositionEmbeddings) /
+                                                   r.originalMaxPositionEmbeddings,
+                                               where));
+  LLMC_ASSIGN_OR_RETURN(r.betaFast, readPositive(s, "beta_fast", 32.0, where));
+  LLMC_ASSIGN_OR_RETURN(r.betaSlow, readPositive(s, "beta_slow", 1.0, where));
+  LLMC_ASSIGN_OR_RETURN(r.truncate, optionalBool(s, "truncate", true, where));
+  LLMC_ASSIGN_OR_RETURN(double mscale, optionalNumber(s, "mscale", 0.0, where));
+  LLMC_ASSIGN_OR_RETURN(double mscaleAllDim, optionalNumber(s, "mscale_all_dim", 0.0, where));
+  LLMC_ASSIGN_OR_RETURN(
+      r.attentionFactor,
+      readPositive(s, "attention_factor",
+                   hd::ropeYarnAttentionFactor(r.factor, mscale, mscaleAllDim), where));
+  return Status::ok();
+}
+
+Status readLongRope(const Json &hf, const Json &s, const std::string &source,
+                    const std::string &where, ModelConfig &c) {
+  RopeScaling &r = c.ropeScaling;
+  LLMC_ASSIGN_OR_RETURN(r.originalMaxPositionEmbeddings, readOriginalMax(hf, s, source, where, c));
+  LLMC_ASSIGN_OR_RETURN(r.factor, readPositive(s, "factor",
+                                               static_cast<double>(c.maxPositionEmbeddings) /
+                                                   r.originalMaxPositionEmbeddings,
+                                               where));
+  LLMC_ASSIGN_OR_RETURN(r.attentionFactor,
+                        readPositive(s, "attention_factor",
+                                     hd::ropeLongRopeAttentionFactor(
+                                         r.factor, r.originalMaxPositionEmbeddings),
+                                     where));
+  LLMC_ASSIGN_OR_RETURN(r.shortFactor,
+                        readLongRopeFactors(s, "short_factor", where, c.rotaryDim / 2));
+  LLMC_ASSIGN_OR_RETURN(r.longFactor, readLongRopeFactors(s, "long_factor", where, c.rotaryDim / 2));
+  return Status::ok();
+}
+
+Status readLlama3(const Json &hf, const Json &s, const std::string &source,
+                  const std::string &where, ModelConfig &c) {
+  RopeScaling &r = c.ropeScaling;
+  LLMC_ASSIGN_OR_RETURN(r.factor, requirePositive(s, "factor", where));
+  LLMC_ASSIGN_OR_RETURN(r.lowFreqFactor, requirePositive(s, "low_freq_factor", where));
+  LLMC_ASSIGN_OR_RETURN(r.highFreqFactor, requirePositive(s, "high_freq_factor", where));
+  if (findField(s, "original_max_position_embeddings") == nullptr &&
+      findField(hf, "original_max_position_embeddings") == nullptr)
+    return fieldError(where, "original_max_position_embeddings",
+                      "is required by rope_type 'llama3' (Llama 3.1 writes 8192)");
+  LLMC_ASSIGN_OR_RETURN(r.originalMaxPositionEmbeddings, readOriginalMax(hf, s, source, where, c));
+  // The llama3 frequency blend divides by (high - low).
+  if (r.highFreqFactor <= r.lowFreqFactor)
+    return fieldError(where, "high_freq_factor",
+                      "must be greater than low_freq_factor (" + std::to_string(r.lowFreqFactor) +
+                          "), got " + std::to_string(r.highFreqFactor));
+  return Status::ok();
+}
+
 // `rope_scaling` (or transformers 5's `rope_parameters`): null, or an object
-// whose "rope_type" (legacy key: "type") is default, linear, llama3 or dynamic.
-Expected<RopeScaling> readRopeScaling(const Json &s, const std::string &where) {
-  RopeScaling scaling;
+// whose "rope_type" (legacy key: "type") is one of kSupportedRopeTypes.
+// "su" is Phi-3's old name of longrope.
+Status readRopeScaling(const Json &hf, const Json &s, const std::string &source,
+                       const std::string &where, ModelConfig &c) {
   if (s.is_null())
-    return scaling;
+    return Status::ok();
   if (!s.is_object())
     return Status::error(where + ": expected an object or null, got " + jsonTypeName(s));
   LLMC_ASSIGN_OR_RETURN(std::string type, optionalString(s, "rope_type", "", where));
@@ -126,53 +222,78 @@ Expected<RopeScaling> readRopeScaling(const Json &s, const std::string &where) {
                          "') disagree");
   if (type.empty())
     type = legacy;
-  const std::string supported =
-      "supported: default, linear, llama3, dynamic (or rope_scaling null)";
+  const std::string supported = "supported: default, linear, llama3, dynamic, yarn, longrope "
+                                "(or su), or rope_scaling null";
   if (type.empty())
     return Status::error(where + ": missing required field 'rope_type' (or 'type'); " + supported);
+  RopeScaling &r = c.ropeScaling;
   if (type == "default")
-    return scaling;
-  if (type == "dynamic") {
-    // Dynamic NTK: transformers raises the base only for sequences longer
-    // than max_position_embeddings (at that length its formula gives the
-    // base unchanged), and a plan never runs past it (the driver caps
-    // --max-seq-len there): plain RoPE at every position a plan can see.
-    LLMC_RETURN_IF_ERROR(requirePositive(s, "factor", where).status());
-    return scaling;
+    return Status::ok();
+  if (type == "linear" || type == "dynamic") {
+    r.kind = type == "linear" ? RopeScaling::Kind::Linear : RopeScaling::Kind::Dynamic;
+    LLMC_ASSIGN_OR_RETURN(r.factor, requirePositive(s, "factor", where));
+    // Dynamic NTK grows its base past max_position_embeddings (and at that
+    // length its formula gives the base unchanged).
+    r.originalMaxPositionEmbeddings = c.maxPositionEmbeddings;
+    return Status::ok();
   }
-  if (type == "linear") {
-    scaling.kind = RopeScaling::Kind::Linear;
-    LLMC_ASSIGN_OR_RETURN(scaling.factor, requirePositive(s, "factor", where));
-    return scaling;
+  if (type == "llama3") {
+    r.kind = RopeScaling::Kind::Llama3;
+    return readLlama3(hf, s, source, where, c);
   }
-  if (type != "llama3")
-    return Status::error(where + ": field 'rope_type': '" + type + "' is not supported; " +
-                         supported);
-  scaling.kind = RopeScaling::Kind::Llama3;
-  LLMC_ASSIGN_OR_RETURN(scaling.factor, requirePositive(s, "factor", where));
-  LLMC_ASSIGN_OR_RETURN(scaling.lowFreqFactor, requirePositive(s, "low_freq_factor", where));
-  LLMC_ASSIGN_OR_RETURN(scaling.highFreqFactor, requirePositive(s, "high_freq_factor", where));
-  LLMC_ASSIGN_OR_RETURN(scaling.originalMaxPositionEmbeddings,
-                        readSize(s, "original_max_position_embeddings", kMaxPositions, where));
-  // The llama3 frequency blend divides by (high - low).
-  if (scaling.highFreqFactor <= scaling.lowFreqFactor)
-    return fieldError(where, "high_freq_factor",
-                      "must be greater than low_freq_factor (" +
-                          std::to_string(scaling.lowFreqFactor) + "), got " +
-                          std::to_string(scaling.highFreqFactor));
-  return scaling;
+  if (type == "yarn") {
+    r.kind = RopeScaling::Kind::Yarn;
+    return readYarn(hf, s, source, where, c);
+  }
+  if (type == "longrope" || type == "su") {
+    r.kind = RopeScaling::Kind::LongRope;
+    return readLongRope(hf, s, source, where, c);
+  }
+  return Status::error(where + ": field 'rope_type': '" + type + "' is not supported; " +
+                       supported);
+}
+
+// The rotated features per head: `rotary_dim` (GPT-J style), else
+// int(head_dim * partial_rotary_factor) (top level or in rope_parameters;
+// NeoX spells it rotary_pct). Even, in [2, head_dim].
+Status readRotaryDim(const Json &hf, const Json *params, const std::string &source,
+                     ModelConfig &c) {
+  c.rotaryDim = c.headDim;
+  if (const Json *dim = findField(hf, "rotary_dim"); dim && !dim->is_null()) {
+    LLMC_ASSIGN_OR_RETURN(c.rotaryDim, readSize(hf, "rotary_dim", c.headDim, source));
+  } else {
+    const char *key = findField(hf, "rotary_pct") ? "rotary_pct" : "partial_rotary_factor";
+    const Json *holder = &hf;
+    std::string where = source;
+    if (!findField(hf, key) && params != nullptr && params->is_object() &&
+        findField(*params, "partial_rotary_factor")) {
+      holder = params;
+      where = source + ": rope_parameters";
+    }
+    LLMC_ASSIGN_OR_RETURN(double fraction, readPositive(*holder, key, 1.0, where));
+    if (fraction > 1.0)
+      return fieldError(where, key, "expected a fraction in (0, 1], got " + std::to_string(fraction));
+    c.rotaryDim = hd::ropeRotaryDim(static_cast<int>(c.headDim), fraction);
+  }
+  if (c.rotaryDim < 2 || c.rotaryDim % 2 != 0)
+    return fieldError(source, "rotary_dim",
+                      "RoPE needs an even number of rotated features >= 2, got " +
+                          std::to_string(c.rotaryDim) + " of head_dim " +
+                          std::to_string(c.headDim));
+  return Status::ok();
 }
 
 Status readRope(const Json &hf, const std::string &source, ModelConfig &c) {
   const Json *scaling = findField(hf, "rope_scaling");
   const Json *params = findField(hf, "rope_parameters");
+  LLMC_RETURN_IF_ERROR(readRotaryDim(hf, params, source, c));
   double theta = 10000.0;
   if ((scaling == nullptr || scaling->is_null()) && params != nullptr && params->is_object()) {
     const std::string where = source + ": rope_parameters";
     LLMC_ASSIGN_OR_RETURN(theta, readPositive(*params, "rope_theta", theta, where));
-    LLMC_ASSIGN_OR_RETURN(c.ropeScaling, readRopeScaling(*params, where));
+    LLMC_RETURN_IF_ERROR(readRopeScaling(hf, *params, source, where, c));
   } else if (scaling != nullptr) {
-    LLMC_ASSIGN_OR_RETURN(c.ropeScaling, readRopeScaling(*scaling, source + ": rope_scaling"));
+    LLMC_RETURN_IF_ERROR(readRopeScaling(hf, *scaling, source, source + ": rope_scaling", c));
   }
   LLMC_ASSIGN_OR_RETURN(c.ropeTheta, readPositive(hf, "rope_theta", theta, source));
   return Status::ok();

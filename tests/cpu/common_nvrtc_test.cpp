@@ -29,6 +29,15 @@ extern "C" __global__ void useEveryHelper(float *out, const unsigned short *in) 
   float a = x, b = inv;
   float angle = ropeAngle(threadIdx.x, inv);
   ropeRotate(a, b, cosF(angle), sinF(angle));
+  RopeScaling dyn;
+  dyn.kind = ropeDependsOnLength(RopeScalingKind::Dynamic) ? RopeScalingKind::Dynamic
+                                                           : RopeScalingKind::Yarn;
+  dyn.originalMaxPositions = 2048.0f;
+  int first, second;
+  ropePairFeatures(threadIdx.x, 64, true, first, second);
+  float c, sn;
+  ropeCosSin(first + second, ropeInvFreqAt(threadIdx.x, 64, 1e4f, dyn, 3000), 1.1f, c, sn);
+  a += c + sn;
   i32 q[8];
   int4Unpack8(0x12345678u, q);
   float probs[2] = {a, b};

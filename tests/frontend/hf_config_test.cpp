@@ -217,19 +217,128 @@ TEST(HfConfigError, NonPositiveRmsNormEps) {
 
 TEST(HfConfigError, UnsupportedRopeScalingType) {
   Json json = test::llama2Config();
-  json["rope_scaling"] = {{"rope_type", "yarn"}, {"factor", 4.0}};
+  json["rope_scaling"] = {{"rope_type", "mrope"}, {"factor", 4.0}};
   std::string message = parseError(json, "rope_scaling");
-  EXPECT_NE(message.find("'yarn' is not supported; supported: default, linear, llama3"),
+  EXPECT_NE(message.find("'mrope' is not supported; supported: default, linear, llama3, dynamic, "
+                         "yarn, longrope"),
             std::string::npos)
       << message;
 }
 
-TEST(HfConfig, DynamicRopeIsPlainRopeWithinTheContext) {
+TEST(HfConfig, DynamicRopeGrowsPastMaxPositionEmbeddings) {
   for (const char *key : {"rope_type", "type"}) {
     Json json = test::llama2Config();
     json["rope_scaling"] = {{key, "dynamic"}, {"factor", 2.0}};
-    EXPECT_EQ(parseOk(json).ropeScaling.kind, RopeScaling::Kind::None) << key;
+    ModelConfig c = parseOk(json);
+    EXPECT_EQ(c.ropeScaling.kind, RopeScaling::Kind::Dynamic) << key;
+    EXPECT_DOUBLE_EQ(c.ropeScaling.factor, 2.0);
+    EXPECT_EQ(c.ropeScaling.originalMaxPositionEmbeddings, c.maxPositionEmbeddings);
   }
+}
+
+TEST(HfConfig, YarnInBothSpellingsWithItsDefaults) {
+  for (const char *key : {"rope_type", "type"}) {
+    Json json = test::llama2Config();
+    json["rope_scaling"] = {{key, "yarn"}, {"factor", 4.0}, {"original_max_position_embeddings", 1024}};
+    ModelConfig c = parseOk(json);
+    EXPECT_EQ(c.ropeScaling.kind, RopeScaling::Kind::Yarn) << key;
+    EXPECT_DOUBLE_EQ(c.ropeScaling.factor, 4.0);
+    EXPECT_EQ(c.ropeScaling.originalMaxPositionEmbeddings, 1024);
+    EXPECT_DOUBLE_EQ(c.ropeScaling.betaFast, 32.0);
+    EXPECT_DOUBLE_EQ(c.ropeScaling.betaSlow, 1.0);
+    EXPECT_TRUE(c.ropeScaling.truncate);
+    // get_mscale(4) = 0.1 ln 4 + 1.
+    EXPECT_DOUBLE_EQ(c.ropeScaling.attentionFactor, 0.1 * std::log(4.0) + 1.0);
+  }
+}
+
+TEST(HfConfig, YarnAttentionFactorFromConfigOrMscale) {
+  Json json = test::llama2Config();
+  json["rope_scaling"] = {{"rope_type", "yarn"}, {"factor", 8.0}, {"attention_factor", 1.5},
+                          {"truncate", false}, {"beta_fast", 16}, {"beta_slow", 2}};
+  ModelConfig c = parseOk(json);
+  EXPECT_DOUBLE_EQ(c.ropeScaling.attentionFactor, 1.5);
+  EXPECT_FALSE(c.ropeScaling.truncate);
+  EXPECT_DOUBLE_EQ(c.ropeScaling.betaFast, 16.0);
+  // Without original_max_position_embeddings it is max_position_embeddings.
+  EXPECT_EQ(c.ropeScaling.originalMaxPositionEmbeddings, c.maxPositionEmbeddings);
+  json["rope_scaling"] = {{"rope_type", "yarn"}, {"factor", 8.0}, {"mscale", 0.707},
+                          {"mscale_all_dim", 1.0}};
+  c = parseOk(json);
+  EXPECT_DOUBLE_EQ(c.ropeScaling.attentionFactor,
+                   (0.1 * 0.707 * std::log(8.0) + 1.0) / (0.1 * std::log(8.0) + 1.0));
+}
+
+Json longRopeConfig(const char *type) {
+  Json json = test::llama2Config(); // head_dim 128: 64 pairs
+  json["max_position_embeddings"] = 131072;
+  json["original_max_position_embeddings"] = 4096;
+  json["rope_scaling"] = {{"type", type},
+                          {"short_factor", std::vector<double>(64, 1.0)},
+                          {"long_factor", std::vector<double>(64, 2.5)}};
+  return json;
+}
+
+TEST(HfConfig, LongRopeAndPhi3sSuSpelling) {
+  for (const char *type : {"longrope", "su"}) {
+    ModelConfig c = parseOk(longRopeConfig(type));
+    EXPECT_EQ(c.ropeScaling.kind, RopeScaling::Kind::LongRope) << type;
+    EXPECT_EQ(c.ropeScaling.originalMaxPositionEmbeddings, 4096);
+    EXPECT_DOUBLE_EQ(c.ropeScaling.factor, 32.0);
+    EXPECT_DOUBLE_EQ(c.ropeScaling.attentionFactor,
+                     std::sqrt(1.0 + std::log(32.0) / std::log(4096.0)));
+    ASSERT_EQ(c.ropeScaling.longFactor.size(), 64u);
+    EXPECT_FLOAT_EQ(c.ropeScaling.longFactor[63], 2.5f);
+    EXPECT_FLOAT_EQ(c.ropeScaling.shortFactor[0], 1.0f);
+  }
+}
+
+TEST(HfConfigError, LongRopeFactorsOfTheWrongLength) {
+  Json json = longRopeConfig("longrope");
+  json["rope_scaling"]["long_factor"] = std::vector<double>(63, 1.0);
+  std::string message = parseError(json, "'long_factor'");
+  EXPECT_NE(message.find("expected 64 entries"), std::string::npos) << message;
+  json = longRopeConfig("longrope");
+  json["rope_scaling"]["short_factor"][3] = -1.0;
+  parseError(json, "'short_factor'");
+  json = longRopeConfig("longrope");
+  json["rope_scaling"].erase("short_factor");
+  parseError(json, "'short_factor'");
+}
+
+TEST(HfConfig, PartialRotaryFromEachSpelling) {
+  Json json = test::llama2Config(); // head_dim 128
+  EXPECT_EQ(parseOk(json).rotaryDim, 128);
+  json["partial_rotary_factor"] = 0.25;
+  EXPECT_EQ(parseOk(json).rotaryDim, 32);
+  json.erase("partial_rotary_factor");
+  json["rotary_pct"] = 0.5;
+  EXPECT_EQ(parseOk(json).rotaryDim, 64);
+  json.erase("rotary_pct");
+  json["rotary_dim"] = 96;
+  EXPECT_EQ(parseOk(json).rotaryDim, 96);
+  json.erase("rotary_dim");
+  json["rope_parameters"] = {{"rope_type", "default"}, {"rope_theta", 1e4},
+                             {"partial_rotary_factor", 0.75}};
+  EXPECT_EQ(parseOk(json).rotaryDim, 96);
+}
+
+TEST(HfConfigError, PartialRotaryOutOfRange) {
+  Json json = test::llama2Config();
+  json["partial_rotary_factor"] = 1.5;
+  parseError(json, "'partial_rotary_factor'");
+  json["partial_rotary_factor"] = 0.001; // int(128 * 0.001) = 0 features
+  parseError(json, "'rotary_dim'");
+  json.erase("partial_rotary_factor");
+  json["rotary_dim"] = 256;
+  parseError(json, "'rotary_dim'");
+}
+
+TEST(HfConfigError, Llama3WithoutOriginalMaxPositions) {
+  Json json = test::llama2Config();
+  json["rope_scaling"] = {{"rope_type", "llama3"}, {"factor", 8.0}, {"low_freq_factor", 1.0},
+                          {"high_freq_factor", 4.0}};
+  parseError(json, "'original_max_position_embeddings'");
 }
 
 TEST(HfConfigError, DynamicRopeWithoutFactor) {
