@@ -1,6 +1,7 @@
 // CohereForCausalLM (Command R, Command R+, Aya 23): a parallel block,
 // x + attn(n(x)) + mlp(n(x)) with one LayerNorm without bias; Llama's q/k/v/o
-// and gate/up/down names; the logits multiplied by `logit_scale`. CohereConfig's
+// and gate/up/down names; RoPE on interleaved pairs (2i, 2i + 1); the logits
+// multiplied by `logit_scale`. CohereConfig's
 // defaults: attention_bias false (on q, k, v and o), use_qk_norm false (a
 // LayerNorm without bias over each head, its weight [heads, head_dim]),
 // layer_norm_eps 1e-5, logit_scale 0.0625, tie_word_embeddings true,
@@ -60,6 +61,8 @@ public:
     config.attentionBias = config.attentionOutputBias = bias;
     LLMC_ASSIGN_OR_RETURN(bool qkNorm, optionalBool(hf, "use_qk_norm", false, source));
     block.qkNorm = qkNorm ? LayerNormBlock::QkNorm::PerHead : LayerNormBlock::QkNorm::None;
+    // CohereRotaryEmbedding repeats each frequency twice: pairs (2i, 2i + 1).
+    config.ropeInterleaved = true;
     block.parallel = block.sharedNorm = true;
     block.normBias = false;
     block.gatedMlp = true;

@@ -10,8 +10,27 @@
 // only (no num_key_value_heads).
 #include "models/layer_norm_family.h"
 
+#include <cmath>
+
 namespace llmc {
 namespace {
+
+// GPT-NeoX's older configs (Pythia) name the RoPE base `rotary_emb_base`;
+// transformers reads it when neither rope_theta nor rope_parameters gives one.
+Status readRotaryEmbBase(const Json &hf, const std::string &source, ModelConfig &config) {
+  const Json *params = findField(hf, "rope_parameters");
+  const bool themed = findField(hf, "rope_theta") != nullptr ||
+                      (params != nullptr && params->is_object() &&
+                       findField(*params, "rope_theta") != nullptr);
+  if (themed || findField(hf, "rotary_emb_base") == nullptr)
+    return Status::ok();
+  LLMC_ASSIGN_OR_RETURN(double base, optionalNumber(hf, "rotary_emb_base", 10000.0, source));
+  if (!std::isfinite(base) || base <= 0)
+    return Status::error(source + ": field 'rotary_emb_base': expected a finite number > 0, got " +
+                         std::to_string(base));
+  config.ropeTheta = base;
+  return Status::ok();
+}
 
 class GptNeoX final : public LayerNormFamily {
 public:
@@ -41,6 +60,7 @@ public:
                            "num_attention_heads " + std::to_string(config.numHeads) +
                            "; GPT-NeoX's packed query_key_value has one k and v per query head: " +
                            "remove the field");
+    LLMC_RETURN_IF_ERROR(readRotaryEmbBase(hf, source, config));
     LLMC_ASSIGN_OR_RETURN(config.tieWordEmbeddings,
                           optionalBool(hf, "tie_word_embeddings", false, source));
     LLMC_ASSIGN_OR_RETURN(bool bias, optionalBool(hf, "attention_bias", true, source));

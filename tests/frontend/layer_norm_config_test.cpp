@@ -107,6 +107,8 @@ TEST(LayerNormConfig, ParsesStableLm) {
   ModelConfig c = parseOk(stableLmConfig());
   EXPECT_EQ(c.architecture, "StableLmForCausalLM");
   EXPECT_EQ(c.headDim, 64);
+  EXPECT_EQ(c.rotaryDim, 16); // partial_rotary_factor 0.25
+  EXPECT_FALSE(c.ropeInterleaved);
   EXPECT_FALSE(c.tieWordEmbeddings);
   EXPECT_TRUE(c.attentionBias);
   EXPECT_FALSE(c.attentionOutputBias);
@@ -215,6 +217,8 @@ TEST(LayerNormConfig, ParsesCohere) {
   EXPECT_TRUE(b.sharedNorm);
   EXPECT_TRUE(b.gatedMlp);
   EXPECT_DOUBLE_EQ(b.logitScale, 0.0625);
+  EXPECT_TRUE(c.ropeInterleaved);
+  EXPECT_EQ(c.rotaryDim, 128);
   auto specs = tensorsOf(c);
   EXPECT_EQ(specs.size(), 1 + 40 * 8 + 1u);
   EXPECT_EQ(findSpec(specs, "model.norm.bias"), nullptr);
@@ -242,6 +246,7 @@ TEST(LayerNormConfig, ParsesPhi) {
   EXPECT_TRUE(c.attentionBias);
   EXPECT_TRUE(c.attentionOutputBias);
   EXPECT_EQ(c.mlpActivation, MlpActivation::GeluTanh); // gelu_new
+  EXPECT_EQ(c.rotaryDim, 32);                          // int(80 * 0.4)
   const LayerNormBlock &b = c.layerNorm;
   EXPECT_TRUE(b.parallel);
   EXPECT_TRUE(b.sharedNorm);
@@ -274,6 +279,7 @@ TEST(LayerNormConfig, PhiQkLayerNormIsSharedByTheHeads) {
 TEST(LayerNormConfig, ParsesPythia) {
   ModelConfig c = parseOk(pythiaConfig());
   EXPECT_EQ(c.numKvHeads, 12);
+  EXPECT_EQ(c.rotaryDim, 16); // rotary_pct 0.25 of 64
   EXPECT_TRUE(c.attentionBias);
   EXPECT_TRUE(c.attentionOutputBias);
   EXPECT_EQ(c.mlpActivation, MlpActivation::GeluErf);
@@ -292,6 +298,17 @@ TEST(LayerNormConfig, ParsesPythia) {
             std::vector<int64_t>{3 * 768});
   EXPECT_EQ(findSpec(specs, "gpt_neox.final_layer_norm.bias")->shape, std::vector<int64_t>{768});
   EXPECT_EQ(findSpec(specs, "embed_out.weight")->shape, (std::vector<int64_t>{50304, 768}));
+}
+
+TEST(LayerNormConfig, GptNeoXReadsRotaryEmbBaseWhenNoThetaIsGiven) {
+  Json json = pythiaConfig();
+  json["rotary_emb_base"] = 500000;
+  EXPECT_DOUBLE_EQ(parseOk(json).ropeTheta, 500000.0);
+  json["rope_theta"] = 20000;
+  EXPECT_DOUBLE_EQ(parseOk(json).ropeTheta, 20000.0);
+  json.erase("rope_theta");
+  json["rotary_emb_base"] = -1;
+  parseError(json, "rotary_emb_base");
 }
 
 TEST(LayerNormConfig, GptNeoXGraphReadsQkvSplitPerHead) {
