@@ -613,6 +613,11 @@ std::unique_ptr<fb::ModelInfoT> modelInfo(const ModelConfig &c, int64_t maxSeqLe
   case RopeScaling::Kind::Llama3:
     m->rope_scaling = fb::RopeScalingKind::Llama3;
     break;
+  case RopeScaling::Kind::Dynamic: // plain RoPE up to max_position_embeddings, a plan's limit
+  case RopeScaling::Kind::Yarn:     // refused by the graph builder
+  case RopeScaling::Kind::LongRope: // refused by the graph builder
+    m->rope_scaling = fb::RopeScalingKind::None;
+    break;
   }
   m->rope_factor = c.ropeScaling.factor;
   m->rope_low_freq_factor = c.ropeScaling.lowFreqFactor;

@@ -5,8 +5,11 @@
 #include "ir/LlmDialect.h"
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/DialectImplementation.h"
+#include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/StringSet.h"
 #include "llvm/ADT/TypeSwitch.h"
+
+#include <cmath>
 
 #include "ir/LlmEnums.cpp.inc"
 
@@ -30,13 +33,25 @@ constexpr StringLiteral kFactor = "factor";
 constexpr StringLiteral kLowFreqFactor = "low_freq_factor";
 constexpr StringLiteral kHighFreqFactor = "high_freq_factor";
 constexpr StringLiteral kOriginalMax = "original_max_position_embeddings";
+constexpr StringLiteral kBetaFast = "beta_fast";
+constexpr StringLiteral kBetaSlow = "beta_slow";
+constexpr StringLiteral kTruncate = "truncate";
+constexpr StringLiteral kAttentionFactor = "attention_factor";
+constexpr StringLiteral kShortFactor = "short_factor";
+constexpr StringLiteral kLongFactor = "long_factor";
 
 /// The fields a scaling kind uses, in printing order; the others keep their
-/// defaults (factors 1, original max 0) and are not printed.
+/// defaults (factors 1, original max 0, betas 32 and 1, truncate, no
+/// longrope factors) and are not printed.
 ArrayRef<StringLiteral> fieldsOf(RopeScalingKind kind) {
   static constexpr StringLiteral kLinear[] = {kFactor};
   static constexpr StringLiteral kLlama3[] = {kFactor, kLowFreqFactor, kHighFreqFactor,
                                               kOriginalMax};
+  static constexpr StringLiteral kDynamic[] = {kFactor, kOriginalMax};
+  static constexpr StringLiteral kYarn[] = {kFactor,   kOriginalMax, kBetaFast,
+                                            kBetaSlow, kTruncate,    kAttentionFactor};
+  static constexpr StringLiteral kLongRope[] = {kFactor, kOriginalMax, kAttentionFactor,
+                                                kShortFactor, kLongFactor};
   switch (kind) {
   case RopeScalingKind::None:
     return {};
@@ -44,6 +59,12 @@ ArrayRef<StringLiteral> fieldsOf(RopeScalingKind kind) {
     return kLinear;
   case RopeScalingKind::Llama3:
     return kLlama3;
+  case RopeScalingKind::Dynamic:
+    return kDynamic;
+  case RopeScalingKind::Yarn:
+    return kYarn;
+  case RopeScalingKind::LongRope:
+    return kLongRope;
   }
   llvm_unreachable("unknown RopeScalingKind");
 }
@@ -51,7 +72,21 @@ ArrayRef<StringLiteral> fieldsOf(RopeScalingKind kind) {
 struct ScalingFields {
   double factor = 1.0, lowFreqFactor = 1.0, highFreqFactor = 1.0;
   int64_t originalMax = 0;
+  double betaFast = 32.0, betaSlow = 1.0;
+  bool truncate = true;
+  double attentionFactor = 1.0;
+  SmallVector<float> shortFactor, longFactor;
 };
+
+ParseResult parseFloats(AsmParser &parser, SmallVector<float> &out) {
+  return parser.parseCommaSeparatedList(AsmParser::Delimiter::Square, [&]() -> ParseResult {
+    double value;
+    if (parser.parseFloat(value))
+      return failure();
+    out.push_back(static_cast<float>(value));
+    return success();
+  });
+}
 
 ParseResult parseField(AsmParser &parser, StringRef field, ScalingFields &fields) {
   if (field == kFactor)
@@ -60,7 +95,32 @@ ParseResult parseField(AsmParser &parser, StringRef field, ScalingFields &fields
     return parser.parseFloat(fields.lowFreqFactor);
   if (field == kHighFreqFactor)
     return parser.parseFloat(fields.highFreqFactor);
+  if (field == kBetaFast)
+    return parser.parseFloat(fields.betaFast);
+  if (field == kBetaSlow)
+    return parser.parseFloat(fields.betaSlow);
+  if (field == kAttentionFactor)
+    return parser.parseFloat(fields.attentionFactor);
+  if (field == kShortFactor)
+    return parseFloats(parser, fields.shortFactor);
+  if (field == kLongFactor)
+    return parseFloats(parser, fields.longFactor);
+  if (field == kTruncate) {
+    if (succeeded(parser.parseOptionalKeyword("true")))
+      fields.truncate = true;
+    else if (succeeded(parser.parseOptionalKeyword("false")))
+      fields.truncate = false;
+    else
+      return parser.emitError(parser.getCurrentLocation(), "expected true or false");
+    return success();
+  }
   return parser.parseInteger(fields.originalMax);
+}
+
+void printFloats(AsmPrinter &printer, ArrayRef<float> values) {
+  printer << '[';
+  llvm::interleaveComma(values, printer, [&](float v) { printer.printFloat(APFloat(v)); });
+  printer << ']';
 }
 
 } // namespace
@@ -74,7 +134,7 @@ Attribute RopeScalingAttr::parse(AsmParser &parser, Type) {
   std::optional<RopeScalingKind> kind = symbolizeRopeScalingKind(kindName);
   if (!kind) {
     parser.emitError(loc, "unknown rope scaling kind '")
-        << kindName << "', expected none, linear or llama3";
+        << kindName << "', expected none, linear, llama3, dynamic, yarn or longrope";
     return {};
   }
   ArrayRef<StringLiteral> allowed = fieldsOf(*kind);
@@ -105,9 +165,12 @@ Attribute RopeScalingAttr::parse(AsmParser &parser, Type) {
       return {};
     }
   }
-  return parser.getChecked<RopeScalingAttr>(loc, parser.getContext(), *kind, APFloat(fields.factor),
-                                            APFloat(fields.lowFreqFactor),
-                                            APFloat(fields.highFreqFactor), fields.originalMax);
+  return parser.getChecked<RopeScalingAttr>(
+      loc, parser.getContext(), *kind, APFloat(fields.factor), APFloat(fields.lowFreqFactor),
+      APFloat(fields.highFreqFactor), fields.originalMax, APFloat(fields.betaFast),
+      APFloat(fields.betaSlow), fields.truncate, APFloat(fields.attentionFactor),
+      DenseF32ArrayAttr::get(parser.getContext(), fields.shortFactor),
+      DenseF32ArrayAttr::get(parser.getContext(), fields.longFactor));
 }
 
 void RopeScalingAttr::print(AsmPrinter &printer) const {
@@ -120,16 +183,46 @@ void RopeScalingAttr::print(AsmPrinter &printer) const {
       printer.printFloat(getLowFreqFactor());
     else if (field == kHighFreqFactor)
       printer.printFloat(getHighFreqFactor());
+    else if (field == kBetaFast)
+      printer.printFloat(getBetaFast());
+    else if (field == kBetaSlow)
+      printer.printFloat(getBetaSlow());
+    else if (field == kAttentionFactor)
+      printer.printFloat(getAttentionFactor());
+    else if (field == kTruncate)
+      printer << (getTruncate() ? "true" : "false");
+    else if (field == kShortFactor)
+      printFloats(printer, getShortFactor().asArrayRef());
+    else if (field == kLongFactor)
+      printFloats(printer, getLongFactor().asArrayRef());
     else
       printer << getOriginalMaxPositionEmbeddings();
   }
   printer << '>';
 }
 
+namespace {
+
+LogicalResult verifyLongRopeFactors(function_ref<InFlightDiagnostic()> emitError,
+                                    ArrayRef<float> shortFactor, ArrayRef<float> longFactor) {
+  if (shortFactor.empty() || shortFactor.size() != longFactor.size())
+    return emitError() << "rope scaling 'longrope' needs short_factor and long_factor of one "
+                          "non-zero length, got "
+                       << shortFactor.size() << " and " << longFactor.size();
+  for (float f : llvm::concat<const float>(shortFactor, longFactor))
+    if (!(f > 0) || !std::isfinite(f))
+      return emitError() << "rope scaling 'longrope' needs factors > 0, got " << f;
+  return success();
+}
+
+} // namespace
+
 LogicalResult RopeScalingAttr::verify(function_ref<InFlightDiagnostic()> emitError,
                                       RopeScalingKind kind, APFloat factor, APFloat lowFreqFactor,
                                       APFloat highFreqFactor,
-                                      int64_t originalMaxPositionEmbeddings) {
+                                      int64_t originalMaxPositionEmbeddings, APFloat betaFast,
+                                      APFloat betaSlow, bool truncate, APFloat attentionFactor,
+                                      DenseF32ArrayAttr shortFactor, DenseF32ArrayAttr longFactor) {
   if (kind == RopeScalingKind::None)
     return success();
   StringRef name = stringifyRopeScalingKind(kind);
@@ -138,15 +231,29 @@ LogicalResult RopeScalingAttr::verify(function_ref<InFlightDiagnostic()> emitErr
                        << factor.convertToDouble();
   if (kind == RopeScalingKind::Linear)
     return success();
+  if (originalMaxPositionEmbeddings <= 0)
+    return emitError() << "rope scaling '" << name
+                       << "' needs original_max_position_embeddings > 0, got "
+                       << originalMaxPositionEmbeddings;
+  if (kind == RopeScalingKind::Yarn || kind == RopeScalingKind::LongRope) {
+    if (!(attentionFactor.convertToDouble() > 0))
+      return emitError() << "rope scaling '" << name << "' needs attention_factor > 0, got "
+                         << attentionFactor.convertToDouble();
+  }
+  if (kind == RopeScalingKind::Yarn && !(betaFast.convertToDouble() > 0 &&
+                                         betaSlow.convertToDouble() > 0))
+    return emitError() << "rope scaling 'yarn' needs beta_fast > 0 and beta_slow > 0, got "
+                       << betaFast.convertToDouble() << " and " << betaSlow.convertToDouble();
+  if (kind == RopeScalingKind::LongRope)
+    return verifyLongRopeFactors(emitError, shortFactor.asArrayRef(), longFactor.asArrayRef());
+  if (kind != RopeScalingKind::Llama3)
+    return success();
   double low = lowFreqFactor.convertToDouble(), high = highFreqFactor.convertToDouble();
   // Llama 3 interpolates between the two wavelength bounds and divides by
   // (high - low), so they must be ordered and distinct.
   if (!(low > 0) || !(high > low))
     return emitError() << "rope scaling 'llama3' needs 0 < low_freq_factor < high_freq_factor, got "
                        << low << " and " << high;
-  if (originalMaxPositionEmbeddings <= 0)
-    return emitError() << "rope scaling 'llama3' needs original_max_position_embeddings > 0, got "
-                       << originalMaxPositionEmbeddings;
   return success();
 }
 

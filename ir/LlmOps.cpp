@@ -344,14 +344,36 @@ LogicalResult LinearOp::verify() {
                                "input", getX());
 }
 
+/// rotary_dim: 0 (the whole head) or an even count in [2, head_dim]; a
+/// longrope scaling carries one short and one long factor per rotated pair.
+template <typename Op> LogicalResult checkRotary(Op op, int64_t headDim) {
+  int64_t rotaryDim = op.getRotaryDim();
+  if (rotaryDim != 0 && (rotaryDim < 2 || rotaryDim > headDim || rotaryDim % 2 != 0))
+    return op.emitOpError() << "rotary_dim must be 0 or even in [2, head_dim " << headDim
+                            << "], got " << rotaryDim;
+  RopeScalingAttr scaling = op.getScalingAttr();
+  int64_t pairs = (rotaryDim == 0 ? headDim : rotaryDim) / 2;
+  if (scaling && scaling.getKind() == RopeScalingKind::LongRope &&
+      static_cast<int64_t>(scaling.getShortFactor().size()) != pairs)
+    return op.emitOpError() << "longrope scaling has " << scaling.getShortFactor().size()
+                            << " factors per set but the op rotates " << pairs << " pairs";
+  return success();
+}
+
 //===----------------------------------------------------------------------===//
 // llm.rope
 //===----------------------------------------------------------------------===//
 
 void RopeOp::build(OpBuilder &builder, OperationState &state, Value x, Value positions,
-                   int64_t numHeads, int64_t headDim, double theta, RopeScalingAttr scaling) {
+                   int64_t numHeads, int64_t headDim, double theta, RopeScalingAttr scaling,
+                   int64_t rotaryDim, bool interleaved) {
   build(builder, state, x.getType(), x, positions, builder.getI64IntegerAttr(numHeads),
-        builder.getI64IntegerAttr(headDim), builder.getF64FloatAttr(theta), scaling);
+        builder.getI64IntegerAttr(headDim), builder.getF64FloatAttr(theta), scaling,
+        builder.getI64IntegerAttr(rotaryDim), interleaved ? builder.getUnitAttr() : UnitAttr());
+}
+
+int64_t RopeOp::getRotatedFeatures() {
+  return getRotaryDim() == 0 ? getHeadDim() : getRotaryDim();
 }
 
 RopeScalingKind RopeOp::getScalingKind() {
@@ -369,6 +391,8 @@ LogicalResult RopeOp::verify() {
   // rotate_half pairs element i with i + head_dim / 2.
   if (headDim % 2 != 0)
     return emitOpError() << "head_dim must be even, got " << headDim;
+  if (failed(checkRotary(*this, headDim)))
+    return failure();
   int64_t features = dimSize(getX().getType(), 1);
   if (features != numHeads * headDim)
     return emitOpError() << "input has " << features
@@ -644,12 +668,14 @@ LogicalResult FusedLinearOp::verify() {
 void RopeAttentionOp::build(OpBuilder &builder, OperationState &state, Value q, Value k, Value v,
                             Value positions, int64_t layer, int64_t numHeads, int64_t numKvHeads,
                             int64_t headDim, double theta, RopeScalingAttr scaling, double scale,
-                            bool causal, double softcap, int64_t window) {
+                            bool causal, double softcap, int64_t window, int64_t rotaryDim,
+                            bool interleaved) {
   build(builder, state, q.getType(), q, k, v, positions, builder.getI64IntegerAttr(layer),
         builder.getI64IntegerAttr(numHeads), builder.getI64IntegerAttr(numKvHeads),
         builder.getI64IntegerAttr(headDim), builder.getF64FloatAttr(theta), scaling,
         builder.getF64FloatAttr(scale), causal ? builder.getUnitAttr() : UnitAttr(),
-        builder.getF64FloatAttr(softcap), builder.getI64IntegerAttr(window));
+        builder.getF64FloatAttr(softcap), builder.getI64IntegerAttr(window),
+        builder.getI64IntegerAttr(rotaryDim), interleaved ? builder.getUnitAttr() : UnitAttr());
 }
 
 LogicalResult RopeAttentionOp::verify() {
@@ -666,7 +692,8 @@ LogicalResult RopeAttentionOp::verify() {
     return failure();
   if (headDim % 2 != 0)
     return emitOpError() << "head_dim must be even, got " << headDim;
-  if (failed(checkQkv(*this, numHeads, numKvHeads, headDim)) ||
+  if (failed(checkRotary(*this, headDim)) ||
+      failed(checkQkv(*this, numHeads, numKvHeads, headDim)) ||
       failed(checkSameTokens(*this, "positions", getPositions(), "q", getQ())))
     return failure();
   return checkSameType(*this, "result", getResult(), "q", getQ());

@@ -175,7 +175,10 @@ def Llm_RopeOp : Llm_Op<"rope", [Pure]> {
     Hugging Face rotate_half convention: within each head, element i is
     rotated with element i + head_dim / 2 by angle position * inv_freq[i],
     inv_freq[i] = theta^(-2i / head_dim), rescaled by `scaling` when present
-    (absent means no scaling).
+    (absent means no scaling). `rotary_dim` d < head_dim (partial rotary)
+    rotates the first d features only, as pairs (i, i + d / 2) with
+    inv_freq[i] = theta^(-2i / d); `interleaved` pairs (2i, 2i + 1) instead
+    (GPT-J, Cohere).
 
     ```
     %q2 = llm.rope %q, %positions num_heads 32 head_dim 128 theta 5.000000e+05
@@ -186,21 +189,27 @@ def Llm_RopeOp : Llm_Op<"rope", [Pure]> {
   }];
   let arguments = (ins Llm_Activation:$x, Llm_TokenIds:$positions,
                        I64Attr:$num_heads, I64Attr:$head_dim, F64Attr:$theta,
-                       OptionalAttr<Llm_RopeScalingAttr>:$scaling);
+                       OptionalAttr<Llm_RopeScalingAttr>:$scaling,
+                       DefaultValuedAttr<I64Attr, "0">:$rotary_dim,
+                       UnitAttr:$interleaved);
   let results = (outs Llm_Activation:$result);
   let assemblyFormat = [{
     $x `,` $positions `num_heads` $num_heads `head_dim` $head_dim `theta` $theta
-    (`scaling` $scaling^)? attr-dict `:` type($x) `,`
+    (`scaling` $scaling^)? (`rotary_dim` $rotary_dim^)? (`interleaved` $interleaved^)?
+    attr-dict `:` type($x) `,`
     custom<WithResultType>(ref(type($x)), type($positions), type($result))
   }];
   let builders = [
     OpBuilder<(ins "::mlir::Value":$x, "::mlir::Value":$positions, "int64_t":$numHeads,
                    "int64_t":$headDim, "double":$theta,
-                   CArg<"RopeScalingAttr", "{}">:$scaling)>
+                   CArg<"RopeScalingAttr", "{}">:$scaling, CArg<"int64_t", "0">:$rotaryDim,
+                   CArg<"bool", "false">:$interleaved)>
   ];
   let extraClassDeclaration = [{
     /// The scaling kind, None when the attribute is absent.
     RopeScalingKind getScalingKind();
+    /// Features rotated per head (rotary_dim, or head_dim when it is 0).
+    int64_t getRotatedFeatures();
   }];
 }
 
@@ -403,7 +412,7 @@ def Llm_RopeAttentionOp : Llm_Op<"rope_attention",
   let summary = "RoPE of q and k, the KV-cache append and attention in one op.";
   let description = [{
     Equal to `llm.attention (llm.rope %q), (llm.rope %k), %v` with the rope
-    attributes (theta, scaling) shared by q and k: the rotated k goes straight
+    attributes (theta, scaling, rotary_dim, interleaved) shared by q and k: the rotated k goes straight
     into the cache and the rotated q never leaves the kernel. `softcap` and
     `window` as in `llm.attention`.
 
@@ -418,11 +427,14 @@ def Llm_RopeAttentionOp : Llm_Op<"rope_attention",
                        I64Attr:$num_kv_heads, I64Attr:$head_dim, F64Attr:$theta,
                        OptionalAttr<Llm_RopeScalingAttr>:$scaling, F64Attr:$scale,
                        UnitAttr:$causal, DefaultValuedAttr<F64Attr, "0.0">:$softcap,
-                       DefaultValuedAttr<I64Attr, "0">:$window);
+                       DefaultValuedAttr<I64Attr, "0">:$window,
+                       DefaultValuedAttr<I64Attr, "0">:$rotary_dim,
+                       UnitAttr:$interleaved);
   let results = (outs Llm_Activation:$result);
   let assemblyFormat = [{
     $q `,` $k `,` $v `,` $positions `layer` $layer `num_heads` $num_heads
     `num_kv_heads` $num_kv_heads `head_dim` $head_dim `theta` $theta (`scaling` $scaling^)?
+    (`rotary_dim` $rotary_dim^)? (`interleaved` $interleaved^)?
     `scale` $scale (`causal` $causal^)? (`softcap` $softcap^)? (`window` $window^)? attr-dict
     `:` type($q) `,` type($k) `,` type($v) `,`
     custom<WithResultType>(ref(type($q)), type($positions), type($result))
@@ -432,7 +444,8 @@ def Llm_RopeAttentionOp : Llm_Op<"rope_attention",
                    "::mlir::Value":$positions, "int64_t":$layer, "int64_t":$numHeads,
                    "int64_t":$numKvHeads, "int64_t":$headDim, "double":$theta,
                    "RopeScalingAttr":$scaling, "double":$scale, "bool":$causal,
-                   CArg<"double", "0.0">:$softcap, CArg<"int64_t", "0">:$window)>
+                   CArg<"double", "0.0">:$softcap, CArg<"int64_t", "0">:$window,
+                   CArg<"int64_t", "0">:$rotaryDim, CArg<"bool", "false">:$interleaved)>
   ];
 }
 

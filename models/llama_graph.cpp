@@ -124,15 +124,22 @@ private:
       // dynamic base grows (checked in buildLlamaGraph's caller contract).
       return {};
     case RopeScaling::Kind::Yarn:
+      return llm::RopeScalingAttr::get(b_.getContext(), llm::RopeScalingKind::Yarn, s.factor, 1.0,
+                                       1.0, s.originalMaxPositionEmbeddings, s.betaFast,
+                                       s.betaSlow, s.truncate, s.attentionFactor);
     case RopeScaling::Kind::LongRope:
-      break; // refused by unsupportedRope before the graph is built
+      return llm::RopeScalingAttr::get(b_.getContext(), llm::RopeScalingKind::LongRope, s.factor,
+                                       1.0, 1.0, s.originalMaxPositionEmbeddings, 32.0, 1.0, true,
+                                       s.attentionFactor, s.shortFactor, s.longFactor);
     }
     return {};
   }
 
   mlir::Value rope(mlir::Value x, int64_t heads) {
+    int64_t rotaryDim = config_.rotaryDim == config_.headDim ? 0 : config_.rotaryDim;
     return b_.create<llm::RopeOp>(b_.getUnknownLoc(), x, positions_, heads, config_.headDim,
-                                  config_.ropeTheta, ropeScaling());
+                                  config_.ropeTheta, ropeScaling(), rotaryDim,
+                                  config_.ropeInterleaved);
   }
 
   mlir::Value decoderLayer(mlir::Value x, int64_t layer) {

@@ -24,7 +24,8 @@ namespace {
 bool fusible(llm::AttentionOp attention, llm::RopeOp q, llm::RopeOp k) {
   return q && k && q != k && q->hasOneUse() && k->hasOneUse() &&
          q.getPositions() == k.getPositions() && q.getThetaAttr() == k.getThetaAttr() &&
-         q.getScalingAttr() == k.getScalingAttr() && q.getHeadDim() == attention.getHeadDim() &&
+         q.getScalingAttr() == k.getScalingAttr() && q.getRotaryDim() == k.getRotaryDim() &&
+         q.getInterleaved() == k.getInterleaved() && q.getHeadDim() == attention.getHeadDim() &&
          k.getHeadDim() == attention.getHeadDim();
 }
 
@@ -35,7 +36,8 @@ void fuse(llm::AttentionOp attention, llm::RopeOp q, llm::RopeOp k) {
       attention.getLayer(), attention.getNumHeads(), attention.getNumKvHeads(),
       attention.getHeadDim(), q.getTheta().convertToDouble(), q.getScalingAttr(),
       attention.getScale().convertToDouble(), attention.getCausal(),
-      attention.getSoftcap().convertToDouble(), attention.getWindow());
+      attention.getSoftcap().convertToDouble(), attention.getWindow(), q.getRotaryDim(),
+      q.getInterleaved());
   attention.getResult().replaceAllUsesWith(fused.getResult());
   attention.erase();
   q.erase();

@@ -40,6 +40,10 @@ hd::RopeScaling ropeScaling(llm::RopeOp rope) {
   case llm::RopeScalingKind::Llama3:
     s.kind = hd::RopeScalingKind::Llama3;
     break;
+  case llm::RopeScalingKind::Dynamic:
+  case llm::RopeScalingKind::Yarn:
+  case llm::RopeScalingKind::LongRope:
+    break; // no graph builder emits these into plans of this format
   }
   s.factor = static_cast<float>(attr.getFactor().convertToDouble());
   s.lowFreqFactor = static_cast<float>(attr.getLowFreqFactor().convertToDouble());

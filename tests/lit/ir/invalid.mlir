@@ -38,8 +38,33 @@ func.func private @linear_factor() attributes {s = #llm.rope_scaling<linear, fac
 
 // -----
 
-// expected-error @+1 {{unknown rope scaling kind 'yarn', expected none, linear or llama3}}
-func.func private @unknown_kind() attributes {s = #llm.rope_scaling<yarn>}
+// expected-error @+1 {{unknown rope scaling kind 'mrope', expected none, linear, llama3, dynamic, yarn or longrope}}
+func.func private @unknown_kind() attributes {s = #llm.rope_scaling<mrope>}
+
+// -----
+
+// expected-error @+1 {{rope scaling 'yarn' needs field 'attention_factor'}}
+func.func private @yarn_missing() attributes {s = #llm.rope_scaling<yarn, factor = 4.0, original_max_position_embeddings = 2048, beta_fast = 32.0, beta_slow = 1.0, truncate = true>}
+
+// -----
+
+// expected-error @+1 {{rope scaling 'yarn' needs attention_factor > 0, got 0.000000e+00}}
+func.func private @yarn_attention_factor() attributes {s = #llm.rope_scaling<yarn, factor = 4.0, original_max_position_embeddings = 2048, beta_fast = 32.0, beta_slow = 1.0, truncate = true, attention_factor = 0.0>}
+
+// -----
+
+// expected-error @+1 {{rope scaling 'dynamic' needs original_max_position_embeddings > 0, got 0}}
+func.func private @dynamic_original() attributes {s = #llm.rope_scaling<dynamic, factor = 2.0, original_max_position_embeddings = 0>}
+
+// -----
+
+// expected-error @+1 {{rope scaling 'longrope' needs short_factor and long_factor of one non-zero length, got 2 and 1}}
+func.func private @longrope_lengths() attributes {s = #llm.rope_scaling<longrope, factor = 4.0, original_max_position_embeddings = 2048, attention_factor = 1.1, short_factor = [1.0, 1.0], long_factor = [2.0]>}
+
+// -----
+
+// expected-error @+1 {{rope scaling 'longrope' needs factors > 0, got -2.000000e+00}}
+func.func private @longrope_sign() attributes {s = #llm.rope_scaling<longrope, factor = 4.0, original_max_position_embeddings = 2048, attention_factor = 1.1, short_factor = [1.0], long_factor = [-2.0]>}
 
 // -----
 
@@ -218,6 +243,22 @@ func.func @linear_tokens(%x: tensor<4x64xf32>, %w: tensor<32x64xf32>) {
 func.func @rope_features(%x: tensor<?x100xf32>, %pos: tensor<?xi32>) {
   // expected-error @+1 {{'llm.rope' op input has 100 features but num_heads * head_dim = 8 * 16 = 128}}
   %y = llm.rope %x, %pos num_heads 8 head_dim 16 theta 1.0e4 : tensor<?x100xf32>, tensor<?xi32>
+  return
+}
+
+// -----
+
+func.func @rope_rotary_dim(%x: tensor<?x64xf32>, %pos: tensor<?xi32>) {
+  // expected-error @+1 {{'llm.rope' op rotary_dim must be 0 or even in [2, head_dim 16], got 7}}
+  %y = llm.rope %x, %pos num_heads 4 head_dim 16 theta 1.0e4 rotary_dim 7 : tensor<?x64xf32>, tensor<?xi32>
+  return
+}
+
+// -----
+
+func.func @rope_longrope_pairs(%x: tensor<?x64xf32>, %pos: tensor<?xi32>) {
+  // expected-error @+1 {{'llm.rope' op longrope scaling has 2 factors per set but the op rotates 8 pairs}}
+  %y = llm.rope %x, %pos num_heads 4 head_dim 16 theta 1.0e4 scaling <longrope, factor = 4.0, original_max_position_embeddings = 2048, attention_factor = 1.1, short_factor = [1.0, 1.0], long_factor = [2.0, 2.0]> : tensor<?x64xf32>, tensor<?xi32>
   return
 }
 

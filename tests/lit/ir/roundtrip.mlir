@@ -117,6 +117,22 @@ func.func @variants(%x: tensor<?x256xf16>, %t: tensor<5x64xbf16>, %pos: tensor<5
   %r2 = llm.rope %t, %pos num_heads 4 head_dim 16 theta 1.0e4 scaling <none>
       : tensor<5x64xbf16>, tensor<5xi32>
 
+  // The length-dependent and attention-factor scalings, partial and interleaved rotary.
+  // CHECK: llm.rope %{{.*}} theta 1.000000e+04 scaling <dynamic, factor = 2.000000e+00, original_max_position_embeddings = 2048> :
+  // CHECK: llm.rope %{{.*}} theta 1.000000e+04 scaling <yarn, factor = 4.000000e+00, original_max_position_embeddings = 2048, beta_fast = 3.200000e+01, beta_slow = 1.000000e+00, truncate = false, attention_factor = 1.250000e+00> rotary_dim 8 :
+  // CHECK: llm.rope %{{.*}} theta 1.000000e+04 scaling <longrope, factor = 4.000000e+00, original_max_position_embeddings = 2048, attention_factor = 1.100000e+00, short_factor = [1.000000e+00, 1.500000e+00], long_factor = [2.000000e+00, 8.000000e+00]> rotary_dim 4 interleaved :
+  %r3 = llm.rope %t, %pos num_heads 4 head_dim 16 theta 1.0e4
+      scaling <dynamic, original_max_position_embeddings = 2048, factor = 2.0>
+      : tensor<5x64xbf16>, tensor<5xi32>
+  %r4 = llm.rope %t, %pos num_heads 4 head_dim 16 theta 1.0e4
+      scaling <yarn, factor = 4.0, original_max_position_embeddings = 2048, beta_fast = 32.0,
+               beta_slow = 1.0, truncate = false, attention_factor = 1.25> rotary_dim 8
+      : tensor<5x64xbf16>, tensor<5xi32>
+  %r5 = llm.rope %t, %pos num_heads 4 head_dim 16 theta 1.0e4
+      scaling <longrope, factor = 4.0, original_max_position_embeddings = 2048,
+               attention_factor = 1.1, short_factor = [1.0, 1.5], long_factor = [2.0, 8.0]>
+      rotary_dim 4 interleaved : tensor<5x64xbf16>, tensor<5xi32>
+
   // CHECK: llm.attention %{{.*}} layer 3 num_heads 4 num_kv_heads 4 head_dim 16 scale 1.000000e+00 : tensor<5x64xbf16>, tensor<5x64xbf16>, tensor<5x64xbf16>{{$}}
   %o = llm.attention %r0, %r1, %r2 layer 3 num_heads 4 num_kv_heads 4 head_dim 16 scale 1.0
       : tensor<5x64xbf16>, tensor<5x64xbf16>, tensor<5x64xbf16>
