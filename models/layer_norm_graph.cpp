@@ -127,13 +127,28 @@ private:
       return llm::RopeScalingAttr::get(b_.getContext(), llm::RopeScalingKind::Llama3, s.factor,
                                        s.lowFreqFactor, s.highFreqFactor,
                                        s.originalMaxPositionEmbeddings);
+    case RopeScaling::Kind::Dynamic:
+      // Plain RoPE at every position a plan reaches (the driver caps plans at
+      // max_position_embeddings, past which alone the dynamic base grows).
+      return {};
+    case RopeScaling::Kind::Yarn:
+      return llm::RopeScalingAttr::get(b_.getContext(), llm::RopeScalingKind::Yarn, s.factor, 1.0,
+                                       1.0, s.originalMaxPositionEmbeddings, s.betaFast,
+                                       s.betaSlow, s.truncate, s.attentionFactor);
+    case RopeScaling::Kind::LongRope:
+      return llm::RopeScalingAttr::get(b_.getContext(), llm::RopeScalingKind::LongRope, s.factor,
+                                       1.0, 1.0, s.originalMaxPositionEmbeddings, 32.0, 1.0, true,
+                                       s.attentionFactor, s.shortFactor, s.longFactor);
     }
     return {};
   }
 
+  // Partial rotary (StableLM, Phi, GPT-NeoX) rotates the first rotaryDim
+  // features of each head; Cohere pairs (2i, 2i + 1).
   mlir::Value rope(mlir::Value x, int64_t heads) {
+    const int64_t rotaryDim = c_.rotaryDim == c_.headDim ? 0 : c_.rotaryDim;
     return b_.create<llm::RopeOp>(b_.getUnknownLoc(), x, positions_, heads, c_.headDim,
-                                  c_.ropeTheta, ropeScaling());
+                                  c_.ropeTheta, ropeScaling(), rotaryDim, c_.ropeInterleaved);
   }
 
   mlir::Value attention(mlir::Value h, int64_t layer) {

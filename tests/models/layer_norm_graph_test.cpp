@@ -33,6 +33,7 @@ ModelConfig tinyConfig(const Architecture &arch) {
   c.vocabSize = 256;
   c.maxPositionEmbeddings = 512;
   c.ropeTheta = 10000.0;
+  c.rotaryDim = c.headDim; // the frontend's default: every feature rotates
   return c;
 }
 
@@ -255,6 +256,26 @@ TEST_F(LayerNormGraphTest, PerHeadQkNormsReadHeadsByHeadDim) {
   ASSERT_TRUE(qn);
   EXPECT_EQ(qn.getWeight().getType().cast<mlir::ShapedType>().getShape(),
             (llvm::ArrayRef<int64_t>{4, 16}));
+}
+
+// StableLM rotates a quarter of each head, Cohere interleaves its pairs.
+TEST_F(LayerNormGraphTest, PartialAndInterleavedRotary) {
+  ModelConfig stable = withRules(stableLmForCausalLM(), Json::object());
+  stable.rotaryDim = 4;
+  ASSERT_TRUE(build(stable));
+  auto ropes = ops<llm::RopeOp>();
+  ASSERT_EQ(ropes.size(), 4u);
+  for (llm::RopeOp r : ropes) {
+    EXPECT_EQ(r.getRotatedFeatures(), 4);
+    EXPECT_FALSE(r.getInterleaved());
+  }
+  ModelConfig cohere = withRules(cohereForCausalLM(), Json::object());
+  cohere.rotaryDim = cohere.headDim;
+  ASSERT_TRUE(build(cohere));
+  for (llm::RopeOp r : ops<llm::RopeOp>()) {
+    EXPECT_EQ(r.getRotatedFeatures(), 16);
+    EXPECT_TRUE(r.getInterleaved());
+  }
 }
 
 TEST_F(LayerNormGraphTest, RefusesOtherFamilies) {
