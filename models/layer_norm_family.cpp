@@ -78,11 +78,18 @@ void splitPacked(const std::string &packed, int64_t heads, int64_t rows, int64_t
   }
 }
 
-// StableLM's per-head norms `<name>.<h>.weight` stacked as `<name>.weight`.
-DerivedTensor stackHeads(const std::string &name, int64_t heads, int64_t headDim) {
+// The per-head q or k norm weights `name` as one vector [heads * headDim]
+// named `<name>.weight:heads`: StableLM's one tensor per head,
+// `<name>.<h>.weight` [headDim], stacked, or Cohere's [heads, headDim] flattened.
+DerivedTensor headNormWeights(const std::string &name, int64_t heads, int64_t headDim,
+                              bool perHeadTensors) {
   DerivedTensor d;
-  d.name = name + ".weight";
-  d.shape = {heads, headDim};
+  d.name = name + ".weight:heads";
+  d.shape = {heads * headDim};
+  if (!perHeadTensors) {
+    d.pieces.push_back({name + ".weight", 0, heads});
+    return d;
+  }
   for (int64_t h = 0; h < heads; ++h)
     d.pieces.push_back({name + "." + std::to_string(h) + ".weight", 0, headDim});
   return d;
@@ -153,9 +160,11 @@ std::vector<DerivedTensor> LayerNormFamily::derivedTensors(const ModelConfig &c)
       if (c.attentionBias)
         splitPacked(layerTensor(n, i, n.qkv + ".bias"), c.numHeads, c.headDim, 0, derived);
     }
-    if (c.layerNorm.qkNorm == LayerNormBlock::QkNorm::PerHead && n.normPerHeadTensors) {
-      derived.push_back(stackHeads(layerTensor(n, i, n.qNorm), c.numHeads, c.headDim));
-      derived.push_back(stackHeads(layerTensor(n, i, n.kNorm), c.numKvHeads, c.headDim));
+    if (c.layerNorm.qkNorm == LayerNormBlock::QkNorm::PerHead) {
+      derived.push_back(headNormWeights(layerTensor(n, i, n.qNorm), c.numHeads, c.headDim,
+                                        n.normPerHeadTensors));
+      derived.push_back(headNormWeights(layerTensor(n, i, n.kNorm), c.numKvHeads, c.headDim,
+                                        n.normPerHeadTensors));
     }
   }
   return derived;

@@ -49,7 +49,8 @@ struct LayerNormNames {
 };
 
 // The base of the LayerNorm families: tensors from the names and
-// config.layerNorm, the packed and per-head tensors split or stacked at import.
+// config.layerNorm, the packed and per-head tensors split or stacked at import
+// (the graph reads "<qkv>.weight:q" ... and "<qNorm>.weight:heads").
 class LayerNormFamily : public Architecture {
 public:
   virtual LayerNormNames names() const = 0;

@@ -84,8 +84,8 @@ private:
       w = vector(base + ".weight", d);
       bias = vector(base + ".bias", d);
       break;
-    case LayerNormBlock::QkNorm::PerHead:
-      w = weight(base + ".weight", {heads, d}, b_.getF32Type());
+    case LayerNormBlock::QkNorm::PerHead: // one [D] weight per head, as one vector
+      w = vector(base + ".weight:heads", heads * d);
       break;
     }
     return b_.create<llm::LayerNormOp>(b_.getUnknownLoc(), x, w, bias, c_.layerNorm.eps, d);

@@ -163,12 +163,12 @@ TEST(LayerNormConfig, StableLmQkLayerNormIsOneTensorPerHead) {
             std::vector<int64_t>{64});
   EXPECT_EQ(findSpec(specs, "model.layers.0.self_attn.k_layernorm.norms.8.weight"), nullptr);
   EXPECT_EQ(findSpec(specs, "model.layers.0.self_attn.q_layernorm.norms.0.bias"), nullptr);
-  // The graph reads them stacked, one [heads, head_dim] tensor per norm.
+  // The graph reads them stacked, one [heads * head_dim] vector per norm.
   auto graph = graphTensors(*findArchitecture(c.architecture), c);
-  EXPECT_EQ(findSpec(graph, "model.layers.0.self_attn.q_layernorm.norms.weight")->shape,
-            (std::vector<int64_t>{32, 64}));
-  EXPECT_EQ(findSpec(graph, "model.layers.0.self_attn.k_layernorm.norms.weight")->shape,
-            (std::vector<int64_t>{8, 64}));
+  EXPECT_EQ(findSpec(graph, "model.layers.0.self_attn.q_layernorm.norms.weight:heads")->shape,
+            (std::vector<int64_t>{32 * 64}));
+  EXPECT_EQ(findSpec(graph, "model.layers.0.self_attn.k_layernorm.norms.weight:heads")->shape,
+            (std::vector<int64_t>{8 * 64}));
   EXPECT_EQ(findSpec(graph, "model.layers.0.self_attn.q_layernorm.norms.0.weight"), nullptr);
 }
 
@@ -238,6 +238,10 @@ TEST(LayerNormConfig, CohereDefaultsLogitScaleAndReadsQkNorm) {
             (std::vector<int64_t>{64, 128}));
   EXPECT_EQ(findSpec(specs, "model.layers.0.self_attn.k_norm.weight")->shape,
             (std::vector<int64_t>{8, 128}));
+  auto graph = graphTensors(*findArchitecture(c.architecture), c);
+  EXPECT_EQ(findSpec(graph, "model.layers.0.self_attn.k_norm.weight:heads")->shape,
+            std::vector<int64_t>{8 * 128});
+  EXPECT_EQ(findSpec(graph, "model.layers.0.self_attn.k_norm.weight"), nullptr);
 }
 
 TEST(LayerNormConfig, ParsesPhi) {

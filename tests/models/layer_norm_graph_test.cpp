@@ -245,17 +245,17 @@ TEST_F(LayerNormGraphTest, PhiBiasesAndSharedQkNorm) {
 
 TEST_F(LayerNormGraphTest, PerHeadQkNormsReadHeadsByHeadDim) {
   ASSERT_TRUE(build(withRules(cohereForCausalLM(), Json{{"use_qk_norm", true}})));
-  llm::LayerNormOp kn = normOf("model.layers.0.self_attn.k_norm.weight");
+  llm::LayerNormOp kn = normOf("model.layers.0.self_attn.k_norm.weight:heads");
   ASSERT_TRUE(kn);
   EXPECT_EQ(kn.getGroupWidth(), 16);
   EXPECT_FALSE(kn.getBias());
   EXPECT_EQ(kn.getWeight().getType().cast<mlir::ShapedType>().getShape(),
-            (llvm::ArrayRef<int64_t>{2, 16}));
+            (llvm::ArrayRef<int64_t>{2 * 16}));
   ASSERT_TRUE(build(withRules(stableLmForCausalLM(), Json{{"qk_layernorm", true}})));
-  llm::LayerNormOp qn = normOf("model.layers.1.self_attn.q_layernorm.norms.weight");
+  llm::LayerNormOp qn = normOf("model.layers.1.self_attn.q_layernorm.norms.weight:heads");
   ASSERT_TRUE(qn);
   EXPECT_EQ(qn.getWeight().getType().cast<mlir::ShapedType>().getShape(),
-            (llvm::ArrayRef<int64_t>{4, 16}));
+            (llvm::ArrayRef<int64_t>{4 * 16}));
 }
 
 // StableLM rotates a quarter of each head, Cohere interleaves its pairs.
