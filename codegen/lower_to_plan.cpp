@@ -59,11 +59,14 @@ std::unique_ptr<fb::NormParamsT> rmsNorm(double eps, double offset) {
 
 // The step's RoPE from an op's rope attributes (theta, scaling): the IR's
 // values reach the plan here, once; every backend builds its tables from them.
+// `rotaryDim` 0 rotates whole heads; `interleaved` pairs (2i, 2i + 1).
 std::unique_ptr<fb::RopeParamsT> ropeParams(double theta, int64_t headDim,
-                                            llm::RopeScalingAttr scaling) {
+                                            llm::RopeScalingAttr scaling, int64_t rotaryDim,
+                                            bool interleaved) {
   auto r = std::make_unique<fb::RopeParamsT>();
   r->theta = theta;
-  r->rotary_dim = headDim;
+  r->rotary_dim = rotaryDim != 0 ? rotaryDim : headDim;
+  r->interleaved = interleaved;
   if (!scaling || scaling.getKind() == llm::RopeScalingKind::None)
     return r;
   r->scaling = std::make_unique<fb::RopeScalingT>();
@@ -281,6 +284,18 @@ private:
       s->weights.push_back(weight(n.getWeight()));
       setParams(*s, fb::OpKind::Norm,
                 std::move(*rmsNorm(n.getEps().convertToDouble(), n.getOffset().convertToDouble())));
+    } else if (auto n = dyn_cast<llm::LayerNormOp>(op)) {
+      LLMC_RETURN_IF_ERROR(input(n.getX()));
+      s->weights.push_back(weight(n.getWeight()));
+      fb::NormParamsT p;
+      p.kind = fb::NormKind::Layer;
+      p.eps = n.getEps().convertToDouble();
+      p.group_width = n.getGroupAttr().getInt();
+      if (n.getBias()) {
+        p.bias = true;
+        s->weights.push_back(weight(n.getBias()));
+      }
+      setParams(*s, fb::OpKind::Norm, std::move(p));
     } else if (auto l = dyn_cast<llm::LinearOp>(op)) {
       LLMC_RETURN_IF_ERROR(input(l.getX()));
       s->weights.push_back(weight(l.getWeight()));
@@ -306,7 +321,8 @@ private:
       fb::RopeStepParamsT p;
       p.heads = static_cast<int64_t>(r.getNumHeads());
       p.head_dim = static_cast<int64_t>(r.getHeadDim());
-      p.rope = ropeParams(r.getTheta().convertToDouble(), p.head_dim, r.getScalingAttr());
+      p.rope = ropeParams(r.getTheta().convertToDouble(), p.head_dim, r.getScalingAttr(),
+                          r.getRotaryDim(), r.getInterleaved());
       setParams(*s, fb::OpKind::Rope, std::move(p));
       return s;
     } else if (auto a = dyn_cast<llm::AttentionOp>(op)) {
@@ -343,11 +359,16 @@ private:
       s->weights.push_back(weight(lo.getWeight()));
       fb::LogitsParamsT p;
       p.softcap = lo.getSoftcap().convertToDouble();
+      p.scale = lo.getScale().convertToDouble();
+      if (lo.getBias()) {
+        p.bias = true;
+        s->weights.push_back(weight(lo.getBias()));
+      }
       setParams(*s, fb::OpKind::Logits, std::move(p));
     } else {
       return Status::error("no kernel for '" + op->getName().getStringRef().str() +
-                           "' yet (supported: embedding, rms_norm, linear, rope, attention, " +
-                           "add, mul, silu, gelu, logits)");
+                           "' yet (supported: embedding, rms_norm, layer_norm, linear, rope, " +
+                           "attention, add, mul, silu, gelu, logits)");
     }
     LLMC_RETURN_IF_ERROR(output(op->getResult(0)));
     return s;
@@ -488,7 +509,8 @@ private:
       p.heads = static_cast<int64_t>(r.getNumHeads());
       p.head_dim = static_cast<int64_t>(r.getHeadDim());
       p.column = columnOf(r.getX());
-      p.rope = ropeParams(r.getTheta().convertToDouble(), p.head_dim, r.getScalingAttr());
+      p.rope = ropeParams(r.getTheta().convertToDouble(), p.head_dim, r.getScalingAttr(),
+                          r.getRotaryDim(), r.getInterleaved());
       setParams(*s, fb::OpKind::Rope, std::move(p));
       aliasBuffer(r.getResult(), s->inputs[0], step);
       columns_[r.getResult().getAsOpaquePointer()] = columnOf(r.getX());
@@ -511,7 +533,8 @@ private:
     p.k_column = columnOf(op->getOperand(1));
     p.v_column = columnOf(op->getOperand(2));
     if (ra)
-      p.rope = ropeParams(ra.getTheta().convertToDouble(), p.head_dim, ra.getScalingAttr());
+      p.rope = ropeParams(ra.getTheta().convertToDouble(), p.head_dim, ra.getScalingAttr(),
+                          ra.getRotaryDim(), ra.getInterleaved());
     p.scale = (ra ? ra.getScale() : a.getScale()).convertToDouble();
     p.softcap = (ra ? ra.getSoftcap() : a.getSoftcap()).convertToDouble();
     p.window = (ra ? ra.getWindowAttr() : a.getWindowAttr()).getInt();

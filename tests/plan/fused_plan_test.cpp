@@ -293,12 +293,6 @@ TEST_F(FusedPlan, RejectsRopeFeaturesThisRuntimeDoesNotRun) {
   expectRejected(
       2, [](fb::StepT &s) { scaling(s).kind = fb::RopeScalingKind::Yarn; },
       "rope.scaling.kind = Yarn: not run by this runtime yet");
-  expectRejected(
-      2, [](fb::StepT &s) { rope(s).rope->interleaved = true; },
-      "rope.interleaved = true: not run by this runtime yet");
-  expectRejected(
-      3, [](fb::StepT &s) { attention(s).rope->rotary_dim = 2; },
-      "rope.rotary_dim = 2 (partial rotary inside attention): not run");
 }
 
 // --- AttentionParams ---
