@@ -309,6 +309,18 @@ private:
       setParams(*s, fb::OpKind::Norm,
                 std::move(*rmsNorm(n.getEps().convertToDouble(), n.getOffset().convertToDouble(),
                                    n.getGroup())));
+    } else if (auto n = dyn_cast<llm::LayerNormOp>(op)) {
+      LLMC_RETURN_IF_ERROR(input(n.getX()));
+      s->weights.push_back(weight(n.getWeight()));
+      fb::NormParamsT p;
+      p.kind = fb::NormKind::Layer;
+      p.eps = n.getEps().convertToDouble();
+      p.group_width = n.getGroupAttr().getInt();
+      if (n.getBias()) {
+        p.bias = true;
+        s->weights.push_back(weight(n.getBias()));
+      }
+      setParams(*s, fb::OpKind::Norm, std::move(p));
     } else if (auto l = dyn_cast<llm::LinearOp>(op)) {
       LLMC_RETURN_IF_ERROR(input(l.getX()));
       s->weights.push_back(weight(l.getWeight()));
@@ -372,11 +384,16 @@ private:
       s->weights.push_back(weight(lo.getWeight()));
       fb::LogitsParamsT p;
       p.softcap = lo.getSoftcap().convertToDouble();
+      p.scale = lo.getScale().convertToDouble();
+      if (lo.getBias()) {
+        p.bias = true;
+        s->weights.push_back(weight(lo.getBias()));
+      }
       setParams(*s, fb::OpKind::Logits, std::move(p));
     } else {
       return Status::error("no kernel for '" + op->getName().getStringRef().str() +
-                           "' yet (supported: embedding, rms_norm, linear, rope, attention, " +
-                           "add, mul, silu, gelu, logits)");
+                           "' yet (supported: embedding, rms_norm, layer_norm, linear, rope, " +
+                           "attention, add, mul, silu, gelu, logits)");
     }
     LLMC_RETURN_IF_ERROR(output(op->getResult(0)));
     return s;

@@ -272,6 +272,55 @@ LogicalResult RmsNormOp::verify() {
 }
 
 //===----------------------------------------------------------------------===//
+// llm.layer_norm
+//===----------------------------------------------------------------------===//
+
+void LayerNormOp::build(OpBuilder &builder, OperationState &state, Value x, Value weight,
+                        Value bias, double eps, int64_t group) {
+  build(builder, state, x.getType(), x, weight, bias, builder.getF64FloatAttr(eps),
+        builder.getI64IntegerAttr(group));
+}
+
+int64_t LayerNormOp::getGroupWidth() {
+  int64_t group = getGroupAttr().getInt();
+  return group != 0 ? group : dimSize(getX().getType(), 1);
+}
+
+namespace {
+
+/// A LayerNorm scale or bias holds one value per feature (`features`
+/// elements) or one per feature of a group (`group`), in rank 1 or 2.
+LogicalResult checkNormScale(Operation *op, StringRef name, Value value, int64_t features,
+                             int64_t group) {
+  if (failed(checkStaticShape(op, name, value)))
+    return failure();
+  auto type = llvm::cast<RankedTensorType>(value.getType());
+  if (type.getRank() < 1 || type.getRank() > 2)
+    return op->emitOpError() << name << " must have rank 1 or 2, got " << type;
+  int64_t elements = type.getNumElements();
+  if (elements != features && elements != group)
+    return op->emitOpError() << name << " has " << elements << " elements but input has "
+                             << features << " features in groups of " << group;
+  return success();
+}
+
+} // namespace
+
+LogicalResult LayerNormOp::verify() {
+  if (failed(checkStaticFeatures(*this, "input", getX())))
+    return failure();
+  int64_t features = dimSize(getX().getType(), 1), group = getGroupWidth();
+  if (group <= 0 || features % group != 0)
+    return emitOpError() << "group " << getGroupAttr().getInt() << " must be 0 (whole rows) or divide the "
+                         << features << " input features";
+  if (failed(checkNormScale(*this, "weight", getWeight(), features, group)) ||
+      (getBias() && failed(checkNormScale(*this, "bias", getBias(), features, group))) ||
+      failed(checkPositive(*this, "eps", getEpsAttr().getValue())))
+    return failure();
+  return checkSameType(*this, "result", getResult(), "input", getX());
+}
+
+//===----------------------------------------------------------------------===//
 // llm.linear
 //===----------------------------------------------------------------------===//
 
@@ -466,10 +515,12 @@ LogicalResult GeluOp::verify() { return verifyUnary(*this, getX(), getResult());
 //===----------------------------------------------------------------------===//
 
 void LogitsOp::build(OpBuilder &builder, OperationState &state, Value x, Value weight,
-                     Type elementType, double softcap) {
+                     Type elementType, double softcap, Value bias, double scale) {
   build(builder, state, activationLike(x, dimSize(weight.getType(), 0), elementType), x, weight,
-        builder.getF64FloatAttr(softcap));
+        bias, builder.getF64FloatAttr(scale), builder.getF64FloatAttr(softcap));
 }
+
+bool LogitsOp::isPlainProjection() { return !getBias() && getScale().convertToDouble() == 1.0; }
 
 LogicalResult LogitsOp::verify() {
   if (failed(checkStaticFeatures(*this, "input", getX())) ||
@@ -480,8 +531,14 @@ LogicalResult LogitsOp::verify() {
   if (hidden != features)
     return emitOpError() << "weight has " << hidden << " columns but input has " << features
                          << " features";
-  return checkProjectionResult(*this, getResult(), "weight", dimSize(getWeight().getType(), 0),
-                               "vocabulary rows", "input", getX());
+  int64_t vocab = dimSize(getWeight().getType(), 0);
+  if (getBias() && dimSize(getBias().getType(), 0) != vocab)
+    return emitOpError() << "bias has " << dimSize(getBias().getType(), 0)
+                         << " elements but weight has " << vocab << " vocabulary rows";
+  if (double scale = getScale().convertToDouble(); !std::isfinite(scale) || scale == 0)
+    return emitOpError() << "scale must be finite and non-zero, got " << scale;
+  return checkProjectionResult(*this, getResult(), "weight", vocab, "vocabulary rows", "input",
+                               getX());
 }
 
 //===----------------------------------------------------------------------===//

@@ -29,6 +29,8 @@ def Llm_FloatVector : 1DTensorOf<[F32, F16, BF16]>;
 def Llm_FloatMatrix : 2DTensorOf<[F32, F16, BF16]>;
 def Llm_LinearWeight : AnyTypeOf<[Llm_FloatMatrix, Llm_Q4Type]>;
 def Llm_WeightType : AnyTypeOf<[RankedTensorOf<[F32, F16, BF16]>, Llm_Q4Type]>;
+// A LayerNorm scale or bias: [H], [group], or [heads, group] (checked in C++).
+def Llm_NormScale : RankedTensorOf<[F32, F16, BF16]>;
 
 // The paged KV cache of the model: attention appends to it and reads it.
 def Llm_KVCache : Resource<"::llmc::llm::KVCacheResource">;
@@ -110,6 +112,41 @@ def Llm_RmsNormOp : Llm_Op<"rms_norm", [Pure]> {
   let builders = [
     OpBuilder<(ins "::mlir::Value":$x, "::mlir::Value":$weight, "double":$eps,
                    CArg<"double", "0.0">:$offset, CArg<"int64_t", "0">:$group)>
+  ];
+  let extraClassDeclaration = [{
+    /// Features normalized together: `group`, or the whole row when 0.
+    int64_t getGroupWidth();
+  }];
+}
+
+def Llm_LayerNormOp : Llm_Op<"layer_norm", [Pure]> {
+  let summary = "(x - mean) / sqrt(var + eps) * weight (+ bias) over each group of features: [T, H] -> [T, H].";
+  let description = [{
+    HF nn.LayerNorm (biased variance, computed in f32). With `group g`
+    (default 0: the whole row, not printed) each run of g consecutive
+    features is normalized on its own: the per-head q/k norms of Cohere,
+    Phi and StableLM (g = head_dim). `weight` and `bias` hold one value per
+    feature (H elements: Cohere's [heads, head_dim] q_norm, or a [H] vector)
+    or one per feature of a group (g elements, shared by every group: Phi's
+    q_layernorm). Without `bias` nothing is added (Cohere, OLMo-style
+    LayerNorm without bias).
+
+    ```
+    %n = llm.layer_norm %x, %w, %b eps 1.000000e-05 : tensor<?x2560xf32>, tensor<2560xf32>, tensor<2560xf32> -> tensor<?x2560xf32>
+    %q = llm.layer_norm %q0, %wq eps 1.000000e-05 group 128 : tensor<?x8192xf32>, tensor<64x128xf32> -> tensor<?x8192xf32>
+    ```
+  }];
+  let arguments = (ins Llm_Activation:$x, Llm_NormScale:$weight, Optional<Llm_NormScale>:$bias,
+                       F64Attr:$eps, DefaultValuedAttr<I64Attr, "0">:$group);
+  let results = (outs Llm_Activation:$result);
+  let assemblyFormat = [{
+    $x `,` $weight (`,` $bias^)? `eps` $eps (`group` $group^)? attr-dict `:` type($x) `,`
+    type($weight) (`,` type($bias)^)? `->` type($result)
+  }];
+  let builders = [
+    // Result type = x's. `bias` may be null; `group` 0 normalizes whole rows.
+    OpBuilder<(ins "::mlir::Value":$x, "::mlir::Value":$weight, "::mlir::Value":$bias,
+                   "double":$eps, CArg<"int64_t", "0">:$group)>
   ];
   let extraClassDeclaration = [{
     /// Features normalized together: `group`, or the whole row when 0.
@@ -284,23 +321,36 @@ def Llm_LogitsOp : Llm_Op<"logits", [Pure]> {
     norm, this projection and sampling, and decide whether logits are
     materialized at all. The result element type is the output dtype. With
     `softcap c` (default 0: off, not printed) each logit l becomes
-    c * tanh(l / c) (Gemma 2's final-logit soft-capping).
+    c * tanh(l / c) (Gemma 2's final-logit soft-capping). With a `bias`
+    [V] (Phi's lm_head.bias) it is added to each row first, and with
+    `scale s` (default 1: not printed; Cohere's logit_scale) the logits are
+    multiplied by s before the soft-cap: logits = softcap((x W^T + b) * s).
 
     ```
     %l = llm.logits %h, %w : tensor<?x4096xbf16>, tensor<128256x4096xbf16> -> tensor<?x128256xf32>
     %c = llm.logits %h, %w softcap 3.000000e+01 : tensor<?x2304xbf16>, tensor<256000x2304xbf16> -> tensor<?x256000xf32>
+    %p = llm.logits %h, %w, %b : tensor<?x2048xf32>, tensor<51200x2048xf32>, tensor<51200xf32> -> tensor<?x51200xf32>
+    %s = llm.logits %h, %w scale 6.250000e-02 : tensor<?x8192xf32>, tensor<256000x8192xf32> -> tensor<?x256000xf32>
     ```
   }];
   let arguments = (ins Llm_Activation:$x, Llm_FloatMatrix:$weight,
+                       Optional<Llm_FloatVector>:$bias,
+                       DefaultValuedAttr<F64Attr, "1.0">:$scale,
                        DefaultValuedAttr<F64Attr, "0.0">:$softcap);
   let results = (outs Llm_Activation:$result);
   let assemblyFormat = [{
-    $x `,` $weight (`softcap` $softcap^)? attr-dict `:` type($x) `,` type($weight) `->` type($result)
+    $x `,` $weight (`,` $bias^)? (`scale` $scale^)? (`softcap` $softcap^)? attr-dict `:` type($x)
+    `,` type($weight) (`,` type($bias)^)? `->` type($result)
   }];
   let builders = [
     OpBuilder<(ins "::mlir::Value":$x, "::mlir::Value":$weight,
-                   "::mlir::Type":$elementType, CArg<"double", "0.0">:$softcap)>
+                   "::mlir::Type":$elementType, CArg<"double", "0.0">:$softcap,
+                   CArg<"::mlir::Value", "{}">:$bias, CArg<"double", "1.0">:$scale)>
   ];
+  let extraClassDeclaration = [{
+    /// Whether the logits are exactly x W^T, soft-capped: no bias, scale 1.
+    bool isPlainProjection();
+  }];
 }
 
 //===----------------------------------------------------------------------===//

@@ -2,7 +2,10 @@
 
 #include "models/gemma.h"
 #include "models/gemma2.h"
+#include "models/layer_norm_family.h"
 #include "models/llama.h"
+
+#include <set>
 
 namespace llmc {
 namespace {
@@ -17,6 +20,11 @@ const std::vector<const Architecture *> &registry() {
       &gemma2ForCausalLM(),
       &qwen3ForCausalLM(),
       &olmo2ForCausalLM(),
+      &stableLmForCausalLM(),
+      &starcoder2ForCausalLM(),
+      &cohereForCausalLM(),
+      &phiForCausalLM(),
+      &gptNeoXForCausalLM(),
   };
   return table;
 }
@@ -28,6 +36,21 @@ const Architecture *findArchitecture(std::string_view name) {
     if (arch->name() == name)
       return arch;
   return nullptr;
+}
+
+std::vector<TensorSpec> graphTensors(const Architecture &arch, const ModelConfig &config) {
+  std::vector<DerivedTensor> derived = arch.derivedTensors(config);
+  std::set<std::string> sources;
+  for (const DerivedTensor &d : derived)
+    for (const DerivedTensor::Piece &piece : d.pieces)
+      sources.insert(piece.source);
+  std::vector<TensorSpec> specs;
+  for (TensorSpec &spec : arch.expectedTensors(config))
+    if (!sources.count(spec.name))
+      specs.push_back(std::move(spec));
+  for (DerivedTensor &d : derived)
+    specs.push_back({std::move(d.name), std::move(d.shape)});
+  return specs;
 }
 
 std::vector<std::string> supportedArchitectureNames() {

@@ -26,6 +26,24 @@ struct TensorSpec {
   std::vector<int64_t> shape; // row-major, e.g. [numHeads * headDim, hiddenSize]
 };
 
+// A tensor the graph reads that the checkpoint stores inside another: the
+// rows [begin, begin + count) of each piece, in order, stacked (the first
+// dimension of a matrix, the elements of a vector). GPT-NeoX's packed
+// query_key_value holds q, k and v interleaved per head; StableLM's per-head
+// q/k norms are one tensor per head. The frontend materializes them at import
+// (compiler/frontend/derived_tensors.h); the checkpoint check still checks the
+// source tensors, which expectedTensors lists.
+struct DerivedTensor {
+  struct Piece {
+    std::string source; // a tensor of expectedTensors
+    int64_t begin = 0;
+    int64_t count = 0;
+  };
+  std::string name;           // e.g. "gpt_neox.layers.0.attention.query_key_value.weight:q"
+  std::vector<int64_t> shape; // its shape: sum of the counts, then the source's other dims
+  std::vector<Piece> pieces;
+};
+
 class Architecture {
 public:
   virtual ~Architecture() = default;
@@ -43,6 +61,13 @@ public:
   // Every tensor `config` needs, with its shape. Plain data: no file access.
   virtual std::vector<TensorSpec> expectedTensors(const ModelConfig &config) const = 0;
 
+  // The tensors the graph reads that are parts of checkpoint tensors (none
+  // for most families). The graph reads every tensor of expectedTensors that
+  // no derived tensor has as a source, plus the derived ones.
+  virtual std::vector<DerivedTensor> derivedTensors(const ModelConfig &config) const {
+    return {};
+  }
+
   // Why a tensor the checkpoint holds is not used, when the family knows
   // (e.g. lm_head.weight with tied embeddings); "" when it does not.
   virtual std::string explainUnusedTensor(const ModelConfig &config,
@@ -50,6 +75,10 @@ public:
     return "";
   }
 };
+
+// The tensors the graph of `config` reads, with their shapes: expectedTensors
+// with each derived tensor's sources replaced by the derived tensors.
+std::vector<TensorSpec> graphTensors(const Architecture &arch, const ModelConfig &config);
 
 // The architecture named `name`, or nullptr when it is not supported.
 const Architecture *findArchitecture(std::string_view name);

@@ -45,6 +45,28 @@ enum class QkNorm {
   Full,    // OLMo2: over the whole projection, weights [numHeads * D] and [numKvHeads * D]
 };
 
+// The block of the LayerNorm families (models/layer_norm_family.h: StableLM,
+// Starcoder2, Cohere, Phi, GPT-NeoX); the RMSNorm families leave it as is.
+struct LayerNormBlock {
+  // Per-head LayerNorm of q and k after their projections (before RoPE).
+  enum class QkNorm {
+    None,
+    Shared,  // one [head_dim] weight and bias for every head (Phi's q_layernorm)
+    PerHead, // a [head_dim] weight per head, no bias (Cohere's q_norm, StableLM's)
+  };
+  double eps = 1e-5;       // layer_norm_eps / norm_epsilon
+  bool normBias = true;    // the norms add a bias (all but Cohere)
+  // Parallel block: x + attn(n(x)) + mlp(n'(x)), n' = n when `sharedNorm`
+  // (Phi, Cohere, StableLM), the MLP's own norm otherwise (GPT-NeoX).
+  bool parallel = false;
+  bool sharedNorm = false;
+  bool gatedMlp = true;    // act(gate) * up -> down; false: act(fc1 x) -> fc2
+  bool mlpBias = false;    // biases on the MLP's projections
+  QkNorm qkNorm = QkNorm::None;
+  bool lmHeadBias = false; // Phi's lm_head.bias
+  double logitScale = 1.0; // Cohere's logit_scale multiplies the logits
+};
+
 struct ModelConfig {
   std::string architecture; // "LlamaForCausalLM", "MistralForCausalLM", "Qwen2ForCausalLM"
   std::string modelType;    // config.json "model_type", e.g. "llama"
@@ -91,6 +113,7 @@ struct ModelConfig {
   // MLP output through post_feedforward_layernorm before their residual adds.
   bool postNormsOnly = false;
   QkNorm qkNorm = QkNorm::None;
+  LayerNormBlock layerNorm; // read by the LayerNorm families only
   std::string torchDtype; // "float32", "bfloat16", ... ("" when absent)
   std::vector<int64_t> bosTokenIds;
   std::vector<int64_t> eosTokenIds;

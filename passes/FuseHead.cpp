@@ -31,7 +31,9 @@ bool fuseHead(mlir::func::FuncOp func) {
   if (!ret || ret.getNumOperands() != 1)
     return false;
   auto logits = ret.getOperand(0).getDefiningOp<llm::LogitsOp>();
-  if (!logits || !logits->hasOneUse() || !fusion::storedWeight(logits.getWeight()) ||
+  // llm.lm_head has no bias and no scale: such logits stay unfused.
+  if (!logits || !logits->hasOneUse() || !logits.isPlainProjection() ||
+      !fusion::storedWeight(logits.getWeight()) ||
       !mlir::getElementTypeOrSelf(logits.getType()).isF32())
     return false;
   auto norm = logits.getX().getDefiningOp<llm::RmsNormOp>();

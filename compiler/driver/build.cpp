@@ -2,11 +2,14 @@
 #include "driver/gpu_stage.h"
 #include "driver/quantize_stage.h"
 
+#include "frontend/derived_tensors.h"
 #include "frontend/model_spec.h"
 #include "frontend/safetensors.h"
 #include "frontend/weight_check.h"
 #include "ir/LlmOps.h"
 #include "lower_to_plan.h"
+#include "models/layer_norm_family.h"
+#include "models/layer_norm_graph.h"
 #include "models/llama_graph.h"
 #include "passes/Passes.h"
 #include "plan/plan_format.h"
@@ -156,6 +159,8 @@ Expected<mlir::OwningOpRef<mlir::ModuleOp>> buildModelGraph(mlir::MLIRContext &c
       arch == "GemmaForCausalLM" || arch == "Gemma2ForCausalLM" || arch == "Qwen3ForCausalLM" ||
       arch == "Olmo2ForCausalLM")
     return buildLlamaGraph(context, config, options);
+  if (findLayerNormFamily(arch) != nullptr)
+    return buildLayerNormGraph(context, config, options);
   return Status::error("internal: architecture '" + arch +
                        "' is registered but has no graph builder in the driver");
 }
@@ -420,6 +425,7 @@ Status runBuild(const BuildOptions &options, const BuildReporter &reporter) {
     for (const std::string &w : warnings)
       reporter.warning(w);
     LLMC_RETURN_IF_ERROR(checkFiniteWeights(config, opened, options, reporter));
+    LLMC_RETURN_IF_ERROR(addDerivedTensors(config, opened));
     weights = std::move(opened);
   }
   LLMC_ASSIGN_OR_RETURN(std::string tokenizerJson, readTextFile(spec.tokenizerPath));

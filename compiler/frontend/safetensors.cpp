@@ -361,6 +361,18 @@ Expected<WeightSet> WeightSet::openIndex(const std::string &indexJsonPath) {
   return set;
 }
 
+Status WeightSet::addDerived(TensorView view, std::vector<uint8_t> bytes) {
+  if (byName_.count(view.name))
+    return Status::error("tensor '" + view.name + "' is already in the checkpoint (" +
+                         byName_.at(view.name).file + "); it cannot also be derived");
+  derived_.push_back(std::make_unique<std::vector<uint8_t>>(std::move(bytes)));
+  view.data = derived_.back()->data();
+  view.byteSize = derived_.back()->size();
+  std::string name = view.name;
+  byName_.emplace(std::move(name), std::move(view));
+  return Status::ok();
+}
+
 const TensorView *WeightSet::find(const std::string &name) const {
   auto it = byName_.find(name);
   return it == byName_.end() ? nullptr : &it->second;

@@ -26,6 +26,7 @@
 
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -88,6 +89,9 @@ public:
 
   const TensorView *find(const std::string &name) const;
   const std::map<std::string, TensorView> &all() const { return byName_; }
+  // Adds a tensor made at import from others (derived_tensors.h): `view`'s
+  // data is set to `bytes`, which the set keeps. Rejects a name already there.
+  Status addDerived(TensorView view, std::vector<uint8_t> bytes);
   uint64_t totalBytes() const;
   const std::vector<SafetensorsFile> &files() const { return files_; }
 
@@ -97,6 +101,7 @@ private:
 
   std::vector<SafetensorsFile> files_;
   std::map<std::string, TensorView> byName_;
+  std::vector<std::unique_ptr<std::vector<uint8_t>>> derived_; // addDerived's bytes
 };
 
 } // namespace llmc

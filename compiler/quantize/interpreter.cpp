@@ -123,7 +123,7 @@ Status ForwardInterpreter::State::prepareOp(mlir::Operation *op, kv::KvCacheShap
   auto attn = dyn_cast<llm::AttentionOp>(op);
   if ((embedding && embedding.getScale().convertToDouble() != 1.0) ||
       (norm && (norm.getOffset().convertToDouble() != 0.0 || norm.getGroup() != 0)) ||
-      (logits && logits.getSoftcap().convertToDouble() != 0.0) ||
+      (logits && (logits.getSoftcap().convertToDouble() != 0.0 || !logits.isPlainProjection())) ||
       (attn && (attn.getSoftcap().convertToDouble() != 0.0 || attn.getWindowAttr().getInt() != 0)))
     return Status::error("calibration cannot run '" + name +
                          "' with a scale, offset, softcap or window (Gemma-style attributes)");

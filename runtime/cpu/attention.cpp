@@ -37,16 +37,26 @@ int64_t ropeRow(const AttentionBatch &b, int64_t row) {
   return b.ropeRows != nullptr ? b.ropeRows[row] : b.positions[row];
 }
 
+// Features of each head that rotate: the batch's rotary dim, or the head.
+int64_t rotaryDimOf(const AttentionBatch &b, int64_t headDim) {
+  return b.ropeRotaryDim > 0 ? b.ropeRotaryDim : headDim;
+}
+
 // Rotates `heads` heads of headDim from `in` into `out` with one row of a
-// RoPE table (cos then sin, headDim floats).
-void rotateHeads(const float *in, float *out, int64_t heads, int64_t headDim, const float *cosSin) {
-  const int64_t half = headDim / 2;
+// RoPE table (cos then sin, rotaryDim floats); features past rotaryDim pass.
+void rotateHeads(const float *in, float *out, int64_t heads, int64_t headDim, int64_t rotaryDim,
+                 bool interleaved, const float *cosSin) {
+  const int64_t half = rotaryDim / 2;
+  std::memcpy(out, in, heads * headDim * sizeof(float));
   for (int64_t h = 0; h < heads; ++h)
     for (int64_t i = 0; i < half; ++i) {
-      float x0 = in[h * headDim + i], x1 = in[h * headDim + half + i];
+      int first, second;
+      hd::ropePairFeatures(static_cast<int>(i), static_cast<int>(rotaryDim), interleaved, first,
+                           second);
+      float x0 = in[h * headDim + first], x1 = in[h * headDim + second];
       hd::ropeRotate(x0, x1, cosSin[i], cosSin[half + i]);
-      out[h * headDim + i] = x0;
-      out[h * headDim + half + i] = x1;
+      out[h * headDim + first] = x0;
+      out[h * headDim + second] = x1;
     }
 }
 
@@ -132,7 +142,9 @@ void writeKvCache(ThreadPool &pool, const AttentionBatch &b, const kv::KvLayerVi
           int64_t slot = slotOffset(cache, b.sequences[s].blockTable, b.positions[row]);
           if (b.ropeTable != nullptr)
             rotateHeads(b.k + row * b.ldk, cache.keys + slot, cache.kvHeads, cache.headDim,
-                        b.ropeTable + ropeRow(b, row) * cache.headDim);
+            rotateHeads(b.k + row * b.ldk, cache.keys + slot, cache.kvHeads, cache.headDim,
+                        rotaryDimOf(b, cache.headDim), b.ropeInterleaved,
+                        b.ropeTable + ropeRow(b, row) * rotaryDimOf(b, cache.headDim));
           else
             std::memcpy(cache.keys + slot, b.k + row * b.ldk, rowFloats * sizeof(float));
           std::memcpy(cache.values + slot, b.v + row * b.ldv, rowFloats * sizeof(float));
@@ -172,8 +184,9 @@ void pagedAttention(ThreadPool &pool, const AttentionBatch &b, const kv::KvLayer
             continue;
           const float *q = b.q + row * b.ldq + kvHead * group * cache.headDim;
           if (b.ropeTable != nullptr) {
-            rotateHeads(q, scratch.q.data(), group, cache.headDim,
-                        b.ropeTable + ropeRow(b, row) * cache.headDim);
+            rotateHeads(q, scratch.q.data(), group, cache.headDim, rotaryDimOf(b, cache.headDim),
+                        b.ropeInterleaved,
+                        b.ropeTable + ropeRow(b, row) * rotaryDimOf(b, cache.headDim));
             q = scratch.q.data();
           }
           attendGroup(ops, b, cache, b.sequences[s].blockTable, q, row,

@@ -37,12 +37,16 @@ struct AttentionBatch {
   float scale;   // usually 1 / sqrt(headDim)
   // The RoPE prologue (null: q and k are used as they are): q and k are
   // rotated on the fly with row positions[t] of this table (cpu::ropeTable,
-  // rotaryDim = headDim), k as it is written to the cache; q and k themselves
-  // are left unchanged.
+  // rows of ropeRotaryDim floats), k as it is written to the cache; q and k
+  // themselves are left unchanged. The first ropeRotaryDim features of each
+  // head rotate (0: all of them), as pairs (i, i + ropeRotaryDim / 2) or,
+  // ropeInterleaved, (2i, 2i + 1) (kernels/common/rope.h ropePairFeatures).
   const float *ropeTable = nullptr;
   // The ropeTable row of each row (null: positions[t]); a per-step table of
   // dynamic/longrope frequencies is indexed by row instead.
   const int32_t *ropeRows = nullptr;
+  int64_t ropeRotaryDim = 0;
+  bool ropeInterleaved = false;
   // Sliding window and soft-capping (kernels/common/attention_scores.h);
   // zero-initialized: plain causal attention.
   hd::AttentionScores scores{};

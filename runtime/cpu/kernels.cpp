@@ -189,8 +189,12 @@ void rope(ThreadPool &pool, float *x, int64_t tokens, int64_t ldx, const RopeSha
           const float *cosSin = table + positions[t] * shape.rotaryDim;
           for (int64_t h = 0; h < shape.heads; ++h) {
             float *head = x + t * ldx + h * shape.headDim;
-            for (int64_t i = 0; i < half; ++i)
-              hd::ropeRotate(head[i], head[half + i], cosSin[i], cosSin[half + i]);
+            for (int64_t i = 0; i < half; ++i) {
+              int first, second;
+              hd::ropePairFeatures(static_cast<int>(i), static_cast<int>(shape.rotaryDim),
+                                   shape.interleaved, first, second);
+              hd::ropeRotate(head[first], head[second], cosSin[i], cosSin[half + i]);
+            }
           }
         }
       },

@@ -76,12 +76,14 @@ struct RopeShape {
   int64_t heads;
   int64_t headDim;
   int64_t rotaryDim;
+  bool interleaved = false; // pairs (2i, 2i + 1) (GPT-J, Cohere) instead of halves
 };
 
 // Rotates x in place: row t (x + t * ldx, ldx >= heads * headDim, so q and k
 // may live in one fused qkv buffer) at position positions[t]; pair i of each
-// head is (i, i + rotaryDim / 2) with angle positions[t] * invFreq[i], its
-// cos/sin read from row positions[t] of `table` (ropeTable).
+// head is (i, i + rotaryDim / 2), or (2i, 2i + 1) when interleaved, with
+// angle positions[t] * invFreq[i], its cos/sin read from row positions[t] of
+// `table` (ropeTable).
 void rope(ThreadPool &pool, float *x, int64_t tokens, int64_t ldx, const RopeShape &shape,
           const int32_t *positions, const float *table);
 

@@ -370,8 +370,9 @@ struct FieldCheck {
 bool finite(double v) { return std::isfinite(v); }
 
 // A norm of rows `width` wide (a Norm step's, a prologue, a final norm).
+// LayerNorm (with its bias and groups) runs as a Norm step only: `normStep`.
 Status checkNormParams(const fb::NormParams &n, const std::string &table, int64_t width,
-                       const FieldCheck &c) {
+                       const FieldCheck &c, bool normStep = false) {
   if (n.kind() > fb::NormKind::MAX)
     return c.fail(table + ".kind", static_cast<int64_t>(n.kind()), "not a NormKind");
   if (!(n.eps() > 0.0) || !finite(n.eps()))
@@ -381,6 +382,8 @@ Status checkNormParams(const fb::NormParams &n, const std::string &table, int64_
   if (n.group_width() < 0 || (n.group_width() > 0 && width % n.group_width() != 0))
     return c.fail(table + ".group_width", n.group_width(),
                   "must be 0 (the whole row) or divide the row width " + std::to_string(width));
+  if (normStep && n.kind() == fb::NormKind::Layer)
+    return Status::ok();
   if (n.kind() != fb::NormKind::Rms)
     return c.unsupported(table + ".kind", fb::EnumNameNormKind(n.kind()));
   if (n.bias())
@@ -455,8 +458,9 @@ Status checkRopeScaling(const fb::RopeScaling &s, int64_t rotaryDim, const Field
   return Status::ok();
 }
 
-// `fused`: rotated inside attention, where the kernels rotate whole heads.
-Status checkRopeParams(const fb::RopeParams &r, int64_t headDim, bool fused, const FieldCheck &c) {
+// A Rope step's or an Attention step's RoPE (partial rotary and interleaved
+// pairs included: the CPU kernels rotate either way).
+Status checkRopeParams(const fb::RopeParams &r, int64_t headDim, const FieldCheck &c) {
   if (!(r.theta() > 0.0) || !finite(r.theta()))
     return c.failF("rope.theta", r.theta(), "must be positive and finite");
   if (r.rotary_dim() <= 0 || r.rotary_dim() > headDim || r.rotary_dim() % 2 != 0)
@@ -464,11 +468,6 @@ Status checkRopeParams(const fb::RopeParams &r, int64_t headDim, bool fused, con
                   "must be even, in [2, head_dim = " + std::to_string(headDim) + "]");
   if (r.scaling() != nullptr)
     LLMC_RETURN_IF_ERROR(checkRopeScaling(*r.scaling(), r.rotary_dim(), c));
-  if (r.interleaved())
-    return c.unsupported("rope.interleaved", "true");
-  if (fused && r.rotary_dim() != headDim)
-    return c.unsupported("rope.rotary_dim", std::to_string(r.rotary_dim()) +
-                                                " (partial rotary inside attention)");
   return Status::ok();
 }
 
@@ -497,7 +496,8 @@ Status checkStepParams(const fb::Plan &plan, const fb::Program &program, const f
     return Status::ok();
   }
   case fb::OpKind::Norm:
-    return checkNormParams(*step.params_as_NormParams(), "NormParams", width(step.inputs(), 0), c);
+    return checkNormParams(*step.params_as_NormParams(), "NormParams", width(step.inputs(), 0), c,
+                           /*normStep=*/true);
   case fb::OpKind::Linear: {
     const fb::LinearParams &p = *step.params_as_LinearParams();
     if (p.prologue() != nullptr)
@@ -544,7 +544,7 @@ Status checkStepParams(const fb::Plan &plan, const fb::Program &program, const f
                         std::to_string(width(step.inputs(), 0)) + " columns");
     if (p.rope() == nullptr)
       return c.fail("RopeStepParams.rope", "null", "a Rope step needs its RopeParams");
-    return checkRopeParams(*p.rope(), p.head_dim(), false, c);
+    return checkRopeParams(*p.rope(), p.head_dim(), c);
   }
   case fb::OpKind::Attention: {
     const fb::AttentionParams &p = *step.params_as_AttentionParams();
@@ -582,7 +582,7 @@ Status checkStepParams(const fb::Plan &plan, const fb::Program &program, const f
     if (p.window() < 0 || p.window() > INT32_MAX)
       return c.fail("AttentionParams.window", p.window(), "must be 0 (off) or in [1, 2^31)");
     if (p.rope() != nullptr)
-      return checkRopeParams(*p.rope(), p.head_dim(), true, c);
+      return checkRopeParams(*p.rope(), p.head_dim(), c);
     return Status::ok();
   }
   case fb::OpKind::Elementwise: {
@@ -616,9 +616,10 @@ Status checkStepParams(const fb::Plan &plan, const fb::Program &program, const f
     if (!(p.scale() > 0.0) || !finite(p.scale()))
       return c.failF("LogitsParams.scale", p.scale(),
                      "must be positive and finite (argmax of the unscaled logits)");
-    if (p.scale() != 1.0)
+    // The CPU LmHead applies neither (LayerNorm heads stay Logits steps).
+    if (head && p.scale() != 1.0)
       return c.unsupported("LogitsParams.scale", num(p.scale()));
-    if (p.bias())
+    if (head && p.bias())
       return c.unsupported("LogitsParams.bias", "true");
     return Status::ok();
   }
@@ -728,9 +729,15 @@ struct ShapeCheck {
                   describeTensor(t));
     return Status::ok();
   }
-  // The norm weights (gamma, beta) from index `first`, rows `width` wide.
+  // The norm weights (gamma, beta) from index `first`, rows `width` wide:
+  // one value per feature, or with groups one per feature of a group (shared
+  // by every group) when gamma says so.
   Status norm(const fb::NormParams &n, int first, int64_t width) const {
-    const int64_t size = n.group_width() > 0 ? n.group_width() : width;
+    int64_t size = n.group_width() > 0 ? n.group_width() : width;
+    const fb::Tensor &gamma = weight(first);
+    if (n.kind() == fb::NormKind::Layer && gamma.shape()->size() == 1 &&
+        gamma.shape()->Get(0) == width)
+      size = width;
     LLMC_RETURN_IF_ERROR(vector(first, size, "norm weight"));
     return n.bias() ? vector(first + 1, size, "norm bias") : Status::ok();
   }
@@ -788,7 +795,7 @@ Status checkLogitsShapes(const ShapeCheck &c) {
     LLMC_RETURN_IF_ERROR(c.norm(*p.norm(), 0, hidden));
   LLMC_RETURN_IF_ERROR(c.matrix(ops::logitsMatrix(p), vocab, hidden, "weight [vocab_size, H]"));
   if (p.bias())
-    LLMC_RETURN_IF_ERROR(c.vector(ops::logitsBias(p), vocab, "bias"));
+    LLMC_RETURN_IF_ERROR(c.vector(ops::logitsBias(p), vocab, "bias", /*f32=*/true));
   if (c.outWidth(0) != vocab)
     return c.fail("the logits output must be [T, vocab_size]");
   if (c.step.op() == fb::OpKind::LmHead) {

@@ -153,11 +153,12 @@ TEST(HfConfigError, TopLevelNotAnObject) { parseError(Json::array({1, 2}), "top 
 
 TEST(HfConfigError, UnknownArchitectureListsSupported) {
   Json json = test::llama2Config();
-  json["architectures"] = {"GPTNeoXForCausalLM"};
+  json["architectures"] = {"GPT2LMHeadModel"};
   EXPECT_EQ(parseError(json, "architectures[0]"),
-            "config.json: architectures[0] 'GPTNeoXForCausalLM' is not supported; supported: "
+            "config.json: architectures[0] 'GPT2LMHeadModel' is not supported; supported: "
             "LlamaForCausalLM, MistralForCausalLM, Qwen2ForCausalLM, GemmaForCausalLM, "
-            "Gemma2ForCausalLM, Qwen3ForCausalLM, Olmo2ForCausalLM");
+            "Gemma2ForCausalLM, Qwen3ForCausalLM, Olmo2ForCausalLM, StableLmForCausalLM, "
+            "Starcoder2ForCausalLM, CohereForCausalLM, PhiForCausalLM, GPTNeoXForCausalLM");
 }
 
 TEST(HfConfigError, ArchitecturesMustHaveOneElement) {

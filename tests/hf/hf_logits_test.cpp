@@ -310,5 +310,16 @@ INSTANTIATE_TEST_SUITE_P(Families, HfLogits,
                            return name;
                          });
 
+// The LayerNorm families (models/layer_norm_family.h): LayerNorm with and
+// without bias, parallel blocks, plain GELU MLPs, partial and interleaved
+// rotary, GPT-NeoX's packed qkv split at import, lm_head bias, logit scale.
+INSTANTIATE_TEST_SUITE_P(LayerNormFamilies, HfLogits,
+                         ::testing::Values("starcoder2", "stablelm", "cohere", "phi", "gpt-neox"),
+                         [](const auto &info) {
+                           std::string name = info.param;
+                           std::replace(name.begin(), name.end(), '-', '_');
+                           return name;
+                         });
+
 } // namespace
 } // namespace llmc

@@ -301,12 +301,6 @@ TEST_F(FusedPlan, RejectsRopeFeaturesThisRuntimeDoesNotRun) {
         scaling(s).original_max_positions = 0;
       },
       "rope.scaling.original_max_positions = 0: Yarn scaling needs the original context length");
-  expectRejected(
-      2, [](fb::StepT &s) { rope(s).rope->interleaved = true; },
-      "rope.interleaved = true: not run by this runtime yet");
-  expectRejected(
-      3, [](fb::StepT &s) { attention(s).rope->rotary_dim = 2; },
-      "rope.rotary_dim = 2 (partial rotary inside attention): not run");
 }
 
 // --- AttentionParams ---

@@ -23,6 +23,10 @@ Status attentionStep(const OpContext &c) {
   batch.scale = static_cast<float>(p.scale());
   batch.ropeTable = p.rope() != nullptr ? c.ropeTable : nullptr;
   batch.ropeRows = c.ropeRows;
+  if (p.rope() != nullptr) {
+    batch.ropeRotaryDim = p.rope()->rotary_dim();
+    batch.ropeInterleaved = p.rope()->interleaved();
+  }
   batch.scores.window = static_cast<hd::i32>(p.window());
   batch.scores.softcap = static_cast<float>(p.softcap());
   pagedAttention(c.pool, batch, c.cache.layer(static_cast<int32_t>(p.layer())));

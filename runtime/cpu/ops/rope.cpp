@@ -7,7 +7,8 @@ namespace llmc::cpu {
 Status ropeStep(const OpContext &c) {
   const fb::RopeStepParams &p = *c.step.params_as_RopeStepParams();
   rope(c.pool, c.out() + p.column(), c.tokens(), c.outWidth(),
-       {p.heads(), p.head_dim(), p.rope()->rotary_dim()}, c.ropeRows, c.ropeTable);
+       {p.heads(), p.head_dim(), p.rope()->rotary_dim(), p.rope()->interleaved()}, c.ropeRows,
+       c.ropeTable);
   return Status::ok();
 }
 

@@ -1,0 +1,116 @@
+// `llmc build --quantize rtn` on each LayerNorm family's reference checkpoint
+// (tests/data/hf: StableLM, Starcoder2, Cohere, Phi, GPT-NeoX): every
+// projection becomes an int4 GEMM (GPT-NeoX's split q/k/v parts included,
+// their biases kept), the plan runs on the CPU engine, and its prefill logits
+// move from the float plan's no more than those of the Llama-layout
+// references (qwen2, llama-plain) do under the same RTN: a dropped bias or a
+// wrong split moves them by far more.
+#include "common/test_paths.h"
+#include "driver/build.h"
+#include "engine/engine.h"
+#include "plan/plan.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <string>
+#include <vector>
+
+namespace llmc {
+namespace {
+
+const std::vector<int32_t> kPrompt = {0, 421, 17, 256, 3, 98, 511, 77, 140, 302, 5, 64, 64, 200};
+
+struct Family {
+  const char *name;
+  int linearsPerLayer; // projections that become int4 GEMMs
+};
+
+Status build(const BuildOptions &options) {
+  BuildReporter quiet;
+  quiet.info = quiet.warning = quiet.verbose = quiet.ir = [](const std::string &) {};
+  return runBuild(options, quiet);
+}
+
+std::vector<float> prefillLogits(const std::string &plan) {
+  auto engine = Engine::load(plan, EngineOptions{});
+  EXPECT_TRUE(engine.isOk()) << engine.message();
+  if (!engine.isOk())
+    return {};
+  SequenceId seq = (*engine)->addSequence();
+  auto logits = (*engine)->step({{seq, kPrompt}}, /*allLogits=*/true);
+  EXPECT_TRUE(logits.isOk()) << logits.message();
+  if (!logits.isOk())
+    return {};
+  return std::vector<float>(*logits, *logits + kPrompt.size() * (*engine)->vocabSize());
+}
+
+int q4Linears(const std::string &path) {
+  auto plan = Plan::open(path);
+  EXPECT_TRUE(plan.isOk()) << plan.message();
+  if (!plan.isOk())
+    return -1;
+  int count = 0;
+  for (const fb::Step *step : *plan->meta().programs()->Get(0)->steps())
+    if (const fb::LinearParams *p = step->params_as_LinearParams())
+      count += p->weights() == fb::WeightFormat::Q4;
+  return count;
+}
+
+TEST(LayerNormInt4, RtnPlansOfEveryFamilyRunNearTheFloatModel) {
+  // Fused (-O1): q/k/v become one GEMM per layer, gate/up one.
+  // The Llama-layout references first: their RTN error is the yardstick (the
+  // tiny random models' logits move by 0.3-0.4 of their spread under RTN at
+  // G = 32, W4A8, whatever the layout).
+  const Family families[] = {{"qwen2", 4},
+                             {"llama-plain", 4},
+                             {"stablelm", 1 + 1 + 2},   // qkv, o, gate+up, down
+                             {"starcoder2", 1 + 1 + 2}, // qkv, o, c_fc, c_proj
+                             {"cohere", 1 + 1 + 2},     // qkv, o, gate+up, down
+                             {"phi", 1 + 1 + 2},        // qkv, dense, fc1, fc2
+                             {"gpt-neox", 1 + 1 + 2}};  // qkv parts, dense, h_to_4h, 4h_to_h
+  double yardstick = 0;
+  for (const Family &f : families) {
+    SCOPED_TRACE(f.name);
+    const std::string dir = test::scratchDir(std::string("ln-int4-") + f.name);
+    BuildOptions options;
+    options.input = test::testDataPath(std::string("hf/") + f.name);
+    options.dtype = "f32";
+    options.targets = "cpu";
+    options.output = dir + "/float.plan";
+    Status status = build(options);
+    ASSERT_TRUE(status.isOk()) << status.message();
+    options.output = dir + "/rtn.plan";
+    options.quantize = "rtn";
+    options.groupSize = 32;
+    status = build(options);
+    ASSERT_TRUE(status.isOk()) << status.message();
+    EXPECT_EQ(q4Linears(options.output), 2 * f.linearsPerLayer); // 2 layers
+
+    std::vector<float> exact = prefillLogits(dir + "/float.plan");
+    std::vector<float> rtn = prefillLogits(options.output);
+    ASSERT_EQ(rtn.size(), exact.size());
+    ASSERT_FALSE(rtn.empty());
+    double mean = 0, spread = 0, err = 0;
+    for (float v : exact)
+      mean += v;
+    mean /= static_cast<double>(exact.size());
+    for (size_t i = 0; i < exact.size(); ++i) {
+      ASSERT_TRUE(std::isfinite(rtn[i])) << "logit " << i;
+      spread += (exact[i] - mean) * (exact[i] - mean);
+      err += (rtn[i] - exact[i]) * (rtn[i] - exact[i]);
+    }
+    const double relative = std::sqrt(err / spread);
+    std::printf("%s: RTN g32 logits rms error %.3g of the float logits' spread\n", f.name,
+                relative);
+    EXPECT_GT(relative, 0.0); // the weights did change
+    if (f.name == std::string("qwen2") || f.name == std::string("llama-plain"))
+      yardstick = std::max(yardstick, relative);
+    else
+      EXPECT_LT(relative, 1.5 * yardstick) << "the Llama-layout references moved by " << yardstick;
+  }
+}
+
+} // namespace
+} // namespace llmc
