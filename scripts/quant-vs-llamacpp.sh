@@ -16,7 +16,9 @@
 # "second half" compares the two runtimes on the very same predictions; the
 # llmc-protocol column continues the figures of docs/quantization.md.
 # Bytes per weight: the bytes of the weight tensors (GGUF tensor data; the plan's
-# weight section) over the model's parameter count (its safetensors).
+# weight section) over the model's parameter count (its safetensors); and the
+# same for the linear layers alone (GGUF: the 2-D tensors but token_embd and
+# output; llmc: the "linear weights -> int4 (A B -> B B)" line of `llmc build`).
 #
 # Usage: scripts/quant-vs-llamacpp.sh [options] [LLAMA_CPP_BUILD_DIR]
 #   LLAMA_CPP_BUILD_DIR (or $LLAMA_CPP_BUILD): a llama.cpp CMake build with
@@ -151,7 +153,7 @@ done
 
 # --- The table.
 "$PYTHON" - "$RESULTS" "$WORK" "$MODEL" "$CTX" <<'PY'
-import glob, json, os, sys
+import glob, json, os, re, sys
 import gguf
 from safetensors import safe_open
 
@@ -173,6 +175,10 @@ for line in open(results):
         llmc.setdefault(name, {})[tag[5:]] = json.loads(rest)
     elif tag == "llmc-size":
         llmc.setdefault(name, {})["bytes"] = int(rest)
+        summary = re.search(r"linear weights -> \S+ \((\d+) B -> (\d+) B\)",
+                            open(os.path.join(work, name + ".build.log")).read())
+        if summary:
+            llmc[name]["linear_bytes"] = int(summary.group(2))
     elif tag in ("llmc-failed", "llmc-absent"):
         notes.append("%s: %s" % (name, rest))
 
@@ -180,28 +186,31 @@ for line in open(results):
 def gguf_types(path):
     """Tensor bytes, and the types used by the 2-D tensors with their roles."""
     r = gguf.GGUFReader(path)
-    total, roles = 0, {}
+    total, roles, linear = 0, {}, [0, 0]
     for t in r.tensors:
         total += int(t.n_bytes)
         if len(t.shape) < 2:
             continue
+        if not t.name.startswith(("token_embd", "output")):
+            linear[0] += int(t.n_bytes)
+            linear[1] += int(t.n_elements)
         role = ".".join(p for p in t.name.split(".") if not p.isdigit() and p != "blk")
         roles.setdefault(t.tensor_type.name.lower(), set()).add(role.replace(".weight", ""))
-    return total, "; ".join("%s: %s" % (k, ", ".join(sorted(v))) for k, v in sorted(roles.items()))
+    return total, linear, "; ".join("%s: %s" % (k, ", ".join(sorted(v))) for k, v in sorted(roles.items()))
 
 
 print("parameters (safetensors): %d; ctx %d" % (params, ctx))
 print()
-print("| runtime | weights | bytes / weight | PPL, second half (llama-perplexity's protocol) "
-      "| PPL, llmc protocol |")
-print("|---|---|---|---|---|")
-types = {}
+print("| runtime | weights | bytes / weight: all | linear layers | PPL, second half "
+      "(llama-perplexity's protocol) | PPL, llmc protocol |")
+print("|---|---|---|---|---|---|")
+types, linear_params = {}, 0
 for q in ("f32", "Q8_0", "Q4_K_M", "Q4_0"):
     if q not in lc:
         continue
-    size, used = gguf_types(os.path.join(work, q + ".gguf"))
-    types[q] = used
-    print("| llama.cpp | %s | %.3f | %.4f | - |" % (q, size / params, lc[q]))
+    size, linear, used = gguf_types(os.path.join(work, q + ".gguf"))
+    types[q], linear_params = used, linear[1]
+    print("| llama.cpp | %s | %.3f | %.3f | %.4f | - |" % (q, size / params, linear[0] / linear[1], lc[q]))
 def order(name):  # f32, int8, then rtn, awq, gptq, each by group size
     method, _, g = name.partition("-g")
     return (["f32", "int8", "rtn", "awq", "gptq"].index(method) if method in
@@ -210,8 +219,10 @@ for name in sorted(llmc, key=order):
     r = llmc[name]
     if "second-half" not in r:
         continue
-    print("| llmc | %s | %.3f | %.4f | %.4f |" % (name, r["bytes"] / params, r["second-half"]["ppl"],
-                                               r["llmc"]["ppl"]))
+    lin = "%.3f" % (r["linear_bytes"] / linear_params) if "linear_bytes" in r and linear_params else (
+        "%.3f" % (r["bytes"] / params) if name == "f32" else "-")  # f32: every weight alike
+    print("| llmc | %s | %.3f | %s | %.4f | %.4f |" % (name, r["bytes"] / params, lin,
+                                                     r["second-half"]["ppl"], r["llmc"]["ppl"]))
 for name in ("second-half", "llmc"):
     r = llmc.get("f32", {}).get(name)
     if r:
