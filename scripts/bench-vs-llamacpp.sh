@@ -31,7 +31,8 @@
 #                    kept and reused by the next run: delete it to start afresh
 #   --tokenizer DIR  a 32000-token tokenizer.json (default ../shared/tokenizers/llama2)
 # Environment: PYTHON runs the converter (needs torch, numpy, safetensors and
-# llama.cpp's gguf-py; default python3); LLMC, LLMRUN (default build/tools/*).
+# llama.cpp's gguf-py; default python3); LLMC, LLMRUN (default build/tools/*);
+# LLAMA_BENCH_ARGS, extra llama-bench options (e.g. "--poll 0"; default none).
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 MODELS=110m,1b DTYPES=f32,f16,bf16,int4-g32,int4-g64 THREADS=1,2 TESTS=tg64,pp512 ROUNDS=3 REPEATS=3
@@ -124,7 +125,9 @@ convert() { # convert MODEL OUTTYPE
 }
 
 bench_llamacpp() { # MODEL DTYPE THREADS -> two jsonl lines (pp512, tg64)
-  "$LCPP/bin/llama-bench" -m "$(gguf_of "$1" "$2")" -p "$PP" -n "$TG" -t "$3" -r "$REPEATS" -o jsonl 2>/dev/null
+  # shellcheck disable=SC2086 # LLAMA_BENCH_ARGS is a list of words
+  "$LCPP/bin/llama-bench" -m "$(gguf_of "$1" "$2")" -p "$PP" -n "$TG" -t "$3" -r "$REPEATS" -o jsonl \
+    ${LLAMA_BENCH_ARGS:-} 2>/dev/null
 }
 bench_llmc() { # MODEL DTYPE THREADS PROMPT GEN -> one JSON line
   "$LLMRUN" bench "$(plan_of "$1" "$2")" --prompt-len "$4" --gen-len "$5" --repeats "$REPEATS" \
@@ -145,7 +148,7 @@ bandwidth() { # tag: one probe per thread count
   echo "#date $(date -u '+%Y-%m-%d %H:%M UTC')"
   echo "#cpu $(lscpu | sed -n 's/^Model name: *//p' | head -1), $(nproc) cores"
   echo "#llmc $(git -C "$ROOT" rev-parse --short HEAD)$(git -C "$ROOT" diff --quiet HEAD -- runtime tools || echo '+changes')"
-  echo "#llamacpp $("$LCPP/bin/llama-bench" --version 2>&1 | head -1 | tr -d '\n')"
+  echo "#llamacpp $("$LCPP/bin/llama-bench" --version 2>&1 | head -1 | tr -d '\n')${LLAMA_BENCH_ARGS:+, llama-bench $LLAMA_BENCH_ARGS}"
 } >"$RESULTS"
 log "bandwidth probe"
 bandwidth before
