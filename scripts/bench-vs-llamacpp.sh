@@ -24,6 +24,8 @@
 #   --threads LIST   1,2 (default)
 #   --tests LIST     tg64,pp512 (default both)
 #   --rounds N       alternating rounds (default 3)
+#   --first-round N  number of the first round (default 0): a run that continues an
+#                    earlier one keeps flipping the order where that one stopped
 #   --repeats N      runs per measurement (3): llama-bench -r (after its warm-up run),
 #                    llmrun --repeats; both reduced as llmrun does (sorted, the middle
 #                    one; of 2, the faster)
@@ -35,7 +37,7 @@
 # LLAMA_BENCH_ARGS, extra llama-bench options (e.g. "--poll 0"; default none).
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
-MODELS=110m,1b DTYPES=f32,f16,bf16,int4-g32,int4-g64 THREADS=1,2 TESTS=tg64,pp512 ROUNDS=3 REPEATS=3
+MODELS=110m,1b DTYPES=f32,f16,bf16,int4-g32,int4-g64 THREADS=1,2 TESTS=tg64,pp512 ROUNDS=3 REPEATS=3 FIRST=0
 WORK="${TMPDIR:-/tmp}/llmc-vs-llamacpp" TOKENIZER="$ROOT/../shared/tokenizers/llama2"
 LCPP="${LLAMA_CPP_BUILD:-}"
 die() { echo "error: $*" >&2; exit 1; }
@@ -46,6 +48,7 @@ while (($#)); do
     --threads) THREADS="$2"; shift 2 ;;
     --tests) TESTS="$2"; shift 2 ;;
     --rounds) ROUNDS="$2"; shift 2 ;;
+    --first-round) FIRST="$2"; shift 2 ;;
     --repeats) REPEATS="$2"; shift 2 ;;
     --work) WORK="$2"; shift 2 ;;
     --tokenizer) TOKENIZER="$2"; shift 2 ;;
@@ -65,6 +68,7 @@ PYTHON="${PYTHON:-python3}"
 LLMC="${LLMC:-$ROOT/build/tools/llmc}" LLMRUN="${LLMRUN:-$ROOT/build/tools/llmrun}"
 [[ -x $LLMC && -x $LLMRUN ]] || die "$LLMC or $LLMRUN missing: build the llmc and llmrun targets"
 [[ $ROUNDS =~ ^[1-9][0-9]*$ && $REPEATS =~ ^[1-9][0-9]*$ ]] || die "--rounds and --repeats take positive integers"
+[[ $FIRST =~ ^[0-9]+$ ]] || die "--first-round takes a non-negative integer"
 IFS=, read -ra models <<<"$MODELS"
 IFS=, read -ra dtypes <<<"$DTYPES"
 IFS=, read -ra threads <<<"$THREADS"
@@ -152,13 +156,13 @@ bandwidth() { # tag: one probe per thread count
 } >"$RESULTS"
 log "bandwidth probe"
 bandwidth before
-for ((round = 0; round < ROUNDS; ++round)); do
+for ((round = FIRST; round < FIRST + ROUNDS; ++round)); do
   for m in "${models[@]}"; do
     for d in "${dtypes[@]}"; do
       for t in "${threads[@]}"; do
         order=(llamacpp llmc)
         ((round % 2)) && order=(llmc llamacpp)
-        log "round $((round + 1))/$ROUNDS: $m $d, $t thr (load $(cut -d' ' -f1 /proc/loadavg))"
+        log "round $((round + 1))/$((FIRST + ROUNDS)): $m $d, $t thr (load $(cut -d' ' -f1 /proc/loadavg))"
         for which in "${order[@]}"; do
           key="$round $m $d $t"
           echo "load $key $(cut -d' ' -f1 /proc/loadavg)" >>"$RESULTS"
@@ -181,7 +185,8 @@ def median(v):  # as llmrun bench reduces its repeats: sorted, the middle one (o
     v = sorted(v)
     return v[len(v) // 2]
 head, bw, loads, rows = {}, {}, [], {}
-for line in open(sys.argv[1]):
+lines = [line for path in sys.argv[1:] for line in open(path)]  # several runs' files may be given
+for line in lines:
     tag, rest = line.rstrip("\n").split(" ", 1)
     if tag.startswith("#"):
         head[tag[1:]] = rest
