@@ -233,9 +233,10 @@ for (m, d, t) in sorted(rows, key=lambda k: (order[k[0]], dorder[k[1]], k[2])):
     pbw = ("%.2f, %.0f%%" % (gbs, 100 * gbs / peak)) if tg and peak else "-"
     print("| %s | %s | %d | %s | %s | %s | %s | %s |" % ((m, d + (" (Q4_0)" if d.startswith("int4") else ""), t)
           + cells("tg", "lc-tg") + (pbw,) + cells("pp", "lc-pp")))
-print("rounds: %d; read bandwidth (llmrun bench probe, before / after): %s; load average (1 min) "
+print("complete rounds (most of any row): %d; read bandwidth (llmrun bench probe, before / after): %s; load average (1 min) "
       "during the runs: %.1f to %.1f" % (
-          max((len(v) for v in rows.values()), default=0),
+          max((sum(1 for r in v.values() if ("tg" in r and "lc-tg" in r) or ("pp" in r and "lc-pp" in r))
+               for v in rows.values()), default=0),
           ", ".join("%d thr %s GB/s" % (t, " / ".join("%.1f" % g for g in v)) for t, v in sorted(bw.items())),
           min(loads, default=0), max(loads, default=0)))
 PY
