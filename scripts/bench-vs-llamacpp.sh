@@ -34,7 +34,10 @@
 #   --tokenizer DIR  a 32000-token tokenizer.json (default ../shared/tokenizers/llama2)
 # Environment: PYTHON runs the converter (needs torch, numpy, safetensors and
 # llama.cpp's gguf-py; default python3); LLMC, LLMRUN (default build/tools/*);
-# LLAMA_BENCH_ARGS, extra llama-bench options (e.g. "--poll 0"; default none).
+# LLAMA_BENCH_ARGS, extra llama-bench options (e.g. "--poll 0"; default none);
+# OMP_WAIT_POLICY reaches llama.cpp's OpenMP threads (passive: they sleep at
+# barriers instead of spinning, which on a loaded machine changes its 2-thread
+# figures several-fold; docs/perf.md) and is shown in the table's header.
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 MODELS=110m,1b DTYPES=f32,f16,bf16,int4-g32,int4-g64 THREADS=1,2 TESTS=tg64,pp512 ROUNDS=3 REPEATS=3 FIRST=0
@@ -152,7 +155,7 @@ bandwidth() { # tag: one probe per thread count
   echo "#date $(date -u '+%Y-%m-%d %H:%M UTC')"
   echo "#cpu $(lscpu | sed -n 's/^Model name: *//p' | head -1), $(nproc) cores"
   echo "#llmc $(git -C "$ROOT" rev-parse --short HEAD)$(git -C "$ROOT" diff --quiet HEAD -- runtime tools || echo '+changes')"
-  echo "#llamacpp $("$LCPP/bin/llama-bench" --version 2>&1 | head -1 | tr -d '\n')${LLAMA_BENCH_ARGS:+, llama-bench $LLAMA_BENCH_ARGS}"
+  echo "#llamacpp $("$LCPP/bin/llama-bench" --version 2>&1 | head -1 | tr -d '\n')${LLAMA_BENCH_ARGS:+, llama-bench $LLAMA_BENCH_ARGS}${OMP_WAIT_POLICY:+, OMP_WAIT_POLICY=$OMP_WAIT_POLICY}"
 } >"$RESULTS"
 log "bandwidth probe"
 bandwidth before
