@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Quantization quality of llmc next to llama.cpp's quants (issue 19; method and
-# figures in docs/quantization.md, "Side by side with llama.cpp").
+# figures in docs/quantization.md, "stories260K next to llama.cpp's quants").
 #
 # One model (default stories260K, Hugging Face layout) and one text. llama.cpp:
 # its convert_hf_to_gguf.py makes an f32 GGUF, llama-quantize makes Q4_0, Q4_K_M

@@ -52,7 +52,7 @@ print("perplexity:", r)
 PY
 # llama-perplexity's protocol (--protocol second-half): llama.cpp's own
 # llama-perplexity gives 5.3854 on the f32 GGUF its converter makes of this
-# model (-c 512; docs/quantization.md, "Side by side with llama.cpp").
+# model (-c 512; docs/quantization.md, "stories260K next to llama.cpp's quants").
 "$LLMRUN" perplexity "$WORK/s.plan" --file "$SHARED/text/tinystories_valid_excerpt_small.txt" \
   --ctx 512 --protocol second-half --json >"$WORK/ppl2.json"
 python3 - "$WORK/ppl2.json" <<'PY'
