@@ -1,8 +1,13 @@
-// llmrun perplexity engine.plan --file F [--ctx 512]: the protocol of
-// ../shared/README.md: tokenize the whole text once without BOS, cut the ids
-// into windows of ctx - 1 (a last partial window is kept if it has at least
-// 2 ids), feed [BOS] + window with a fresh KV cache; every window id is
-// predicted (the first one from BOS); NLL is the mean over all predicted ids.
+// llmrun perplexity engine.plan --file F [--ctx 512] [--protocol P]: NLL and
+// perplexity of a text, each window with a fresh KV cache.
+// --protocol llmc (default), that of ../shared/README.md: tokenize the whole
+// text once without BOS, cut the ids into windows of ctx - 1 (a last partial
+// window is kept if it has at least 2 ids), feed [BOS] + window; every window
+// id is predicted (the first one from BOS); NLL is the mean over all of them.
+// --protocol second-half, llama.cpp's llama-perplexity, for figures side by
+// side with it: tokenize with BOS in front, cut into whole windows of ctx ids
+// (the rest is dropped), put BOS in place of each window's first id, and score
+// only the ids of the second half: positions ctx/2 + 1 .. ctx - 1.
 #include "cli_common.h"
 #include "llmrun_commands.h"
 #include "llmrun_engine.h"
@@ -27,12 +32,73 @@ double negativeLogLikelihood(const float *row, int64_t vocab, int32_t target) {
   return std::log(sum) + maxLogit - row[target];
 }
 
+struct Score {
+  double totalNll = 0.0;
+  int64_t predicted = 0, windows = 0;
+};
+
+// Adds the NLL of ids[score, end) of one window: input holds the window's ids
+// [begin, end - 1) (BOS in front, or in place of ids[begin]); row i of the
+// logits predicts ids[begin + i + 1] (row 0 of an llmc window predicts ids[begin]).
+Status scoreWindow(Engine &engine, const std::vector<int32_t> &input,
+                   const std::vector<int32_t> &targets, Score &score) {
+  SequenceId seq = engine.addSequence();
+  auto logits = engine.step({{seq, input}}, /*allLogits=*/true);
+  (void)engine.releaseSequence(seq);
+  if (!logits)
+    return logits.status();
+  const int64_t vocab = engine.vocabSize(), rows = static_cast<int64_t>(input.size());
+  const int64_t firstRow = rows - static_cast<int64_t>(targets.size());
+  for (size_t i = 0; i < targets.size(); ++i)
+    score.totalNll += negativeLogLikelihood(*logits + (firstRow + i) * vocab, vocab, targets[i]);
+  score.predicted += static_cast<int64_t>(targets.size());
+  ++score.windows;
+  return Status::ok();
+}
+
+// --protocol llmc: windows of ctx - 1 ids after BOS, every id predicted.
+Status scoreEveryId(Engine &engine, const std::vector<int32_t> &ids, int32_t bos, int64_t ctx,
+                    Score &score) {
+  const size_t window = static_cast<size_t>(ctx - 1);
+  for (size_t begin = 0; begin < ids.size(); begin += window) {
+    size_t end = std::min(ids.size(), begin + window);
+    if (end - begin < 2 && begin > 0)
+      break;
+    std::vector<int32_t> input{bos};
+    input.insert(input.end(), ids.begin() + begin, ids.begin() + end - 1); // the last is only predicted
+    Status status = scoreWindow(engine, input, {ids.begin() + begin, ids.begin() + end}, score);
+    if (!status)
+      return status;
+  }
+  return Status::ok();
+}
+
+// --protocol second-half: [BOS] + ids in whole windows of ctx, BOS first in
+// each, the ids at positions ctx/2 + 1 .. ctx - 1 scored.
+Status scoreSecondHalves(Engine &engine, const std::vector<int32_t> &ids, int32_t bos,
+                         int64_t ctx, Score &score) {
+  std::vector<int32_t> tokens{bos};
+  tokens.insert(tokens.end(), ids.begin(), ids.end());
+  const size_t window = static_cast<size_t>(ctx), first = window / 2;
+  for (size_t begin = 0; begin + window <= tokens.size(); begin += window) {
+    std::vector<int32_t> input(tokens.begin() + begin, tokens.begin() + begin + window - 1);
+    input[0] = bos;
+    Status status = scoreWindow(
+        engine, input, {tokens.begin() + begin + first + 1, tokens.begin() + begin + window},
+        score);
+    if (!status)
+      return status;
+  }
+  return Status::ok();
+}
+
 } // namespace
 
 void registerPerplexityCommand(CLI::App &app, int &exitCode) {
   struct Options {
     std::string plan, file;
     int64_t ctx = 512;
+    std::string protocol = "llmc";
     bool json = false;
     EngineFlags engine;
   };
@@ -42,6 +108,11 @@ void registerPerplexityCommand(CLI::App &app, int &exitCode) {
   cmd->add_option("--file", o->file, "UTF-8 text file")->required();
   cmd->add_option("--ctx", o->ctx, "Window length including BOS (512)")
       ->check(CLI::Range(int64_t{2}, int64_t{1} << 24)); // the plan's max_seq_len: after load
+  cmd->add_option("--protocol", o->protocol,
+                  "Which ids are scored: llmc (every id, windows of ctx - 1 after BOS; the "
+                  "default) or second-half (llama.cpp's llama-perplexity: whole windows of ctx "
+                  "with BOS first, the second half scored)")
+      ->check(CLI::IsMember({"llmc", "second-half"}));
   cmd->add_flag("--json", o->json, "Print JSON");
   o->engine.add(*cmd);
   cmd->callback([o, &exitCode]() {
@@ -73,32 +144,26 @@ void registerPerplexityCommand(CLI::App &app, int &exitCode) {
       return;
     }
     std::vector<int32_t> ids = std::move(encoded).value();
-    int64_t window = o->ctx - 1, vocab = engine.vocabSize();
-    double totalNll = 0.0;
-    int64_t predicted = 0, windows = 0;
-    for (size_t begin = 0; begin < ids.size(); begin += window) {
-      size_t end = std::min(ids.size(), begin + window);
-      if (end - begin < 2 && begin > 0)
-        break;
-      std::vector<int32_t> input{*bos};
-      input.insert(input.end(), ids.begin() + begin, ids.begin() + end);
-      input.pop_back(); // the last id is only predicted
-      SequenceId seq = engine.addSequence();
-      auto logits = engine.step({{seq, input}}, /*allLogits=*/true);
-      (void)engine.releaseSequence(seq);
-      if (!logits) {
-        exitCode = cli::fail(logits.status());
-        return;
-      }
-      for (size_t i = begin; i < end; ++i)
-        totalNll += negativeLogLikelihood(*logits + (i - begin) * vocab, vocab, ids[i]);
-      predicted += static_cast<int64_t>(end - begin);
-      ++windows;
+    const bool secondHalf = o->protocol == "second-half";
+    if (secondHalf && static_cast<int64_t>(ids.size()) + 1 < o->ctx) {
+      exitCode = cli::fail(o->file + ": " + std::to_string(ids.size()) +
+                           " ids, fewer than one window of --ctx " + std::to_string(o->ctx) +
+                           " for --protocol second-half: use a longer text or a smaller --ctx");
+      return;
     }
+    Score score;
+    Status scored = secondHalf ? scoreSecondHalves(engine, ids, *bos, o->ctx, score)
+                               : scoreEveryId(engine, ids, *bos, o->ctx, score);
+    if (!scored) {
+      exitCode = cli::fail(scored);
+      return;
+    }
+    const int64_t predicted = score.predicted, windows = score.windows;
+    const double totalNll = score.totalNll;
     double nll = predicted > 0 ? totalNll / predicted : 0.0;
     if (o->json) {
       nlohmann::json j{{"tokens", ids.size()}, {"predicted", predicted}, {"windows", windows},
-                       {"ctx", o->ctx}, {"nll", nll}, {"ppl", std::exp(nll)}};
+                       {"ctx", o->ctx}, {"protocol", o->protocol}, {"nll", nll}, {"ppl", std::exp(nll)}};
       std::printf("%s\n", j.dump().c_str());
     } else {
       std::printf("tokens %zu, windows %lld (ctx %lld), predicted %lld, NLL %.4f, PPL %.4f\n",

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # End-to-end through the command-line tools, as a user runs them:
 # llmc build on ../shared's stories260K, then llmrun generate (--json,
-# --dump-logits), perplexity (15,536 tokens, PPL 5.812 +- 0.005) and inspect.
+# --dump-logits), perplexity (15,536 tokens, PPL 5.812 +- 0.005; llama.cpp's
+# protocol: 5.3854 +- 0.002, its llama-perplexity's figure) and inspect.
 # Usage: cli_golden.sh <build dir> <source dir>
 set -euo pipefail
 BUILD="$1"
@@ -48,6 +49,18 @@ r = json.load(open(sys.argv[1]))
 assert r["tokens"] == 15536, r
 assert abs(r["ppl"] - 5.812) <= 0.005, r
 print("perplexity:", r)
+PY
+# llama-perplexity's protocol (--protocol second-half): llama.cpp's own
+# llama-perplexity gives 5.3854 on the f32 GGUF its converter makes of this
+# model (-c 512; docs/quantization.md, "stories260K next to llama.cpp's quants").
+"$LLMRUN" perplexity "$WORK/s.plan" --file "$SHARED/text/tinystories_valid_excerpt_small.txt" \
+  --ctx 512 --protocol second-half --json >"$WORK/ppl2.json"
+python3 - "$WORK/ppl2.json" <<'PY'
+import json, sys
+r = json.load(open(sys.argv[1]))
+assert (r["windows"], r["predicted"]) == (30, 30 * 255), r
+assert abs(r["ppl"] - 5.3854) <= 0.002, r
+print("perplexity, second half:", r)
 PY
 
 # inspect names the model and the program.

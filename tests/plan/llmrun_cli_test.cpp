@@ -154,6 +154,42 @@ TEST_F(LlmrunCli, PerplexityRangeChecksCtx) {
   }
 }
 
+// --- --protocol second-half scores what llama.cpp's llama-perplexity scores.
+TEST_F(LlmrunCli, PerplexitySecondHalfScoresTheSecondHalfOfWholeWindows) {
+  std::ofstream(dir_ + "/text.txt") << "abcabcabcabc"; // 12 ids; with BOS in front, 13
+  const std::string base = "perplexity " + plan_ + " --device cpu --threads 1 --json --file " +
+                           dir_ + "/text.txt --protocol second-half --ctx ";
+  // ctx 4: 3 whole windows (the 13th id dropped), each scores position 3 only.
+  Outcome run = llmrun(base + "4");
+  ASSERT_EQ(run.exitCode, 0) << run.err;
+  EXPECT_NE(run.out.find("\"predicted\":3,"), std::string::npos) << run.out;
+  EXPECT_NE(run.out.find("\"windows\":3}"), std::string::npos) << run.out;
+  EXPECT_NE(run.out.find("\"protocol\":\"second-half\""), std::string::npos) << run.out;
+  // ctx 5: 2 windows, positions 3 and 4 of each.
+  run = llmrun(base + "5");
+  ASSERT_EQ(run.exitCode, 0) << run.err;
+  EXPECT_NE(run.out.find("\"predicted\":4,"), std::string::npos) << run.out;
+  EXPECT_NE(run.out.find("\"windows\":2}"), std::string::npos) << run.out;
+  // ctx 13: one window of all 13; ctx 14: not even one.
+  run = llmrun(base + "13");
+  ASSERT_EQ(run.exitCode, 0) << run.err;
+  EXPECT_NE(run.out.find("\"predicted\":6,"), std::string::npos) << run.out;
+  run = llmrun(base + "14");
+  EXPECT_EQ(run.exitCode, 1);
+  EXPECT_NE(run.err.find("error: " + dir_ + "/text.txt: 12 ids, fewer than one window of --ctx 14"),
+            std::string::npos)
+      << run.err;
+  // The default protocol predicts every id: 12 in windows of 3.
+  run = llmrun("perplexity " + plan_ + " --device cpu --threads 1 --json --ctx 4 --file " + dir_ +
+               "/text.txt");
+  ASSERT_EQ(run.exitCode, 0) << run.err;
+  EXPECT_NE(run.out.find("\"predicted\":12,"), std::string::npos) << run.out;
+  EXPECT_NE(run.out.find("\"protocol\":\"llmc\""), std::string::npos) << run.out;
+  run = llmrun("perplexity " + plan_ + " --file " + dir_ + "/text.txt --protocol halves");
+  EXPECT_EQ(run.exitCode, 2);
+  EXPECT_NE(run.err.find("--protocol"), std::string::npos) << run.err;
+}
+
 // --- Files that are not regular files.
 TEST_F(LlmrunCli, AFifoAsPlanOrTokenizerIsRefusedWithoutBlocking) {
   const std::string fifo = dir_ + "/fifo.plan";
