@@ -1,29 +1,30 @@
-// Internal: the packed prefill GEMM shared by the ISA files,
+// Internal: the prefill GEMM shared by the ISA files,
 // y[T, N] = x[T, K] . W[N, K]^T (+ bias) (+ y), compute-bound for large T.
 //
-// Blocking (Goto's scheme, with the weights as the re-used operand): a block
-// of kGemmRowBlock weight rows by kGemmDepth columns is converted to f32 once
-// and packed into panels of Kernel::kNr rows, k-major,
-//   panel[j][k][c] = W[n0 + j * kNr + c][k0 + k]   (rows past N are zero),
-// 128 KiB that stay in L2 while every tile of Kernel::kMr tokens passes over
-// them. The micro-kernel keeps kMr x kNr outputs in registers for kGemmDepth
-// steps; a step is kNr / lanes panel loads and one x broadcast per token.
-// f16/bf16 are converted in the packing, never in the inner loop.
+// Blocking: a block of weight rows whose f32 copy fits in L2 (rowsPerL2Block)
+// is converted to f32 once, row-major (f32 weights are read in place), and
+// every tile of Kernel::kTokens tokens passes over it. A tile keeps kRows x
+// kTokens vector accumulators in registers; a k-step loads kRows weight
+// vectors and kTokens x vectors for kRows * kTokens FMAs. f16/bf16 are
+// converted in the packing, never in the inner loop.
 //
-// Numerics: every output is one f32 sum in k order, acc = fma(x[k], w[k], acc)
-// for k = 0 .. K-1 (carried across depth blocks through y, or through a
-// scratch tile when y holds a residual), then y = (acc + bias) (+ y) as
-// storeOutput does. The value of an output depends on nothing else: not on
-// the ranges of rows or tokens a thread computes, nor on the tile it is in.
+// Numerics: every output is summed exactly as the ISA's decode tiles
+// (matmulRows) sum it: lane j of one vector accumulator adds x[k] * w[k] by
+// fma for k = j, j + L, j + 2L, ... (L lanes, k below K rounded down to L),
+// the lanes are added by the ISA's fixed tree, the K % L tail by fma, then
+// storeOutput. The kernels' tiles of every size share one function, so an
+// output depends neither on the rows, tokens or tile a thread computes nor on
+// the path (GEMV or GEMM) computing it: a prompt prefilled whole, in chunks
+// or after a cached prefix, and a sequence decoded alone or in a batch, get
+// the same bits.
 //
 // Kernel provides, with its ISA's target attribute:
-//   static constexpr int kMr, kNr;
-//   template <DType D> static void pack(const char *row0, int64_t rowBytes,
-//       int64_t rows, int64_t k0, int64_t depth, float *panel);
-//     packs rows (<= kNr) rows starting at row0, columns [k0, k0 + depth).
-//   template <int MR> static void micro(const float *x, int64_t ldx,
-//       const float *panel, int64_t depth, float *c, int64_t ldc, bool load);
-//     c[MR][kNr] (= or, with load, +=) x[MR][depth] . panel.
+//   static constexpr int kRows, kTokens;
+//   template <DType D> static void convert(const char *row, int64_t k, float *out);
+//     out[0 .. k) = the row as f32 (exact).
+//   template <int R, int TT> static void tile(const MatmulProblem &p,
+//       const float *w, int64_t n0, int64_t t0);
+//     y[t0 .. t0 + TT, n0 .. n0 + R) from the R f32 rows at w (stride K).
 #pragma once
 
 #include "cpu/simd.h"
@@ -34,14 +35,10 @@
 
 namespace llmc::cpu::detail {
 
-constexpr int64_t kGemmRowBlock = 128; // weight rows per packed block
-constexpr int64_t kGemmDepth = 256;    // K columns per packed block
-
-// Per-thread buffers of the GEMM, 64-byte aligned.
+// Per-thread buffer of the GEMM (the converted rows), 64-byte aligned.
 class GemmScratch {
 public:
   float *panels(int64_t floats) { return aligned(panels_, floats); }
-  float *partials(int64_t floats) { return aligned(partials_, floats); }
 
 private:
   static float *aligned(std::vector<float> &v, int64_t floats) {
@@ -50,7 +47,7 @@ private:
     uintptr_t address = reinterpret_cast<uintptr_t>(v.data());
     return v.data() + ((64 - address % 64) % 64) / sizeof(float);
   }
-  std::vector<float> panels_, partials_;
+  std::vector<float> panels_;
 };
 
 inline GemmScratch &gemmScratch() {
@@ -58,79 +55,58 @@ inline GemmScratch &gemmScratch() {
   return scratch;
 }
 
-// One tile of mr (<= kMr) tokens by `valid` (<= kNr) rows. A partial tile of
-// rows goes through a full-width buffer, so the micro-kernel always stores kNr.
-template <typename Kernel, int MR>
-void gemmTileOf(const float *x, int64_t ldx, const float *panel, int64_t depth, float *c,
-                int64_t ldc, int64_t valid, bool load) {
-  if (valid == Kernel::kNr)
-    return Kernel::template micro<MR>(x, ldx, panel, depth, c, ldc, load);
-  float buffer[MR * Kernel::kNr];
-  for (int t = 0; t < MR; ++t)
-    for (int64_t i = 0; i < Kernel::kNr; ++i)
-      buffer[t * Kernel::kNr + i] = load && i < valid ? c[t * ldc + i] : 0.0f;
-  Kernel::template micro<MR>(x, ldx, panel, depth, buffer, Kernel::kNr, load);
-  for (int t = 0; t < MR; ++t)
-    for (int64_t i = 0; i < valid; ++i)
-      c[t * ldc + i] = buffer[t * Kernel::kNr + i];
+// Rows per block: at most rowsPerL2Block of f32 rows, in blocks of about equal
+// size (120 rows at most 84 per block make two of 60, not 84 and 36).
+inline int64_t balancedBlock(int64_t rows, int64_t k, int64_t rowTile) {
+  const int64_t most = rowsPerL2Block(k * static_cast<int64_t>(sizeof(float)), rowTile);
+  const int64_t blocks = (rows + most - 1) / most;
+  const int64_t tiles = ((rows + blocks - 1) / blocks + rowTile - 1) / rowTile;
+  return tiles * rowTile;
 }
 
-template <typename Kernel, int MR = Kernel::kMr>
-void gemmTile(int64_t mr, const float *x, int64_t ldx, const float *panel, int64_t depth, float *c,
-              int64_t ldc, int64_t valid, bool load) {
-  if constexpr (MR > 1)
-    if (mr < MR)
-      return gemmTile<Kernel, MR - 1>(mr, x, ldx, panel, depth, c, ldc, valid, load);
-  gemmTileOf<Kernel, MR>(x, ldx, panel, depth, c, ldc, valid, load);
+// A tile of R rows by tokens (<= Kernel::kTokens) tokens.
+template <typename Kernel, int R, int TT = Kernel::kTokens>
+void gemmTile(int64_t tokens, const MatmulProblem &p, const float *w, int64_t n0, int64_t t0) {
+  if constexpr (TT > 1)
+    if (tokens < TT)
+      return gemmTile<Kernel, R, TT - 1>(tokens, p, w, n0, t0);
+  Kernel::template tile<R, TT>(p, w, n0, t0);
 }
 
-// After the last depth block: y = (acc + bias) (+ y), acc at c.
-inline void gemmEpilogue(const MatmulProblem &p, int64_t t0, int64_t mr, int64_t n0, int64_t valid,
-                         const float *c, int64_t ldc) {
-  if (p.beta == 0.0f && p.bias == nullptr)
-    return; // c is y, and holds the result
-  for (int64_t t = 0; t < mr; ++t)
-    for (int64_t i = 0; i < valid; ++i)
-      storeOutput(p, t0 + t, n0 + i, c[t * ldc + i]);
+// A tile of rows (<= Kernel::kRows) rows by tokens tokens.
+template <typename Kernel, int R = Kernel::kRows>
+void gemmTileUpTo(int64_t rows, int64_t tokens, const MatmulProblem &p, const float *w, int64_t n0,
+                  int64_t t0) {
+  if constexpr (R > 1)
+    if (rows < R)
+      return gemmTileUpTo<Kernel, R - 1>(rows, tokens, p, w, n0, t0);
+  gemmTile<Kernel, R>(tokens, p, w, n0, t0);
 }
 
 // y[tokenBegin .. tokenEnd, rowBegin .. rowEnd) with weights of dtype D.
 template <typename Kernel, DType D>
 void packedGemm(const MatmulProblem &p, int64_t rowBegin, int64_t rowEnd, int64_t tokenBegin,
                 int64_t tokenEnd) {
-  constexpr int64_t kMr = Kernel::kMr, kNr = Kernel::kNr;
-  static_assert(kGemmRowBlock % kNr == 0, "a row block is whole panels");
-  const int64_t kDim = p.w.cols, nDim = p.w.rows;
-  const int64_t rowBytes = kDim * static_cast<int64_t>(dtypeSize(D));
+  constexpr int64_t kRows = Kernel::kRows, kTokens = Kernel::kTokens;
+  const int64_t k = p.w.cols;
+  const int64_t rowBytes = k * static_cast<int64_t>(dtypeSize(D));
+  const int64_t block = balancedBlock(rowEnd - rowBegin, k, kRows);
   const char *weights = static_cast<const char *>(p.w.data);
-  // y itself carries the partial sums unless it holds a residual to add.
-  const bool direct = p.beta == 0.0f;
-  GemmScratch &scratch = gemmScratch();
-  float *panels = scratch.panels(kGemmRowBlock * kGemmDepth);
-  float *partials = direct ? nullptr : scratch.partials((tokenEnd - tokenBegin) * kGemmRowBlock);
-  for (int64_t r0 = rowBegin; r0 < rowEnd; r0 += kGemmRowBlock) {
-    const int64_t rows = std::min(kGemmRowBlock, rowEnd - r0);
-    const int64_t numPanels = (rows + kNr - 1) / kNr;
-    for (int64_t k0 = 0; k0 < kDim; k0 += kGemmDepth) {
-      const int64_t depth = std::min(kGemmDepth, kDim - k0);
-      const bool load = k0 > 0, last = k0 + depth == kDim;
-      for (int64_t j = 0; j < numPanels; ++j)
-        Kernel::template pack<D>(weights + (r0 + j * kNr) * rowBytes, rowBytes,
-                                 std::min(kNr, rows - j * kNr), k0, depth,
-                                 panels + j * kNr * depth);
-      for (int64_t t0 = tokenBegin; t0 < tokenEnd; t0 += kMr) {
-        const int64_t mr = std::min(kMr, tokenEnd - t0);
-        const float *x = p.x + t0 * kDim + k0;
-        for (int64_t j = 0; j < numPanels; ++j) {
-          const int64_t n0 = r0 + j * kNr, valid = std::min(kNr, rows - j * kNr);
-          float *c = direct ? p.y + t0 * nDim + n0
-                            : partials + (t0 - tokenBegin) * kGemmRowBlock + j * kNr;
-          const int64_t ldc = direct ? nDim : kGemmRowBlock;
-          gemmTile<Kernel>(mr, x, kDim, panels + j * kNr * depth, depth, c, ldc, valid, load);
-          if (last)
-            gemmEpilogue(p, t0, mr, n0, valid, c, ldc);
-        }
-      }
+  float *converted = nullptr;
+  if constexpr (D != DType::F32)
+    converted = gemmScratch().panels(std::min(block, rowEnd - rowBegin) * k);
+  for (int64_t r0 = rowBegin; r0 < rowEnd; r0 += block) {
+    const int64_t rows = std::min(block, rowEnd - r0);
+    const float *w = reinterpret_cast<const float *>(weights + r0 * rowBytes);
+    if constexpr (D != DType::F32) {
+      for (int64_t r = 0; r < rows; ++r)
+        Kernel::template convert<D>(weights + (r0 + r) * rowBytes, k, converted + r * k);
+      w = converted;
+    }
+    for (int64_t t0 = tokenBegin; t0 < tokenEnd; t0 += kTokens) {
+      const int64_t tokens = std::min(kTokens, tokenEnd - t0);
+      for (int64_t r = 0; r < rows; r += kRows)
+        gemmTileUpTo<Kernel>(std::min(kRows, rows - r), tokens, p, w + r * k, r0 + r, t0);
     }
   }
 }
