@@ -64,10 +64,18 @@ LLMC_AVX2 void dotTile(const MatmulProblem &p, const char *rows, int64_t rowByte
         acc[r][t] = _mm256_fmadd_ps(wv[r], xv, acc[r][t]);
     }
   }
+  // Unrolled, so that acc stays in registers (a rolled loop over it makes the
+  // compiler keep acc in memory and store it in every k-step).
+  float sums[R][TT];
+#pragma GCC unroll 16
+  for (int r = 0; r < R; ++r)
+#pragma GCC unroll 16
+    for (int t = 0; t < TT; ++t)
+      sums[r][t] = hsum(acc[r][t]);
   for (int r = 0; r < R; ++r) {
     const void *row = rows + r * rowBytes;
     for (int t = 0; t < TT; ++t) {
-      float sum = hsum(acc[r][t]);
+      float sum = sums[r][t];
       for (int64_t j = i; j < k; ++j) // tail of fewer than 8
         sum = std::fma(weightAt(row, D, j), x[t * k + j], sum);
       storeOutput(p, t0 + t, n0 + r, sum);

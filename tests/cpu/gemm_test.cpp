@@ -243,5 +243,30 @@ TEST(PackedGemm, MatmulGivesEveryTokenTheSameBitsWhateverTheTokenCount) {
   }
 }
 
+// f32 weights 32-byte aligned are read in place, others copied first: both
+// give the reference's bits.
+TEST(PackedGemm, AlignedAndMisalignedF32WeightsGiveTheSameBits) {
+  const GemmCase c{40, 50, 96};
+  for (Isa isa : test::supportedIsas()) {
+    test::ScopedIsa scoped(isa);
+    if (!packed())
+      continue;
+    GemmData d = makeData(DType::F32, c, 31);
+    const std::vector<float> expected = referenceAll(d, c, false, 0.0f);
+    std::vector<float> storage(c.n * c.k + 16);
+    const uintptr_t address = reinterpret_cast<uintptr_t>(storage.data());
+    float *aligned = storage.data() + ((32 - address % 32) % 32) / sizeof(float);
+    for (int64_t offset : {0, 1, 3}) {
+      std::copy(d.w.values.begin(), d.w.values.end(), aligned + offset);
+      std::vector<float> y(c.tokens * c.n);
+      const detail::MatmulProblem p{
+          d.x.data(), c.tokens, {aligned + offset, DType::F32, c.n, c.k}, nullptr, 0.0f, y.data()};
+      detail::activeOps().packedGemm(p, 0, c.n, 0, c.tokens);
+      test::Difference diff = test::maxAbsDiff(y, expected);
+      ASSERT_EQ(diff.maxAbs, 0.0) << diff.describe() << " offset " << offset;
+    }
+  }
+}
+
 } // namespace
 } // namespace llmc::cpu
