@@ -44,33 +44,48 @@ LLMC_AVX2 inline float hsum(__m256 v) {
 // in one order (simd_gemm.h, "Numerics"): 8 lanes of fma over k, hsum, fma
 // tail. A k-step holds R weight vectors and one x vector at a time, so R * TT
 // + R + 1 registers.
+//
+// The GEMM may run columns [kBegin, kEnd) only (kBegin a multiple of 8; rows
+// then points at column kBegin): the lanes come from carry[R][TT][8] unless
+// kBegin is 0 and go back there unless kEnd is K, stored and loaded exactly,
+// so a depth split leaves every sum as it is.
 template <DType D, int R, int TT>
 LLMC_AVX2 void dotTile(const MatmulProblem &p, const char *rows, int64_t rowBytes, int64_t n0,
-                       int64_t t0) {
+                       int64_t t0, int64_t kBegin = 0, int64_t kEnd = -1, float *carry = nullptr) {
   // Decode tiles (4 rows) prefetch the next tile's rows: f16/bf16 rows are
   // short streams (1.5 KiB at K = 768) that the hardware prefetcher ramps up
   // on too late; +20-35% GB/s from DRAM, f32 unchanged (docs/perf.md).
   constexpr bool kPrefetch = R == 4 && D != DType::F32;
-  const int64_t k = p.w.cols;
+  const int64_t k = p.w.cols, end = kEnd < 0 ? k : kEnd;
   const float *x = p.x + t0 * k;
   __m256 acc[R][TT];
+#pragma GCC unroll 16
   for (int r = 0; r < R; ++r)
+#pragma GCC unroll 16
     for (int t = 0; t < TT; ++t)
-      acc[r][t] = _mm256_setzero_ps();
-  int64_t i = 0;
-  for (; i + 8 <= k; i += 8) {
+      acc[r][t] = kBegin > 0 ? _mm256_loadu_ps(carry + (r * TT + t) * 8) : _mm256_setzero_ps();
+  int64_t i = kBegin;
+  for (; i + 8 <= end; i += 8) {
     __m256 wv[R];
     for (int r = 0; r < R; ++r)
-      wv[r] = load8<D>(rows + r * rowBytes, i);
+      wv[r] = load8<D>(rows + r * rowBytes, i - kBegin);
     if constexpr (kPrefetch)
-      if ((i * dtypeSize(D)) % 64 == 0) // the next tile's rows, one line per row
+      if (((i - kBegin) * dtypeSize(D)) % 64 == 0) // the next tile's rows, one line per row
         for (int r = 0; r < R; ++r)
-          _mm_prefetch(rows + (R + r) * rowBytes + i * dtypeSize(D), _MM_HINT_T0);
+          _mm_prefetch(rows + (R + r) * rowBytes + (i - kBegin) * dtypeSize(D), _MM_HINT_T0);
     for (int t = 0; t < TT; ++t) {
       const __m256 xv = _mm256_loadu_ps(x + t * k + i);
       for (int r = 0; r < R; ++r)
         acc[r][t] = _mm256_fmadd_ps(wv[r], xv, acc[r][t]);
     }
+  }
+  if (end < k) {
+#pragma GCC unroll 16
+    for (int r = 0; r < R; ++r)
+#pragma GCC unroll 16
+      for (int t = 0; t < TT; ++t)
+        _mm256_storeu_ps(carry + (r * TT + t) * 8, acc[r][t]);
+    return;
   }
   // Unrolled, so that acc stays in registers (a rolled loop over it makes the
   // compiler keep acc in memory and store it in every k-step).
@@ -85,7 +100,7 @@ LLMC_AVX2 void dotTile(const MatmulProblem &p, const char *rows, int64_t rowByte
     for (int t = 0; t < TT; ++t) {
       float sum = sums[r][t];
       for (int64_t j = i; j < k; ++j) // tail of fewer than 8
-        sum = std::fma(weightAt(row, D, j), x[t * k + j], sum);
+        sum = std::fma(weightAt(row, D, j - kBegin), x[t * k + j], sum);
       storeOutput(p, t0 + t, n0 + r, sum);
     }
   }
@@ -138,9 +153,11 @@ struct Avx2Gemm {
   }
 
   template <int R, int TT>
-  LLMC_AVX2 static void tile(const MatmulProblem &p, const float *w, int64_t n0, int64_t t0) {
+  LLMC_AVX2 static void tile(const MatmulProblem &p, const float *w, int64_t ldw, int64_t n0,
+                             int64_t t0, int64_t kBegin, int64_t kEnd, float *carry) {
     dotTile<DType::F32, R, TT>(p, reinterpret_cast<const char *>(w),
-                               p.w.cols * static_cast<int64_t>(sizeof(float)), n0, t0);
+                               ldw * static_cast<int64_t>(sizeof(float)), n0, t0, kBegin, kEnd,
+                               carry);
   }
 };
 

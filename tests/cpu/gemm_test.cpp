@@ -3,7 +3,7 @@
 // fma over k, the lanes added in hsum's tree, the K % 8 tail by fma, then
 // bias, then the residual): equal bit for bit, on sizes that leave tails in
 // every direction (tokens per tile, rows per tile and per converted block,
-// columns per 8-lane step), for every weight dtype, with 1 and 2 threads, and
+// columns per 8-lane step and per depth chunk), for every weight dtype, with 1 and 2 threads, and
 // on any block of rows and tokens.
 #include "../common/compare.h"
 #include "cpu/fused.h"
@@ -90,7 +90,8 @@ const GemmCase kCases[] = {
     {39, 300, 600},  // a 3-token tile, three items of rows, in two converted blocks each
     {37, 5, 1},      // K = 1: only the tail
     {40, 1, 300},    // N = 1
-    {35, 4, 2100},   // K = 2100: converted blocks of 30 rows (only 4 here), a 4-column tail
+    {35, 4, 2100},   // K = 2100: three depth chunks of 704, 704, 692 (a 4-column tail)
+    {33, 70, 1030},  // K = 1030: two depth chunks of 520 and 510 (a 6-column tail)
 };
 
 TEST(PackedGemm, MatchesTheDecodeOrderReferenceBitForBit) {
