@@ -40,11 +40,10 @@ struct IsaOps {
   // GEMM over both tokens and rows).
   void (*matmulBlock)(const MatmulProblem &p, int64_t rowBegin, int64_t rowEnd, int64_t tokenBegin,
                       int64_t tokenEnd);
-  // The packed GEMM (simd_gemm.h) on the same block, or null. Not what
-  // matmul runs: it sums each output in another order than the tiles of
-  // matmulRows (one fma chain over k), so a prompt prefilled whole and the
-  // same prompt after a cached prefix would differ in the last bits. For
-  // bench_gemm and its tests until the decode paths share its order.
+  // The prefill GEMM (simd_gemm.h) on the same block, or null where the ISA
+  // has none. Where it has one, matmulBlock is this GEMM, and matmulRows
+  // runs it too from splitMinTokens tokens on; its outputs equal matmulRows'
+  // bit for bit at any token count.
   void (*packedGemm)(const MatmulProblem &p, int64_t rowBegin, int64_t rowEnd, int64_t tokenBegin,
                      int64_t tokenEnd);
   // From this many tokens on, matmul splits a problem over tokens too, in

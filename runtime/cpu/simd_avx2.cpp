@@ -8,6 +8,7 @@
 #include <immintrin.h>
 
 #include <algorithm>
+#include <cmath>
 
 #define LLMC_AVX2 __attribute__((target("avx2,fma,f16c")))
 
@@ -37,37 +38,79 @@ LLMC_AVX2 inline float hsum(__m256 v) {
   return _mm_cvtss_f32(s);
 }
 
-// y[t0 .. t0+TT, n0 .. n0+R]: R weight rows against TT tokens, R*TT accumulators.
+// y[t0 .. t0+TT, n0 .. n0+R]: the R weight rows at rows (rowBytes apart, dtype
+// D) against TT tokens, R*TT accumulators. Every tile size, the decode GEMV
+// and the prefill GEMM (on rows converted to f32, which is exact) sum an output
+// in one order (simd_gemm.h, "Numerics"): 8 lanes of fma over k, hsum, fma
+// tail. A k-step holds R weight vectors and one x vector at a time, so R * TT
+// + R + 1 registers.
+//
+// The GEMM may run columns [kBegin, kEnd) only (kBegin a multiple of 8; rows
+// then points at column kBegin): the lanes come from carry[R][TT][8] unless
+// kBegin is 0 and go back there unless kEnd is K, stored and loaded exactly,
+// so a depth split leaves every sum as it is.
 template <DType D, int R, int TT>
-LLMC_AVX2 void tile(const MatmulProblem &p, int64_t n0, int64_t t0) {
-  const int64_t k = p.w.cols;
-  const int64_t rowBytes = k * static_cast<int64_t>(dtypeSize(D));
-  const char *rows = static_cast<const char *>(p.w.data) + n0 * rowBytes;
+LLMC_AVX2 void dotTile(const MatmulProblem &p, const char *rows, int64_t rowBytes, int64_t n0,
+                       int64_t t0, int64_t kBegin = 0, int64_t kEnd = -1, float *carry = nullptr) {
+  // Decode tiles (4 rows) prefetch the next tile's rows: f16/bf16 rows are
+  // short streams (1.5 KiB at K = 768) that the hardware prefetcher ramps up
+  // on too late; +20-35% GB/s from DRAM, f32 unchanged (docs/perf.md).
+  constexpr bool kPrefetch = R == 4 && D != DType::F32;
+  const int64_t k = p.w.cols, end = kEnd < 0 ? k : kEnd;
   const float *x = p.x + t0 * k;
   __m256 acc[R][TT];
+#pragma GCC unroll 16
   for (int r = 0; r < R; ++r)
+#pragma GCC unroll 16
     for (int t = 0; t < TT; ++t)
-      acc[r][t] = _mm256_setzero_ps();
-  int64_t i = 0;
-  for (; i + 8 <= k; i += 8) {
-    __m256 xv[TT];
-    for (int t = 0; t < TT; ++t)
-      xv[t] = _mm256_loadu_ps(x + t * k + i);
-    for (int r = 0; r < R; ++r) {
-      __m256 wv = load8<D>(rows + r * rowBytes, i);
-      for (int t = 0; t < TT; ++t)
-        acc[r][t] = _mm256_fmadd_ps(wv, xv[t], acc[r][t]);
+      acc[r][t] = kBegin > 0 ? _mm256_loadu_ps(carry + (r * TT + t) * 8) : _mm256_setzero_ps();
+  int64_t i = kBegin;
+  for (; i + 8 <= end; i += 8) {
+    __m256 wv[R];
+    for (int r = 0; r < R; ++r)
+      wv[r] = load8<D>(rows + r * rowBytes, i - kBegin);
+    if constexpr (kPrefetch)
+      if (((i - kBegin) * dtypeSize(D)) % 64 == 0) // the next tile's rows, one line per row
+        for (int r = 0; r < R; ++r)
+          _mm_prefetch(rows + (R + r) * rowBytes + (i - kBegin) * dtypeSize(D), _MM_HINT_T0);
+    for (int t = 0; t < TT; ++t) {
+      const __m256 xv = _mm256_loadu_ps(x + t * k + i);
+      for (int r = 0; r < R; ++r)
+        acc[r][t] = _mm256_fmadd_ps(wv[r], xv, acc[r][t]);
     }
   }
+  if (end < k) {
+#pragma GCC unroll 16
+    for (int r = 0; r < R; ++r)
+#pragma GCC unroll 16
+      for (int t = 0; t < TT; ++t)
+        _mm256_storeu_ps(carry + (r * TT + t) * 8, acc[r][t]);
+    return;
+  }
+  // Unrolled, so that acc stays in registers (a rolled loop over it makes the
+  // compiler keep acc in memory and store it in every k-step).
+  float sums[R][TT];
+#pragma GCC unroll 16
+  for (int r = 0; r < R; ++r)
+#pragma GCC unroll 16
+    for (int t = 0; t < TT; ++t)
+      sums[r][t] = hsum(acc[r][t]);
   for (int r = 0; r < R; ++r) {
     const void *row = rows + r * rowBytes;
     for (int t = 0; t < TT; ++t) {
-      float sum = hsum(acc[r][t]);
+      float sum = sums[r][t];
       for (int64_t j = i; j < k; ++j) // tail of fewer than 8
-        sum += weightAt(row, D, j) * x[t * k + j];
+        sum = std::fma(weightAt(row, D, j - kBegin), x[t * k + j], sum);
       storeOutput(p, t0 + t, n0 + r, sum);
     }
   }
+}
+
+// The tile on the problem's own weight rows n0 .. n0+R.
+template <DType D, int R, int TT>
+LLMC_AVX2 void tile(const MatmulProblem &p, int64_t n0, int64_t t0) {
+  const int64_t rowBytes = p.w.cols * static_cast<int64_t>(dtypeSize(D));
+  dotTile<D, R, TT>(p, static_cast<const char *>(p.w.data) + n0 * rowBytes, rowBytes, n0, t0);
 }
 
 // A tile of R rows by min(tokens, TT) tokens.
@@ -96,93 +139,46 @@ LLMC_AVX2 void tiledRows(const MatmulProblem &p, int64_t rowBegin, int64_t rowEn
   }
 }
 
-// Transposes 8 vectors in place: v[i][j] becomes v[j][i].
-LLMC_AVX2 inline void transpose8(__m256 (&v)[8]) {
-  __m256 t[8], u[8];
-  for (int i = 0; i < 8; i += 2) {
-    t[i] = _mm256_unpacklo_ps(v[i], v[i + 1]);
-    t[i + 1] = _mm256_unpackhi_ps(v[i], v[i + 1]);
-  }
-  for (int i = 0; i < 8; i += 4) {
-    u[i] = _mm256_shuffle_ps(t[i], t[i + 2], 0x44);
-    u[i + 1] = _mm256_shuffle_ps(t[i], t[i + 2], 0xEE);
-    u[i + 2] = _mm256_shuffle_ps(t[i + 1], t[i + 3], 0x44);
-    u[i + 3] = _mm256_shuffle_ps(t[i + 1], t[i + 3], 0xEE);
-  }
-  for (int i = 0; i < 4; ++i) {
-    v[i] = _mm256_permute2f128_ps(u[i], u[i + 4], 0x20);
-    v[i + 4] = _mm256_permute2f128_ps(u[i], u[i + 4], 0x31);
-  }
-}
-
-// The packed GEMM's AVX2 kernel (simd_gemm.h): 6 tokens x 16 rows, 12
-// accumulators; a step is 2 panel loads, 6 broadcasts and 12 FMAs.
+// The prefill GEMM's AVX2 kernel (simd_gemm.h): 3 rows x 4 tokens, 12
+// accumulators; a k-step is 3 weight loads, 4 x loads and 12 FMAs.
 struct Avx2Gemm {
-  static constexpr int kMr = 6, kNr = 16;
+  static constexpr int kRows = 3, kTokens = 4;
 
-  // Eight rows at a time: 8 x 8 weights converted, transposed, stored.
-  template <DType D>
-  LLMC_AVX2 static void pack(const char *row0, int64_t rowBytes, int64_t rows, int64_t k0,
-                             int64_t depth, float *panel) {
-    for (int64_t half = 0; half < kNr; half += 8) {
-      const int64_t count = std::min<int64_t>(8, std::max<int64_t>(0, rows - half));
-      const char *base = row0 + half * rowBytes;
-      int64_t k = 0;
-      for (; k + 8 <= depth; k += 8) {
-        __m256 v[8];
-        for (int r = 0; r < 8; ++r)
-          v[r] = r < count ? load8<D>(base + r * rowBytes, k0 + k) : _mm256_setzero_ps();
-        transpose8(v);
-        for (int i = 0; i < 8; ++i)
-          _mm256_store_ps(panel + (k + i) * kNr + half, v[i]);
-      }
-      for (; k < depth; ++k)
-        for (int64_t r = 0; r < 8; ++r)
-          panel[k * kNr + half + r] = r < count ? weightAt(base + r * rowBytes, D, k0 + k) : 0.0f;
-    }
+  template <DType D> LLMC_AVX2 static void convert(const char *row, int64_t k, float *out) {
+    int64_t i = 0;
+    for (; i + 8 <= k; i += 8)
+      _mm256_storeu_ps(out + i, load8<D>(row, i));
+    for (; i < k; ++i)
+      out[i] = weightAt(row, D, i);
   }
 
-  template <int MR>
-  LLMC_AVX2 static void micro(const float *x, int64_t ldx, const float *panel, int64_t depth,
-                              float *c, int64_t ldc, bool load) {
-    __m256 acc[MR][2];
-#pragma GCC unroll 6
-    for (int t = 0; t < MR; ++t)
-      for (int h = 0; h < 2; ++h)
-        acc[t][h] = load ? _mm256_loadu_ps(c + t * ldc + 8 * h) : _mm256_setzero_ps();
-    for (int64_t k = 0; k < depth; ++k) {
-      const __m256 b0 = _mm256_load_ps(panel + k * kNr), b1 = _mm256_load_ps(panel + k * kNr + 8);
-#pragma GCC unroll 6
-      for (int t = 0; t < MR; ++t) {
-        const __m256 a = _mm256_broadcast_ss(x + t * ldx + k);
-        acc[t][0] = _mm256_fmadd_ps(a, b0, acc[t][0]);
-        acc[t][1] = _mm256_fmadd_ps(a, b1, acc[t][1]);
-      }
-    }
-#pragma GCC unroll 6
-    for (int t = 0; t < MR; ++t)
-      for (int h = 0; h < 2; ++h)
-        _mm256_storeu_ps(c + t * ldc + 8 * h, acc[t][h]);
+  template <int R, int TT>
+  LLMC_AVX2 static void tile(const MatmulProblem &p, const float *w, int64_t ldw, int64_t n0,
+                             int64_t t0, int64_t kBegin, int64_t kEnd, float *carry) {
+    dotTile<DType::F32, R, TT>(p, reinterpret_cast<const char *>(w),
+                               ldw * static_cast<int64_t>(sizeof(float)), n0, t0, kBegin, kEnd,
+                               carry);
   }
 };
 
-// matmul splits a problem over tokens as well as rows from this many tokens.
-// (Were the packed GEMM the default, this would be its threshold too: packing
-// a block costs about what 16-32 tokens of FMAs on it do.)
-constexpr int64_t kAvx2SplitTokens = 32;
+// From this many tokens on, a problem goes through the prefill GEMM (converting
+// a block costs about what a few tokens of FMAs on it do) and matmul splits it
+// over tokens as well as rows.
+constexpr int64_t kAvx2GemmTokens = 32;
 
-template <DType D>
-void blockOf(const MatmulProblem &p, int64_t rowBegin, int64_t rowEnd, int64_t tokenBegin,
-             int64_t tokenEnd) {
-  packedGemm<Avx2Gemm, D>(p, rowBegin, rowEnd, tokenBegin, tokenEnd);
-}
+// Weight rows per item when matmul splits a prefill: whole 3-row tiles, and
+// two L2 blocks of f32 rows of K = 768 or so.
+constexpr int64_t kAvx2GemmRowBlock = 120;
 
-// Decode (1-2 tokens): four weight rows stream at once. Prefill: each weight
-// vector loaded serves four tokens. Every output is the same sum in the same
-// order whatever the token count (tile), so a prompt prefilled whole or in
-// chunks, or a sequence decoded alone or in a batch, gets the same bits.
+// Decode (1-2 tokens): four weight rows stream at once. Up to 31 tokens: each
+// weight vector loaded serves four tokens. Prefill: the GEMM. Every output is
+// the same sum in the same order whatever the token count and the path (see
+// dotTile), so a prompt prefilled whole or in chunks, or a sequence decoded
+// alone or in a batch, gets the same bits.
 template <DType D> LLMC_AVX2 void rows(const MatmulProblem &p, int64_t rowBegin, int64_t rowEnd) {
-  if (p.tokens >= 3)
+  if (p.tokens >= kAvx2GemmTokens)
+    packedGemm<Avx2Gemm, D>(p, rowBegin, rowEnd, 0, p.tokens);
+  else if (p.tokens >= 3)
     tiledRows<D, 2, 4>(p, rowBegin, rowEnd);
   else
     tiledRows<D, 4, 2>(p, rowBegin, rowEnd);
@@ -204,25 +200,15 @@ LLMC_AVX2 void matmulRowsAvx2(const MatmulProblem &p, int64_t rowBegin, int64_t 
   }
 }
 
-void matmulBlockAvx2(const MatmulProblem &p, int64_t rowBegin, int64_t rowEnd, int64_t tokenBegin,
-                     int64_t tokenEnd) {
-  // The tiles compute every token; a token range is a problem of its own.
-  MatmulProblem part = p;
-  part.x = p.x + tokenBegin * p.w.cols;
-  part.tokens = tokenEnd - tokenBegin;
-  part.y = p.y + tokenBegin * p.w.rows;
-  matmulRowsAvx2(part, rowBegin, rowEnd);
-}
-
 void packedGemmAvx2(const MatmulProblem &p, int64_t rowBegin, int64_t rowEnd, int64_t tokenBegin,
                     int64_t tokenEnd) {
   switch (p.w.dtype) {
   case DType::F32:
-    return blockOf<DType::F32>(p, rowBegin, rowEnd, tokenBegin, tokenEnd);
+    return packedGemm<Avx2Gemm, DType::F32>(p, rowBegin, rowEnd, tokenBegin, tokenEnd);
   case DType::F16:
-    return blockOf<DType::F16>(p, rowBegin, rowEnd, tokenBegin, tokenEnd);
+    return packedGemm<Avx2Gemm, DType::F16>(p, rowBegin, rowEnd, tokenBegin, tokenEnd);
   case DType::BF16:
-    return blockOf<DType::BF16>(p, rowBegin, rowEnd, tokenBegin, tokenEnd);
+    return packedGemm<Avx2Gemm, DType::BF16>(p, rowBegin, rowEnd, tokenBegin, tokenEnd);
   case DType::I8:
   case DType::U8:
   case DType::I32:
@@ -266,9 +252,9 @@ LLMC_AVX2 void scaleAvx2(float a, float *y, int64_t n) {
 
 } // namespace
 
-const IsaOps kAvx2Ops = {matmulRowsAvx2,   matmulBlockAvx2, packedGemmAvx2,
-                         kAvx2SplitTokens, Avx2Gemm::kMr,   kGemmRowBlock,
-                         dotAvx2,          axpyAvx2,        scaleAvx2};
+const IsaOps kAvx2Ops = {matmulRowsAvx2,    packedGemmAvx2,   packedGemmAvx2,
+                         kAvx2GemmTokens,   Avx2Gemm::kTokens, kAvx2GemmRowBlock,
+                         dotAvx2,           axpyAvx2,          scaleAvx2};
 
 } // namespace llmc::cpu::detail
 

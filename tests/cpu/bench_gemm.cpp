@@ -8,13 +8,13 @@
 // the FMA latency on both pipes), 16 flops per FMA instruction.
 #include "cpu/isa.h"
 #include "cpu/matmul.h"
-#include "cpu/simd_gemm.h"
 #include "kernels/common/half.h"
 
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <ctime>
 #include <random>
 #include <string>
 #include <thread>
@@ -34,19 +34,33 @@ double seconds(Clock::time_point since) {
   return std::chrono::duration<double>(Clock::now() - since).count();
 }
 
-// Best rate of 5 trials of at least 0.2 s: `work` units per call of fn. The
-// machine is shared; the best trial is the least disturbed one.
-template <typename Fn> double bestRate(double work, const Fn &fn) {
+double cpuSeconds() {
+  timespec ts;
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+  return ts.tv_sec + 1e-9 * ts.tv_nsec;
+}
+
+// Rates of `work` units per call of fn: per wall second, and per CPU second of
+// the process divided by its threads (what each core does while it runs,
+// which other programs on a shared machine disturb much less).
+struct Rate {
+  double wall, cpu;
+};
+
+// Best of 5 trials of at least 0.2 s each: the least disturbed ones.
+template <typename Fn> Rate bestRate(double work, int threads, const Fn &fn) {
   fn(); // warm up
-  double best = 0;
+  Rate best{0, 0};
   for (int trial = 0; trial < 5; ++trial) {
     int iterations = 0;
     auto start = Clock::now();
+    const double cpuStart = cpuSeconds();
     do {
       fn();
       ++iterations;
     } while (seconds(start) < 0.2);
-    best = std::max(best, work * iterations / seconds(start));
+    best.wall = std::max(best.wall, work * iterations / seconds(start));
+    best.cpu = std::max(best.cpu, work * iterations * threads / (cpuSeconds() - cpuStart));
   }
   return best;
 }
@@ -80,13 +94,13 @@ void fmaChains(int64_t steps) {
 constexpr double kFlopsPerStep = 2;
 #endif
 
-double fmaPeakGflops(ThreadPool &pool) {
+Rate fmaPeakGflops(ThreadPool &pool) {
   constexpr int64_t kSteps = 1 << 22;
   const int threads = pool.numThreads();
-  return bestRate(
-             kFlopsPerStep * kSteps * threads,
-             [&] { pool.parallelFor(threads, [&](int64_t, int64_t) { fmaChains(kSteps); }); }) /
-         1e9;
+  Rate r = bestRate(kFlopsPerStep * kSteps * threads, threads, [&] {
+    pool.parallelFor(threads, [&](int64_t, int64_t) { fmaChains(kSteps); });
+  });
+  return {r.wall / 1e9, r.cpu / 1e9};
 }
 
 struct Shape {
@@ -94,9 +108,8 @@ struct Shape {
   int64_t n, k;
 };
 
-// packed: the packed GEMM (IsaOps::packedGemm), split over row blocks as
-// matmul splits a prefill; else cpu::matmul, what the engine runs.
-double gemmGflops(ThreadPool &pool, Shape s, DType dtype, int64_t tokens, float beta, bool packed) {
+// cpu::matmul, what the engine runs.
+Rate gemmGflops(ThreadPool &pool, Shape s, DType dtype, int64_t tokens, float beta) {
   std::mt19937 rng(1);
   std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
   std::vector<uint16_t> half(s.n * s.k);
@@ -111,16 +124,17 @@ double gemmGflops(ThreadPool &pool, Shape s, DType dtype, int64_t tokens, float 
                                                 : static_cast<const void *>(half.data()),
                             dtype, s.n, s.k};
   const double flops = 2.0 * tokens * s.n * s.k;
-  return bestRate(flops,
-                  [&] { llmc::cpu::matmul(pool, x.data(), tokens, w, nullptr, beta, y.data()); }) /
-         1e9;
+  Rate r = bestRate(flops, pool.numThreads(), [&] {
+    llmc::cpu::matmul(pool, x.data(), tokens, w, nullptr, beta, y.data());
+  });
+  return {r.wall / 1e9, r.cpu / 1e9};
 }
 
 // Microseconds per parallelFor of `threads` one-element chunks doing nothing:
 // the wake-up of the workers and the barrier at the end.
 double dispatchMicros(ThreadPool &pool) {
   const int64_t n = pool.numThreads();
-  return 1e6 / bestRate(1.0, [&] { pool.parallelFor(n, [](int64_t, int64_t) {}); });
+  return 1e6 / bestRate(1.0, 1, [&] { pool.parallelFor(n, [](int64_t, int64_t) {}); }).wall;
 }
 
 // Median microseconds of a parallelFor as above issued 2 ms after the last:
@@ -155,22 +169,19 @@ int main(int argc, char **argv) {
   const Shape shapes[] = {{"768x768", 768, 768}, {"4096x768", 4096, 768}, {"768x2048", 768, 2048}};
   for (int t = 1; t <= maxThreads; ++t) {
     ThreadPool pool(t);
-    const double peak = fmaPeakGflops(pool);
-    std::printf("threads %d: FMA peak %.1f GFLOP/s, parallelFor %.2f us back to back, "
-                "%.1f us after 2 ms idle\n",
-                t, peak, dispatchMicros(pool), dispatchAfterSleepMicros(pool));
+    const Rate peak = fmaPeakGflops(pool);
+    std::printf("threads %d: FMA peak %.1f GFLOP/s (%.1f per CPU second x threads), parallelFor "
+                "%.2f us back to back, %.1f us after 2 ms idle\n",
+                t, peak.wall, peak.cpu, dispatchMicros(pool), dispatchAfterSleepMicros(pool));
     if (poolOnly)
       continue;
     for (const Shape &s : shapes)
-      for (DType dtype : {DType::F32, DType::F16, DType::BF16})
-        for (bool packed : {false, true}) {
-          if (packed && llmc::cpu::detail::activeOps().packedGemm == nullptr)
-            continue;
-          const double gflops = gemmGflops(pool, s, dtype, tokens, 0.0f, packed);
-          std::printf("  %-6s %-9s %-5s %7.1f GFLOP/s %5.1f%% of peak\n",
-                      packed ? "packed" : "matmul", s.name, llmc::dtypeName(dtype).data(), gflops,
-                      100 * gflops / peak);
-        }
+      for (DType dtype : {DType::F32, DType::F16, DType::BF16}) {
+        const Rate gflops = gemmGflops(pool, s, dtype, tokens, 0.0f);
+        std::printf("  matmul %-9s %-5s %7.1f GFLOP/s %5.1f%% of peak | by CPU time %7.1f %5.1f%%\n",
+                    s.name, llmc::dtypeName(dtype).data(), gflops.wall, 100 * gflops.wall / peak.wall,
+                    gflops.cpu, 100 * gflops.cpu / peak.cpu);
+      }
   }
   return 0;
 }

@@ -1,9 +1,10 @@
-// The packed GEMM (cpu/simd_gemm.h, IsaOps::packedGemm) against a scalar reference that
-// sums in the order the GEMM promises (one f32 fma chain per output over k,
-// then bias, then the residual): equal bit for bit, on sizes that leave tails
-// in every direction (tokens per micro-tile, rows per panel and per packed
-// block, columns per 8-wide packing step and per depth block), for every
-// weight dtype, with 1 and 2 threads, and on any block of rows and tokens.
+// The prefill GEMM (cpu/simd_gemm.h, IsaOps::packedGemm) against a scalar reference that
+// sums in the order the GEMM promises, the decode tiles' order (8 lanes of
+// fma over k, the lanes added in hsum's tree, the K % 8 tail by fma, then
+// bias, then the residual): equal bit for bit, on sizes that leave tails in
+// every direction (tokens per tile, rows per tile and per converted block,
+// columns per 8-lane step and per depth chunk), for every weight dtype, with 1 and 2 threads, and
+// on any block of rows and tokens.
 #include "../common/compare.h"
 #include "cpu/fused.h"
 #include "cpu/kernels.h"
@@ -36,13 +37,17 @@ GemmData makeData(DType dtype, GemmCase c, uint32_t seed) {
   return d;
 }
 
-// y[t, n] as the GEMM computes it.
+// y[t, n] as the GEMM computes it (the AVX2 order; no other ISA has the GEMM).
 float reference(const GemmData &d, GemmCase c, int64_t t, int64_t n, bool withBias, float beta) {
-  float acc = 0.0f;
-  for (int64_t k = 0; k < c.k; ++k)
-    acc = std::fma(d.x[t * c.k + k], d.w.values[n * c.k + k], acc);
-  if (beta == 0.0f && !withBias)
-    return acc;
+  const float *x = d.x.data() + t * c.k, *w = d.w.values.data() + n * c.k;
+  float lane[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+  int64_t k = 0;
+  for (; k + 8 <= c.k; k += 8)
+    for (int j = 0; j < 8; ++j)
+      lane[j] = std::fma(x[k + j], w[k + j], lane[j]);
+  float acc = ((lane[0] + lane[4]) + (lane[2] + lane[6])) + ((lane[1] + lane[5]) + (lane[3] + lane[7]));
+  for (; k < c.k; ++k)
+    acc = std::fma(x[k], w[k], acc);
   float value = acc + (withBias ? d.bias[n] : 0.0f);
   return beta != 0.0f ? d.y0[t * c.n + n] + value : value;
 }
@@ -63,30 +68,33 @@ bool packed() { return detail::activeOps().packedGemm != nullptr; }
 void packedMatmul(ThreadPool &pool, const float *x, int64_t tokens, const WeightMatrix &w,
                   const float *bias, float beta, float *y) {
   const detail::MatmulProblem p{x, tokens, w, bias, beta, y};
-  const int64_t blocks = (w.rows + detail::kGemmRowBlock - 1) / detail::kGemmRowBlock;
-  const int64_t half = (tokens / 2 + 5) / 6 * 6;
+  const int64_t rowBlock = detail::activeOps().splitRowBlock;
+  const int64_t blocks = (w.rows + rowBlock - 1) / rowBlock;
+  const int64_t half = (tokens / 2 + 3) / 4 * 4;
   pool.parallelFor(2 * blocks, [&](int64_t begin, int64_t end) {
     for (int64_t item = begin; item < end; ++item) {
-      const int64_t row = item / 2 * detail::kGemmRowBlock;
+      const int64_t row = item / 2 * rowBlock;
       const int64_t t0 = item % 2 ? std::min(half, tokens) : 0,
                     t1 = item % 2 ? tokens : std::min(half, tokens);
-      detail::activeOps().packedGemm(p, row, std::min(w.rows, row + detail::kGemmRowBlock), t0, t1);
+      detail::activeOps().packedGemm(p, row, std::min(w.rows, row + rowBlock), t0, t1);
     }
   });
 }
 
 // Token counts at or past the AVX2 GEMM threshold (32), with every remainder
-// of the 6-token micro-tile.
+// of the 4-token tile and of the 3-row tile.
 const GemmCase kCases[] = {
-    {36, 16, 8},    // whole micro-tiles, one panel, one packing step
-    {38, 17, 9},    // a 2-token tile, a 1-row panel, a 1-column packing tail
-    {41, 130, 257}, // a 5-token tile, a second 2-row block, a 1-column second depth block
-    {37, 300, 600}, // a 1-token tile, 3 row blocks, 3 depth blocks
-    {39, 5, 1},     // a 3-token tile, K = 1: only the packing tail
-    {40, 1, 300},   // a 4-token tile, N = 1
+    {36, 15, 8},     // whole tiles, one 8-lane step
+    {38, 17, 9},     // a 2-token tile, a 2-row tile, a 1-column tail
+    {41, 130, 257},  // a 1-token tile, a 1-row tile, two items of rows, a 1-column tail
+    {39, 300, 600},  // a 3-token tile, three items of rows, in two converted blocks each
+    {37, 5, 1},      // K = 1: only the tail
+    {40, 1, 300},    // N = 1
+    {35, 4, 2100},   // K = 2100: three depth chunks of 704, 704, 692 (a 4-column tail)
+    {33, 70, 1030},  // K = 1030: two depth chunks of 520 and 510 (a 6-column tail)
 };
 
-TEST(PackedGemm, MatchesTheFmaChainReferenceBitForBit) {
+TEST(PackedGemm, MatchesTheDecodeOrderReferenceBitForBit) {
   uint32_t seed = 100;
   for (Isa isa : test::supportedIsas()) {
     test::ScopedIsa scoped(isa);
@@ -123,7 +131,7 @@ TEST(PackedGemm, ABlockWritesOnlyItsRowsAndTokensAndTheirValuesDoNotDependOnIt) 
     for (DType dtype : test::kWeightDTypes) {
       GemmData d = makeData(dtype, c, 7);
       const std::vector<float> expected = referenceAll(d, c, true, 0.0f);
-      // Blocks that start and end inside micro-tiles, panels and packed blocks.
+      // Blocks that start and end inside tiles and items of rows.
       const int64_t blocks[][4] = {
           {0, 150, 0, 47}, {3, 131, 5, 18}, {129, 150, 0, 1}, {17, 18, 46, 47}};
       for (const auto &b : blocks) {
@@ -154,7 +162,7 @@ TEST(PackedGemm, ANaNInATokenReachesOnlyThatTokensOutputs) {
     if (!packed())
       continue;
     GemmData d = makeData(DType::BF16, c, 9);
-    d.x[5 * c.k + 270] = std::numeric_limits<float>::quiet_NaN(); // token 5, second depth block
+    d.x[5 * c.k + 270] = std::numeric_limits<float>::quiet_NaN(); // token 5
     std::vector<float> y(c.tokens * c.n);
     packedMatmul(pool, d.x.data(), c.tokens, d.w.matrix(c.n, c.k), nullptr, 0.0f, y.data());
     for (int64_t t = 0; t < c.tokens; ++t)
@@ -232,6 +240,31 @@ TEST(PackedGemm, MatmulGivesEveryTokenTheSameBitsWhateverTheTokenCount) {
         ASSERT_EQ(diff.maxAbs, 0.0) << diff.describe() << " " << isaName(isa) << " "
                                     << dtypeName(dtype) << " chunks of " << chunk;
       }
+    }
+  }
+}
+
+// f32 weights 32-byte aligned are read in place, others copied first: both
+// give the reference's bits.
+TEST(PackedGemm, AlignedAndMisalignedF32WeightsGiveTheSameBits) {
+  const GemmCase c{40, 50, 96};
+  for (Isa isa : test::supportedIsas()) {
+    test::ScopedIsa scoped(isa);
+    if (!packed())
+      continue;
+    GemmData d = makeData(DType::F32, c, 31);
+    const std::vector<float> expected = referenceAll(d, c, false, 0.0f);
+    std::vector<float> storage(c.n * c.k + 16);
+    const uintptr_t address = reinterpret_cast<uintptr_t>(storage.data());
+    float *aligned = storage.data() + ((32 - address % 32) % 32) / sizeof(float);
+    for (int64_t offset : {0, 1, 3}) {
+      std::copy(d.w.values.begin(), d.w.values.end(), aligned + offset);
+      std::vector<float> y(c.tokens * c.n);
+      const detail::MatmulProblem p{
+          d.x.data(), c.tokens, {aligned + offset, DType::F32, c.n, c.k}, nullptr, 0.0f, y.data()};
+      detail::activeOps().packedGemm(p, 0, c.n, 0, c.tokens);
+      test::Difference diff = test::maxAbsDiff(y, expected);
+      ASSERT_EQ(diff.maxAbs, 0.0) << diff.describe() << " offset " << offset;
     }
   }
 }
