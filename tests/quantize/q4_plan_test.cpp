@@ -4,6 +4,7 @@
 // the tensor and what the layout expects.
 #include "common/test_paths.h"
 #include "kernels/common/q4_layout.h"
+#include "ops/op_table.h"
 #include "plan/plan_fixture.h"
 
 namespace llmc {
@@ -40,9 +41,8 @@ std::unique_ptr<Q4Plan> makeQ4Plan() {
   sources.push_back({reinterpret_cast<const uint8_t *>(p->zeros.data()), DType::F16, kHidden});
   for (auto &program : meta.programs) {
     fb::StepT &linear = *program->steps[2];
-    linear.op = fb::OpKind::LinearQ4;
     linear.weights = {2, 3, 4};
-    linear.int_params = {0, 32};
+    linear.params = test::linearParams({.q4 = true, .groupSize = 32});
   }
   return p;
 }
@@ -73,7 +73,9 @@ void expectContains(const std::string &message, const std::string &part) {
 TEST(Q4Plan, ValidPlanLoads) {
   auto plan = Plan::open(writeQ4Plan("valid"));
   ASSERT_TRUE(plan.isOk()) << plan.message();
-  EXPECT_EQ(plan->meta().programs()->Get(0)->steps()->Get(2)->op(), fb::OpKind::LinearQ4);
+  const fb::Step &linear = *plan->meta().programs()->Get(0)->steps()->Get(2);
+  ASSERT_EQ(linear.op(), fb::OpKind::Linear);
+  EXPECT_EQ(linear.params_as_LinearParams()->weights(), fb::WeightFormat::Q4);
 }
 
 // The fused step of a biased int4 projection with its RMSNorm prologue:
@@ -81,9 +83,8 @@ TEST(Q4Plan, ValidPlanLoads) {
 void makeNormLinearQ4WithBias(fb::PlanT &m) {
   for (auto &p : m.programs) {
     fb::StepT &s = *p->steps[2];
-    s.op = fb::OpKind::RmsNormLinearQ4;
     s.weights = {1, 2, 3, 4, 1}; // tensor 1 ("norm", F32 [8]) as gamma and as the bias
-    s.float_params = {1e-5};
+    s.params = test::linearParams({.norm = true, .q4 = true, .groupSize = 32, .bias = true});
   }
 }
 
@@ -93,7 +94,7 @@ TEST(Q4Plan, NormLinearQ4WithABiasLoads) {
   auto plan = Plan::open(path);
   ASSERT_TRUE(plan.isOk()) << plan.message();
   const fb::Step *step = plan->meta().programs()->Get(0)->steps()->Get(2);
-  EXPECT_EQ(step->op(), fb::OpKind::RmsNormLinearQ4);
+  EXPECT_EQ(ops::stepVariant(*step), "Linear[norm,q4,bias]");
   EXPECT_EQ(step->weights()->size(), 5u);
 }
 
@@ -104,14 +105,14 @@ TEST(Q4Plan, NormLinearQ4BiasCorruptionsAreNamed) {
                            for (auto &p : m.programs)
                              p->steps[2]->weights[4] = 3;
                          }),
-                 "step 2: RmsNormLinearQ4: bias 'proj.scales' must be F32 [8], got F16 [8, 1]");
+                 "bias 'proj.scales' must be F32 [8], got F16 [8, 1]");
   expectContains(corrupt("norm-six-weights",
                          [](fb::PlanT &m) {
                            makeNormLinearQ4WithBias(m);
                            for (auto &p : m.programs)
                              p->steps[2]->weights.push_back(1);
                          }),
-                 "RmsNormLinearQ4 has the wrong number of inputs, outputs, weights or parameters");
+                 "Linear has 1 inputs and 6 weights; its LinearParams ask for 1 and 5");
 }
 
 TEST(Q4Plan, CorruptionsAreNamed) {
@@ -121,14 +122,14 @@ TEST(Q4Plan, CorruptionsAreNamed) {
                            m.tensors[3]->shape = {kHidden, 2};
                            m.tensors[3]->size = kHidden * 2 * 2;
                          }),
-                 "step 2: LinearQ4: tensor 'proj.scales' (scales) must be F16 [8, 1] for K = 8 "
+                 "step 2: Linear: tensor 'proj.scales' (scales) must be F16 [8, 1] for K = 8 "
                  "in groups of 32 (1 groups), got F16 [8, 2]");
   expectContains(corrupt("group-size",
                          [](fb::PlanT &m) {
                            for (auto &p : m.programs)
-                             p->steps[2]->int_params[1] = 48;
+                             p->steps[2]->params.AsLinearParams()->group_size = 48;
                          }),
-                 "LinearQ4: group size 48 is not a positive multiple of 32");
+                 "Linear: LinearParams.group_size = 48: must be a positive multiple of 32");
   expectContains(
       corrupt("qweight-dtype", [](fb::PlanT &m) { m.tensors[2]->dtype = fb::DType::F32; }),
       "tensor 'proj.qweight' (packed int4 words) must be I32 [8, 4]");
@@ -143,19 +144,22 @@ TEST(Q4Plan, CorruptionsAreNamed) {
                            for (auto &p : m.programs)
                              p->steps[2]->weights = {2, 3};
                          }),
-                 "LinearQ4 has the wrong number of inputs, outputs, weights or parameters");
+                 "Linear has 1 inputs and 2 weights; its LinearParams ask for 1 and 3");
   expectContains(corrupt("bias",
                          [](fb::PlanT &m) {
-                           for (auto &p : m.programs)
+                           for (auto &p : m.programs) {
                              p->steps[2]->weights = {2, 3, 4, 3};
+                             p->steps[2]->params.AsLinearParams()->bias = true;
+                           }
                          }),
                  "bias 'proj.scales' must be F32 [8], got F16 [8, 1]");
-  expectContains(corrupt("accumulate",
+  expectContains(corrupt("dense-group",
                          [](fb::PlanT &m) {
                            for (auto &p : m.programs)
-                             p->steps[2]->int_params[0] = 2;
+                             p->steps[2]->params.AsLinearParams()->weights =
+                                 fb::WeightFormat::Dense;
                          }),
-                 "LinearQ4: accumulate must be 0 or 1");
+                 "LinearParams.group_size = 32: must be 0 for Dense weights");
 }
 
 } // namespace
