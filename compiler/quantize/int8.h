@@ -8,6 +8,7 @@
 #pragma once
 
 #include "kernels/common/q8_layout.h"
+#include "plan_writer.h"
 #include "support/status.h"
 #include "support/thread_pool.h"
 
@@ -42,5 +43,16 @@ Status fakeQuantizeQ8(ThreadPool &pool, const float *w, int64_t rows, int64_t co
 
 // The stored tensor dequantized: [rows, cols] f32.
 std::vector<float> dequantizeQ8(const Q8Tensor &q);
+
+// `--quantize int8`: after lowering, every Linear step's dense matrix (a
+// tensor no other kind of step reads: a tied embedding stays float) becomes
+// int8, qweight in place of the float tensor and its scales appended (f32
+// per output channel for G = 0, else f16 per group); the steps get
+// LinearParams.weights = Q8 and group_size G. The fusion passes ran on the
+// float IR, so fused q/k/v and gate/up matrices are quantized whole (rows
+// are independent: the same as quantizing each part). The new bytes live in
+// `storage` until the plan is written. Returns the count of matrices.
+Expected<int> quantizePlanLinearsQ8(ThreadPool &pool, PlanContents &plan, int64_t groupSize,
+                                    std::vector<std::vector<uint8_t>> &storage);
 
 } // namespace llmc::quant
