@@ -148,10 +148,13 @@ int main(int argc, char **argv) {
       ->delimiter(',');
 
   build->add_option("--quantize", options.quantize,
-                    "int4 weights for the linear layers: rtn (round to nearest), awq "
-                    "(activation-aware, needs --calib) or gptq (error compensation, needs --calib)");
-  build->add_option("--group-size", options.groupSize,
-                    "int4 input columns per f16 scale and zero point: 32, 64 or 128 (default)");
+                    "quantized weights for the linear layers: int4 rtn (round to nearest), awq "
+                    "(activation-aware, needs --calib) or gptq (error compensation, needs "
+                    "--calib); or int8 (W8A16, symmetric, near-lossless)");
+  CLI::Option *groupSizeOption = build->add_option(
+      "--group-size", options.groupSize,
+      "int4 input columns per f16 scale and zero point: 32, 64 or 128 (default); int8: 0 (a "
+      "scale per output channel, the default) or a multiple of 32 (f16 scales)");
   build->add_option("--calib", options.calibFile, "AWQ/GPTQ calibration text (UTF-8)");
   build->add_option("--calib-tokens", options.calibTokens,
                     "Calibration tokens AWQ/GPTQ read from --calib (default 8192)");
@@ -168,6 +171,8 @@ int main(int argc, char **argv) {
   if (int code = llmc::cli::parseArgs(app, argc, argv); code >= 0)
     return checkStdout(code);
 
+  if (options.quantize == "int8" && groupSizeOption->count() == 0)
+    options.groupSize = 0; // int8: a scale per output channel unless asked otherwise
   if (!emit.empty()) {
     if (emit != "mlir")
       return llmc::cli::fail("--emit " + emit + " is not supported (supported: mlir)");

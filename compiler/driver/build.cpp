@@ -1,6 +1,7 @@
 #include "driver/build.h"
 #include "driver/gpu_stage.h"
 #include "driver/quantize_stage.h"
+#include "quantize/int8.h"
 
 #include "frontend/derived_tensors.h"
 #include "frontend/model_spec.h"
@@ -477,8 +478,9 @@ Status runBuild(const BuildOptions &options, const BuildReporter &reporter) {
   LLMC_ASSIGN_OR_RETURN(QuantizeOutcome quantized,
                         prepareQuantization(*module, weights ? &*weights : nullptr, tokenizer,
                                             maxSeqLen, options, reporter));
-  if (options.quantize.empty()) {
-    stages.finish("quantize", start, *module, "not requested");
+  if (options.quantize.empty() || options.quantize == "int8") {
+    stages.finish("quantize", start, *module,
+                  options.quantize.empty() ? "not requested" : "int8: after lowering");
     reporter.verbose("quantize: nothing to do (no quantization requested)");
   } else {
     std::string summary;
@@ -543,6 +545,29 @@ Status runBuild(const BuildOptions &options, const BuildReporter &reporter) {
                     std::to_string(program.arena_bytes_per_token) + " arena bytes per token");
   if (weights)
     reportUnstored(reporter, *weights, contents);
+
+  // --- int8 (W8A16): the Linear matrices of the lowered plan (quantize/int8.h).
+  std::vector<std::vector<uint8_t>> int8Storage; // the new tensors' bytes, until written
+  if (options.quantize == "int8") {
+    if (!targets.gpu.empty() && !targets.byDefault)
+      return Status::error("--quantize int8 runs on the CPU backend only for now (its CUDA "
+                           "kernels are not yet wired into the plan's GPU programs); build "
+                           "with --target cpu");
+    if (!targets.gpu.empty())
+      reporter.warning("--quantize int8: CPU programs only (its CUDA kernels are not yet wired "
+                       "into the plan's GPU programs)");
+    targets.gpu.clear();
+    ThreadPool pool(0);
+    LLMC_ASSIGN_OR_RETURN(int matrices,
+                          quant::quantizePlanLinearsQ8(pool, contents, options.groupSize,
+                                                       int8Storage));
+    reporter.info("quantize: int8 " +
+                  std::string(options.groupSize > 0
+                                  ? "in groups of " + std::to_string(options.groupSize) +
+                                        " (f16 scales)"
+                                  : "per output channel (f32 scales)") +
+                  ", " + std::to_string(matrices) + " Linear matrices");
+  }
 
   LLMC_RETURN_IF_ERROR(runGpuStage(targets, contents, options, reporter));
 

@@ -2,6 +2,7 @@
 
 #include "ir/LlmOps.h"
 #include "kernels/common/q4_layout.h"
+#include "kernels/common/q8_layout.h"
 #include "kernels/common/synthetic.h"
 #include "quantize/calibration.h"
 #include "quantize/interpreter.h"
@@ -27,9 +28,22 @@ Status checkOptions(const BuildOptions &o) {
                            "gptq");
     return Status::ok();
   }
-  if (o.quantize != "rtn" && o.quantize != "awq" && o.quantize != "gptq")
+  if (o.quantize != "rtn" && o.quantize != "awq" && o.quantize != "gptq" && o.quantize != "int8")
     return Status::error("--quantize '" + o.quantize +
-                         "' is not supported; use rtn, awq or gptq");
+                         "' is not supported; use rtn, awq, gptq or int8");
+  if (o.quantize == "int8") { // W8A16, quantized after lowering (quantize/int8.h)
+    if (!hd::q8ValidGroupSize(o.groupSize))
+      return Status::error("--group-size " + std::to_string(o.groupSize) +
+                           " for int8 is not 0 (a scale per output channel) or a positive "
+                           "multiple of 32");
+    if (!o.calibFile.empty() || o.awqClip || o.noAwqClip || o.gptqActOrder ||
+        o.noGptqRangeSearch)
+      return Status::error("--calib and the --awq-* and --gptq-* options do not apply to "
+                           "--quantize int8");
+    if (o.syntheticSeed)
+      return Status::error("--quantize int8 needs checkpoint weights, not --synthetic-weights");
+    return Status::ok();
+  }
   if (!hd::q4ValidGroupSize(o.groupSize))
     return Status::error("--group-size " + std::to_string(o.groupSize) +
                          " is not a positive multiple of 32 (use 32, 64 or 128)");
@@ -199,7 +213,7 @@ Expected<QuantizeOutcome> prepareQuantization(mlir::ModuleOp module, const Weigh
                                               const BuildReporter &reporter) {
   LLMC_RETURN_IF_ERROR(checkOptions(options));
   QuantizeOutcome outcome;
-  if (options.quantize.empty())
+  if (options.quantize.empty() || options.quantize == "int8") // int8: after lowering
     return outcome;
   auto forward = module.lookupSymbol<mlir::func::FuncOp>("forward");
   if (!forward)

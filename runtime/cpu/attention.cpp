@@ -142,7 +142,6 @@ void writeKvCache(ThreadPool &pool, const AttentionBatch &b, const kv::KvLayerVi
           int64_t slot = slotOffset(cache, b.sequences[s].blockTable, b.positions[row]);
           if (b.ropeTable != nullptr)
             rotateHeads(b.k + row * b.ldk, cache.keys + slot, cache.kvHeads, cache.headDim,
-            rotateHeads(b.k + row * b.ldk, cache.keys + slot, cache.kvHeads, cache.headDim,
                         rotaryDimOf(b, cache.headDim), b.ropeInterleaved,
                         b.ropeTable + ropeRow(b, row) * rotaryDimOf(b, cache.headDim));
           else

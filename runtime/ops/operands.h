@@ -24,6 +24,8 @@ constexpr int matrixParts(fb::WeightFormat format) {
     return 1; // W [N', K]
   case fb::WeightFormat::Q4:
     return 3; // qweight, scales, zeros (kernels/common/q4_layout.h)
+  case fb::WeightFormat::Q8:
+    return 2; // qweight, scales (kernels/common/q8_layout.h)
   }
   return 0;
 }

@@ -4,6 +4,7 @@
 #include "ops/op_table.h"
 #include "ops/operands.h"
 #include "kernels/common/q4_layout.h"
+#include "kernels/common/q8_layout.h"
 #include "plan/checksum.h"
 #include "plan/plan_format.h"
 #include "tokenizer/utf8.h"
@@ -508,10 +509,14 @@ Status checkStepParams(const fb::Plan &plan, const fb::Program &program, const f
       return c.fail("LinearParams.weights", static_cast<int64_t>(p.weights()),
                     "not a WeightFormat");
     if (p.weights() == fb::WeightFormat::Q4 ? !hd::q4ValidGroupSize(p.group_size())
-                                            : p.group_size() != 0)
+        : p.weights() == fb::WeightFormat::Q8 ? !hd::q8ValidGroupSize(p.group_size())
+                                              : p.group_size() != 0)
       return c.fail("LinearParams.group_size", p.group_size(),
                     p.weights() == fb::WeightFormat::Q4
                         ? "must be a positive multiple of 32 for Q4 weights"
+                    : p.weights() == fb::WeightFormat::Q8
+                        ? "must be 0 (per output channel) or a positive multiple of 32 for Q8 "
+                          "weights"
                         : "must be 0 for Dense weights");
     if (!std::isfinite(p.output_scale()) || p.output_scale() == 0.0f)
       return c.failF("LinearParams.output_scale", p.output_scale(),
@@ -766,6 +771,29 @@ Status checkQ4Matrix(const ShapeCheck &c, int first, int64_t n, int64_t k, int64
   return Status::ok();
 }
 
+// The int8 parts of an [n, k] matrix, per output channel (group 0) or in
+// groups of `group` (kernels/common/q8_layout.h): int8 rows padded to 32
+// bytes, one F32 or F16 scale per row and group.
+Status checkQ8Matrix(const ShapeCheck &c, int first, int64_t n, int64_t k, int64_t group) {
+  const int64_t groups = hd::q8NumGroups(k, group);
+  const std::string grouping =
+      group > 0 ? "in groups of " + std::to_string(group) + " (" + std::to_string(groups) + " groups)"
+                : std::string("per output channel");
+  const fb::Tensor &q = c.weight(first);
+  if (q.dtype() != fb::DType::I8 || q.shape()->size() != 2 || q.shape()->Get(0) != n ||
+      q.shape()->Get(1) != hd::q8RowBytes(k))
+    return c.fail("tensor '" + q.name()->str() + "' (int8 weights) must be I8 [" +
+                  std::to_string(n) + ", " + std::to_string(hd::q8RowBytes(k)) + "] for K = " +
+                  std::to_string(k) + ", got " + describeTensor(q));
+  const fb::Tensor &s = c.weight(first + 1);
+  if ((s.dtype() != fb::DType::F32 && s.dtype() != fb::DType::F16) || s.shape()->size() != 2 ||
+      s.shape()->Get(0) != n || s.shape()->Get(1) != groups)
+    return c.fail("tensor '" + s.name()->str() + "' (int8 scales) must be F32 or F16 [" +
+                  std::to_string(n) + ", " + std::to_string(groups) + "] for K = " +
+                  std::to_string(k) + " " + grouping + ", got " + describeTensor(s));
+  return Status::ok();
+}
+
 Status checkLinearShapes(const ShapeCheck &c) {
   const fb::LinearParams &p = *c.step.params_as_LinearParams();
   const ops::LinearOperands o = ops::linearOperands(p);
@@ -783,8 +811,11 @@ Status checkLinearShapes(const ShapeCheck &c) {
   case fb::WeightFormat::Q4:
     LLMC_RETURN_IF_ERROR(checkQ4Matrix(c, o.matrix, n, k, p.group_size()));
     break;
+  case fb::WeightFormat::Q8:
+    LLMC_RETURN_IF_ERROR(checkQ8Matrix(c, o.matrix, n, k, p.group_size()));
+    break;
   }
-  return o.bias >= 0 ? c.vector(o.bias, n, "bias", p.weights() == fb::WeightFormat::Q4)
+  return o.bias >= 0 ? c.vector(o.bias, n, "bias", p.weights() != fb::WeightFormat::Dense)
                      : Status::ok();
 }
 

@@ -6,12 +6,15 @@
 #include "cpu/kernels.h"
 #include "cpu/matmul.h"
 #include "cpu/matmul_q4.h"
+#include "cpu/matmul_q8.h"
 #include "cuda/attention_variants.h"
 #include "cuda/cublaslt.h"
 #include "cuda/gpu_test_util.h"
 #include "common/step_params.h"
 #include "cpu/backend/loaded_weights.h"
+#include "cuda/ops/ops.h"
 #include "kernels/common/q4_layout.h"
+#include "kernels/common/q8_layout.h"
 #include "kernels/common/rope.h"
 #include "kernels/common/sampling.h"
 #include "kv/kv_cache.h"
@@ -904,6 +907,62 @@ TEST(GpuKernels, Llama3_8bShapeInt4LinearsMatchCpu) {
   checkLinearQ4(kNormGatedLinear, DType::BF16, 14336, 4096, 128, 1, 1);
   checkLinearQ4(kNormLinear, DType::BF16, 6144, 4096, 128, 1, 1);
   checkLinearQ4(kNormGatedLinear, DType::BF16, 14336, 4096, 128, 33, 0);
+}
+
+// W8A16: random int8 weights in the plan layout (q8_layout.h) against
+// cpu::matmulQ8 (the same numerics on f32 x); bf16 activations rounded first.
+void checkLinearQ8(DType act, int64_t N, int64_t K, int64_t G, bool halfScales, int64_t T,
+                   int64_t maxTokens) {
+  ThreadPool pool(referenceThreads(N * K * T));
+  const int64_t rowBytes = hd::q8RowBytes(K), groups = hd::q8NumGroups(K, G);
+  std::mt19937 rng(41);
+  std::vector<int8_t> q(N * rowBytes, 0);
+  for (int64_t n = 0; n < N; ++n)
+    for (int64_t c = 0; c < K; ++c)
+      q[n * rowBytes + c] = static_cast<int8_t>(static_cast<int>(rng() % 255) - 127);
+  std::vector<float> scales(N * groups);
+  std::vector<uint16_t> halves(N * groups);
+  for (size_t i = 0; i < scales.size(); ++i) {
+    halves[i] = hd::f32ToF16(0.0005f + 0.002f * static_cast<float>(rng() % 100) / 100.0f);
+    scales[i] = halfScales ? hd::f16ToF32(halves[i]) : 0.0005f + 0.00001f * static_cast<float>(i % 97);
+  }
+  cuda::ops::Q8LinearShape shape;
+  shape.n = N;
+  shape.k = K;
+  shape.groupSize = G;
+  shape.halfScales = halfScales;
+  shape.activation = shape.output = act;
+  shape.bias = shape.accumulate = true;
+  shape.maxTokens = maxTokens;
+  auto k = cuda::ops::q8LinearKernel(shape);
+  ASSERT_TRUE(k.isOk()) << k.message();
+  std::vector<float> x = rounded(randomValues(T * K, 42), act);
+  std::vector<float> b = randomValues(N, 43);
+  std::vector<float> y0 = rounded(randomValues(T * N, 44), act);
+  std::vector<float> want = y0;
+  const cpu::Q8Matrix w{q.data(),
+                        halfScales ? static_cast<const void *>(halves.data())
+                                   : static_cast<const void *>(scales.data()),
+                        halfScales, N, K, G};
+  cpu::matmulQ8(pool, x.data(), T, w, b.data(), 1.0f, want.data());
+  auto dX = toDevice(encode(x, act));
+  auto dQ = toDevice(q);
+  auto dS = halfScales ? toDevice(halves) : toDevice(scales);
+  auto dB = toDevice(b);
+  auto dOut = toDevice(encode(y0, act));
+  expectStepOutput(*k, dX, {&dQ, &dS, &dB}, dOut, T, N, act, want);
+}
+
+TEST(GpuKernels, Int8LinearMatchesCpu) {
+  LLMC_REQUIRE_GPU();
+  for (DType act : kActivations)
+    for (bool half : {false, true}) {
+      checkLinearQ8(act, 77, 256, 0, half, 1, 1);
+      checkLinearQ8(act, 130, 200, 32, half, 3, 4);   // K not a multiple of 16
+      checkLinearQ8(act, 96, 512, 128, half, 16, 16);
+      checkLinearQ8(act, 67, 192, 64, half, 70, 0);   // prefill: tiles of 16 tokens
+    }
+  checkLinearQ8(DType::BF16, 4096, 14336, 0, false, 1, 1); // the 8B down_proj
 }
 
 TEST(GpuKernels, ArgmaxTakesTheFirstLargestAndIgnoresNan) {

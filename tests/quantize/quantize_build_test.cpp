@@ -272,6 +272,70 @@ TEST(QuantizeBuild, FusedInt4PlansMatchTheUnfusedOnes) {
   }
 }
 
+// --quantize int8 (W8A16): every Linear matrix of the lowered plan becomes
+// int8 (per output channel with f32 scales, or in groups with f16 scales),
+// the tied embedding stays float, and the logits are far closer to the f32
+// plan's than int4's (RTN, G = 32: 16 times coarser steps): under a quarter
+// of its error.
+TEST(QuantizeBuild, Int8PlansAreNearTheFloatPlan) {
+  BuildOptions reference = qwen2("int8-reference");
+  ASSERT_TRUE(build(reference).isOk());
+  const std::vector<float> want = logitsOf(reference.output);
+  ASSERT_FALSE(want.empty());
+  auto relativeError = [&](const std::vector<float> &got) {
+    double err = 0.0, norm = 0.0;
+    for (size_t i = 0; i < got.size(); ++i) {
+      err += (got[i] - want[i]) * (got[i] - want[i]);
+      norm += want[i] * want[i];
+    }
+    return std::sqrt(err / norm);
+  };
+  BuildOptions rtn = qwen2("int8-vs-rtn32");
+  rtn.quantize = "rtn";
+  rtn.groupSize = 32;
+  ASSERT_TRUE(build(rtn).isOk());
+  const std::vector<float> int4 = logitsOf(rtn.output);
+  ASSERT_EQ(int4.size(), want.size());
+  const double int4Error = relativeError(int4);
+  EXPECT_GT(int4Error, 0.0);
+  for (int64_t group : {0, 32}) {
+    BuildOptions options = qwen2("int8-g" + std::to_string(group));
+    options.quantize = "int8";
+    options.groupSize = group;
+    Status status = build(options);
+    ASSERT_TRUE(status.isOk()) << status.message();
+    auto plan = Plan::open(options.output);
+    ASSERT_TRUE(plan.isOk()) << plan.message();
+    int q8 = 0, dense = 0;
+    for (const fb::Step *step : *plan->meta().programs()->Get(0)->steps())
+      if (const fb::LinearParams *p = step->params_as_LinearParams()) {
+        ++(p->weights() == fb::WeightFormat::Q8 ? q8 : dense);
+        EXPECT_EQ(p->group_size(), p->weights() == fb::WeightFormat::Q8 ? group : 0);
+      }
+    EXPECT_EQ(dense, 0) << "group " << group;
+    EXPECT_GT(q8, 0);
+    const int scales = plan->findTensor("model.layers.0.mlp.down_proj.weight.q8scales");
+    ASSERT_GE(scales, 0);
+    EXPECT_EQ(plan->meta().tensors()->Get(scales)->dtype(),
+              group > 0 ? fb::DType::F16 : fb::DType::F32);
+    const int embed = plan->findTensor("model.embed_tokens.weight");
+    ASSERT_GE(embed, 0);
+    EXPECT_EQ(plan->meta().tensors()->Get(embed)->dtype(), fb::DType::F32);
+    std::vector<float> got = logitsOf(options.output);
+    ASSERT_EQ(got.size(), want.size());
+    for (float v : got)
+      ASSERT_TRUE(std::isfinite(v));
+    EXPECT_LT(relativeError(got), 0.25 * int4Error) << "group " << group;
+  }
+  BuildOptions bad = qwen2("int8-bad");
+  bad.quantize = "int8";
+  bad.groupSize = 48;
+  Status refused = build(bad);
+  ASSERT_FALSE(refused.isOk());
+  EXPECT_NE(refused.message().find("--group-size 48 for int8"), std::string::npos)
+      << refused.message();
+}
+
 // --synthetic-weights --quantize rtn keeps the plan synthetic (no weight
 // bytes, nothing materialized at build time): the runtime generates each
 // int4 part, and generates exactly what RTN stores for the float weights the

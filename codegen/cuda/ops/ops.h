@@ -95,6 +95,19 @@ struct LinearForm {
 // The form of a Linear, Logits or LmHead step; nullopt for every other kind.
 std::optional<LinearForm> linearForm(const fb::StepT &step);
 
+// --- The int8 linear layer (linear_q8.cpp, W8A16: kernels/common/q8_layout.h). ---
+struct Q8LinearShape {
+  int64_t n = 0, k = 0;       // y[T, N] = x[T, K] . W^T
+  int64_t groupSize = 0;      // 0: a scale per output channel; else a multiple of 32
+  bool halfScales = false;    // f16 scales (else f32)
+  DType activation = DType::F32, output = DType::F32;
+  bool bias = false;          // weights: qweight, scales (, bias)
+  DType biasType = DType::F32;
+  bool accumulate = false;    // out += ...
+  int64_t maxTokens = 0;      // decode programs: T <= maxTokens; 0: any T (tiles of 16)
+};
+Expected<KernelInstance> q8LinearKernel(const Q8LinearShape &s);
+
 // --- The generators, one per op family. ---
 Expected<KernelInstance> embeddingKernel(const StepView &v); // embedding.cpp
 Expected<KernelInstance> rmsNormKernel(const StepView &v);   // rms_norm.cpp: Norm

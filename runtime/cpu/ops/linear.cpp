@@ -5,7 +5,10 @@
 #include "cpu/fused.h"
 #include "cpu/matmul.h"
 #include "cpu/matmul_q4.h"
+#include "cpu/kernels.h"
+#include "cpu/matmul_q8.h"
 #include "cpu/ops/op_context.h"
+#include "kernels/common/q8_layout.h"
 #include "ops/operands.h"
 
 namespace llmc::cpu {
@@ -60,6 +63,40 @@ Status q4Linear(const OpContext &c, const fb::LinearParams &p, const ops::Linear
   return Status::ok();
 }
 
+// Weights: qweight, scales of [N', K] (kernels/common/q8_layout.h); the
+// prologue and the gated epilogue as for int4, around matmulQ8.
+Status q8Linear(const OpContext &c, const fb::LinearParams &p, const ops::LinearOperands &o) {
+  const int64_t T = c.tokens(), k = c.inWidth(0), n = c.outWidth();
+  const bool halfScales = c.weights.dtype(c.weight(o.matrix + 1)) == DType::F16;
+  const auto *q = static_cast<const int8_t *>(c.weights.data(c.weight(o.matrix)));
+  const auto *scales = static_cast<const uint8_t *>(c.weights.data(c.weight(o.matrix + 1)));
+  // Rows [first, first + rows) of the stored matrix as a matrix of their own.
+  auto rowsOf = [&](int64_t first, int64_t rows) {
+    const int64_t scaleBytes = hd::q8NumGroups(k, p.group_size()) * (halfScales ? 2 : 4);
+    return Q8Matrix{q + first * hd::q8RowBytes(k), scales + first * scaleBytes, halfScales, rows,
+                    k, p.group_size()};
+  };
+  const float *x = c.in(0);
+  if (p.prologue() != nullptr) {
+    if (static_cast<int64_t>(c.scratch.norm.size()) < T * k)
+      c.scratch.norm.resize(T * k);
+    applyNorm(c, *p.prologue(), o.normGamma, x, T, c.scratch.norm.data());
+    x = c.scratch.norm.data();
+  }
+  if (p.gated()) { // gate rows [0, N), up rows [N, 2N): [2, T, N] products, then act(gate) * up
+    if (static_cast<int64_t>(c.scratch.products.size()) < 2 * T * n)
+      c.scratch.products.resize(2 * T * n);
+    float *gate = c.scratch.products.data(), *up = gate + T * n;
+    matmulQ8(c.pool, x, T, rowsOf(0, n), nullptr, 0.0f, gate);
+    matmulQ8(c.pool, x, T, rowsOf(n, n), nullptr, 0.0f, up);
+    swiglu(c.pool, gate, up, c.out(), T * n, ops::gateKind(p.activation()));
+    return Status::ok();
+  }
+  const float *bias = o.bias >= 0 ? c.f32(o.bias) : nullptr;
+  matmulQ8(c.pool, x, T, rowsOf(0, n), bias, p.accumulate() ? 1.0f : 0.0f, c.out());
+  return Status::ok();
+}
+
 } // namespace
 
 Status linearStep(const OpContext &c) {
@@ -70,6 +107,8 @@ Status linearStep(const OpContext &c) {
     return denseLinear(c, p, o);
   case fb::WeightFormat::Q4:
     return q4Linear(c, p, o);
+  case fb::WeightFormat::Q8:
+    return q8Linear(c, p, o);
   }
   return Status::error("internal: unknown weight format");
 }

@@ -1,0 +1,129 @@
+// The int8 linear layer (cpu/matmul_q8.h, W8A16) on every ISA this machine
+// runs, against a double-precision reference of its numerics: per output
+// channel and grouped (ragged last group), f32 and f16 scales, decode and
+// prefill token counts, bias and the accumulate epilogue; x past K never read.
+#include "cpu/matmul_q8.h"
+#include "kernels/common/q8_layout.h"
+#include "test_util.h"
+
+#include <cmath>
+#include <limits>
+
+namespace llmc::cpu {
+namespace {
+
+// A random int8 [rows, cols] matrix in the plan layout (zero padding).
+struct TestQ8 {
+  std::vector<int8_t> q;
+  std::vector<float> scales;
+  std::vector<uint16_t> halfScales;
+  Q8Matrix m;
+};
+
+TestQ8 randomQ8(std::mt19937 &rng, int64_t rows, int64_t cols, int64_t group, bool half) {
+  TestQ8 t;
+  const int64_t rowBytes = hd::q8RowBytes(cols), groups = hd::q8NumGroups(cols, group);
+  t.q.assign(rows * rowBytes, 0);
+  std::uniform_int_distribution<int> level(-127, 127);
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t c = 0; c < cols; ++c)
+      t.q[r * rowBytes + c] = static_cast<int8_t>(level(rng));
+  t.scales = test::randomFloats(rng, rows * groups, 0.001f, 0.02f);
+  if (half)
+    for (float s : t.scales)
+      t.halfScales.push_back(hd::f32ToF16(s));
+  t.m = {t.q.data(),
+         half ? static_cast<const void *>(t.halfScales.data())
+              : static_cast<const void *>(t.scales.data()),
+         half, rows, cols, group};
+  return t;
+}
+
+// y = x . dequant(W)^T (+ bias) (+ y0) in double.
+std::vector<float> reference(const float *x, int64_t tokens, const Q8Matrix &w, const float *bias,
+                             const std::vector<float> &y0, bool accumulate) {
+  std::vector<float> y(tokens * w.rows);
+  const int64_t rowBytes = hd::q8RowBytes(w.cols), groups = hd::q8NumGroups(w.cols, w.groupSize);
+  for (int64_t t = 0; t < tokens; ++t)
+    for (int64_t n = 0; n < w.rows; ++n) {
+      const auto *row = reinterpret_cast<const signed char *>(w.qweight + n * rowBytes);
+      const void *scales =
+          w.halfScales ? static_cast<const void *>(static_cast<const uint16_t *>(w.scales) + n * groups)
+                       : static_cast<const void *>(static_cast<const float *>(w.scales) + n * groups);
+      double s = 0.0;
+      for (int64_t c = 0; c < w.cols; ++c)
+        s += static_cast<double>(hd::q8Dequant(row, scales, w.halfScales, c, w.groupSize)) *
+             x[t * w.cols + c];
+      s += bias ? bias[n] : 0.0f;
+      y[t * w.rows + n] = static_cast<float>(s + (accumulate ? y0[t * w.rows + n] : 0.0));
+    }
+  return y;
+}
+
+TEST(MatmulQ8, MatchesTheReferenceOnEveryIsa) {
+  ThreadPool pool(3);
+  std::mt19937 rng(81);
+  struct Shape {
+    int64_t rows, cols, group;
+  } shapes[] = {{37, 64, 0}, {20, 72, 32}, {9, 200, 64}, {33, 256, 128}, {6, 13, 0}};
+  for (Isa isa : test::supportedIsas()) {
+    test::ScopedIsa scoped(isa);
+    for (const Shape &s : shapes)
+      for (bool half : {false, true})
+        for (int64_t tokens : {1, 2, 3, 5, 9})
+          for (bool bias : {false, true}) {
+            TestQ8 w = randomQ8(rng, s.rows, s.cols, s.group, half);
+            // NaN right after the last row of x: a read past K would poison y.
+            std::vector<float> x = test::randomFloats(rng, tokens * s.cols + 16, -2.0f, 2.0f);
+            std::fill(x.begin() + tokens * s.cols, x.end(), std::numeric_limits<float>::quiet_NaN());
+            std::vector<float> b = test::randomFloats(rng, s.rows);
+            std::vector<float> y0 = test::randomFloats(rng, tokens * s.rows);
+            const bool accumulate = bias; // both epilogues in one case
+            std::vector<float> y = y0;
+            matmulQ8(pool, x.data(), tokens, w.m, bias ? b.data() : nullptr,
+                     accumulate ? 1.0f : 0.0f, y.data());
+            std::vector<float> want =
+                reference(x.data(), tokens, w.m, bias ? b.data() : nullptr, y0, accumulate);
+            for (size_t i = 0; i < y.size(); ++i)
+              ASSERT_NEAR(y[i], want[i], 1e-5f * (1.0f + std::fabs(want[i])))
+                  << isaName(isa) << " [" << s.rows << ", " << s.cols << "] G " << s.group
+                  << (half ? " f16" : " f32") << " scales, T " << tokens << ", element " << i;
+          }
+  }
+}
+
+TEST(MatmulQ8, IsasAgreeToRounding) {
+  ThreadPool pool(2);
+  std::mt19937 rng(82);
+  TestQ8 w = randomQ8(rng, 70, 4096 + 32, 128, true);
+  const int64_t tokens = 4;
+  std::vector<float> x = test::randomFloats(rng, tokens * w.m.cols);
+  std::vector<float> scalar(tokens * w.m.rows);
+  {
+    test::ScopedIsa scoped(Isa::Scalar);
+    matmulQ8(pool, x.data(), tokens, w.m, nullptr, 0.0f, scalar.data());
+  }
+  for (Isa isa : test::supportedIsas()) {
+    test::ScopedIsa scoped(isa);
+    std::vector<float> y(scalar.size());
+    matmulQ8(pool, x.data(), tokens, w.m, nullptr, 0.0f, y.data());
+    for (size_t i = 0; i < y.size(); ++i)
+      ASSERT_NEAR(y[i], scalar[i], 2e-5f * (1.0f + std::fabs(scalar[i]))) << isaName(isa);
+  }
+}
+
+TEST(MatmulQ8, CheckWeightNamesTheProblem) {
+  int8_t q[32] = {};
+  float s[1] = {1.0f};
+  EXPECT_NE(checkWeight(Q8Matrix{nullptr, s, false, 1, 32, 0}, "w").message().find(
+                "int8 weight 'w': no data"),
+            std::string::npos);
+  EXPECT_NE(checkWeight(Q8Matrix{q, s, false, 0, 32, 0}, "w").message().find("positive"),
+            std::string::npos);
+  EXPECT_NE(checkWeight(Q8Matrix{q, s, false, 1, 32, 48}, "w").message().find("group size 48"),
+            std::string::npos);
+  EXPECT_TRUE(checkWeight(Q8Matrix{q, s, false, 1, 32, 0}, "w").isOk());
+}
+
+} // namespace
+} // namespace llmc::cpu
