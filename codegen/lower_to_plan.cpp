@@ -1,7 +1,6 @@
 #include "lower_to_plan.h"
 
 #include "ir/LlmOps.h"
-#include "kernels/common/activations.h"
 #include "kernels/common/q4_layout.h"
 #include "kernels/common/synthetic.h"
 #include "memory_planner.h"
@@ -35,18 +34,59 @@ Expected<fb::DType> toPlanDType(mlir::Type type, const std::string &what) {
   return Status::error(what + ": element type " + os.str() + " has no plan dtype");
 }
 
-// The plan's gated activation (kernels/common/activations.h) of a fused linear.
-int64_t gateKind(llm::GatedActivation activation) {
+// The plan's activation of a fused linear's gate.
+fb::ActivationKind gateActivation(llm::GatedActivation activation) {
   switch (activation) {
   case llm::GatedActivation::None:
+    return fb::ActivationKind::None;
   case llm::GatedActivation::SwiGlu:
-    return hd::kGateSilu;
+    return fb::ActivationKind::Silu;
   case llm::GatedActivation::GeGluTanh:
-    return hd::kGateGeluTanh;
+    return fb::ActivationKind::GeluTanh;
   case llm::GatedActivation::GeGluErf:
-    return hd::kGateGeluErf;
+    return fb::ActivationKind::GeluErf;
   }
-  return hd::kGateSilu;
+  return fb::ActivationKind::None;
+}
+
+std::unique_ptr<fb::NormParamsT> rmsNorm(double eps, double offset) {
+  auto n = std::make_unique<fb::NormParamsT>();
+  n->kind = fb::NormKind::Rms;
+  n->eps = eps;
+  n->offset = offset;
+  return n;
+}
+
+// The step's RoPE from an op's rope attributes (theta, scaling): the IR's
+// values reach the plan here, once; every backend builds its tables from them.
+std::unique_ptr<fb::RopeParamsT> ropeParams(double theta, int64_t headDim,
+                                            llm::RopeScalingAttr scaling) {
+  auto r = std::make_unique<fb::RopeParamsT>();
+  r->theta = theta;
+  r->rotary_dim = headDim;
+  if (!scaling || scaling.getKind() == llm::RopeScalingKind::None)
+    return r;
+  r->scaling = std::make_unique<fb::RopeScalingT>();
+  switch (scaling.getKind()) {
+  case llm::RopeScalingKind::None:
+    break;
+  case llm::RopeScalingKind::Linear:
+    r->scaling->kind = fb::RopeScalingKind::Linear;
+    break;
+  case llm::RopeScalingKind::Llama3:
+    r->scaling->kind = fb::RopeScalingKind::Llama3;
+    break;
+  }
+  r->scaling->factor = scaling.getFactor().convertToDouble();
+  r->scaling->low_freq_factor = scaling.getLowFreqFactor().convertToDouble();
+  r->scaling->high_freq_factor = scaling.getHighFreqFactor().convertToDouble();
+  r->scaling->original_max_positions = scaling.getOriginalMaxPositionEmbeddings();
+  return r;
+}
+
+template <typename T> void setParams(fb::StepT &step, fb::OpKind kind, T params) {
+  step.op = kind;
+  step.params.Set(std::move(params));
 }
 
 // Builds the tensor table and the value -> buffer map, then the steps.
@@ -231,74 +271,79 @@ private:
       return Status::ok();
     };
     if (auto e = dyn_cast<llm::EmbeddingOp>(op)) {
-      s->op = fb::OpKind::Embedding;
       LLMC_RETURN_IF_ERROR(input(e.getTokens()));
       s->weights.push_back(weight(e.getTable()));
-      StepExtras extras;
-      extras.embeddingScale = e.getScale().convertToDouble();
-      setStepExtras(*s, extras);
+      fb::EmbeddingParamsT p;
+      p.scale = e.getScale().convertToDouble();
+      setParams(*s, fb::OpKind::Embedding, std::move(p));
     } else if (auto n = dyn_cast<llm::RmsNormOp>(op)) {
-      s->op = fb::OpKind::RmsNorm;
       LLMC_RETURN_IF_ERROR(input(n.getX()));
       s->weights.push_back(weight(n.getWeight()));
-      s->float_params.push_back(n.getEps().convertToDouble());
-      StepExtras extras;
-      extras.normOffset = n.getOffset().convertToDouble();
-      setStepExtras(*s, extras);
+      setParams(*s, fb::OpKind::Norm,
+                std::move(*rmsNorm(n.getEps().convertToDouble(), n.getOffset().convertToDouble())));
     } else if (auto l = dyn_cast<llm::LinearOp>(op)) {
-      s->op = fb::OpKind::Linear;
       LLMC_RETURN_IF_ERROR(input(l.getX()));
       s->weights.push_back(weight(l.getWeight()));
+      fb::LinearParamsT p;
       if (auto q4 = dyn_cast<llm::Q4Type>(l.getWeight().getType())) {
         // qweight, scales, zeros (consecutive tensors), then the bias.
-        s->op = fb::OpKind::LinearQ4;
+        p.weights = fb::WeightFormat::Q4;
+        p.group_size = q4.getGroupSize();
         s->weights.push_back(s->weights.back() + 1);
         s->weights.push_back(s->weights.back() + 1);
-        s->int_params.push_back(q4.getGroupSize());
       }
-      if (l.getBias())
+      if (l.getBias()) {
+        p.bias = true;
         s->weights.push_back(weight(l.getBias()));
-      s->int_params.insert(s->int_params.begin(), 0);
+      }
+      setParams(*s, fb::OpKind::Linear, std::move(p));
     } else if (auto r = dyn_cast<llm::RopeOp>(op)) {
-      s->op = fb::OpKind::Rope;
       LLMC_RETURN_IF_ERROR(input(r.getX()));
       if (!r.getX().hasOneUse())
         return Status::error("llm.rope works in place: its input must have no other use");
       aliasBuffer(r.getResult(), s->inputs[0], step);
       s->outputs.push_back(s->inputs[0]);
-      s->int_params = {static_cast<int64_t>(r.getNumHeads()), static_cast<int64_t>(r.getHeadDim())};
+      fb::RopeStepParamsT p;
+      p.heads = static_cast<int64_t>(r.getNumHeads());
+      p.head_dim = static_cast<int64_t>(r.getHeadDim());
+      p.rope = ropeParams(r.getTheta().convertToDouble(), p.head_dim, r.getScalingAttr());
+      setParams(*s, fb::OpKind::Rope, std::move(p));
       return s;
     } else if (auto a = dyn_cast<llm::AttentionOp>(op)) {
-      s->op = fb::OpKind::Attention;
       LLMC_RETURN_IF_ERROR(input(a.getQ()));
       LLMC_RETURN_IF_ERROR(input(a.getK()));
       LLMC_RETURN_IF_ERROR(input(a.getV()));
-      s->int_params = {static_cast<int64_t>(a.getLayer()), static_cast<int64_t>(a.getNumHeads()),
-                       static_cast<int64_t>(a.getNumKvHeads()),
-                       static_cast<int64_t>(a.getHeadDim())};
-      s->float_params.push_back(a.getScale().convertToDouble());
-      StepExtras extras;
-      extras.softcap = a.getSoftcap().convertToDouble();
-      extras.window = a.getWindowAttr().getInt();
-      setStepExtras(*s, extras);
+      fb::AttentionParamsT p;
+      p.layer = static_cast<int64_t>(a.getLayer());
+      p.heads = static_cast<int64_t>(a.getNumHeads());
+      p.kv_heads = static_cast<int64_t>(a.getNumKvHeads());
+      p.head_dim = static_cast<int64_t>(a.getHeadDim());
+      p.scale = a.getScale().convertToDouble();
+      p.softcap = a.getSoftcap().convertToDouble();
+      p.window = a.getWindowAttr().getInt();
+      setParams(*s, fb::OpKind::Attention, std::move(p));
     } else if (isa<llm::AddOp, llm::MulOp>(op)) {
-      s->op = isa<llm::AddOp>(op) ? fb::OpKind::Add : fb::OpKind::Mul;
       LLMC_RETURN_IF_ERROR(input(op->getOperand(0)));
       LLMC_RETURN_IF_ERROR(input(op->getOperand(1)));
+      fb::ElementwiseParamsT p;
+      p.op = isa<llm::AddOp>(op) ? fb::ElementwiseOp::Add : fb::ElementwiseOp::Mul;
+      setParams(*s, fb::OpKind::Elementwise, std::move(p));
     } else if (auto si = dyn_cast<llm::SiluOp>(op)) {
-      s->op = fb::OpKind::Silu;
       LLMC_RETURN_IF_ERROR(input(si.getX()));
+      fb::ActivationParamsT p;
+      p.activation = fb::ActivationKind::Silu;
+      setParams(*s, fb::OpKind::Activation, std::move(p));
     } else if (auto ge = dyn_cast<llm::GeluOp>(op)) {
-      s->op = fb::OpKind::Gelu;
       LLMC_RETURN_IF_ERROR(input(ge.getX()));
-      s->int_params.push_back(ge.getTanh() ? 1 : 0);
+      fb::ActivationParamsT p;
+      p.activation = ge.getTanh() ? fb::ActivationKind::GeluTanh : fb::ActivationKind::GeluErf;
+      setParams(*s, fb::OpKind::Activation, std::move(p));
     } else if (auto lo = dyn_cast<llm::LogitsOp>(op)) {
-      s->op = fb::OpKind::Logits;
       LLMC_RETURN_IF_ERROR(input(lo.getX()));
       s->weights.push_back(weight(lo.getWeight()));
-      StepExtras extras;
-      extras.softcap = lo.getSoftcap().convertToDouble();
-      setStepExtras(*s, extras);
+      fb::LogitsParamsT p;
+      p.softcap = lo.getSoftcap().convertToDouble();
+      setParams(*s, fb::OpKind::Logits, std::move(p));
     } else {
       return Status::error("no kernel for '" + op->getName().getStringRef().str() +
                            "' yet (supported: embedding, rms_norm, linear, rope, attention, " +
@@ -421,14 +466,12 @@ private:
       return s;
     }
     if (auto h = dyn_cast<llm::LmHeadOp>(op)) {
-      s->op = fb::OpKind::LmHead;
       LLMC_RETURN_IF_ERROR(input(h.getX()));
       s->weights = {weight(h.getNorm()), weight(h.getWeight())};
-      s->float_params = {h.getEps().convertToDouble()};
-      StepExtras extras;
-      extras.normOffset = h.getOffset().convertToDouble();
-      extras.softcap = h.getSoftcap().convertToDouble();
-      setStepExtras(*s, extras);
+      fb::LogitsParamsT p;
+      p.norm = rmsNorm(h.getEps().convertToDouble(), h.getOffset().convertToDouble());
+      p.softcap = h.getSoftcap().convertToDouble();
+      setParams(*s, fb::OpKind::LmHead, std::move(p));
       for (mlir::Value result : h->getResults()) {
         LLMC_ASSIGN_OR_RETURN(int b, bufferOf(result, step));
         s->outputs.push_back(b);
@@ -439,11 +482,14 @@ private:
       // A q or k slice of a packed qkv buffer, rotated in place.
       if (!r.getX().hasOneUse())
         return Status::error("llm.rope works in place: its input must have no other use");
-      s->op = fb::OpKind::RopeColumns;
       LLMC_RETURN_IF_ERROR(input(r.getX()));
       s->outputs = s->inputs;
-      s->int_params = {static_cast<int64_t>(r.getNumHeads()), static_cast<int64_t>(r.getHeadDim()),
-                       columnOf(r.getX())};
+      fb::RopeStepParamsT p;
+      p.heads = static_cast<int64_t>(r.getNumHeads());
+      p.head_dim = static_cast<int64_t>(r.getHeadDim());
+      p.column = columnOf(r.getX());
+      p.rope = ropeParams(r.getTheta().convertToDouble(), p.head_dim, r.getScalingAttr());
+      setParams(*s, fb::OpKind::Rope, std::move(p));
       aliasBuffer(r.getResult(), s->inputs[0], step);
       columns_[r.getResult().getAsOpaquePointer()] = columnOf(r.getX());
       return s;
@@ -454,41 +500,43 @@ private:
     if (!ra && !a)
       return Status::error("no kernel for '" + op->getName().getStringRef().str() +
                            "' reading a column slice of a fused q/k/v product");
-    s->op = fb::OpKind::RopeAttention;
     for (int i = 0; i < 3; ++i)
       LLMC_RETURN_IF_ERROR(input(op->getOperand(i)));
-    int64_t layer = ra ? ra.getLayer() : a.getLayer(),
-            heads = ra ? ra.getNumHeads() : a.getNumHeads(),
-            kvHeads = ra ? ra.getNumKvHeads() : a.getNumKvHeads(),
-            dim = ra ? ra.getHeadDim() : a.getHeadDim();
-    s->int_params = {layer,
-                     heads,
-                     kvHeads,
-                     dim,
-                     columnOf(op->getOperand(0)),
-                     columnOf(op->getOperand(1)),
-                     columnOf(op->getOperand(2)),
-                     ra ? 1 : 0};
-    s->float_params = {(ra ? ra.getScale() : a.getScale()).convertToDouble()};
-    StepExtras extras;
-    extras.softcap = (ra ? ra.getSoftcap() : a.getSoftcap()).convertToDouble();
-    extras.window = (ra ? ra.getWindowAttr() : a.getWindowAttr()).getInt();
-    setStepExtras(*s, extras);
+    fb::AttentionParamsT p;
+    p.layer = ra ? ra.getLayer() : a.getLayer();
+    p.heads = ra ? ra.getNumHeads() : a.getNumHeads();
+    p.kv_heads = ra ? ra.getNumKvHeads() : a.getNumKvHeads();
+    p.head_dim = ra ? ra.getHeadDim() : a.getHeadDim();
+    p.q_column = columnOf(op->getOperand(0));
+    p.k_column = columnOf(op->getOperand(1));
+    p.v_column = columnOf(op->getOperand(2));
+    if (ra)
+      p.rope = ropeParams(ra.getTheta().convertToDouble(), p.head_dim, ra.getScalingAttr());
+    p.scale = (ra ? ra.getScale() : a.getScale()).convertToDouble();
+    p.softcap = (ra ? ra.getSoftcap() : a.getSoftcap()).convertToDouble();
+    p.window = (ra ? ra.getWindowAttr() : a.getWindowAttr()).getInt();
+    setParams(*s, fb::OpKind::Attention, std::move(p));
     LLMC_ASSIGN_OR_RETURN(int out, bufferOf(op->getResult(0), step));
     s->outputs.push_back(out);
     return s;
   }
 
-  // One GEMM over the concatenated weights; the step kind says which
-  // prologue (norm) and epilogue (SwiGLU) it has. With a residual the GEMM
-  // accumulates into the residual's buffer (read-modify-write), so the
-  // result is that buffer, live from the residual's definition on.
-  // int4 weights: the kinds' Q4 forms (a plain one is LinearQ4), the
-  // matrix as qweight, scales, zeros, the group size after accumulate.
+  // One Linear step over the concatenated weights; its LinearParams say
+  // which prologue (norm) and epilogue (gated activation) it has. With a
+  // residual the GEMM accumulates into the residual's buffer
+  // (read-modify-write), so the result is that buffer, live from the
+  // residual's definition on. int4 weights: the matrix as qweight, scales,
+  // zeros.
   Status lowerFusedLinear(llm::FusedLinearOp f, int step, fb::StepT &s) {
     bool norm = static_cast<bool>(f.getNorm()), swiglu = f.isGated();
     auto q4 = dyn_cast<llm::Q4Type>(f.getWeights()[0].getType());
-    s.op = fusedLinearKind(norm, swiglu, static_cast<bool>(q4));
+    fb::LinearParamsT p;
+    if (q4) {
+      p.weights = fb::WeightFormat::Q4;
+      p.group_size = q4.getGroupSize();
+    }
+    p.gated = swiglu;
+    p.activation = gateActivation(f.getActivation());
     if (q4 && norm && !f.getBiases().empty())
       return Status::error(
           "an int4 GEMM with an RMSNorm prologue has no bias epilogue in the plan");
@@ -498,7 +546,7 @@ private:
     s.inputs.push_back(x);
     if (norm) {
       s.weights.push_back(weight(f.getNorm()));
-      s.float_params.push_back(f.getEpsAttr().getValueAsDouble());
+      p.prologue = rmsNorm(f.getEpsAttr().getValueAsDouble(), f.getNormOffset().convertToDouble());
     }
     LLMC_ASSIGN_OR_RETURN(int w, concatTensor(f.getWeights()));
     s.weights.push_back(w);
@@ -509,18 +557,13 @@ private:
     if (!f.getBiases().empty()) {
       LLMC_ASSIGN_OR_RETURN(int b, concatTensor(f.getBiases()));
       s.weights.push_back(b);
+      p.bias = true;
     }
     mlir::Value residual = f.getResidual();
     if (swiglu && (residual || !f.getBiases().empty()))
       return Status::error("a SwiGLU GEMM has no residual or bias epilogue in the plan");
-    if (!swiglu)
-      s.int_params.push_back(residual ? 1 : 0);
-    if (q4)
-      s.int_params.push_back(q4.getGroupSize());
-    StepExtras extras;
-    extras.normOffset = norm ? f.getNormOffset().convertToDouble() : 0.0;
-    extras.gate = gateKind(f.getActivation());
-    setStepExtras(s, extras);
+    p.accumulate = static_cast<bool>(residual);
+    setParams(s, fb::OpKind::Linear, std::move(p));
     if (residual) {
       if (columns_.count(residual.getAsOpaquePointer()) || !deadAfter(residual, f))
         return Status::error("llm.fused_linear: its residual is updated in place, so it must "
@@ -600,22 +643,6 @@ std::unique_ptr<fb::ModelInfoT> modelInfo(const ModelConfig &c, int64_t maxSeqLe
   m->vocab_size = c.vocabSize;
   m->max_seq_len = maxSeqLen;
   m->rms_norm_eps = c.rmsNormEps;
-  m->rope_theta = c.ropeTheta;
-  switch (c.ropeScaling.kind) {
-  case RopeScaling::Kind::None:
-    m->rope_scaling = fb::RopeScalingKind::None;
-    break;
-  case RopeScaling::Kind::Linear:
-    m->rope_scaling = fb::RopeScalingKind::Linear;
-    break;
-  case RopeScaling::Kind::Llama3:
-    m->rope_scaling = fb::RopeScalingKind::Llama3;
-    break;
-  }
-  m->rope_factor = c.ropeScaling.factor;
-  m->rope_low_freq_factor = c.ropeScaling.lowFreqFactor;
-  m->rope_high_freq_factor = c.ropeScaling.highFreqFactor;
-  m->rope_original_max_positions = c.ropeScaling.originalMaxPositionEmbeddings;
   m->tie_word_embeddings = c.tieWordEmbeddings;
   m->bos_token_ids = c.bosTokenIds;
   m->eos_token_ids = c.eosTokenIds;
@@ -653,14 +680,6 @@ fb::SyntheticInitT syntheticInitFor(const std::string &name, int64_t rank, uint6
   init.seed =
       hd::splitMix64(seed ^ fnv1a64(reinterpret_cast<const uint8_t *>(name.data()), name.size()));
   return init;
-}
-
-fb::OpKind fusedLinearKind(bool norm, bool swiglu, bool int4) {
-  if (int4)
-    return norm ? (swiglu ? fb::OpKind::RmsNormLinearSwiGluQ4 : fb::OpKind::RmsNormLinearQ4)
-                : (swiglu ? fb::OpKind::LinearSwiGluQ4 : fb::OpKind::LinearQ4);
-  return norm ? (swiglu ? fb::OpKind::RmsNormLinearSwiGlu : fb::OpKind::RmsNormLinear)
-              : (swiglu ? fb::OpKind::LinearSwiGlu : fb::OpKind::Linear);
 }
 
 fb::SyntheticInitT syntheticQ4InitFor(const std::string &name, Q4Part part, int64_t cols,

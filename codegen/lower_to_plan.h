@@ -48,10 +48,6 @@ std::string q4TensorName(const std::string &weight, Q4Part part);
 // with the tensor name, so a tensor's values do not depend on its position.
 fb::SyntheticInitT syntheticInitFor(const std::string &name, int64_t rank, uint64_t seed);
 
-// The step kind of an llm.fused_linear: with an RMSNorm prologue, a SwiGLU
-// epilogue, int4 weights.
-fb::OpKind fusedLinearKind(bool norm, bool swiglu, bool int4);
-
 // The rule for one stored part of an int4 weight `name` ([rows, cols] in
 // groups of groupSize) of a synthetic plan: the RTN coding of the values
 // syntheticInitFor(name + ".weight", 2, seed) gives the float weight.

@@ -1,6 +1,8 @@
 // llmrun inspect engine.plan [--json]: what a plan holds.
 #include "cli_common.h"
 #include "llmrun_commands.h"
+#include "ops/op_table.h"
+#include "ops/rope.h"
 #include "plan/plan.h"
 #include "tokenizer/tokenizer.h"
 
@@ -40,9 +42,26 @@ nlohmann::json describe(const Plan &plan, const Tokenizer &tokenizer) {
                 {"head_dim", m.head_dim()},
                 {"vocab_size", m.vocab_size()},
                 {"max_seq_len", m.max_seq_len()},
-                {"rope_theta", m.rope_theta()},
-                {"rope_scaling", fb::EnumNameRopeScalingKind(m.rope_scaling())},
                 {"tie_word_embeddings", m.tie_word_embeddings()}};
+  // The distinct RoPE configurations of the steps (one for most models).
+  nlohmann::json ropes = nlohmann::json::array();
+  if (meta.programs()->size() > 0)
+    for (const fb::Step *step : *meta.programs()->Get(0)->steps()) {
+      const fb::RopeParams *r = ops::stepRope(*step);
+      if (r == nullptr)
+        continue;
+      const fb::RopeScaling *sc = r->scaling();
+      nlohmann::json rope = {
+          {"theta", r->theta()},
+          {"rotary_dim", r->rotary_dim()},
+          {"interleaved", r->interleaved()},
+          {"scaling", sc ? fb::EnumNameRopeScalingKind(sc->kind()) : "None"}};
+      if (sc != nullptr)
+        rope["factor"] = sc->factor();
+      if (std::find(ropes.begin(), ropes.end(), rope) == ropes.end())
+        ropes.push_back(rope);
+    }
+  j["model"]["rope"] = ropes;
   // Sliding windows per layer (0: global), shown when a layer has one.
   const std::vector<int32_t> windows = attentionWindows(meta);
   if (std::any_of(windows.begin(), windows.end(), [](int32_t w) { return w != 0; }))
@@ -64,7 +83,7 @@ nlohmann::json describe(const Plan &plan, const Tokenizer &tokenizer) {
   for (const fb::Program *p : *meta.programs()) {
     std::map<std::string, int> kernels;
     for (const fb::Step *s : *p->steps())
-      ++kernels[fb::EnumNameOpKind(s->op())];
+      ++kernels[ops::stepVariant(*s)];
     programs.push_back({{"target", fb::EnumNameTarget(p->target())},
                         {"phase", fb::EnumNamePhase(p->phase())},
                         {"steps", p->steps()->size()},

@@ -1,8 +1,8 @@
 #include "cuda/cuda_backend.h"
 
+#include "cpu/backend/loaded_weights.h"
 #include "cuda/kernel_abi.h"
-#include "engine/engine.h"
-#include "engine/weights.h"
+#include "engine/engine_options.h"
 #include "kernels/common/q4_layout.h"
 #include "kernels/common/sampling.h"
 #include "plan/plan_format.h"
@@ -271,7 +271,7 @@ Status CudaBackend::allocateKvCache(const EngineOptions &options) {
   // The cache holds what attention reads: the dtype of its k input.
   fb::DType kvType = fb::DType::F32;
   for (const fb::Step *s : *plan_->program(target_, fb::Phase::Prefill)->steps())
-    if (s->op() == fb::OpKind::Attention || s->op() == fb::OpKind::RopeAttention) {
+    if (s->op() == fb::OpKind::Attention) {
       kvType =
           plan_->program(target_, fb::Phase::Prefill)->buffers()->Get(s->inputs()->Get(1))->dtype();
       break;
@@ -492,8 +492,8 @@ Status CudaBackend::runStep(const fb::Program &program, const fb::Step &step,
   if (step.weights() != nullptr) // at most 4 (the loader checks each op's weight count)
     for (uint32_t i = 0; i < step.weights()->size() && i < 4; ++i)
       args.w[i] = reinterpret_cast<const void *>(tensors_[step.weights()->Get(i)]);
-  if (step.op() == fb::OpKind::Attention || step.op() == fb::OpKind::RopeAttention) {
-    uint64_t layer = static_cast<uint64_t>(step.int_params()->Get(0));
+  if (const fb::AttentionParams *attention = step.params_as_AttentionParams()) {
+    uint64_t layer = static_cast<uint64_t>(attention->layer());
     args.kvKeys = reinterpret_cast<void *>(kv_.get() + (2 * layer) * kvLayerBytes_);
     args.kvValues = reinterpret_cast<void *>(kv_.get() + (2 * layer + 1) * kvLayerBytes_);
   }

@@ -2,7 +2,7 @@
 // device (the plan, the tokenizer, sequences and their block tables); a
 // backend owns the weights, the KV cache storage and its block pool, and the
 // executors of the plan's programs for its target.
-//   CpuBackend (engine/cpu_backend.h): the plan's CPU programs, in place on
+//   CpuBackend (cpu/backend/cpu_backend.h): the plan's CPU programs, in place on
 //     the mapped weights;
 //   CudaBackend (cuda/cuda_backend.h): its sm_90a or ptx programs on one GPU.
 #pragma once

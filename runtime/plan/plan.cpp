@@ -1,6 +1,8 @@
 #include "plan/plan.h"
 
 #include "kernels/common/activations.h"
+#include "ops/op_table.h"
+#include "ops/operands.h"
 #include "kernels/common/q4_layout.h"
 #include "plan/checksum.h"
 #include "plan/plan_format.h"
@@ -65,7 +67,8 @@ Status checkHeader(const uint8_t *data, uint64_t size, const std::string &name, 
   if (header->formatVersion < kPlanFormatVersion)
     return Status::error(name + ": plan format version " + str(header->formatVersion) +
                          " is older than this runtime reads (" + str(kPlanFormatVersion) +
-                         "); rebuild the plan with this llmc (llmc build)");
+                         "); rebuild the plan with llmc >= " + kPlanFormatLlmcVersion +
+                         " (llmc build)");
   if (header->headerSize != sizeof(PlanFileHeader))
     return Status::error(name + ": header size " + str(header->headerSize) + ", expected 64");
   uint64_t metaEnd = 0, weightsEnd = 0;
@@ -113,10 +116,8 @@ Status checkModel(const fb::Plan &plan, const std::string &name) {
     return bad("vocab_size", m->vocab_size());
   if (m->max_seq_len() <= 0 || m->max_seq_len() > kMaxPlanSeqLen)
     return bad("max_seq_len", m->max_seq_len());
-  if (!(m->rms_norm_eps() > 0.0) || !(m->rope_theta() > 0.0))
-    return Status::error(name + ": model.rms_norm_eps and model.rope_theta must be positive");
-  if (m->rope_scaling() > fb::RopeScalingKind::MAX)
-    return bad("rope_scaling", static_cast<int64_t>(m->rope_scaling()));
+  if (!(m->rms_norm_eps() > 0.0))
+    return Status::error(name + ": model.rms_norm_eps must be positive");
   if (plan.tokenizer() == nullptr || plan.tokenizer()->tokenizer_json() == nullptr)
     return Status::error(name + ": metadata has no tokenizer");
   const fb::KvCacheInfo *kv = plan.kv_cache();
@@ -339,281 +340,327 @@ Status checkGpuStep(const fb::Plan &plan, const fb::Program &program, const fb::
 
 namespace {
 
-// Where a kind keeps its optional trailing parameters (engine.fbs): indices
-// into float_params (F) and int_params (I), -1 where it has none.
-struct ExtraSlots {
-  int offsetF = -1, scaleF = -1, softcapF = -1, windowI = -1, gateI = -1;
+// --- Parameter tables: every field range-checked, named in the message. ---
+
+std::string num(double v) {
+  char text[40];
+  std::snprintf(text, sizeof(text), "%.9g", v);
+  return text;
+}
+
+// "<where>: <Op>: <Table>.<field> = <value>: <what>".
+struct FieldCheck {
+  const std::string &where; // "plan: program 0 step 3"
+  std::string op;           // "Linear"
+  Status fail(const std::string &field, const std::string &value, const std::string &what) const {
+    return Status::error(where + ": " + op + ": " + field + " = " + value + ": " + what);
+  }
+  Status fail(const std::string &field, int64_t value, const std::string &what) const {
+    return fail(field, std::to_string(value), what);
+  }
+  Status failF(const std::string &field, double value, const std::string &what) const {
+    return fail(field, num(value), what);
+  }
+  Status unsupported(const std::string &field, const std::string &value) const {
+    return fail(field, value,
+                "not run by this runtime yet (a newer llmrun may; or rebuild the plan without it)");
+  }
 };
 
-ExtraSlots extraSlots(fb::OpKind op) {
-  ExtraSlots s;
-  switch (op) {
-  case fb::OpKind::Embedding:
-    s.scaleF = 0;
-    break;
-  case fb::OpKind::RmsNorm:
-  case fb::OpKind::RmsNormLinear:
-  case fb::OpKind::RmsNormLinearQ4:
-    s.offsetF = 1;
-    break;
-  case fb::OpKind::Logits:
-    s.softcapF = 0;
-    break;
-  case fb::OpKind::LmHead:
-    s.offsetF = 1;
-    s.softcapF = 2;
-    break;
-  case fb::OpKind::Attention:
-    s.windowI = 4;
-    s.softcapF = 1;
-    break;
-  case fb::OpKind::RopeAttention:
-    s.windowI = 8;
-    s.softcapF = 1;
-    break;
-  case fb::OpKind::LinearSwiGlu:
-    s.gateI = 0;
-    break;
-  case fb::OpKind::RmsNormLinearSwiGlu:
-    s.gateI = 0;
-    s.offsetF = 1;
-    break;
-  case fb::OpKind::LinearSwiGluQ4:
-    s.gateI = 1;
-    break;
-  case fb::OpKind::RmsNormLinearSwiGluQ4:
-    s.gateI = 1;
-    s.offsetF = 1;
-    break;
-  case fb::OpKind::Linear:
-  case fb::OpKind::Rope:
-  case fb::OpKind::Add:
-  case fb::OpKind::Mul:
-  case fb::OpKind::Silu:
-  case fb::OpKind::SwiGlu:
-  case fb::OpKind::LinearQ4:
-  case fb::OpKind::RopeColumns:
-  case fb::OpKind::Gelu:
-    break;
-  }
-  return s;
-}
+bool finite(double v) { return std::isfinite(v); }
 
-// The operand and parameter counts a kind requires (its optional ones excluded).
-struct RequiredCounts {
-  int inputs, outputs, minWeights, maxWeights, intParams, floatParams;
-};
-
-RequiredCounts requiredSignature(fb::OpKind op) {
-  switch (op) {
-  case fb::OpKind::Embedding:
-    return {1, 1, 1, 1, 0, 0};
-  case fb::OpKind::RmsNorm:
-    return {1, 1, 1, 1, 0, 1};
-  case fb::OpKind::Linear:
-    return {1, 1, 1, 2, 1, 0};
-  case fb::OpKind::Rope:
-    return {1, 1, 0, 0, 2, 0};
-  case fb::OpKind::Attention:
-    return {3, 1, 0, 0, 4, 1};
-  case fb::OpKind::Add:
-  case fb::OpKind::Mul:
-    return {2, 1, 0, 0, 0, 0};
-  case fb::OpKind::Silu:
-    return {1, 1, 0, 0, 0, 0};
-  case fb::OpKind::SwiGlu:
-    return {2, 1, 0, 0, 0, 0};
-  case fb::OpKind::Logits:
-    return {1, 1, 1, 1, 0, 0};
-  case fb::OpKind::LinearQ4:
-    return {1, 1, 3, 4, 2, 0};
-  case fb::OpKind::RmsNormLinear:
-    return {1, 1, 2, 3, 1, 1};
-  case fb::OpKind::LinearSwiGlu:
-    return {1, 1, 1, 1, 0, 0};
-  case fb::OpKind::RmsNormLinearSwiGlu:
-    return {1, 1, 2, 2, 0, 1};
-  case fb::OpKind::RopeAttention:
-    return {3, 1, 0, 0, 8, 1};
-  case fb::OpKind::RopeColumns:
-    return {1, 1, 0, 0, 3, 0};
-  case fb::OpKind::LmHead:
-    return {1, 2, 2, 2, 0, 1};
-  case fb::OpKind::RmsNormLinearQ4:
-    return {1, 1, 4, 4, 2, 1};
-  case fb::OpKind::LinearSwiGluQ4:
-    return {1, 1, 3, 3, 1, 0};
-  case fb::OpKind::RmsNormLinearSwiGluQ4:
-    return {1, 1, 4, 4, 1, 1};
-  case fb::OpKind::Gelu:
-    return {1, 1, 0, 0, 1, 0};
-  }
-  return {-1, -1, -1, -1, -1, -1};
-}
-
-} // namespace
-
-OpSignature opSignature(fb::OpKind op) {
-  const RequiredCounts r = requiredSignature(op);
-  OpSignature sig{r.inputs, r.outputs, r.minWeights, r.maxWeights, r.intParams, r.floatParams,
-                  r.intParams, r.floatParams};
-  const ExtraSlots s = extraSlots(op);
-  sig.maxIntParams = std::max({sig.intParams, s.windowI + 1, s.gateI + 1});
-  sig.maxFloatParams = std::max({sig.floatParams, s.offsetF + 1, s.scaleF + 1, s.softcapF + 1});
-  return sig;
-}
-
-StepExtras stepExtras(fb::OpKind op, const int64_t *ints, size_t numInts, const double *floats,
-                      size_t numFloats) {
-  const ExtraSlots s = extraSlots(op);
-  StepExtras e;
-  auto f = [&](int slot, double &value) {
-    if (slot >= 0 && static_cast<size_t>(slot) < numFloats)
-      value = floats[slot];
-  };
-  auto i = [&](int slot, int64_t &value) {
-    if (slot >= 0 && static_cast<size_t>(slot) < numInts)
-      value = ints[slot];
-  };
-  f(s.offsetF, e.normOffset);
-  f(s.scaleF, e.embeddingScale);
-  f(s.softcapF, e.softcap);
-  i(s.windowI, e.window);
-  i(s.gateI, e.gate);
-  return e;
-}
-
-StepExtras stepExtras(const fb::Step &step) {
-  auto ints = step.int_params();
-  auto floats = step.float_params();
-  return stepExtras(step.op(), ints ? ints->data() : nullptr, ints ? ints->size() : 0,
-                    floats ? floats->data() : nullptr, floats ? floats->size() : 0);
-}
-
-StepExtras stepExtras(const fb::StepT &step) {
-  return stepExtras(step.op, step.int_params.data(), step.int_params.size(),
-                    step.float_params.data(), step.float_params.size());
-}
-
-std::vector<int32_t> attentionWindows(const fb::Plan &plan) {
-  std::vector<int32_t> windows(static_cast<size_t>(std::max<int64_t>(0, plan.model()->num_layers())), 0);
-  if (plan.programs() == nullptr || plan.programs()->size() == 0)
-    return windows;
-  for (const fb::Step *step : *plan.programs()->Get(0)->steps()) {
-    if (step->op() != fb::OpKind::Attention && step->op() != fb::OpKind::RopeAttention)
-      continue;
-    const int64_t layer = step->int_params()->Get(0); // in range: the loader checked it
-    if (layer >= 0 && static_cast<size_t>(layer) < windows.size())
-      windows[static_cast<size_t>(layer)] = static_cast<int32_t>(stepExtras(*step).window);
-  }
-  return windows;
-}
-
-void setStepExtras(fb::StepT &step, const StepExtras &extras) {
-  const ExtraSlots s = extraSlots(step.op);
-  const StepExtras defaults;
-  // Writes `value` at `slot` when it is not the default, filling the slots
-  // between with their defaults (`fill`: the default of each slot index).
-  auto put = [](auto &list, int slot, auto value, auto defaultValue, auto fill) {
-    if (slot < 0 || value == defaultValue)
-      return;
-    while (static_cast<int>(list.size()) < slot)
-      list.push_back(fill(static_cast<int>(list.size())));
-    if (static_cast<int>(list.size()) == slot)
-      list.push_back(value);
-    else
-      list[slot] = value;
-  };
-  auto floatDefault = [&](int slot) {
-    return slot == s.scaleF ? defaults.embeddingScale : 0.0; // offset, softcap: 0
-  };
-  auto intDefault = [](int) { return int64_t{0}; }; // window, gate: 0
-  put(step.float_params, s.offsetF, extras.normOffset, defaults.normOffset, floatDefault);
-  put(step.float_params, s.scaleF, extras.embeddingScale, defaults.embeddingScale, floatDefault);
-  put(step.float_params, s.softcapF, extras.softcap, defaults.softcap, floatDefault);
-  put(step.int_params, s.windowI, extras.window, defaults.window, intDefault);
-  put(step.int_params, s.gateI, extras.gate, defaults.gate, intDefault);
-}
-
-bool isSyntheticQ4(fb::SyntheticKind kind) {
-  return kind == fb::SyntheticKind::Q4Weight || kind == fb::SyntheticKind::Q4Scales ||
-         kind == fb::SyntheticKind::Q4Zeros;
-}
-
-Int4Linear int4Linear(fb::OpKind op) {
-  switch (op) {
-  case fb::OpKind::LinearQ4:
-    return {true, false, false};
-  case fb::OpKind::RmsNormLinearQ4:
-    return {true, true, false};
-  case fb::OpKind::LinearSwiGluQ4:
-    return {true, false, true};
-  case fb::OpKind::RmsNormLinearSwiGluQ4:
-    return {true, true, true};
-  default:
-    return {};
-  }
-}
-
-namespace {
-
-// The optional trailing parameters' ranges: what the kernels can run.
-Status checkStepExtras(const fb::Step &step, const std::string &where) {
-  const StepExtras e = stepExtras(step);
-  if (!std::isfinite(e.normOffset))
-    return Status::error(where + ": norm offset " + std::to_string(e.normOffset) +
-                         " is not finite");
-  if (!std::isfinite(e.embeddingScale) || e.embeddingScale == 0.0)
-    return Status::error(where + ": embedding scale " + std::to_string(e.embeddingScale) +
-                         " must be finite and non-zero");
-  if (!(e.softcap >= 0.0) || !std::isfinite(e.softcap))
-    return Status::error(where + ": softcap " + std::to_string(e.softcap) +
-                         " must be 0 (off) or positive and finite");
-  if (e.window < 0 || e.window > INT32_MAX)
-    return Status::error(where + ": attention window " + std::to_string(e.window) +
-                         " must be 0 (off) or in [1, 2^31)");
-  if (e.gate < 0 || e.gate >= hd::kNumGateKinds)
-    return Status::error(where + ": gated activation " + std::to_string(e.gate) +
-                         " is not 0 (silu), 1 (gelu tanh) or 2 (gelu erf)");
+// A norm of rows `width` wide (a Norm step's, a prologue, a final norm).
+Status checkNormParams(const fb::NormParams &n, const std::string &table, int64_t width,
+                       const FieldCheck &c) {
+  if (n.kind() > fb::NormKind::MAX)
+    return c.fail(table + ".kind", static_cast<int64_t>(n.kind()), "not a NormKind");
+  if (!(n.eps() > 0.0) || !finite(n.eps()))
+    return c.failF(table + ".eps", n.eps(), "must be positive and finite");
+  if (!finite(n.offset()))
+    return c.failF(table + ".offset", n.offset(), "must be finite");
+  if (n.group_width() < 0 || (n.group_width() > 0 && width % n.group_width() != 0))
+    return c.fail(table + ".group_width", n.group_width(),
+                  "must be 0 (the whole row) or divide the row width " + std::to_string(width));
+  if (n.kind() != fb::NormKind::Rms)
+    return c.unsupported(table + ".kind", fb::EnumNameNormKind(n.kind()));
+  if (n.bias())
+    return c.unsupported(table + ".bias", "true");
+  if (n.group_width() != 0)
+    return c.unsupported(table + ".group_width", std::to_string(n.group_width()));
   return Status::ok();
+}
+
+Status checkRopeScaling(const fb::RopeScaling &s, int64_t rotaryDim, const FieldCheck &c) {
+  const std::string t = "rope.scaling";
+  if (s.kind() > fb::RopeScalingKind::MAX)
+    return c.fail(t + ".kind", static_cast<int64_t>(s.kind()), "not a RopeScalingKind");
+  if (!(s.factor() > 0.0) || !finite(s.factor()))
+    return c.failF(t + ".factor", s.factor(), "must be positive and finite");
+  if (!(s.low_freq_factor() > 0.0) || !finite(s.low_freq_factor()))
+    return c.failF(t + ".low_freq_factor", s.low_freq_factor(), "must be positive and finite");
+  if (!(s.high_freq_factor() > 0.0) || !finite(s.high_freq_factor()))
+    return c.failF(t + ".high_freq_factor", s.high_freq_factor(), "must be positive and finite");
+  if (s.original_max_positions() < 0 || s.original_max_positions() > kMaxPlanSeqLen)
+    return c.fail(t + ".original_max_positions", s.original_max_positions(),
+                  "must be in [0, 2^24]");
+  if (!finite(s.beta_fast()) || !finite(s.beta_slow()))
+    return c.failF(t + ".beta_fast", s.beta_fast(), "beta_fast and beta_slow must be finite");
+  if (!(s.attention_factor() >= 0.0) || !finite(s.attention_factor()))
+    return c.failF(t + ".attention_factor", s.attention_factor(),
+                   "must be 0 (derived) or positive and finite");
+  const bool longRope = s.kind() == fb::RopeScalingKind::LongRope;
+  for (const auto &[field, list] : {std::pair{".short_factor", s.short_factor()},
+                                    std::pair{".long_factor", s.long_factor()}}) {
+    const int64_t size = list ? static_cast<int64_t>(list->size()) : 0;
+    if (size != (longRope ? rotaryDim / 2 : 0))
+      return c.fail(t + field + " length", size,
+                    longRope ? "LongRope needs rotary_dim / 2 = " + std::to_string(rotaryDim / 2)
+                             : std::string("only LongRope has per-pair factors"));
+    if (list)
+      for (float f : *list)
+        if (!(f > 0.0f) || !std::isfinite(f))
+          return c.failF(t + field, f, "every factor must be positive and finite");
+  }
+  if (s.kind() == fb::RopeScalingKind::Llama3) {
+    if (s.original_max_positions() <= 0)
+      return c.fail(t + ".original_max_positions", s.original_max_positions(),
+                    "Llama3 scaling needs the original context length");
+    if (!(s.high_freq_factor() > s.low_freq_factor()))
+      return c.failF(t + ".high_freq_factor", s.high_freq_factor(),
+                     "must exceed low_freq_factor " + num(s.low_freq_factor()));
+  }
+  switch (s.kind()) {
+  case fb::RopeScalingKind::None:
+  case fb::RopeScalingKind::Linear:
+  case fb::RopeScalingKind::Llama3:
+    return Status::ok();
+  case fb::RopeScalingKind::Dynamic:
+  case fb::RopeScalingKind::Yarn:
+  case fb::RopeScalingKind::LongRope:
+    return c.unsupported(t + ".kind", fb::EnumNameRopeScalingKind(s.kind()));
+  }
+  return Status::ok();
+}
+
+// `fused`: rotated inside attention, where the kernels rotate whole heads.
+Status checkRopeParams(const fb::RopeParams &r, int64_t headDim, bool fused, const FieldCheck &c) {
+  if (!(r.theta() > 0.0) || !finite(r.theta()))
+    return c.failF("rope.theta", r.theta(), "must be positive and finite");
+  if (r.rotary_dim() <= 0 || r.rotary_dim() > headDim || r.rotary_dim() % 2 != 0)
+    return c.fail("rope.rotary_dim", r.rotary_dim(),
+                  "must be even, in [2, head_dim = " + std::to_string(headDim) + "]");
+  if (r.scaling() != nullptr)
+    LLMC_RETURN_IF_ERROR(checkRopeScaling(*r.scaling(), r.rotary_dim(), c));
+  if (r.interleaved())
+    return c.unsupported("rope.interleaved", "true");
+  if (fused && r.rotary_dim() != headDim)
+    return c.unsupported("rope.rotary_dim", std::to_string(r.rotary_dim()) +
+                                                " (partial rotary inside attention)");
+  return Status::ok();
+}
+
+Status checkActivationKind(fb::ActivationKind a, const std::string &field, const FieldCheck &c) {
+  if (a > fb::ActivationKind::MAX)
+    return c.fail(field, static_cast<int64_t>(a), "not an ActivationKind");
+  return Status::ok();
+}
+
+// Columns [column, column + features) must lie inside a buffer `width` wide.
+bool inside(int64_t column, int64_t features, int64_t width) {
+  return column >= 0 && features > 0 && column <= width - features;
+}
+
+Status checkStepParams(const fb::Plan &plan, const fb::Program &program, const fb::Step &step,
+                       const FieldCheck &c) {
+  const fb::ModelInfo &m = *plan.model();
+  auto width = [&](const flatbuffers::Vector<int32_t> *list, int i) {
+    return program.buffers()->Get(list->Get(i))->width();
+  };
+  switch (step.op()) {
+  case fb::OpKind::Embedding: {
+    const double scale = step.params_as_EmbeddingParams()->scale();
+    if (!finite(scale) || scale == 0.0)
+      return c.failF("EmbeddingParams.scale", scale, "must be finite and non-zero");
+    return Status::ok();
+  }
+  case fb::OpKind::Norm:
+    return checkNormParams(*step.params_as_NormParams(), "NormParams", width(step.inputs(), 0), c);
+  case fb::OpKind::Linear: {
+    const fb::LinearParams &p = *step.params_as_LinearParams();
+    if (p.prologue() != nullptr)
+      LLMC_RETURN_IF_ERROR(
+          checkNormParams(*p.prologue(), "LinearParams.prologue", width(step.inputs(), 0), c));
+    LLMC_RETURN_IF_ERROR(checkActivationKind(p.activation(), "LinearParams.activation", c));
+    if (p.weights() > fb::WeightFormat::MAX)
+      return c.fail("LinearParams.weights", static_cast<int64_t>(p.weights()),
+                    "not a WeightFormat");
+    if (p.weights() == fb::WeightFormat::Q4 ? !hd::q4ValidGroupSize(p.group_size())
+                                            : p.group_size() != 0)
+      return c.fail("LinearParams.group_size", p.group_size(),
+                    p.weights() == fb::WeightFormat::Q4
+                        ? "must be a positive multiple of 32 for Q4 weights"
+                        : "must be 0 for Dense weights");
+    if (!std::isfinite(p.output_scale()) || p.output_scale() == 0.0f)
+      return c.failF("LinearParams.output_scale", p.output_scale(),
+                     "must be finite and non-zero");
+    if (p.gated() && p.activation() == fb::ActivationKind::None)
+      return c.fail("LinearParams.activation", "None", "a gated linear needs an activation");
+    if (!p.gated() && p.activation() != fb::ActivationKind::None)
+      return c.unsupported("LinearParams.activation",
+                           std::string(fb::EnumNameActivationKind(p.activation())) +
+                               " without gating");
+    if (p.gated() && p.accumulate())
+      return c.unsupported("LinearParams.accumulate", "true (with gated)");
+    if (p.gated() && p.bias())
+      return c.unsupported("LinearParams.bias", "true (with gated)");
+    if (p.output_scale() != 1.0f)
+      return c.unsupported("LinearParams.output_scale", num(p.output_scale()));
+    return Status::ok();
+  }
+  case fb::OpKind::Rope: {
+    const fb::RopeStepParams &p = *step.params_as_RopeStepParams();
+    if (p.head_dim() != m.head_dim())
+      return c.fail("RopeStepParams.head_dim", p.head_dim(),
+                    "must equal the model's head_dim " + std::to_string(m.head_dim()));
+    if (p.heads() <= 0 || p.heads() > m.num_heads())
+      return c.fail("RopeStepParams.heads", p.heads(),
+                    "must be in [1, num_heads = " + std::to_string(m.num_heads()) + "]");
+    if (!inside(p.column(), checkedProduct(p.heads(), p.head_dim()), width(step.inputs(), 0)))
+      return c.fail("RopeStepParams.column", p.column(),
+                    "heads * head_dim features from it must lie inside the buffer's " +
+                        std::to_string(width(step.inputs(), 0)) + " columns");
+    if (p.rope() == nullptr)
+      return c.fail("RopeStepParams.rope", "null", "a Rope step needs its RopeParams");
+    return checkRopeParams(*p.rope(), p.head_dim(), false, c);
+  }
+  case fb::OpKind::Attention: {
+    const fb::AttentionParams &p = *step.params_as_AttentionParams();
+    if (p.layer() < 0 || p.layer() >= m.num_layers())
+      return c.fail("AttentionParams.layer", p.layer(),
+                    "must be in [0, num_layers = " + std::to_string(m.num_layers()) + ")");
+    if (p.kv_heads() != m.num_kv_heads())
+      return c.fail("AttentionParams.kv_heads", p.kv_heads(),
+                    "must equal the KV cache's " + std::to_string(m.num_kv_heads()));
+    if (p.head_dim() != m.head_dim())
+      return c.fail("AttentionParams.head_dim", p.head_dim(),
+                    "must equal the KV cache's " + std::to_string(m.head_dim()));
+    if (p.heads() <= 0 || p.heads() % p.kv_heads() != 0 || p.heads() > 4096)
+      return c.fail("AttentionParams.heads", p.heads(),
+                    "must be a positive multiple of kv_heads " + std::to_string(p.kv_heads()));
+    const int64_t qWidth = checkedProduct(p.heads(), p.head_dim()),
+                  kvWidth = checkedProduct(p.kv_heads(), p.head_dim());
+    const struct {
+      const char *field;
+      int64_t column, features;
+    } columns[] = {{"AttentionParams.q_column", p.q_column(), qWidth},
+                   {"AttentionParams.k_column", p.k_column(), kvWidth},
+                   {"AttentionParams.v_column", p.v_column(), kvWidth}};
+    for (int i = 0; i < 3; ++i)
+      if (!inside(columns[i].column, columns[i].features, width(step.inputs(), i)))
+        return c.fail(columns[i].field, columns[i].column,
+                      std::to_string(columns[i].features) +
+                          " features from it must lie inside input " + std::to_string(i) +
+                          "'s " + std::to_string(width(step.inputs(), i)) + " columns");
+    if (!finite(p.scale()) || !(p.scale() > 0.0))
+      return c.failF("AttentionParams.scale", p.scale(), "must be positive and finite");
+    if (!(p.softcap() >= 0.0) || !finite(p.softcap()))
+      return c.failF("AttentionParams.softcap", p.softcap(),
+                     "must be 0 (off) or positive and finite");
+    if (p.window() < 0 || p.window() > INT32_MAX)
+      return c.fail("AttentionParams.window", p.window(), "must be 0 (off) or in [1, 2^31)");
+    if (p.rope() != nullptr)
+      return checkRopeParams(*p.rope(), p.head_dim(), true, c);
+    return Status::ok();
+  }
+  case fb::OpKind::Elementwise: {
+    const fb::ElementwiseOp op = step.params_as_ElementwiseParams()->op();
+    if (op > fb::ElementwiseOp::MAX)
+      return c.fail("ElementwiseParams.op", static_cast<int64_t>(op), "not an ElementwiseOp");
+    return Status::ok();
+  }
+  case fb::OpKind::Activation: {
+    const fb::ActivationParams &p = *step.params_as_ActivationParams();
+    LLMC_RETURN_IF_ERROR(checkActivationKind(p.activation(), "ActivationParams.activation", c));
+    if (p.activation() == fb::ActivationKind::None)
+      return c.fail("ActivationParams.activation", "None", "an Activation step needs one");
+    return Status::ok();
+  }
+  case fb::OpKind::Logits:
+  case fb::OpKind::LmHead: {
+    const fb::LogitsParams &p = *step.params_as_LogitsParams();
+    const bool head = step.op() == fb::OpKind::LmHead;
+    if (head && p.norm() == nullptr)
+      return c.fail("LogitsParams.norm", "null", "LmHead needs its final norm");
+    if (p.norm() != nullptr) {
+      if (!head)
+        return c.unsupported("LogitsParams.norm", "set (on a Logits step; LmHead has one)");
+      LLMC_RETURN_IF_ERROR(
+          checkNormParams(*p.norm(), "LogitsParams.norm", width(step.inputs(), 0), c));
+    }
+    if (!(p.softcap() >= 0.0) || !finite(p.softcap()))
+      return c.failF("LogitsParams.softcap", p.softcap(),
+                     "must be 0 (off) or positive and finite");
+    if (!(p.scale() > 0.0) || !finite(p.scale()))
+      return c.failF("LogitsParams.scale", p.scale(),
+                     "must be positive and finite (argmax of the unscaled logits)");
+    if (p.scale() != 1.0)
+      return c.unsupported("LogitsParams.scale", num(p.scale()));
+    if (p.bias())
+      return c.unsupported("LogitsParams.bias", "true");
+    return Status::ok();
+  }
+  }
+  return c.fail("op", static_cast<int64_t>(step.op()), "not an op kind");
 }
 
 // Checks one step's operands against its op kind and the buffers/tensors it names.
 Status checkStep(const fb::Plan &plan, const fb::Program &program, const fb::Step &step,
                  const std::string &where) {
-  if (step.op() > fb::OpKind::MAX)
+  if (!ops::validOp(step.op()))
     return Status::error(where + ": unknown op kind " + str(static_cast<uint64_t>(step.op())));
-  if (!aligned(step.int_params()) || !aligned(step.float_params()))
-    return Status::error(where + ": misaligned step parameters (corrupt plan)");
-  OpSignature sig = opSignature(step.op());
+  const ops::OpInfo &info = ops::opInfo(step.op());
+  const std::string op = info.name;
+  if (step.params_type() != info.params)
+    return Status::error(where + ": " + op + ": params is " +
+                         (step.params_type() > fb::StepParams::MAX
+                              ? "union member " + str(static_cast<uint64_t>(step.params_type()))
+                              : std::string(ops::paramsName(step.params_type()))) +
+                         ", expected " + ops::paramsName(info.params) + " (corrupt plan)");
+  if (step.params() == nullptr)
+    return Status::error(where + ": " + op + ": has no " + ops::paramsName(info.params));
   auto count = [](const auto *v) { return v == nullptr ? 0 : static_cast<int>(v->size()); };
-  std::string op = fb::EnumNameOpKind(step.op());
-  if (count(step.inputs()) != sig.inputs || count(step.outputs()) != sig.outputs ||
-      count(step.weights()) < sig.minWeights || count(step.weights()) > sig.maxWeights ||
-      count(step.int_params()) < sig.intParams || count(step.int_params()) > sig.maxIntParams ||
-      count(step.float_params()) < sig.floatParams ||
-      count(step.float_params()) > sig.maxFloatParams)
-    return Status::error(where + ": " + op + " has the wrong number of inputs, outputs, weights " +
-                         "or parameters");
-  LLMC_RETURN_IF_ERROR(checkStepExtras(step, where + ": " + op));
+  if (count(step.inputs()) < info.minInputs || count(step.inputs()) > info.maxInputs ||
+      count(step.outputs()) != info.outputs || count(step.weights()) < info.minWeights ||
+      count(step.weights()) > info.maxWeights)
+    return Status::error(where + ": " + op + " has " + std::to_string(count(step.inputs())) +
+                         " inputs, " + std::to_string(count(step.outputs())) + " outputs, " +
+                         std::to_string(count(step.weights())) + " weights (the kind takes " +
+                         std::to_string(info.minInputs) + ".." + std::to_string(info.maxInputs) +
+                         ", " + std::to_string(info.outputs) + ", " +
+                         std::to_string(info.minWeights) + ".." +
+                         std::to_string(info.maxWeights) + ")");
   uint32_t numBuffers = program.buffers()->size();
   for (const auto *list : {step.inputs(), step.outputs()})
-    if (list != nullptr)
-      for (int b : *list)
-        if (b < 0 || static_cast<uint32_t>(b) >= numBuffers)
-          return Status::error(where + ": " + op + " names buffer " + std::to_string(b) +
-                               " but the program has " + str(numBuffers));
+    for (int b : *list)
+      if (b < 0 || static_cast<uint32_t>(b) >= numBuffers)
+        return Status::error(where + ": " + op + " names buffer " + std::to_string(b) +
+                             " but the program has " + str(numBuffers));
   uint32_t numTensors = plan.tensors()->size();
   if (step.weights() != nullptr)
     for (int w : *step.weights())
       if (w < 0 || static_cast<uint32_t>(w) >= numTensors)
         return Status::error(where + ": " + op + " names tensor " + std::to_string(w) +
                              " but the plan has " + str(numTensors));
-  if (step.op() == fb::OpKind::Attention || step.op() == fb::OpKind::RopeAttention) {
-    int64_t layer = step.int_params()->Get(0);
-    if (layer < 0 || layer >= plan.model()->num_layers())
-      return Status::error(where + ": attention layer " + std::to_string(layer) + " out of range");
-  }
+  LLMC_RETURN_IF_ERROR(checkStepParams(plan, program, step, FieldCheck{where, op}));
+  if (count(step.inputs()) != ops::expectedInputs(step) ||
+      count(step.weights()) != ops::expectedWeights(step))
+    return Status::error(where + ": " + op + " has " + std::to_string(count(step.inputs())) +
+                         " inputs and " + std::to_string(count(step.weights())) +
+                         " weights; its " + ops::paramsName(info.params) + " ask for " +
+                         std::to_string(ops::expectedInputs(step)) + " and " +
+                         std::to_string(ops::expectedWeights(step)));
+  if (info.inPlace && step.inputs()->Get(0) != step.outputs()->Get(0))
+    return Status::error(where + ": " + op + " works in place: its output must be its input");
   if (program.target() == fb::Target::Cpu) {
     if (step.kernel() != -1)
       return Status::error(where + ": a CPU step must not reference a kernel");
@@ -630,31 +677,54 @@ std::string describeTensor(const fb::Tensor &t) {
   return text + "]";
 }
 
-// LinearQ4 and the fused int4 kinds: the int4 tensors
-// (kernels/common/q4_layout.h) must have the dtypes and shapes the kernels
-// index by, for K = input width, N = output width (2 x with SwiGLU: gate and
-// up rows) and the step's group size G; a norm weight [K] comes first.
-Status checkLinearQ4(const fb::Plan &plan, const fb::Program &program, const fb::Step &step,
-                     const std::string &where) {
-  const Int4Linear form = int4Linear(step.op());
-  auto width = [&](int b) { return program.buffers()->Get(b)->width(); };
-  auto tensor = [&](int i) { return plan.tensors()->Get(step.weights()->Get(i + form.norm)); };
-  auto fail = [&](const std::string &what) {
-    return Status::error(where + ": " + fb::EnumNameOpKind(step.op()) + ": " + what);
-  };
-  const int in = step.inputs()->Get(0), out = step.outputs()->Get(0);
-  const int64_t k = width(in), n = width(out) * (form.swiglu ? 2 : 1);
-  const int64_t group = step.int_params()->Get(form.swiglu ? 0 : 1);
-  if (!hd::q4ValidGroupSize(group))
-    return fail("group size " + std::to_string(group) + " is not a positive multiple of 32");
-  if (form.norm) {
-    const fb::Tensor &gamma = *plan.tensors()->Get(step.weights()->Get(0));
-    if (!isFloat(gamma.dtype()) || gamma.shape()->size() != 1 || gamma.shape()->Get(0) != k)
-      return fail("norm weight '" + gamma.name()->str() + "' must be a float [" +
-                  std::to_string(k) + "] for the input width, got " + describeTensor(gamma));
-    if (!(step.float_params()->Get(0) > 0.0))
-      return fail("eps must be positive");
+// --- Shapes: buffer widths and weight shapes fit the op, so that the
+// executors index without checks. Per kind: engine.fbs "Operand conventions". ---
+
+struct ShapeCheck {
+  const fb::Plan &plan;
+  const fb::Program &program;
+  const fb::Step &step;
+  std::string prefix; // "<where>: <Op>: "
+
+  Status fail(const std::string &what) const { return Status::error(prefix + what); }
+  const fb::Buffer &buffer(int b) const { return *program.buffers()->Get(b); }
+  int64_t inWidth(int i) const { return buffer(step.inputs()->Get(i)).width(); }
+  int64_t outWidth(int i = 0) const { return buffer(step.outputs()->Get(i)).width(); }
+  const fb::Tensor &weight(int i) const { return *plan.tensors()->Get(step.weights()->Get(i)); }
+  bool sameBuffer(int input, int output) const {
+    return step.inputs()->Get(input) == step.outputs()->Get(output);
   }
+
+  // A float vector [size] (norm gamma/beta, biases: biases must be F32).
+  Status vector(int i, int64_t size, const char *what, bool f32 = false) const {
+    const fb::Tensor &t = weight(i);
+    if ((f32 ? t.dtype() != fb::DType::F32 : !isFloat(t.dtype())) || t.shape()->size() != 1 ||
+        t.shape()->Get(0) != size)
+      return fail(std::string(what) + " '" + t.name()->str() + "' must be " +
+                  (f32 ? "F32" : "a float") + " [" + std::to_string(size) + "], got " +
+                  describeTensor(t));
+    return Status::ok();
+  }
+  // A float matrix [rows, cols].
+  Status matrix(int i, int64_t rows, int64_t cols, const char *what) const {
+    const fb::Tensor &t = weight(i);
+    if (!isFloat(t.dtype()) || t.shape()->size() != 2 || t.shape()->Get(0) != rows ||
+        t.shape()->Get(1) != cols)
+      return fail(std::string(what) + " '" + t.name()->str() + "' must be a float [" +
+                  std::to_string(rows) + ", " + std::to_string(cols) + "], got " +
+                  describeTensor(t));
+    return Status::ok();
+  }
+  // The norm weights (gamma, beta) from index `first`, rows `width` wide.
+  Status norm(const fb::NormParams &n, int first, int64_t width) const {
+    const int64_t size = n.group_width() > 0 ? n.group_width() : width;
+    LLMC_RETURN_IF_ERROR(vector(first, size, "norm weight"));
+    return n.bias() ? vector(first + 1, size, "norm bias") : Status::ok();
+  }
+};
+
+// The int4 parts of an [n, k] matrix in groups of `group` (kernels/common/q4_layout.h).
+Status checkQ4Matrix(const ShapeCheck &c, int first, int64_t n, int64_t k, int64_t group) {
   const int64_t groups = hd::q4NumGroups(k, group);
   const struct {
     fb::DType dtype;
@@ -664,247 +734,158 @@ Status checkLinearQ4(const fb::Plan &plan, const fb::Program &program, const fb:
                {fb::DType::F16, groups, "scales"},
                {fb::DType::F16, groups, "zeros"}};
   for (int i = 0; i < 3; ++i) {
-    const fb::Tensor &t = *tensor(i);
+    const fb::Tensor &t = c.weight(first + i);
     if (t.dtype() != parts[i].dtype || t.shape()->size() != 2 || t.shape()->Get(0) != n ||
         t.shape()->Get(1) != parts[i].cols)
-      return fail("tensor '" + t.name()->str() + "' (" + parts[i].what + ") must be " +
-                  fb::EnumNameDType(parts[i].dtype) + " [" + std::to_string(n) + ", " +
-                  std::to_string(parts[i].cols) + "] for K = " + std::to_string(k) +
-                  " in groups of " + std::to_string(group) + " (" + std::to_string(groups) +
-                  " groups), got " + describeTensor(t));
+      return c.fail("tensor '" + t.name()->str() + "' (" + parts[i].what + ") must be " +
+                    fb::EnumNameDType(parts[i].dtype) + " [" + std::to_string(n) + ", " +
+                    std::to_string(parts[i].cols) + "] for K = " + std::to_string(k) +
+                    " in groups of " + std::to_string(group) + " (" + std::to_string(groups) +
+                    " groups), got " + describeTensor(t));
   }
-  if (!form.norm && step.weights()->size() == 4) {
-    const fb::Tensor &bias = *tensor(3);
-    if (bias.dtype() != fb::DType::F32 || bias.shape()->size() != 1 || bias.shape()->Get(0) != n)
-      return fail("bias '" + bias.name()->str() + "' must be F32 [" + std::to_string(n) +
-                  "], got " + describeTensor(bias));
-  }
-  if (!form.swiglu && step.int_params()->Get(0) != 0 && step.int_params()->Get(0) != 1)
-    return fail("accumulate must be 0 or 1");
-  if (in == out)
-    return fail("input and output must be different buffers");
   return Status::ok();
 }
 
-// The GEMM kinds with a norm prologue and/or a SwiGLU epilogue: weights
-// ([gamma[K]], W[N,K] (, bias[N])) and widths as engine.fbs gives them.
-Status checkFusedLinear(const fb::Plan &plan, const fb::Program &program, const fb::Step &step,
-                        const std::string &where) {
-  auto width = [&](int b) { return program.buffers()->Get(b)->width(); };
-  auto shape = [&](int i) { return plan.tensors()->Get(step.weights()->Get(i))->shape(); };
-  auto fail = [&](const std::string &what) {
-    return Status::error(where + ": " + fb::EnumNameOpKind(step.op()) + ": " + what);
-  };
-  const bool norm = step.op() != fb::OpKind::LinearSwiGlu;
-  const bool swiglu = step.op() != fb::OpKind::RmsNormLinear;
-  const int in = step.inputs()->Get(0), out = step.outputs()->Get(0);
-  const int64_t k = width(in);
-  if (norm && (shape(0)->size() != 1 || shape(0)->Get(0) != k))
-    return fail("norm weight must be [K] for the input width K = " + std::to_string(k));
-  if (norm && !(step.float_params()->Get(0) > 0.0))
-    return fail("eps must be positive");
-  auto w = shape(norm ? 1 : 0);
-  if (w->size() != 2 || w->Get(1) != k)
-    return fail("weight must be [N, K] for the input width K = " + std::to_string(k));
-  const int64_t n = w->Get(0);
-  if (swiglu && n % 2 != 0)
-    return fail("weight must stack gate and up: [2I, K], got " + std::to_string(n) + " rows");
-  if (width(out) != (swiglu ? n / 2 : n))
-    return fail("output width " + std::to_string(width(out)) + " does not match the weight's " +
-                std::to_string(n) + " rows" + (swiglu ? " (gate and up)" : ""));
-  if (step.weights()->size() == 3 && (shape(2)->size() != 1 || shape(2)->Get(0) != n))
-    return fail("bias must be [N]");
-  if (!swiglu && step.int_params()->Get(0) != 0 && step.int_params()->Get(0) != 1)
-    return fail("accumulate must be 0 or 1");
-  if (in == out)
-    return fail("input and output must be different buffers");
+Status checkLinearShapes(const ShapeCheck &c) {
+  const fb::LinearParams &p = *c.step.params_as_LinearParams();
+  const ops::LinearOperands o = ops::linearOperands(p);
+  const int64_t k = c.inWidth(0), n = c.outWidth() * (p.gated() ? 2 : 1);
+  if (c.sameBuffer(0, 0))
+    return c.fail("input and output must be different buffers");
+  if (p.prologue() != nullptr)
+    LLMC_RETURN_IF_ERROR(c.norm(*p.prologue(), o.normGamma, k));
+  switch (p.weights()) {
+  case fb::WeightFormat::Dense:
+    LLMC_RETURN_IF_ERROR(c.matrix(o.matrix, n, k,
+                                  p.gated() ? "weight [2N, K] (gate rows, then up)"
+                                            : "weight [N, K]"));
+    break;
+  case fb::WeightFormat::Q4:
+    LLMC_RETURN_IF_ERROR(checkQ4Matrix(c, o.matrix, n, k, p.group_size()));
+    break;
+  }
+  return o.bias >= 0 ? c.vector(o.bias, n, "bias", p.weights() == fb::WeightFormat::Q4)
+                     : Status::ok();
+}
+
+Status checkLogitsShapes(const ShapeCheck &c) {
+  const fb::LogitsParams &p = *c.step.params_as_LogitsParams();
+  const int64_t hidden = c.inWidth(0), vocab = c.plan.model()->vocab_size();
+  if (p.norm() != nullptr)
+    LLMC_RETURN_IF_ERROR(c.norm(*p.norm(), 0, hidden));
+  LLMC_RETURN_IF_ERROR(c.matrix(ops::logitsMatrix(p), vocab, hidden, "weight [vocab_size, H]"));
+  if (p.bias())
+    LLMC_RETURN_IF_ERROR(c.vector(ops::logitsBias(p), vocab, "bias"));
+  if (c.outWidth(0) != vocab)
+    return c.fail("the logits output must be [T, vocab_size]");
+  if (c.step.op() == fb::OpKind::LmHead) {
+    const fb::Buffer &ids = c.buffer(c.step.outputs()->Get(1));
+    if (ids.dtype() != fb::DType::I32 || ids.width() != 1)
+      return c.fail("the ids output must be I32 with width 1");
+    if (c.sameBuffer(0, 0) || c.sameBuffer(0, 1) ||
+        c.step.outputs()->Get(0) == c.step.outputs()->Get(1))
+      return c.fail("input and outputs must be different buffers");
+  }
   return Status::ok();
 }
 
-// RopeAttention, RopeColumns and LmHead: head counts against the model,
-// column ranges inside their buffers, the ids output of LmHead.
-Status checkFusedAttentionOrHead(const fb::Plan &plan, const fb::Program &program,
-                                 const fb::Step &step, const std::string &where) {
-  auto buffer = [&](int b) { return program.buffers()->Get(b); };
-  auto ints = [&](int i) { return step.int_params()->Get(i); };
-  auto fail = [&](const std::string &what) {
-    return Status::error(where + ": " + fb::EnumNameOpKind(step.op()) + ": " + what);
-  };
-  // Columns [column, column + features) must lie inside buffer b.
-  auto inside = [&](int b, int64_t column, int64_t features) {
-    return column >= 0 && features > 0 && column <= buffer(b)->width() - features;
-  };
-  const fb::ModelInfo &m = *plan.model();
-  const int out = step.outputs()->Get(0);
-  if (step.op() == fb::OpKind::RopeColumns) {
-    if (step.inputs()->Get(0) != out || ints(0) <= 0 || ints(1) != m.head_dim() ||
-        !inside(out, ints(2), checkedProduct(ints(0), ints(1))))
-      return fail("must rotate heads of head_dim inside its buffer, in place");
+Status checkShapesOfKind(const ShapeCheck &c) {
+  const fb::Step &step = c.step;
+  const fb::ModelInfo &m = *c.plan.model();
+  switch (step.op()) {
+  case fb::OpKind::Embedding: {
+    const fb::Tensor &table = c.weight(0);
+    if (!isFloat(table.dtype()) || table.shape()->size() != 2 ||
+        table.shape()->Get(0) != m.vocab_size())
+      return c.fail("weight must be a float [vocab_size, hidden]");
+    if (c.inWidth(0) != 1 || c.outWidth() != table.shape()->Get(1))
+      return c.fail("buffer widths do not match the weight shape");
     return Status::ok();
   }
-  if (step.op() == fb::OpKind::RopeAttention) {
-    const int64_t heads = ints(1), kvHeads = ints(2), dim = ints(3);
-    if (kvHeads != m.num_kv_heads() || dim != m.head_dim() || heads <= 0 || heads % kvHeads != 0)
-      return fail("head counts or head dim disagree with the model's KV cache");
-    if (!inside(step.inputs()->Get(0), ints(4), checkedProduct(heads, dim)) ||
-        !inside(step.inputs()->Get(1), ints(5), checkedProduct(kvHeads, dim)) ||
-        !inside(step.inputs()->Get(2), ints(6), checkedProduct(kvHeads, dim)) ||
-        buffer(out)->width() != checkedProduct(heads, dim))
-      return fail("q/k/v columns lie outside their buffers or the output width is not heads * "
-                  "head_dim");
-    if (ints(7) != 0 && ints(7) != 1)
-      return fail("rope must be 0 or 1");
+  case fb::OpKind::Norm:
+    if (c.outWidth() != c.inWidth(0))
+      return c.fail("input and output must have the same width");
+    return c.norm(*step.params_as_NormParams(), 0, c.inWidth(0));
+  case fb::OpKind::Linear:
+    return checkLinearShapes(c);
+  case fb::OpKind::Rope:
+    return Status::ok(); // columns: checkStepParams; in place: checkStep
+  case fb::OpKind::Attention: {
+    const fb::AttentionParams &p = *step.params_as_AttentionParams();
+    if (c.outWidth() != checkedProduct(p.heads(), p.head_dim()))
+      return c.fail("the output width must be heads * head_dim");
     for (int i = 0; i < 3; ++i)
-      if (step.inputs()->Get(i) == out)
-        return fail("output must not alias an input");
+      if (c.sameBuffer(i, 0))
+        return c.fail("output must not alias an input");
     return Status::ok();
   }
-  // LmHead.
-  const int in = step.inputs()->Get(0), ids = step.outputs()->Get(1);
-  auto gamma = plan.tensors()->Get(step.weights()->Get(0))->shape();
-  auto w = plan.tensors()->Get(step.weights()->Get(1))->shape();
-  const int64_t hidden = buffer(in)->width();
-  if (gamma->size() != 1 || gamma->Get(0) != hidden || w->size() != 2 ||
-      w->Get(0) != m.vocab_size() || w->Get(1) != hidden || buffer(out)->width() != w->Get(0))
-    return fail("weights must be gamma [H] and [vocab_size, H], the output [T, vocab_size]");
-  if (buffer(ids)->dtype() != fb::DType::I32 || buffer(ids)->width() != 1)
-    return fail("the ids output must be I32 with width 1");
-  if (!(step.float_params()->Get(0) > 0.0))
-    return fail("eps must be positive");
-  if (in == out || in == ids || out == ids)
-    return fail("input and outputs must be different buffers");
-  return Status::ok();
+  case fb::OpKind::Elementwise:
+    if (c.inWidth(0) != c.outWidth() || c.inWidth(1) != c.outWidth())
+      return c.fail("inputs and output must have the same width");
+    return Status::ok();
+  case fb::OpKind::Activation:
+    for (int i = 0; i < static_cast<int>(step.inputs()->size()); ++i)
+      if (c.inWidth(i) != c.outWidth())
+        return c.fail("inputs and output must have the same width");
+    return Status::ok();
+  case fb::OpKind::Logits:
+  case fb::OpKind::LmHead:
+    return checkLogitsShapes(c);
+  }
+  return c.fail("unknown op");
 }
 
-// Checks that a step's buffer widths and weight shapes fit its op, so that the
-// executors can index without checks. Shapes per OpKind: see engine.fbs.
+// Dtypes of the buffers, then the kind's shapes.
 Status checkStepShapes(const fb::Plan &plan, const fb::Program &program, const fb::Step &step,
                        const std::string &where) {
-  auto buffer = [&](int index) { return program.buffers()->Get(index); };
-  auto width = [&](int index) { return buffer(index)->width(); };
-  auto in = [&](int i) { return step.inputs()->Get(i); };
-  int out = step.outputs()->Get(0);
-  auto weightShape = [&](int i) { return plan.tensors()->Get(step.weights()->Get(i))->shape(); };
-  auto isFloatWeight = [&](int i) {
-    return isFloat(plan.tensors()->Get(step.weights()->Get(i))->dtype());
-  };
-  std::string op = fb::EnumNameOpKind(step.op());
-  auto mismatch = [&](const std::string &what) {
-    return Status::error(where + ": " + op + ": " + what);
-  };
+  const ShapeCheck c{plan, program, step, where + ": " + ops::opName(step.op()) + ": "};
   // Activations are F32; GPU programs may keep them in BF16 (their kernels are
   // specialized for the dtypes). Token ids are I32, logits F32 everywhere.
-  bool gpu = program.target() != fb::Target::Cpu;
+  const bool gpu = program.target() != fb::Target::Cpu;
   auto activation = [&](fb::DType t) {
     return t == fb::DType::F32 || (gpu && t == fb::DType::BF16);
   };
   for (int i = 0; i < static_cast<int>(step.inputs()->size()); ++i) {
-    bool tokens = step.op() == fb::OpKind::Embedding;
-    fb::DType t = buffer(in(i))->dtype();
+    const bool tokens = step.op() == fb::OpKind::Embedding;
+    const fb::DType t = c.buffer(step.inputs()->Get(i)).dtype();
     if (tokens ? t != fb::DType::I32 : !activation(t))
-      return mismatch("input " + std::to_string(i) + " has dtype " + fb::EnumNameDType(t) +
-                      ", expected " +
-                      (tokens ? "I32"
-                       : gpu  ? "F32 or BF16"
-                              : "F32"));
+      return c.fail("input " + std::to_string(i) + " has dtype " + fb::EnumNameDType(t) +
+                    ", expected " +
+                    (tokens ? "I32"
+                     : gpu  ? "F32 or BF16"
+                            : "F32"));
   }
-  bool logits = step.op() == fb::OpKind::Logits || step.op() == fb::OpKind::LmHead;
-  if (logits ? buffer(out)->dtype() != fb::DType::F32 : !activation(buffer(out)->dtype()))
-    return mismatch(logits ? "output buffer must be F32"
-                    : gpu  ? "output buffer must be F32 or BF16"
-                           : "output buffer must be F32");
-  if (step.weights() != nullptr && !int4Linear(step.op()).int4) // int4: checkLinearQ4
-    for (int i = 0; i < static_cast<int>(step.weights()->size()); ++i)
-      if (!isFloatWeight(i))
-        return mismatch("weight " + std::to_string(i) + " must be F32, F16 or BF16");
-  const fb::ModelInfo &m = *plan.model();
-  switch (step.op()) {
-  case fb::OpKind::Embedding:
-  case fb::OpKind::Logits: {
-    auto shape = weightShape(0);
-    bool embed = step.op() == fb::OpKind::Embedding;
-    if (shape->size() != 2 || shape->Get(0) != m.vocab_size())
-      return mismatch("weight must be [vocab_size, hidden]");
-    if ((embed && (width(in(0)) != 1 || width(out) != shape->Get(1))) ||
-        (!embed && (width(in(0)) != shape->Get(1) || width(out) != shape->Get(0))))
-      return mismatch("buffer widths do not match the weight shape");
-    return Status::ok();
-  }
-  case fb::OpKind::RmsNorm: {
-    auto shape = weightShape(0);
-    if (shape->size() != 1 || shape->Get(0) != width(in(0)) || width(out) != width(in(0)))
-      return mismatch("weight [H] and buffers [T,H] disagree");
-    if (!(step.float_params()->Get(0) > 0.0))
-      return mismatch("eps must be positive");
-    return Status::ok();
-  }
-  case fb::OpKind::Linear: {
-    auto shape = weightShape(0);
-    if (shape->size() != 2 || shape->Get(1) != width(in(0)) || shape->Get(0) != width(out))
-      return mismatch("weight [N,K] does not match input width K and output width N");
-    if (step.weights()->size() == 2 &&
-        (weightShape(1)->size() != 1 || weightShape(1)->Get(0) != shape->Get(0)))
-      return mismatch("bias must be [N]");
-    int64_t accumulate = step.int_params()->Get(0);
-    if (accumulate != 0 && accumulate != 1)
-      return mismatch("accumulate must be 0 or 1");
-    if (in(0) == out)
-      return mismatch("input and output must be different buffers");
-    return Status::ok();
-  }
-  case fb::OpKind::LinearQ4:
-  case fb::OpKind::RmsNormLinearQ4:
-  case fb::OpKind::LinearSwiGluQ4:
-  case fb::OpKind::RmsNormLinearSwiGluQ4:
-    return checkLinearQ4(plan, program, step, where);
-  case fb::OpKind::Rope: {
-    int64_t heads = step.int_params()->Get(0), dim = step.int_params()->Get(1);
-    if (in(0) != out || heads <= 0 || dim != m.head_dim() ||
-        width(out) != checkedProduct(heads, dim))
-      return mismatch("must work in place on a [T, heads * head_dim] buffer");
-    return Status::ok();
-  }
-  case fb::OpKind::Attention: {
-    int64_t heads = step.int_params()->Get(1), kvHeads = step.int_params()->Get(2),
-            dim = step.int_params()->Get(3);
-    if (kvHeads != m.num_kv_heads() || dim != m.head_dim() || heads <= 0 || heads % kvHeads != 0)
-      return mismatch("head counts or head dim disagree with the model's KV cache");
-    if (width(in(0)) != checkedProduct(heads, dim) ||
-        width(in(1)) != checkedProduct(kvHeads, dim) ||
-        width(in(2)) != checkedProduct(kvHeads, dim) || width(out) != checkedProduct(heads, dim))
-      return mismatch("q/k/v/out widths disagree with the head counts");
-    for (int i = 0; i < 3; ++i)
-      if (in(i) == out)
-        return mismatch("output must not alias an input");
-    return Status::ok();
-  }
-  case fb::OpKind::Add:
-  case fb::OpKind::Mul:
-  case fb::OpKind::SwiGlu:
-    if (width(in(0)) != width(out) || width(in(1)) != width(out))
-      return mismatch("inputs and output must have the same width");
-    return Status::ok();
-  case fb::OpKind::Silu:
-    if (width(in(0)) != width(out))
-      return mismatch("input and output must have the same width");
-    return Status::ok();
-  case fb::OpKind::Gelu:
-    if (width(in(0)) != width(out))
-      return mismatch("input and output must have the same width");
-    if (step.int_params()->Get(0) != 0 && step.int_params()->Get(0) != 1)
-      return mismatch("tanh must be 0 or 1");
-    return Status::ok();
-  case fb::OpKind::RmsNormLinear:
-  case fb::OpKind::LinearSwiGlu:
-  case fb::OpKind::RmsNormLinearSwiGlu:
-    return checkFusedLinear(plan, program, step, where);
-  case fb::OpKind::RopeAttention:
-  case fb::OpKind::RopeColumns:
-  case fb::OpKind::LmHead:
-    return checkFusedAttentionOrHead(plan, program, step, where);
-  }
-  return mismatch("unknown op");
+  const bool logits = step.op() == fb::OpKind::Logits || step.op() == fb::OpKind::LmHead;
+  const fb::DType out = c.buffer(step.outputs()->Get(0)).dtype();
+  if (logits ? out != fb::DType::F32 : !activation(out))
+    return c.fail(logits ? "output buffer must be F32"
+                  : gpu  ? "output buffer must be F32 or BF16"
+                         : "output buffer must be F32");
+  return checkShapesOfKind(c);
 }
+} // namespace
+
+std::vector<int32_t> attentionWindows(const fb::Plan &plan) {
+  std::vector<int32_t> windows(static_cast<size_t>(std::max<int64_t>(0, plan.model()->num_layers())), 0);
+  if (plan.programs() == nullptr || plan.programs()->size() == 0)
+    return windows;
+  for (const fb::Step *step : *plan.programs()->Get(0)->steps()) {
+    const fb::AttentionParams *a = step->params_as_AttentionParams();
+    if (a == nullptr)
+      continue;
+    const int64_t layer = a->layer(); // in range: the loader checked it
+    if (layer >= 0 && static_cast<size_t>(layer) < windows.size())
+      windows[static_cast<size_t>(layer)] = static_cast<int32_t>(a->window());
+  }
+  return windows;
+}
+
+bool isSyntheticQ4(fb::SyntheticKind kind) {
+  return kind == fb::SyntheticKind::Q4Weight || kind == fb::SyntheticKind::Q4Scales ||
+         kind == fb::SyntheticKind::Q4Zeros;
+}
+
+namespace {
 
 // A step's LibraryGemm (engine.fbs) must restate the step's own GEMM: the
 // CUDA backend hands these numbers to cuBLASLt as they are. Runs after
@@ -917,12 +898,16 @@ Status checkLibraryGemm(const fb::Plan &plan, const fb::Program &program, const 
   auto fail = [&](const std::string &what) {
     return Status::error(where + ": library_gemm: " + what);
   };
-  if (program.target() == fb::Target::Cpu || program.max_tokens() != 0 ||
-      step.op() != fb::OpKind::Linear)
-    return fail(std::string("set on a ") + fb::EnumNameOpKind(step.op()) + " step of a " +
-                fb::EnumNameTarget(program.target()) + " program with max_tokens " +
-                std::to_string(program.max_tokens()) +
-                "; only Linear steps of GPU programs for any T (max_tokens 0) may have one");
+  const fb::LinearParams *p = step.params_as_LinearParams();
+  const bool plain = p != nullptr && p->prologue() == nullptr && !p->gated() &&
+                     p->activation() == fb::ActivationKind::None &&
+                     p->weights() == fb::WeightFormat::Dense && p->output_scale() == 1.0f;
+  if (program.target() == fb::Target::Cpu || program.max_tokens() != 0 || !plain)
+    return fail(std::string("set on a ") + ops::opName(step.op()) + (p && !plain ? " (fused)" : "") +
+                " step of a " + fb::EnumNameTarget(program.target()) +
+                " program with max_tokens " + std::to_string(program.max_tokens()) +
+                "; only plain Linear steps (dense, no prologue or activation) of GPU programs "
+                "for any T (max_tokens 0) may have one");
   const fb::Buffer &x = *program.buffers()->Get(step.inputs()->Get(0));
   const fb::Buffer &y = *program.buffers()->Get(step.outputs()->Get(0));
   const fb::Tensor &w = *plan.tensors()->Get(step.weights()->Get(0));
@@ -943,11 +928,11 @@ Status checkLibraryGemm(const fb::Plan &plan, const fb::Program &program, const 
     if (f.got != f.want)
       return fail(std::string(f.field) + " = " + std::to_string(f.got) + ", expected " +
                   std::to_string(f.want) + " (" + f.what + ")");
-  const float beta = step.int_params()->Get(0) == 1 ? 1.0f : 0.0f;
+  const float beta = p->accumulate() ? 1.0f : 0.0f;
   if (g->beta() != beta)
     return fail("beta = " + std::to_string(g->beta()) + ", expected " + std::to_string(beta) +
-                " (the step's accumulate flag)");
-  const bool bias = step.weights()->size() == 2;
+                " (LinearParams.accumulate)");
+  const bool bias = p->bias();
   if (g->bias() != bias)
     return fail(std::string("bias = ") + (g->bias() ? "true" : "false") + " but the step has " +
                 (bias ? "a bias" : "no bias"));
@@ -1053,7 +1038,7 @@ Status checkBufferLiveness(const fb::Program &program, const std::string &where)
                                  : t == numSteps
                                      ? "after the last step"
                                      : "at step " + std::to_string(t) + " (" +
-                                           fb::EnumNameOpKind(program.steps()->Get(t)->op()) + ")";
+                                           ops::opName(program.steps()->Get(t)->op()) + ")";
         return Status::error(where + ": " + describe(b) + " and " +
                              describe(static_cast<uint32_t>(other)) +
                              " bytes per token overlap in the activation arena while both are "

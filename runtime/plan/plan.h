@@ -93,53 +93,14 @@ struct MemoryDemand {
 Status checkHostMemory(const std::string &name, const std::vector<MemoryDemand> &demands,
                        uint64_t limit);
 
-// Operand counts and parameter counts each OpKind requires: intParams and
-// floatParams are required, up to maxIntParams and maxFloatParams with the
-// optional trailing ones (engine.fbs: offset, scale, softcap, window, gate).
-struct OpSignature {
-  int inputs;
-  int outputs;
-  int minWeights, maxWeights;
-  int intParams;
-  int floatParams;
-  int maxIntParams;
-  int maxFloatParams;
-};
-OpSignature opSignature(fb::OpKind op);
-
-// A step's optional trailing parameters (engine.fbs), their defaults where
-// the step does not carry them or its kind has none.
-struct StepExtras {
-  double normOffset = 0.0;     // RMSNorm scale = normOffset + gamma
-  double embeddingScale = 1.0; // Embedding rows times this
-  double softcap = 0.0;        // Logits/LmHead logits, attention scores; 0: off
-  int64_t window = 0;          // attention sliding window; 0: off
-  int64_t gate = 0;            // gated activation (kernels/common/activations.h GateKind)
-};
-StepExtras stepExtras(fb::OpKind op, const int64_t *ints, size_t numInts, const double *floats,
-                      size_t numFloats);
-StepExtras stepExtras(const fb::Step &step);
-StepExtras stepExtras(const fb::StepT &step);
-
 // Each layer's attention window (0: a global layer), from the attention
 // steps of the plan's first program (every program attends alike), for the KV
 // cache's block release (kv/window_retention.h). One entry per model layer;
 // a layer without an attention step reads as global.
 std::vector<int32_t> attentionWindows(const fb::Plan &plan);
 
-// Appends `extras` to a step's parameters (the lowering): only as far as the
-// last one that differs from its default, so plans without them are unchanged.
-void setStepExtras(fb::StepT &step, const StepExtras &extras);
-
 // The synthetic-init kinds of the three int4 parts (Q4Weight, Q4Scales,
 // Q4Zeros), generated per (row, group) rather than per element.
 bool isSyntheticQ4(fb::SyntheticKind kind);
-
-// The linear kinds with int4 weights (qweight, scales, zeros), and which
-// prologue / epilogue each has.
-struct Int4Linear {
-  bool int4 = false, norm = false, swiglu = false;
-};
-Int4Linear int4Linear(fb::OpKind op);
 
 } // namespace llmc

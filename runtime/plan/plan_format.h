@@ -3,7 +3,7 @@
 //
 //   offset  size  field
 //   0       8     magic "LLMCPLAN"
-//   8       4     u32 format version (kPlanFormatVersion)
+//   8       4     u32 format version (kPlanFormatVersion, 3)
 //   12      4     u32 header size in bytes (64)
 //   16      8     u64 metadata offset (64: right after the header)
 //   24      8     u64 metadata size: a FlatBuffer, runtime/schema/engine.fbs,
@@ -27,7 +27,12 @@
 namespace llmc {
 
 constexpr char kPlanMagic[8] = {'L', 'L', 'M', 'C', 'P', 'L', 'A', 'N'};
-constexpr uint32_t kPlanFormatVersion = 2;
+// 3: Step.params, named parameter tables per op kind (runtime/schema/engine.fbs);
+// 2: the positional int_params/float_params with an XXH3-64 weight checksum;
+// 1: the same with FNV-1a over 64-bit words. Older versions are refused.
+constexpr uint32_t kPlanFormatVersion = 3;
+// The first llmc release that writes kPlanFormatVersion (the rebuild hint).
+constexpr char kPlanFormatLlmcVersion[] = "0.1.0";
 constexpr uint64_t kPlanWeightAlignment = 256;
 // The longest sequence a plan may declare (model.max_seq_len): the loader
 // refuses more, so `llmc build` refuses to write such a plan.

@@ -7,7 +7,8 @@
 #include "ir/LlmOps.h"
 #include "lower_to_plan.h"
 #include "models/llama_graph.h"
-#include "kernels/common/activations.h"
+#include "ops/op_table.h"
+#include "ops/rope.h"
 #include "passes/Passes.h"
 #include "plan/plan.h"
 #include "support/json.h"
@@ -74,10 +75,27 @@ protected:
   ModelConfig config_;
 };
 
-std::multiset<fb::OpKind> kinds(const fb::ProgramT &program) {
-  std::multiset<fb::OpKind> k;
+// A step of the object API as the runtime reads it (packed).
+struct PackedStep {
+  explicit PackedStep(const fb::StepT &step) {
+    builder.Finish(fb::Step::Pack(builder, &step));
+  }
+  const fb::Step &operator*() const {
+    return *flatbuffers::GetRoot<fb::Step>(builder.GetBufferPointer());
+  }
+  const fb::Step *operator->() const { return &**this; }
+  std::string bytes() const {
+    return std::string(reinterpret_cast<const char *>(builder.GetBufferPointer()),
+                       builder.GetSize());
+  }
+  flatbuffers::FlatBufferBuilder builder;
+};
+
+// The steps' kinds with their flags (ops::stepVariant: "Linear[norm,gated-silu]").
+std::multiset<std::string> kinds(const fb::ProgramT &program) {
+  std::multiset<std::string> k;
   for (const auto &step : program.steps)
-    k.insert(step->op);
+    k.insert(ops::stepVariant(*PackedStep(*step)));
   return k;
 }
 
@@ -115,7 +133,7 @@ void expectWellFormed(const fb::ProgramT &p) {
         auto [a0, a1] = range(p, out);
         auto [b0, b1] = range(p, in);
         EXPECT_TRUE(a1 <= b0 || b1 <= a0)
-            << "step " << s << " (" << fb::EnumNameOpKind(step.op) << "): output buffer " << out
+            << "step " << s << " (" << ops::opName(step.op) << "): output buffer " << out
             << " overlaps input buffer " << in;
       }
     }
@@ -135,29 +153,37 @@ TEST_F(Lowering, UnfusedLlamaLowersToOneStepPerOpInBothPhases) {
   expectWellFormed(prefill);
   // Embedding, per layer: norm, q/k/v, rope q/k, attention, o, residual add,
   // norm, gate/up, silu * up, down, residual add; final norm, logits.
-  using K = fb::OpKind;
-  std::vector<K> expected = {K::Embedding};
+  std::vector<std::string> expected = {"Embedding"};
   for (int layer = 0; layer < 2; ++layer)
-    for (K kind :
-         {K::RmsNorm, K::Linear, K::Linear, K::Linear, K::Rope, K::Rope, K::Attention, K::Linear,
-          K::Add, K::RmsNorm, K::Linear, K::Linear, K::Silu, K::Mul, K::Linear, K::Add})
+    for (const char *kind :
+         {"Norm[rms]", "Linear", "Linear", "Linear", "Rope", "Rope", "Attention", "Linear",
+          "Elementwise[add]", "Norm[rms]", "Linear", "Linear", "Activation[silu]",
+          "Elementwise[mul]", "Linear", "Elementwise[add]"})
       expected.push_back(kind);
-  expected.push_back(K::RmsNorm);
-  expected.push_back(K::Logits);
-  std::vector<K> got;
+  expected.push_back("Norm[rms]");
+  expected.push_back("Logits");
+  std::vector<std::string> got;
   for (const auto &step : prefill.steps)
-    got.push_back(step->op);
+    got.push_back(ops::stepVariant(*PackedStep(*step)));
   EXPECT_EQ(got, expected);
-  // Attention steps carry their layer, heads and head_dim.
+  // Attention steps carry their layer, heads and head_dim; RoPE steps the
+  // model's theta over whole heads, unscaled.
   int layer = 0;
-  for (const auto &step : prefill.steps)
-    if (step->op == K::Attention) {
-      ASSERT_GE(step->int_params.size(), 4u);
-      EXPECT_EQ(step->int_params[0], layer++);
-      EXPECT_EQ(step->int_params[1], 2);
-      EXPECT_EQ(step->int_params[2], 1);
-      EXPECT_EQ(step->int_params[3], 4);
+  for (const auto &step : prefill.steps) {
+    if (const fb::AttentionParamsT *a = step->params.AsAttentionParams()) {
+      EXPECT_EQ(a->layer, layer++);
+      EXPECT_EQ(a->heads, 2);
+      EXPECT_EQ(a->kv_heads, 1);
+      EXPECT_EQ(a->head_dim, 4);
+      EXPECT_EQ(a->rope, nullptr);
     }
+    if (const fb::RopeStepParamsT *r = step->params.AsRopeStepParams()) {
+      ASSERT_NE(r->rope, nullptr);
+      EXPECT_EQ(r->rope->theta, config_.ropeTheta);
+      EXPECT_EQ(r->rope->rotary_dim, 4);
+      EXPECT_EQ(r->rope->scaling, nullptr);
+    }
+  }
 
   // Every tensor synthetic, seeded, stored nowhere; the model and KV geometry.
   EXPECT_TRUE(plan->meta.synthetic);
@@ -183,12 +209,12 @@ TEST_F(Lowering, FusionPassesGiveTheFusedKindsAndFewerSteps) {
   const fb::ProgramT &p = *b->meta.programs[0];
   expectWellFormed(p);
   EXPECT_LT(p.steps.size(), a->meta.programs[0]->steps.size());
-  std::multiset<fb::OpKind> k = kinds(p);
+  std::multiset<std::string> k = kinds(p);
   EXPECT_EQ(p.steps.back()->op, fb::OpKind::LmHead);
-  EXPECT_EQ(k.count(fb::OpKind::RmsNormLinearSwiGlu), 2u); // gate/up with norm, per layer
-  EXPECT_EQ(k.count(fb::OpKind::RopeAttention), 2u);
-  EXPECT_EQ(k.count(fb::OpKind::Attention) + k.count(fb::OpKind::Rope), 0u);
-  EXPECT_EQ(k.count(fb::OpKind::SwiGlu) + k.count(fb::OpKind::Logits), 0u);
+  EXPECT_EQ(k.count("Linear[norm,gated-silu]"), 2u); // gate/up with norm, per layer
+  EXPECT_EQ(k.count("Attention[rope]"), 2u);
+  EXPECT_EQ(k.count("Attention") + k.count("Rope"), 0u);
+  EXPECT_EQ(k.count("Activation[gated-silu]") + k.count("Logits"), 0u);
   // q/k/v stored as one concatenated tensor per layer.
   int concatenated = 0;
   for (const auto &t : b->meta.tensors)
@@ -253,16 +279,15 @@ TEST_F(Lowering, RefusesMissingWeightsAndWrongElementCountsByName) {
 }
 
 // Each Gemma-style attribute, set on the first op of its kind in the (fused
-// or unfused) Llama graph, reaches its step as the optional parameter that
-// engine.fbs names (plan/plan.h stepExtras), and only that step carries one:
-// plans of models without them keep their v1 parameter lists.
-TEST_F(Lowering, GemmaAttributesBecomeTheStepsOptionalParameters) {
+// or unfused) Llama graph, reaches the named field of its step's parameter
+// table, and only that step changes.
+TEST_F(Lowering, GemmaAttributesBecomeTheStepsParameters) {
   struct Case {
     bool fuse;
     const char *op, *attribute;
     std::function<mlir::Attribute(mlir::Builder &)> value;
-    fb::OpKind kind;
-    std::function<bool(const StepExtras &)> carried;
+    const char *variant; // ops::stepVariant of the changed step
+    std::function<bool(const fb::Step &)> carried;
   };
   auto f64 = [](double v) {
     return [v](mlir::Builder &b) -> mlir::Attribute { return b.getF64FloatAttr(v); };
@@ -271,28 +296,38 @@ TEST_F(Lowering, GemmaAttributesBecomeTheStepsOptionalParameters) {
     return [v](mlir::Builder &b) -> mlir::Attribute { return b.getI64IntegerAttr(v); };
   };
   const Case cases[] = {
-      {false, "llm.rms_norm", "offset", f64(1.0), fb::OpKind::RmsNorm,
-       [](const StepExtras &e) { return e.normOffset == 1.0; }},
-      {false, "llm.embedding", "scale", f64(8.0), fb::OpKind::Embedding,
-       [](const StepExtras &e) { return e.embeddingScale == 8.0; }},
-      {false, "llm.logits", "softcap", f64(30.0), fb::OpKind::Logits,
-       [](const StepExtras &e) { return e.softcap == 30.0; }},
-      {false, "llm.attention", "softcap", f64(50.0), fb::OpKind::Attention,
-       [](const StepExtras &e) { return e.softcap == 50.0 && e.window == 0; }},
-      {false, "llm.attention", "window", i64(4), fb::OpKind::Attention,
-       [](const StepExtras &e) { return e.window == 4 && e.softcap == 0.0; }},
-      {true, "llm.rope_attention", "window", i64(4), fb::OpKind::RopeAttention,
-       [](const StepExtras &e) { return e.window == 4; }},
-      {true, "llm.lm_head", "softcap", f64(30.0), fb::OpKind::LmHead,
-       [](const StepExtras &e) { return e.softcap == 30.0 && e.normOffset == 0.0; }},
-      {true, "llm.fused_linear", "norm_offset", f64(1.0), fb::OpKind::RmsNormLinear,
-       [](const StepExtras &e) { return e.normOffset == 1.0; }},
+      {false, "llm.rms_norm", "offset", f64(1.0), "Norm[rms]",
+       [](const fb::Step &s) { return s.params_as_NormParams()->offset() == 1.0; }},
+      {false, "llm.embedding", "scale", f64(8.0), "Embedding",
+       [](const fb::Step &s) { return s.params_as_EmbeddingParams()->scale() == 8.0; }},
+      {false, "llm.logits", "softcap", f64(30.0), "Logits",
+       [](const fb::Step &s) { return s.params_as_LogitsParams()->softcap() == 30.0; }},
+      {false, "llm.attention", "softcap", f64(50.0), "Attention[softcap]",
+       [](const fb::Step &s) {
+         return s.params_as_AttentionParams()->softcap() == 50.0 &&
+                s.params_as_AttentionParams()->window() == 0;
+       }},
+      {false, "llm.attention", "window", i64(4), "Attention[window]",
+       [](const fb::Step &s) { return s.params_as_AttentionParams()->window() == 4; }},
+      {true, "llm.rope_attention", "window", i64(4), "Attention[rope,window]",
+       [](const fb::Step &s) { return s.params_as_AttentionParams()->window() == 4; }},
+      {true, "llm.lm_head", "softcap", f64(30.0), "LmHead",
+       [](const fb::Step &s) {
+         return s.params_as_LogitsParams()->softcap() == 30.0 &&
+                s.params_as_LogitsParams()->norm()->offset() == 0.0;
+       }},
+      {true, "llm.fused_linear", "norm_offset", f64(1.0), "Linear[norm]",
+       [](const fb::Step &s) {
+         return s.params_as_LinearParams()->prologue()->offset() == 1.0;
+       }},
       {true, "llm.fused_linear", "activation",
        [](mlir::Builder &b) -> mlir::Attribute {
          return llm::GatedActivationAttr::get(b.getContext(), llm::GatedActivation::GeGluTanh);
        },
-       fb::OpKind::RmsNormLinearSwiGlu,
-       [](const StepExtras &e) { return e.gate == hd::kGateGeluTanh; }},
+       "Linear[norm,gated-gelutanh]",
+       [](const fb::Step &s) {
+         return s.params_as_LinearParams()->activation() == fb::ActivationKind::GeluTanh;
+       }},
   };
   for (const Case &c : cases) {
     SCOPED_TRACE(std::string(c.op) + " " + c.attribute);
@@ -321,57 +356,55 @@ TEST_F(Lowering, GemmaAttributesBecomeTheStepsOptionalParameters) {
     ASSERT_EQ(program.steps.size(), before.steps.size());
     int carrying = 0;
     for (size_t i = 0; i < program.steps.size(); ++i) {
-      const fb::StepT &step = *program.steps[i];
-      if (step.int_params == before.steps[i]->int_params &&
-          step.float_params == before.steps[i]->float_params)
+      PackedStep step(*program.steps[i]);
+      if (step.bytes() == PackedStep(*before.steps[i]).bytes())
         continue;
       ++carrying;
-      EXPECT_EQ(step.op, c.kind) << fb::EnumNameOpKind(step.op);
-      EXPECT_TRUE(c.carried(stepExtras(step)));
-      const OpSignature sig = opSignature(step.op);
-      EXPECT_LE(static_cast<int>(step.int_params.size()), sig.maxIntParams);
-      EXPECT_LE(static_cast<int>(step.float_params.size()), sig.maxFloatParams);
+      EXPECT_EQ(ops::stepVariant(*step), c.variant);
+      EXPECT_TRUE(c.carried(*step));
     }
     EXPECT_EQ(carrying, 1);
   }
 }
 
-// setStepExtras writes a parameter only as far as the last non-default one,
-// filling the slots before it with their defaults; stepExtras reads back.
-TEST(StepExtras, WriteOnlyNonDefaultsAndReadBack) {
-  fb::StepT head;
-  head.op = fb::OpKind::LmHead;
-  head.float_params = {1e-5};
-  StepExtras extras;
-  setStepExtras(head, extras);
-  EXPECT_EQ(head.float_params.size(), 1u);
-  extras.softcap = 30.0;
-  setStepExtras(head, extras);
-  ASSERT_EQ(head.float_params.size(), 3u);
-  EXPECT_EQ(head.float_params[1], 0.0); // offset: its default
-  EXPECT_EQ(head.float_params[2], 30.0);
-  EXPECT_EQ(stepExtras(head).softcap, 30.0);
-  fb::StepT embed;
-  embed.op = fb::OpKind::Embedding;
-  extras = StepExtras{};
-  extras.embeddingScale = 48.0;
-  setStepExtras(embed, extras);
-  ASSERT_EQ(embed.float_params.size(), 1u);
-  EXPECT_EQ(stepExtras(embed).embeddingScale, 48.0);
-  fb::StepT q4;
-  q4.op = fb::OpKind::LinearSwiGluQ4;
-  q4.int_params = {128};
-  extras = StepExtras{};
-  extras.gate = hd::kGateGeluErf;
-  setStepExtras(q4, extras);
-  EXPECT_EQ(q4.int_params, (std::vector<int64_t>{128, hd::kGateGeluErf}));
-  // Kinds without a slot ignore the values.
-  fb::StepT add;
-  add.op = fb::OpKind::Add;
-  extras.softcap = 5.0;
-  setStepExtras(add, extras);
-  EXPECT_TRUE(add.int_params.empty() && add.float_params.empty());
-  EXPECT_EQ(stepExtras(add).softcap, 0.0);
+// The IR's rope attributes (theta, scaling) reach the steps' RopeParams at
+// lowering, unfused (llm.rope) and fused (llm.rope_attention) alike.
+TEST_F(Lowering, RopeAttributesReachTheStepsRopeParams) {
+  for (bool fuse : {false, true}) {
+    SCOPED_TRACE(fuse ? "fused" : "unfused");
+    auto module = graph(fuse);
+    ASSERT_TRUE(module);
+    mlir::Builder builder(&context_);
+    auto scaling = llm::RopeScalingAttr::get(&context_, llm::RopeScalingKind::Llama3, 8.0, 1.0,
+                                             4.0, 8192);
+    module->walk([&](mlir::Operation *op) {
+      if (llvm::isa<llm::RopeOp, llm::RopeAttentionOp>(op)) {
+        op->setAttr("theta", builder.getF64FloatAttr(500000.0));
+        op->setAttr("scaling", scaling);
+      }
+    });
+    auto plan = lowerToPlan(*module, synthetic());
+    ASSERT_TRUE(plan.isOk()) << plan.message();
+    int ropes = 0;
+    for (const auto &step : plan->meta.programs.at(0)->steps) {
+      PackedStep packed(*step);
+      const fb::RopeParams *rope = ops::stepRope(*packed);
+      if (rope == nullptr)
+        continue;
+      ++ropes;
+      EXPECT_EQ(rope->theta(), 500000.0);
+      EXPECT_EQ(rope->rotary_dim(), 4);
+      ASSERT_NE(rope->scaling(), nullptr);
+      EXPECT_EQ(rope->scaling()->kind(), fb::RopeScalingKind::Llama3);
+      EXPECT_EQ(rope->scaling()->factor(), 8.0);
+      EXPECT_EQ(rope->scaling()->low_freq_factor(), 1.0);
+      EXPECT_EQ(rope->scaling()->high_freq_factor(), 4.0);
+      EXPECT_EQ(rope->scaling()->original_max_positions(), 8192);
+      // One configuration per plan: one cos/sin table on every backend.
+      EXPECT_EQ(ops::ropeConfig(*rope).scaling.kind, hd::RopeScalingKind::Llama3);
+    }
+    EXPECT_EQ(ropes, fuse ? 2 : 2 * 2); // per layer: attention rotating q and k, or rope q, rope k
+  }
 }
 
 TEST_F(Lowering, RefusesAModuleWithoutForwardOrAConfig) {

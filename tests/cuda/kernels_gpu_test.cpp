@@ -9,7 +9,7 @@
 #include "cuda/attention_variants.h"
 #include "cuda/cublaslt.h"
 #include "cuda/gpu_test_util.h"
-#include "engine/weights.h"
+#include "cpu/backend/loaded_weights.h"
 #include "kernels/common/q4_layout.h"
 #include "kernels/common/rope.h"
 #include "kernels/common/sampling.h"

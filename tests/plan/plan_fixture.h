@@ -3,6 +3,7 @@
 // with helpers that rewrite a plan's metadata or bytes for corrupt-plan tests.
 #pragma once
 
+#include "common/step_params.h"
 #include "plan/plan.h"
 #include "plan/plan_format.h"
 #include "plan_writer.h"
@@ -34,15 +35,13 @@ inline std::unique_ptr<fb::BufferT> buffer(fb::DType dtype, int64_t width) {
 }
 
 inline std::unique_ptr<fb::StepT> step(fb::OpKind op, std::vector<int> in, std::vector<int> out,
-                                       std::vector<int> weights, std::vector<int64_t> ints = {},
-                                       std::vector<double> floats = {}) {
+                                       std::vector<int> weights, fb::StepParamsUnion p) {
   auto s = std::make_unique<fb::StepT>();
   s->op = op;
   s->inputs = std::move(in);
   s->outputs = std::move(out);
   s->weights = std::move(weights);
-  s->int_params = std::move(ints);
-  s->float_params = std::move(floats);
+  s->params = std::move(p);
   return s;
 }
 
@@ -67,7 +66,6 @@ inline TinyPlan makeTinyPlan() {
   m.vocab_size = kVocab;
   m.max_seq_len = 32;
   m.rms_norm_eps = 1e-5;
-  m.rope_theta = 10000.0;
   meta.tokenizer = std::make_unique<fb::TokenizerInfoT>();
   meta.tokenizer->tokenizer_json = "{}";
   meta.kv_cache = std::make_unique<fb::KvCacheInfoT>();
@@ -106,10 +104,10 @@ inline TinyPlan makeTinyPlan() {
   program->arena_bytes_per_token = offset;
   program->token_buffer = 0;
   program->logits_buffer = 4;
-  program->steps.push_back(step(fb::OpKind::Embedding, {0}, {1}, {0}));
-  program->steps.push_back(step(fb::OpKind::RmsNorm, {1}, {2}, {1}, {}, {1e-5}));
-  program->steps.push_back(step(fb::OpKind::Linear, {2}, {3}, {2}, {0}));
-  program->steps.push_back(step(fb::OpKind::Logits, {3}, {4}, {0}));
+  program->steps.push_back(step(fb::OpKind::Embedding, {0}, {1}, {0}, embeddingParams()));
+  program->steps.push_back(step(fb::OpKind::Norm, {1}, {2}, {1}, normParams()));
+  program->steps.push_back(step(fb::OpKind::Linear, {2}, {3}, {2}, linearParams()));
+  program->steps.push_back(step(fb::OpKind::Logits, {3}, {4}, {0}, logitsParams()));
   auto decode = std::make_unique<fb::ProgramT>(*program);
   decode->phase = fb::Phase::Decode;
   meta.programs.push_back(std::move(program));
@@ -165,16 +163,20 @@ inline TinyPlan makeFusedPlan() {
   program->token_buffer = 0;
   program->logits_buffer = 5;
   using K = fb::OpKind;
-  program->steps.push_back(step(K::Embedding, {0}, {1}, {0}));
-  program->steps.push_back(step(K::RmsNormLinear, {1}, {2}, {1, 2, 6}, {0}, {1e-5}));
-  program->steps.push_back(step(K::RopeColumns, {2}, {2}, {}, {2, 4, 0}));
+  const auto silu = fb::ActivationKind::Silu;
+  program->steps.push_back(step(K::Embedding, {0}, {1}, {0}, embeddingParams()));
   program->steps.push_back(
-      step(K::RopeAttention, {2, 2, 2}, {3}, {}, {0, 2, 1, 4, 0, 8, 12, 1}, {0.5}));
-  program->steps.push_back(step(K::Linear, {3}, {1}, {3}, {1}));
-  program->steps.push_back(step(K::RmsNormLinearSwiGlu, {1}, {4}, {1, 4}, {}, {1e-5}));
-  program->steps.push_back(step(K::LinearSwiGlu, {1}, {4}, {4}));
-  program->steps.push_back(step(K::Linear, {4}, {1}, {5}, {1}));
-  program->steps.push_back(step(K::LmHead, {1}, {5, 6}, {1, 0}, {}, {1e-5}));
+      step(K::Linear, {1}, {2}, {1, 2, 6}, linearParams({.norm = true, .bias = true})));
+  program->steps.push_back(step(K::Rope, {2}, {2}, {}, ropeParams(2, 4, 0)));
+  program->steps.push_back(
+      step(K::Attention, {2, 2, 2}, {3}, {},
+           attentionParams({.qColumn = 0, .kColumn = 8, .vColumn = 12, .rope = true})));
+  program->steps.push_back(step(K::Linear, {3}, {1}, {3}, linearParams({.accumulate = true})));
+  program->steps.push_back(
+      step(K::Linear, {1}, {4}, {1, 4}, linearParams({.norm = true, .gate = silu})));
+  program->steps.push_back(step(K::Linear, {1}, {4}, {4}, linearParams({.gate = silu})));
+  program->steps.push_back(step(K::Linear, {4}, {1}, {5}, linearParams({.accumulate = true})));
+  program->steps.push_back(step(K::LmHead, {1}, {5, 6}, {1, 0}, logitsParams(true)));
   auto decode = std::make_unique<fb::ProgramT>(*program);
   decode->phase = fb::Phase::Decode;
   meta.programs.clear();
@@ -190,14 +192,14 @@ inline TinyPlan makeGemmaFusedPlan() {
   TinyPlan tiny = makeFusedPlan();
   for (auto &program : tiny.contents.meta.programs) {
     auto &steps = program->steps;
-    steps[0]->float_params = {2.0};       // Embedding scale
-    steps[1]->float_params = {1e-5, 1.0}; // RmsNormLinear offset
-    steps[3]->int_params.push_back(2);    // RopeAttention window
-    steps[3]->float_params.push_back(5.0); // and softcap
-    steps[5]->int_params = {1};           // RmsNormLinearSwiGlu: gelu tanh
-    steps[5]->float_params = {1e-5, 1.0}; // and offset
-    steps[6]->int_params = {2};           // LinearSwiGlu: gelu erf
-    steps[8]->float_params = {1e-5, 1.0, 3.0}; // LmHead offset, softcap
+    steps[0]->params = embeddingParams(2.0);
+    steps[1]->params = linearParams({.norm = true, .bias = true, .normOffset = 1.0});
+    steps[3]->params = attentionParams(
+        {.qColumn = 0, .kColumn = 8, .vColumn = 12, .rope = true, .softcap = 5.0, .window = 2});
+    steps[5]->params =
+        linearParams({.norm = true, .gate = fb::ActivationKind::GeluTanh, .normOffset = 1.0});
+    steps[6]->params = linearParams({.gate = fb::ActivationKind::GeluErf});
+    steps[8]->params = logitsParams(true, 3.0, 1.0);
   }
   return tiny;
 }
@@ -250,30 +252,49 @@ inline TinyPlan makeUnfusedPlan() {
   program->logits_buffer = 15;
   using K = fb::OpKind;
   auto &steps = program->steps;
-  steps.push_back(step(K::Embedding, {0}, {1}, {0}));
-  steps.push_back(step(K::RmsNorm, {1}, {2}, {1}, {}, {1e-5}));
-  steps.push_back(step(K::Linear, {2}, {3}, {2}, {0}));
-  steps.push_back(step(K::Linear, {2}, {4}, {3}, {0}));
-  steps.push_back(step(K::Linear, {2}, {5}, {4}, {0}));
-  steps.push_back(step(K::Rope, {3}, {3}, {}, {2, 4}));
-  steps.push_back(step(K::Rope, {4}, {4}, {}, {1, 4}));
-  steps.push_back(step(K::Attention, {3, 4, 5}, {6}, {}, {0, 2, 1, 4}, {0.5}));
-  steps.push_back(step(K::Linear, {6}, {7}, {5}, {0}));
-  steps.push_back(step(K::Add, {1, 7}, {8}, {}));
-  steps.push_back(step(K::Linear, {8}, {9}, {6}, {0}));
-  steps.push_back(step(K::Linear, {8}, {10}, {7}, {0}));
-  steps.push_back(step(K::Silu, {9}, {11}, {}));
-  steps.push_back(step(K::Mul, {11, 10}, {12}, {}));
-  steps.push_back(step(K::SwiGlu, {9, 10}, {13}, {}));
-  steps.push_back(step(K::Linear, {12}, {14}, {8}, {0}));
-  steps.push_back(step(K::Linear, {13}, {14}, {8}, {1}));
-  steps.push_back(step(K::Add, {8, 14}, {1}, {}));
-  steps.push_back(step(K::Logits, {1}, {15}, {0}));
+  const auto add = fb::ElementwiseOp::Add;
+  steps.push_back(step(K::Embedding, {0}, {1}, {0}, embeddingParams()));
+  steps.push_back(step(K::Norm, {1}, {2}, {1}, normParams()));
+  steps.push_back(step(K::Linear, {2}, {3}, {2}, linearParams()));
+  steps.push_back(step(K::Linear, {2}, {4}, {3}, linearParams()));
+  steps.push_back(step(K::Linear, {2}, {5}, {4}, linearParams()));
+  steps.push_back(step(K::Rope, {3}, {3}, {}, ropeParams(2, 4)));
+  steps.push_back(step(K::Rope, {4}, {4}, {}, ropeParams(1, 4)));
+  steps.push_back(step(K::Attention, {3, 4, 5}, {6}, {}, attentionParams()));
+  steps.push_back(step(K::Linear, {6}, {7}, {5}, linearParams()));
+  steps.push_back(step(K::Elementwise, {1, 7}, {8}, {}, elementwiseParams(add)));
+  steps.push_back(step(K::Linear, {8}, {9}, {6}, linearParams()));
+  steps.push_back(step(K::Linear, {8}, {10}, {7}, linearParams()));
+  steps.push_back(step(K::Activation, {9}, {11}, {}, activationParams(fb::ActivationKind::Silu)));
+  steps.push_back(step(K::Elementwise, {11, 10}, {12}, {}, elementwiseParams(fb::ElementwiseOp::Mul)));
+  steps.push_back(
+      step(K::Activation, {9, 10}, {13}, {}, activationParams(fb::ActivationKind::Silu, true)));
+  steps.push_back(step(K::Linear, {12}, {14}, {8}, linearParams()));
+  steps.push_back(step(K::Linear, {13}, {14}, {8}, linearParams({.accumulate = true})));
+  steps.push_back(step(K::Elementwise, {8, 14}, {1}, {}, elementwiseParams(add)));
+  steps.push_back(step(K::Logits, {1}, {15}, {0}, logitsParams()));
   auto decode = std::make_unique<fb::ProgramT>(*program);
   decode->phase = fb::Phase::Decode;
   meta.programs.clear();
   meta.programs.push_back(std::move(program));
   meta.programs.push_back(std::move(decode));
+  return tiny;
+}
+
+// makeUnfusedPlan with Llama 3.1 RoPE scaling on both Rope steps and a second
+// RoPE configuration (k at another theta): the RopeScaling table in a seed.
+inline TinyPlan makeScaledRopePlan() {
+  TinyPlan tiny = makeUnfusedPlan();
+  for (auto &program : tiny.contents.meta.programs)
+    for (int s : {5, 6}) {
+      fb::RopeParamsT &rope = *program->steps[s]->params.AsRopeStepParams()->rope;
+      rope.scaling = std::make_unique<fb::RopeScalingT>();
+      rope.scaling->kind = fb::RopeScalingKind::Llama3;
+      rope.scaling->factor = 8.0;
+      rope.scaling->original_max_positions = 16;
+      if (s == 6)
+        rope.theta = 500000.0;
+    }
   return tiny;
 }
 

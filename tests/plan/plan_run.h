@@ -5,7 +5,7 @@
 // plan the loader accepts is also one the kernels can run.
 #pragma once
 
-#include "engine/cpu_backend.h"
+#include "cpu/backend/cpu_backend.h"
 #include "engine/engine.h"
 #include "kv/block_pool.h"
 #include "plan/plan.h"

@@ -28,7 +28,8 @@ TEST(PlanRun, TinyPlansRunForAFewTokens) {
         std::pair{"unfused.plan", test::makeUnfusedPlan()},
         std::pair{"synthetic.plan", test::makeSyntheticTinyPlan()},
         std::pair{"fused-synthetic.plan", test::makeSynthetic(test::makeFusedPlan())},
-        std::pair{"gemma-synthetic.plan", test::makeSynthetic(test::makeGemmaFusedPlan())}}) {
+        std::pair{"gemma-synthetic.plan", test::makeSynthetic(test::makeGemmaFusedPlan())},
+        std::pair{"scaled-rope.plan", test::makeScaledRopePlan()}}) {
     auto plan = written(std::move(tiny), name);
     ASSERT_TRUE(plan.isOk()) << plan.message();
     ASSERT_TRUE(test::cheapToRun(*plan)) << name;
@@ -45,7 +46,8 @@ TEST(PlanRun, DISABLED_WriteSeeds) {
         std::pair{"unfused.bin", test::makeUnfusedPlan()},
         std::pair{"synthetic_tiny.bin", test::makeSyntheticTinyPlan()},
         std::pair{"synthetic_fused.bin", test::makeSynthetic(test::makeFusedPlan())},
-        std::pair{"synthetic_gemma_fused.bin", test::makeSynthetic(test::makeGemmaFusedPlan())}})
+        std::pair{"synthetic_gemma_fused.bin", test::makeSynthetic(test::makeGemmaFusedPlan())},
+        std::pair{"synthetic_scaled_rope.bin", test::makeSynthetic(test::makeScaledRopePlan())}})
     ASSERT_TRUE(writePlan(std::string(LLMC_RUN_CORPUS_DIR) + "/" + name, tiny.contents).isOk());
 }
 

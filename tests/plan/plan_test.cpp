@@ -109,14 +109,18 @@ TEST_F(PlanFile, RejectsNewerFormatVersionWithAHint) {
   });
   expectRejected("is newer than this runtime supports");
 }
-// Format version 1 (FNV-1a weight checksum) is refused, never misread.
+// Format versions 1 (FNV-1a weight checksum) and 2 (positional step
+// parameters) are refused, never misread.
 TEST_F(PlanFile, RejectsOlderFormatVersionWithARebuildHint) {
-  mutateBytes([](auto &b) {
-    auto h = headerOf(b);
-    h.formatVersion = 1;
-    setHeader(b, h);
-  });
-  expectRejected("plan format version 1 is older than this runtime reads (2); rebuild the plan");
+  for (uint32_t version : {1u, 2u}) {
+    mutateBytes([&](auto &b) {
+      auto h = headerOf(b);
+      h.formatVersion = version;
+      setHeader(b, h);
+    });
+    expectRejected("plan format version " + std::to_string(version) +
+                   " is older than this runtime reads (3); rebuild the plan with llmc >= 0.1.0");
+  }
 }
 TEST_F(PlanFile, WeightChecksumIsXxh3OfTheSection) {
   mutateBytes([](auto &b) {
@@ -230,12 +234,12 @@ TEST_F(PlanFile, RejectsUnknownOpKind) {
   expectRejected("unknown op kind 999");
 }
 TEST_F(PlanFile, RejectsWrongOperandCount) {
-  rewriteMetadata(path_, [](fb::PlanT &p) { p.programs[0]->steps[1]->float_params.clear(); });
-  expectRejected("wrong number of inputs, outputs, weights or parameters");
+  rewriteMetadata(path_, [](fb::PlanT &p) { p.programs[0]->steps[1]->weights.clear(); });
+  expectRejected("Norm has 1 inputs, 1 outputs, 0 weights (the kind takes 1..1, 1, 1..2)");
 }
 TEST_F(PlanFile, RejectsLinearWeightThatDoesNotFitItsBuffers) {
   rewriteMetadata(path_, [](fb::PlanT &p) { p.programs[0]->steps[2]->weights = {0}; });
-  expectRejected("weight [N,K] does not match");
+  expectRejected("Linear: weight [N, K] 'embed' must be a float [8, 8], got F32 [16, 8]");
 }
 TEST_F(PlanFile, RejectsBufferOutsideTheArena) {
   rewriteMetadata(path_, [](fb::PlanT &p) { p.programs[0]->arena_bytes_per_token = 16; });

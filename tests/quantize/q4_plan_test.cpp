@@ -40,9 +40,8 @@ std::unique_ptr<Q4Plan> makeQ4Plan() {
   sources.push_back({reinterpret_cast<const uint8_t *>(p->zeros.data()), DType::F16, kHidden});
   for (auto &program : meta.programs) {
     fb::StepT &linear = *program->steps[2];
-    linear.op = fb::OpKind::LinearQ4;
     linear.weights = {2, 3, 4};
-    linear.int_params = {0, 32};
+    linear.params = test::linearParams({.q4 = true, .groupSize = 32});
   }
   return p;
 }
@@ -73,7 +72,9 @@ void expectContains(const std::string &message, const std::string &part) {
 TEST(Q4Plan, ValidPlanLoads) {
   auto plan = Plan::open(writeQ4Plan("valid"));
   ASSERT_TRUE(plan.isOk()) << plan.message();
-  EXPECT_EQ(plan->meta().programs()->Get(0)->steps()->Get(2)->op(), fb::OpKind::LinearQ4);
+  const fb::Step &linear = *plan->meta().programs()->Get(0)->steps()->Get(2);
+  ASSERT_EQ(linear.op(), fb::OpKind::Linear);
+  EXPECT_EQ(linear.params_as_LinearParams()->weights(), fb::WeightFormat::Q4);
 }
 
 TEST(Q4Plan, CorruptionsAreNamed) {
@@ -83,14 +84,14 @@ TEST(Q4Plan, CorruptionsAreNamed) {
                            m.tensors[3]->shape = {kHidden, 2};
                            m.tensors[3]->size = kHidden * 2 * 2;
                          }),
-                 "step 2: LinearQ4: tensor 'proj.scales' (scales) must be F16 [8, 1] for K = 8 "
+                 "step 2: Linear: tensor 'proj.scales' (scales) must be F16 [8, 1] for K = 8 "
                  "in groups of 32 (1 groups), got F16 [8, 2]");
   expectContains(corrupt("group-size",
                          [](fb::PlanT &m) {
                            for (auto &p : m.programs)
-                             p->steps[2]->int_params[1] = 48;
+                             p->steps[2]->params.AsLinearParams()->group_size = 48;
                          }),
-                 "LinearQ4: group size 48 is not a positive multiple of 32");
+                 "Linear: LinearParams.group_size = 48: must be a positive multiple of 32");
   expectContains(
       corrupt("qweight-dtype", [](fb::PlanT &m) { m.tensors[2]->dtype = fb::DType::F32; }),
       "tensor 'proj.qweight' (packed int4 words) must be I32 [8, 4]");
@@ -105,19 +106,22 @@ TEST(Q4Plan, CorruptionsAreNamed) {
                            for (auto &p : m.programs)
                              p->steps[2]->weights = {2, 3};
                          }),
-                 "LinearQ4 has the wrong number of inputs, outputs, weights or parameters");
+                 "Linear has 1 inputs and 2 weights; its LinearParams ask for 1 and 3");
   expectContains(corrupt("bias",
                          [](fb::PlanT &m) {
-                           for (auto &p : m.programs)
+                           for (auto &p : m.programs) {
                              p->steps[2]->weights = {2, 3, 4, 3};
+                             p->steps[2]->params.AsLinearParams()->bias = true;
+                           }
                          }),
                  "bias 'proj.scales' must be F32 [8], got F16 [8, 1]");
-  expectContains(corrupt("accumulate",
+  expectContains(corrupt("dense-group",
                          [](fb::PlanT &m) {
                            for (auto &p : m.programs)
-                             p->steps[2]->int_params[0] = 2;
+                             p->steps[2]->params.AsLinearParams()->weights =
+                                 fb::WeightFormat::Dense;
                          }),
-                 "LinearQ4: accumulate must be 0 or 1");
+                 "LinearParams.group_size = 32: must be 0 for Dense weights");
 }
 
 } // namespace

@@ -5,10 +5,10 @@
 // the float model with their dequantized weights, and bad options are named.
 #include "common/compare.h"
 #include "common/test_paths.h"
+#include "cpu/backend/loaded_weights.h"
 #include "cpu/matmul_q4.h"
 #include "driver/build.h"
 #include "engine/engine.h"
-#include "engine/weights.h"
 #include "frontend/model_spec.h"
 #include "frontend/weight_check.h"
 #include "ir/LlmOps.h"
@@ -16,6 +16,7 @@
 #include "kernels/common/synthetic.h"
 #include "lower_to_plan.h"
 #include "models/llama_graph.h"
+#include "ops/op_table.h"
 #include "plan/plan.h"
 #include "plan/plan_fixture.h"
 #include "quantize/interpreter.h"
@@ -211,7 +212,8 @@ TEST(QuantizeBuild, Int4PlansComputeTheDequantizedModel) {
     EXPECT_EQ(plan->findTensor(down + ".weight"), -1);
     int linearQ4 = 0;
     for (const fb::Step *step : *plan->meta().programs()->Get(0)->steps())
-      linearQ4 += step->op() == fb::OpKind::LinearQ4;
+      linearQ4 += step->params_as_LinearParams() != nullptr &&
+                  step->params_as_LinearParams()->weights() == fb::WeightFormat::Q4;
     EXPECT_EQ(linearQ4, 2 * 7) << method; // q, k, v, o, gate, up, down per layer
 
     // f32 x in the int4 kernels (W4A16), as in the float model; their
@@ -245,13 +247,14 @@ TEST(QuantizeBuild, FusedInt4PlansMatchTheUnfusedOnes) {
     ASSERT_TRUE(build(unfused).isOk());
     auto plan = Plan::open(fused.output);
     ASSERT_TRUE(plan.isOk()) << plan.message();
-    std::map<fb::OpKind, int> kinds;
+    std::map<std::string, int> kinds;
     for (const fb::Step *step : *plan->meta().programs()->Get(0)->steps())
-      ++kinds[step->op()];
-    // Per layer: q/k/v as one LinearQ4 (Qwen2's biases keep the norm out),
-    // o with the residual, gate/up with norm and SwiGLU, down with the residual.
-    EXPECT_EQ(kinds[fb::OpKind::LinearQ4], 2 * 3) << name;
-    EXPECT_EQ(kinds[fb::OpKind::RmsNormLinearSwiGluQ4], 2) << name;
+      ++kinds[ops::stepVariant(*step)];
+    // Per layer: q/k/v as one int4 Linear with its biases (Qwen2's biases keep
+    // the norm out), o and down with the residual, gate/up with norm and SwiGLU.
+    EXPECT_EQ(kinds["Linear[q4,bias]"], 2) << name;
+    EXPECT_EQ(kinds["Linear[q4,accumulate]"], 2 * 2) << name;
+    EXPECT_EQ(kinds["Linear[norm,gated-silu,q4]"], 2) << name;
     EXPECT_EQ(plan->findTensor("model.layers.0.self_attn.q_proj+model.layers.0.self_attn.k_proj+"
                                "model.layers.0.self_attn.v_proj.qweight"),
               plan->findTensor("model.layers.0.self_attn.q_proj+model.layers.0.self_attn.k_proj+"

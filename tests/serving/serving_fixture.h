@@ -7,7 +7,7 @@
 
 #include "cuda/model_dirs.h"
 #include "driver/build.h"
-#include "engine/cpu_backend.h"
+#include "cpu/backend/cpu_backend.h"
 #include "engine/engine.h"
 #include "serving/scheduler.h"
 

@@ -4,6 +4,7 @@
 //   silu(x)      = x / (1 + exp(-x))
 //   geluTanh(x)  = x/2 (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))   (HF "gelu_pytorch_tanh")
 //   geluErf(x)   = x/2 (1 + erf(x / sqrt(2)))                       (HF "gelu")
+//   relu(x)      = max(x, 0)
 //   gated(act, g, u) = act(g) * u                                   (SwiGLU, GeGLU)
 // Soft-capping (cap * tanh(x / cap)) is softCap in attention_scores.h.
 #pragma once
@@ -12,10 +13,10 @@
 
 namespace llmc::hd {
 
-// The gated activation of a gate/up GEMM, as the plan stores it
-// (runtime/schema/engine.fbs, "gated activation"). Append only.
-enum GateKind : i32 { kGateSilu = 0, kGateGeluTanh = 1, kGateGeluErf = 2 };
-constexpr i32 kNumGateKinds = 3;
+// An activation function as the kernels take it (the plan's
+// ActivationKind maps to it: runtime/ops/operands.h gateKind). Append only.
+enum GateKind : i32 { kGateSilu = 0, kGateGeluTanh = 1, kGateGeluErf = 2, kGateRelu = 3 };
+constexpr i32 kNumGateKinds = 4;
 
 LLMC_HD inline float silu(float x) { return x / (1.0f + expF(-x)); }
 
@@ -24,9 +25,25 @@ LLMC_HD inline float geluTanh(float x) {
   return 0.5f * x * (1.0f + ::tanhf(kSqrt2OverPi * (x + 0.044715f * x * x * x)));
 }
 
+LLMC_HD inline float relu(float x) { return x > 0.0f ? x : 0.0f; }
+
 LLMC_HD inline float geluErf(float x) {
   const float kInvSqrt2 = 0.7071067811865476f;
   return 0.5f * x * (1.0f + ::erff(x * kInvSqrt2));
+}
+
+// act(x) for a GateKind (silu for an unknown one, as below).
+LLMC_HD inline float activate(i32 kind, float x) {
+  switch (kind) {
+  case kGateGeluTanh:
+    return geluTanh(x);
+  case kGateGeluErf:
+    return geluErf(x);
+  case kGateRelu:
+    return relu(x);
+  default:
+    return silu(x);
+  }
 }
 
 // act(gate) * up for a GateKind (silu for an unknown one: the plan validator
@@ -37,6 +54,8 @@ LLMC_HD inline float gated(i32 kind, float gate, float up) {
     return geluTanh(gate) * up;
   case kGateGeluErf:
     return geluErf(gate) * up;
+  case kGateRelu:
+    return relu(gate) * up;
   default:
     return silu(gate) * up;
   }

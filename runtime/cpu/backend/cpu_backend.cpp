@@ -1,6 +1,6 @@
-#include "engine/cpu_backend.h"
+#include "cpu/backend/cpu_backend.h"
 
-#include "engine/engine.h"
+#include "engine/engine_options.h"
 
 #include <algorithm>
 #include <limits>
@@ -112,11 +112,11 @@ Expected<std::unique_ptr<CpuBackend>> CpuBackend::create(const Plan &plan,
   LLMC_ASSIGN_OR_RETURN(backend->weights_, LoadedWeights::load(plan, *backend->pool_));
   LLMC_ASSIGN_OR_RETURN(kv::KvCache cache, kv::KvCache::create(shape));
   backend->cache_ = std::make_unique<kv::KvCache>(std::move(cache));
-  auto ropeTable = CpuExecutor::ropeTableFor(plan); // one table for both programs
+  auto ropeTables = CpuRopeTables::build(plan); // one set of tables for both programs
   LLMC_ASSIGN_OR_RETURN(CpuExecutor prefill, CpuExecutor::create(plan, backend->weights_,
-                                                                 fb::Phase::Prefill, ropeTable));
+                                                                 fb::Phase::Prefill, ropeTables));
   LLMC_ASSIGN_OR_RETURN(CpuExecutor decode,
-                        CpuExecutor::create(plan, backend->weights_, fb::Phase::Decode, ropeTable));
+                        CpuExecutor::create(plan, backend->weights_, fb::Phase::Decode, ropeTables));
   backend->prefill_ = std::make_unique<CpuExecutor>(std::move(prefill));
   backend->decode_ = std::make_unique<CpuExecutor>(std::move(decode));
   return backend;

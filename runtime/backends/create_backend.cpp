@@ -1,8 +1,10 @@
+// createBackend (engine/backend.h): the one place that knows every backend,
+// so that engine/ includes no backend and the backends include no engine.
 #include "engine/backend.h"
 
+#include "cpu/backend/cpu_backend.h"
 #include "cuda/cuda_backend.h"
-#include "engine/cpu_backend.h"
-#include "engine/engine.h"
+#include "engine/engine_options.h"
 
 namespace llmc {
 namespace {

@@ -3,9 +3,9 @@
 // cache in host memory.
 #pragma once
 
+#include "cpu/backend/cpu_executor.h"
+#include "cpu/backend/loaded_weights.h"
 #include "engine/backend.h"
-#include "engine/cpu_executor.h"
-#include "engine/weights.h"
 #include "kv/kv_cache.h"
 #include "support/thread_pool.h"
 

@@ -1,4 +1,4 @@
-#include "engine/weights.h"
+#include "cpu/backend/loaded_weights.h"
 
 #include "kernels/common/half.h"
 #include "kernels/common/q4_rtn.h"
