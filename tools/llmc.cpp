@@ -161,6 +161,8 @@ int main(int argc, char **argv) {
   build->add_flag("--awq-clip", options.awqClip,
                   "AWQ: search a clipping range per group (the default)");
   build->add_flag("--no-awq-clip", options.noAwqClip, "AWQ: scales only, no clipping search");
+  build->add_flag("--no-awq-scales", options.noAwqScales,
+                  "AWQ: clipping search only, no per-channel scales");
   build->add_flag("--gptq-act-order", options.gptqActOrder,
                   "GPTQ: quantize columns by decreasing activation energy");
   build->add_flag("--no-gptq-range-search", options.noGptqRangeSearch,

@@ -43,6 +43,7 @@ struct BuildOptions {
   int64_t calibTokens = 8192;         // --calib-tokens: calibration ids used
   bool awqClip = false;               // --awq-clip: AWQ's weight clipping search (the default)
   bool noAwqClip = false;             // --no-awq-clip: AWQ without the clipping search
+  bool noAwqScales = false;           // --no-awq-scales: AWQ's clipping search without scales
   bool gptqActOrder = false;          // --gptq-act-order: GPTQ columns by decreasing H[k][k]
   bool noGptqRangeSearch = false;     // --no-gptq-range-search: GPTQ groups keep their full range
   bool awqScalesOnly = false;         // tests: fold AWQ scales, keep float weights

@@ -22,7 +22,7 @@ namespace {
 
 Status checkOptions(const BuildOptions &o) {
   if (o.quantize.empty()) {
-    if (!o.calibFile.empty() || o.awqClip || o.noAwqClip || o.gptqActOrder ||
+    if (!o.calibFile.empty() || o.awqClip || o.noAwqClip || o.noAwqScales || o.gptqActOrder ||
         o.noGptqRangeSearch)
       return Status::error("--calib and the --awq-* and --gptq-* options need --quantize awq or "
                            "gptq");
@@ -55,6 +55,10 @@ Status checkOptions(const BuildOptions &o) {
     return Status::error("--awq-clip and --no-awq-clip apply to --quantize awq only");
   if (o.awqClip && o.noAwqClip)
     return Status::error("--awq-clip and --no-awq-clip contradict each other; give one");
+  if (o.quantize != "awq" && o.noAwqScales)
+    return Status::error("--no-awq-scales applies to --quantize awq only");
+  if (o.noAwqScales && o.noAwqClip)
+    return Status::error("--no-awq-scales with --no-awq-clip leaves plain RTN; use --quantize rtn");
   if (o.quantize != "gptq" && (o.gptqActOrder || o.noGptqRangeSearch))
     return Status::error("--gptq-act-order and --no-gptq-range-search apply to --quantize gptq "
                          "only");
@@ -268,6 +272,8 @@ Expected<QuantizeOutcome> prepareQuantization(mlir::ModuleOp module, const Weigh
   settings.actOrder = options.gptqActOrder;
   settings.gptqRangeSearch = !options.noGptqRangeSearch;
   settings.fixedAlpha = options.awqFixedAlpha;
+  if (options.noAwqScales)
+    settings.fixedAlpha = 0.0f; // s = 1 everywhere: nothing folds, the clipping search decides
   LLMC_ASSIGN_OR_RETURN(outcome.groups,
                         quant::quantizeGroups(groups, activations.empty() ? nullptr : &activations,
                                               model.get(), *outcome.source, settings, pool,

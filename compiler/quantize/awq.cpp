@@ -130,14 +130,15 @@ std::vector<float> applyScales(const Matrix &w, const std::vector<float> &colSca
 
 // The input covariance of each group of columns, C_g = x_g^T x_g / rows,
 // for the scaled inputs x / s (colScale s; empty: 1): from the calibration's
-// diagonal gram blocks over every token when they match the group size,
-// else from the sampled rows.
+// diagonal gram blocks over every token when they match the group size
+// (a matrix narrower than one group has one block, the whole gram), else
+// from the sampled rows.
 std::vector<std::vector<float>> groupCovariances(const GroupActivations &act, int64_t groupSize,
                                                  const std::vector<float> &colScale) {
   const int64_t cols = act.cols, groups = (cols + groupSize - 1) / groupSize;
   auto s = [&](int64_t k) { return colScale.empty() ? 1.0f : colScale[k]; };
   std::vector<std::vector<float>> cov(groups);
-  const bool fromGram = act.gramBlock == groupSize && act.totalRows > 0;
+  const bool fromGram = act.gramBlock == std::min(groupSize, cols) && act.totalRows > 0;
   const float *gram = act.gram.data();
   for (int64_t g = 0; g < groups; ++g) {
     const int64_t begin = g * groupSize, size = std::min(groupSize, cols - begin);
@@ -162,52 +163,84 @@ std::vector<std::vector<float>> groupCovariances(const GroupActivations &act, in
   return cov;
 }
 
+// The clipping grid: a group's range [lo, hi] (lo = min(w, 0), hi =
+// max(w, 0)) shrinks to [lo (1 - a / 40), hi (1 - b / 40)], a, b < 20,
+// each side on its own. AWQ's auto_clip shrinks one symmetric bound
+// max|w| in steps of 1/20 to 0.55; with zero points that only moves the
+// wider side, and on stories260K the two-sided finer grid removes twice as
+// much of RTN's perplexity loss (docs/quantization.md).
+constexpr int kClipSteps = 20, kClipDivisions = 40;
+
+float clipFactor(int step) { return 1.0f - static_cast<float>(step) / kClipDivisions; }
+
+// d = Q(clamp(w, lo f_a, hi f_b)) - w for rows begin .. end of one column
+// group of w [rows, cols] (columns first .. first + size), into d [rows, size].
+void clippedErrors(const std::vector<float> &w, int64_t cols, int64_t first, int64_t size,
+                   const std::vector<float> &lo, const std::vector<float> &hi, float loFactor,
+                   float hiFactor, int64_t begin, int64_t end, std::vector<float> &d) {
+  std::vector<float> clamped(size), quantized(size);
+  for (int64_t n = begin; n < end; ++n) {
+    const float *wg = w.data() + n * cols + first;
+    for (int64_t i = 0; i < size; ++i)
+      clamped[i] = std::clamp(wg[i], lo[n] * loFactor, hi[n] * hiFactor);
+    fakeQuantizeGroup(clamped.data(), size, quantized.data());
+    for (int64_t i = 0; i < size; ++i)
+      d[n * size + i] = quantized[i] - wg[i];
+  }
+}
+
 // AWQ's clipping search on scaled weights w [rows, cols] with the scaled
-// inputs' covariances `cov` (groupCovariances): per (row, group), the clamp
-// ratio whose quantized group minimizes the error of its partial dot
-// products, d^T C d with d = Q(clamp(w)) - w.
+// inputs' covariances `cov` (groupCovariances): per (row, group), the
+// clamp (clipFactor grid) whose quantized group minimizes the error of its
+// partial dot products over the calibration tokens, d^T C d with
+// d = Q(clamp(w)) - w. The errors of one candidate for all rows of a group
+// are one product D C [rows, size] on the CPU matmul. Every linear is
+// clipped, q and k included (the reference skips them: its error is not
+// the attention scores' either way; on stories260K clipping them too
+// helps, docs/quantization.md).
 void clipWeights(ThreadPool &pool, std::vector<float> &w, int64_t rows, int64_t cols,
-                 int64_t groupSize, const std::vector<std::vector<float>> &cov) {
+                   int64_t groupSize, const std::vector<std::vector<float>> &cov) {
   const int64_t groups = (cols + groupSize - 1) / groupSize;
-  constexpr int kRatios = 10, kGrid = 20; // AWQ: max_shrink 0.5, n_grid 20
-  pool.parallelFor(
-      rows,
-      [&](int64_t begin, int64_t end) {
-        std::vector<float> clamped(groupSize), quantized(groupSize), d(groupSize);
-        for (int64_t n = begin; n < end; ++n)
-          for (int64_t g = 0; g < groups; ++g) {
-            const int64_t first = g * groupSize, size = std::min(groupSize, cols - first);
-            float *wg = w.data() + n * cols + first;
-            float orgMax = 0.0f;
-            for (int64_t i = 0; i < size; ++i)
-              orgMax = std::max(orgMax, std::fabs(wg[i]));
-            float bestMax = orgMax;
-            double bestErr = std::numeric_limits<double>::max();
-            for (int r = 0; r < kRatios; ++r) {
-              const float maxVal = orgMax * (1.0f - static_cast<float>(r) / kGrid);
-              for (int64_t i = 0; i < size; ++i)
-                clamped[i] = std::clamp(wg[i], -maxVal, maxVal);
-              fakeQuantizeGroup(clamped.data(), size, quantized.data());
-              for (int64_t i = 0; i < size; ++i)
-                d[i] = quantized[i] - wg[i];
-              double err = 0;
-              const float *c = cov[g].data();
-              for (int64_t i = 0; i < size; ++i) {
-                float row = 0;
-                for (int64_t j = 0; j < size; ++j)
-                  row += c[i * size + j] * d[j];
-                err += static_cast<double>(row) * d[i];
-              }
-              if (err < bestErr) {
-                bestErr = err;
-                bestMax = maxVal;
-              }
-            }
-            for (int64_t i = 0; i < size; ++i)
-              wg[i] = std::clamp(wg[i], -bestMax, bestMax);
+  std::vector<float> lo(rows), hi(rows), d, dc;
+  for (int64_t g = 0; g < groups; ++g) {
+    const int64_t first = g * groupSize, size = std::min(groupSize, cols - first);
+    for (int64_t n = 0; n < rows; ++n) {
+      const float *wg = w.data() + n * cols + first;
+      lo[n] = std::min(0.0f, *std::min_element(wg, wg + size));
+      hi[n] = std::max(0.0f, *std::max_element(wg, wg + size));
+    }
+    d.resize(rows * size);
+    dc.resize(rows * size);
+    std::vector<double> bestErr(rows, std::numeric_limits<double>::infinity());
+    std::vector<int> bestLo(rows, 0), bestHi(rows, 0);
+    for (int a = 0; a < kClipSteps; ++a)
+      for (int b = 0; b < kClipSteps; ++b) {
+        pool.parallelFor(
+            rows,
+            [&](int64_t begin, int64_t end) {
+              clippedErrors(w, cols, first, size, lo, hi, clipFactor(a), clipFactor(b), begin,
+                            end, d);
+            },
+            16);
+        cpu::matmul(pool, d.data(), rows, {cov[g].data(), DType::F32, size, size}, nullptr, 0.0f,
+                    dc.data());
+        for (int64_t n = 0; n < rows; ++n) {
+          double err = 0;
+          for (int64_t i = 0; i < size; ++i)
+            err += static_cast<double>(d[n * size + i]) * dc[n * size + i];
+          if (err < bestErr[n]) {
+            bestErr[n] = err;
+            bestLo[n] = a;
+            bestHi[n] = b;
           }
-      },
-      4);
+        }
+      }
+    for (int64_t n = 0; n < rows; ++n) {
+      float *wg = w.data() + n * cols + first;
+      for (int64_t i = 0; i < size; ++i)
+        wg[i] = std::clamp(wg[i], lo[n] * clipFactor(bestLo[n]), hi[n] * clipFactor(bestHi[n]));
+    }
+  }
 }
 
 // What a group's output error is measured on: AWQ's "module to inspect".
@@ -460,8 +493,7 @@ private:
     std::vector<float> stored = applyScales(w, colScale, rowScale);
     const bool quantize = !settings_.config.scalesOnly;
     const GroupActivations *act = activations_ ? &(*activations_)[g] : nullptr;
-    if (quantize && awq() && settings_.clip && act != nullptr && act->sampleRows > 0 &&
-        !feedsAttentionScores(linear))
+    if (quantize && awq() && settings_.clip && act != nullptr && act->sampleRows > 0)
       clipWeights(pool_, stored, w.rows, w.cols, settings_.config.groupSize,
                   groupCovariances(*act, settings_.config.groupSize, colScale));
     if (!quantize) {

@@ -9,8 +9,9 @@
 // the group's block output where there is one, see quantizeGroups). The scales
 // then fold into the group's sink (rms_norm weight, or the rows and bias of
 // the producing linear), and with clipping each (row, group) of the scaled
-// weights may be clamped to [-r max|w|, r max|w|], r = 1 - i / 20 (i < 10),
-// keeping the r whose error on X is smallest (q/k projections excepted).
+// weights may be clamped to [lo (1 - a / 40), hi (1 - b / 40)] (a, b < 20;
+// [lo, hi] its range), keeping the clamp whose output error over every
+// calibration token (d^T C d, C the group's input covariance) is smallest.
 // GPTQ (quantize/gptq.h) instead rounds each linear with error compensation
 // under its group's X^T X; no scales.
 #pragma once

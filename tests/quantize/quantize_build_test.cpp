@@ -493,6 +493,20 @@ TEST(QuantizeBuild, OptionErrorsNameTheOption) {
               o.noAwqClip = true;
             }).find("--no-awq-clip apply to --quantize awq only"),
             std::string::npos);
+  EXPECT_NE(failure([](BuildOptions &o) {
+              o.quantize = "gptq";
+              o.calibFile = "x.txt";
+              o.noAwqScales = true;
+            }).find("--no-awq-scales applies to --quantize awq only"),
+            std::string::npos);
+  EXPECT_NE(failure([](BuildOptions &o) {
+              o.quantize = "awq";
+              o.calibFile = "x.txt";
+              o.noAwqScales = o.noAwqClip = true;
+            }).find("use --quantize rtn"),
+            std::string::npos);
+  EXPECT_NE(failure([](BuildOptions &o) { o.noAwqScales = true; }).find("need --quantize awq"),
+            std::string::npos);
   EXPECT_NE(failure([](BuildOptions &o) { o.calibFile = "x.txt"; }).find("need --quantize awq"),
             std::string::npos);
   EXPECT_NE(failure([](BuildOptions &o) {
