@@ -88,6 +88,16 @@ Expected<std::string> invFreqTable(const StepView &v, const fb::RopeParamsT &rop
   if (config.rotaryDim != dim)
     return unsupported(v, "partial rotary (rotary_dim " + str(config.rotaryDim) + " of " +
                               str(dim) + ")");
+  // The generated kernels bake one inverse-frequency table and compute cos/sin
+  // from it: frequencies chosen per forward pass (dynamic NTK, longrope) or
+  // an attention factor on cos/sin (yarn, longrope) are not in them yet.
+  if (config.dependsOnLength())
+    return unsupported(v, std::string(config.scaling.kind == hd::RopeScalingKind::Dynamic
+                                          ? "dynamic NTK"
+                                          : "longrope") +
+                              " RoPE (frequencies chosen per forward pass)");
+  if (config.scaling.attentionFactor != 1.0f)
+    return unsupported(v, "RoPE with an attention factor (yarn) on cos/sin");
   std::ostringstream table;
   uint64_t hash = 0xcbf29ce484222325ull;
   table << "__device__ const float " << name << "[" << dim / 2 << "] = {";
