@@ -2,6 +2,7 @@
 
 #include "ir/LlmOps.h"
 #include "models/layer_norm_family.h"
+#include "models/rope_scaling_graph.h"
 
 #include <mlir/Dialect/Func/IR/FuncOps.h>
 #include <mlir/IR/Builders.h>
@@ -117,30 +118,7 @@ private:
   }
 
   llm::RopeScalingAttr ropeScaling() {
-    const RopeScaling &s = c_.ropeScaling;
-    switch (s.kind) {
-    case RopeScaling::Kind::None:
-      return {};
-    case RopeScaling::Kind::Linear:
-      return llm::RopeScalingAttr::get(b_.getContext(), llm::RopeScalingKind::Linear, s.factor);
-    case RopeScaling::Kind::Llama3:
-      return llm::RopeScalingAttr::get(b_.getContext(), llm::RopeScalingKind::Llama3, s.factor,
-                                       s.lowFreqFactor, s.highFreqFactor,
-                                       s.originalMaxPositionEmbeddings);
-    case RopeScaling::Kind::Dynamic:
-      // Plain RoPE at every position a plan reaches (the driver caps plans at
-      // max_position_embeddings, past which alone the dynamic base grows).
-      return {};
-    case RopeScaling::Kind::Yarn:
-      return llm::RopeScalingAttr::get(b_.getContext(), llm::RopeScalingKind::Yarn, s.factor, 1.0,
-                                       1.0, s.originalMaxPositionEmbeddings, s.betaFast,
-                                       s.betaSlow, s.truncate, s.attentionFactor);
-    case RopeScaling::Kind::LongRope:
-      return llm::RopeScalingAttr::get(b_.getContext(), llm::RopeScalingKind::LongRope, s.factor,
-                                       1.0, 1.0, s.originalMaxPositionEmbeddings, 32.0, 1.0, true,
-                                       s.attentionFactor, s.shortFactor, s.longFactor);
-    }
-    return {};
+    return ropeScalingAttr(b_.getContext(), c_.ropeScaling);
   }
 
   // Partial rotary (StableLM, Phi, GPT-NeoX) rotates the first rotaryDim

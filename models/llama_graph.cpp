@@ -1,4 +1,5 @@
 #include "models/llama_graph.h"
+#include "models/rope_scaling_graph.h"
 
 #include "ir/LlmOps.h"
 
@@ -125,29 +126,7 @@ private:
   }
 
   llm::RopeScalingAttr ropeScaling() {
-    const RopeScaling &s = config_.ropeScaling;
-    switch (s.kind) {
-    case RopeScaling::Kind::None:
-      return {};
-    case RopeScaling::Kind::Linear:
-      return llm::RopeScalingAttr::get(b_.getContext(), llm::RopeScalingKind::Linear, s.factor);
-    case RopeScaling::Kind::Llama3:
-      return llm::RopeScalingAttr::get(b_.getContext(), llm::RopeScalingKind::Llama3, s.factor,
-                                       s.lowFreqFactor, s.highFreqFactor,
-                                       s.originalMaxPositionEmbeddings);
-    case RopeScaling::Kind::Dynamic:
-      return llm::RopeScalingAttr::get(b_.getContext(), llm::RopeScalingKind::Dynamic, s.factor,
-                                       1.0, 1.0, s.originalMaxPositionEmbeddings);
-    case RopeScaling::Kind::Yarn:
-      return llm::RopeScalingAttr::get(b_.getContext(), llm::RopeScalingKind::Yarn, s.factor, 1.0,
-                                       1.0, s.originalMaxPositionEmbeddings, s.betaFast,
-                                       s.betaSlow, s.truncate, s.attentionFactor);
-    case RopeScaling::Kind::LongRope:
-      return llm::RopeScalingAttr::get(b_.getContext(), llm::RopeScalingKind::LongRope, s.factor,
-                                       1.0, 1.0, s.originalMaxPositionEmbeddings, 32.0, 1.0, true,
-                                       s.attentionFactor, s.shortFactor, s.longFactor);
-    }
-    return {};
+    return ropeScalingAttr(b_.getContext(), config_.ropeScaling);
   }
 
   mlir::Value rope(mlir::Value x, int64_t heads) {
