@@ -60,16 +60,9 @@ while (($#)); do
     *) LCPP="$1"; shift ;;
   esac
 done
-[[ -n $LCPP ]] || die "no llama.cpp build: pass its build directory or set LLAMA_CPP_BUILD"
-for tool in llama-bench llama-quantize; do
-  [[ -x $LCPP/bin/$tool ]] || die "$LCPP/bin/$tool not found: build it (cmake --build $LCPP --target $tool)"
-done
-SRC="${LLAMA_CPP_SRC:-$(sed -n 's/^CMAKE_HOME_DIRECTORY:INTERNAL=//p' "$LCPP/CMakeCache.txt" 2>/dev/null)}"
-CONVERT="$SRC/convert_hf_to_gguf.py"
-[[ -f $CONVERT ]] || die "$CONVERT not found: set LLAMA_CPP_SRC to llama.cpp's source tree"
-PYTHON="${PYTHON:-python3}"
-LLMC="${LLMC:-$ROOT/build/tools/llmc}" LLMRUN="${LLMRUN:-$ROOT/build/tools/llmrun}"
-[[ -x $LLMC && -x $LLMRUN ]] || die "$LLMC or $LLMRUN missing: build the llmc and llmrun targets"
+# shellcheck source=scripts/llamacpp-env.sh
+source "$ROOT/scripts/llamacpp-env.sh"
+llamacpp_setup "$ROOT" "$LCPP" llama-bench llama-quantize
 [[ $ROUNDS =~ ^[1-9][0-9]*$ && $REPEATS =~ ^[1-9][0-9]*$ ]] || die "--rounds and --repeats take positive integers"
 [[ $FIRST =~ ^[0-9]+$ ]] || die "--first-round takes a non-negative integer"
 IFS=, read -ra models <<<"$MODELS"

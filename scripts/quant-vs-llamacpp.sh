@@ -55,16 +55,9 @@ while (($#)); do
     *) LCPP="$1"; shift ;;
   esac
 done
-[[ -n $LCPP ]] || die "no llama.cpp build: pass its build directory or set LLAMA_CPP_BUILD"
-for tool in llama-quantize llama-perplexity; do
-  [[ -x $LCPP/bin/$tool ]] || die "$LCPP/bin/$tool not found: build it (cmake --build $LCPP --target $tool)"
-done
-SRC="${LLAMA_CPP_SRC:-$(sed -n 's/^CMAKE_HOME_DIRECTORY:INTERNAL=//p' "$LCPP/CMakeCache.txt" 2>/dev/null)}"
-CONVERT="$SRC/convert_hf_to_gguf.py"
-[[ -f $CONVERT ]] || die "$CONVERT not found: set LLAMA_CPP_SRC to llama.cpp's source tree"
-PYTHON="${PYTHON:-python3}"
-LLMC="${LLMC:-$ROOT/build/tools/llmc}" LLMRUN="${LLMRUN:-$ROOT/build/tools/llmrun}"
-[[ -x $LLMC && -x $LLMRUN ]] || die "$LLMC or $LLMRUN missing: build the llmc and llmrun targets"
+# shellcheck source=scripts/llamacpp-env.sh
+source "$ROOT/scripts/llamacpp-env.sh"
+llamacpp_setup "$ROOT" "$LCPP" llama-quantize llama-perplexity
 [[ -f $MODEL/config.json ]] || die "$MODEL/config.json not found (--model)"
 [[ -f $TEXT ]] || die "$TEXT not found (--text)"
 [[ -f $CALIB ]] || die "$CALIB not found (--calib)"
