@@ -35,20 +35,8 @@ public:
 
   LayerNormNames names() const override {
     LayerNormNames n;
-    n.embed = "model.embed_tokens";
-    n.layers = "model.layers.";
-    n.inputNorm = "input_layernorm";
-    n.q = "self_attn.q_proj";
-    n.k = "self_attn.k_proj";
-    n.v = "self_attn.v_proj";
-    n.o = "self_attn.o_proj";
     n.qNorm = "self_attn.q_norm";
     n.kNorm = "self_attn.k_norm";
-    n.gate = "mlp.gate_proj";
-    n.up = "mlp.up_proj";
-    n.down = "mlp.down_proj";
-    n.finalNorm = "model.norm";
-    n.lmHead = "lm_head";
     return n;
   }
 

@@ -40,8 +40,6 @@ public:
     LayerNormNames n;
     n.embed = "gpt_neox.embed_in";
     n.layers = "gpt_neox.layers.";
-    n.inputNorm = "input_layernorm";
-    n.mlpNorm = "post_attention_layernorm";
     n.qkv = "attention.query_key_value";
     n.o = "attention.dense";
     n.up = "mlp.dense_h_to_4h";

@@ -28,24 +28,28 @@
 namespace llmc {
 
 // A family's tensor names, without ".weight" / ".bias". Layer tensors are
-// `layers + "<i>." + name`.
+// `layers + "<i>." + name`. The defaults are Llama's layout; a family sets
+// only what differs. Which names are read follows the config (LayerNormBlock):
+// mlpNorm not with a shared norm, gate only for a gated MLP, q/k/v not when
+// qkv is set.
 struct LayerNormNames {
-  std::string embed;     // "model.embed_tokens"
-  std::string layers;    // "model.layers."
-  std::string inputNorm; // "input_layernorm"
-  std::string mlpNorm;   // "post_attention_layernorm" (unused when the parallel block shares inputNorm)
+  std::string embed = "model.embed_tokens";
+  std::string layers = "model.layers.";
+  std::string inputNorm = "input_layernorm";
+  std::string mlpNorm = "post_attention_layernorm";
   // q, k and v projections, or one packed `qkv` [3 * H, H] whose rows are,
-  // per head h, q_h, k_h, v_h (GPT-NeoX); then q, k, v are empty.
-  std::string q, k, v, qkv;
-  std::string o;            // "self_attn.o_proj"
-  std::string qNorm, kNorm; // "self_attn.q_norm" (read with a QkNorm)
+  // per head h, q_h, k_h, v_h (GPT-NeoX); then q, k, v are unused.
+  std::string q = "self_attn.q_proj", k = "self_attn.k_proj", v = "self_attn.v_proj";
+  std::string qkv;
+  std::string o = "self_attn.o_proj";
+  std::string qNorm, kNorm; // e.g. "self_attn.q_norm" (read with a QkNorm)
   // PerHead q/k norms stored one tensor per head, `qNorm + ".<h>.weight"`
   // (StableLM's q_layernorm.norms), not one [heads, head_dim] tensor (Cohere).
   bool normPerHeadTensors = false;
-  // Gated MLP: act(gate) * up -> down. Plain: act(up) -> down, gate empty.
-  std::string gate, up, down;
-  std::string finalNorm; // "model.norm"
-  std::string lmHead;    // "lm_head"
+  // Gated MLP: act(gate) * up -> down. Plain: act(up) -> down.
+  std::string gate = "mlp.gate_proj", up = "mlp.up_proj", down = "mlp.down_proj";
+  std::string finalNorm = "model.norm";
+  std::string lmHead = "lm_head";
 };
 
 // The base of the LayerNorm families: tensors from the names and

@@ -15,19 +15,12 @@ public:
 
   LayerNormNames names() const override {
     LayerNormNames n;
-    n.embed = "model.embed_tokens";
-    n.layers = "model.layers.";
-    n.inputNorm = "input_layernorm";
-    n.q = "self_attn.q_proj";
-    n.k = "self_attn.k_proj";
-    n.v = "self_attn.v_proj";
     n.o = "self_attn.dense";
     n.qNorm = "self_attn.q_layernorm";
     n.kNorm = "self_attn.k_layernorm";
     n.up = "mlp.fc1";
     n.down = "mlp.fc2";
     n.finalNorm = "model.final_layernorm";
-    n.lmHead = "lm_head";
     return n;
   }
 

@@ -16,18 +16,8 @@ public:
 
   LayerNormNames names() const override {
     LayerNormNames n;
-    n.embed = "model.embed_tokens";
-    n.layers = "model.layers.";
-    n.inputNorm = "input_layernorm";
-    n.mlpNorm = "post_attention_layernorm";
-    n.q = "self_attn.q_proj";
-    n.k = "self_attn.k_proj";
-    n.v = "self_attn.v_proj";
-    n.o = "self_attn.o_proj";
     n.up = "mlp.c_fc";
     n.down = "mlp.c_proj";
-    n.finalNorm = "model.norm";
-    n.lmHead = "lm_head";
     return n;
   }
 
