@@ -45,8 +45,8 @@ Status checkSupported(const StepView &v) {
       return unsupported(v, "Relu");
   }
   if (const fb::LogitsParamsT *p = v.step.params.AsLogitsParams())
-    if (p->scale != 1.0 || p->bias)
-      return unsupported(v, "logits with a scale or bias");
+    if (v.step.op == fb::OpKind::LmHead && (p->scale != 1.0 || p->bias))
+      return unsupported(v, "an LmHead with a logit scale or bias");
   return Status::ok();
 }
 
@@ -57,6 +57,7 @@ struct LinearSpec {
   int64_t n, kDim, group; // outputs, reduction length, int4 group size (0: float weights)
   bool accumulate, bias;
   float eps, gammaOffset, softcap;
+  float outScale;       // Logits' scale (1: none), before the soft-cap
   int64_t gate;         // kernels/common/activations.h GateKind; 0: silu
   std::string suffix;   // kernel name: bias, accumulate, eps, offset, softcap, gate
   std::string dtypes;   // kernel name: activation, weight and output dtypes
@@ -89,6 +90,7 @@ Expected<LinearSpec> linearSpec(const StepView &v, const LinearForm &f) {
                norm ? static_cast<float>(normParams->eps) : 0.0f,
                norm ? static_cast<float>(normParams->offset) : 0.0f,
                logits ? static_cast<float>(logits->softcap) : 0.0f,
+               logits ? static_cast<float>(logits->scale) : 1.0f,
                swiglu ? static_cast<int64_t>(llmc::ops::gateKind(linear->activation)) : 0,
                {}, {}, {}, {}, {}, {}, {}};
   if (n > INT32_MAX / 4 || kDim > INT32_MAX / 4)
@@ -99,6 +101,7 @@ Expected<LinearSpec> linearSpec(const StepView &v, const LinearForm &f) {
              (s.accumulate ? "_acc" : "") + (norm ? "_eps" + floatTag(s.eps) : "") +
              (s.gammaOffset != 0.0f ? "_off" + floatTag(s.gammaOffset) : "") +
              (s.softcap != 0.0f ? "_cap" + floatTag(s.softcap) : "") +
+             (s.outScale != 1.0f ? "_ls" + floatTag(s.outScale) : "") +
              (s.gate != 0 ? "_gate" + str(s.gate) : "");
   s.dtypes = std::string(tag(s.a)) +
              (q4         ? "_wq4g" + str(s.group)
@@ -110,15 +113,18 @@ Expected<LinearSpec> linearSpec(const StepView &v, const LinearForm &f) {
   const std::string weightType = q4 ? "float" : deviceType(s.w);
   s.types = std::string(deviceType(s.a)) + ", " + weightType + ", " + deviceType(s.out) + ", " +
             deviceType(s.b) + ", " + deviceType(s.g);
-  // GATE only when not silu, the run-time offset and softcap only when set:
-  // kernels of models without them stay as they were.
+  // GATE only when not silu, the run-time offset, softcap and logit scale
+  // only when set: kernels of models without them stay as they were.
   s.gateArg = s.gate != 0 ? ", " + str(s.gate) : "";
   s.flags = bool01(s.accumulate) + ", " + bool01(bias) + ", " + bool01(f.has(kGather)) + ", " +
             bool01(norm) + ", " + bool01(swiglu) + s.gateArg;
+  const bool scaled = s.outScale != 1.0f;
   s.epsArg = floatLiteral(s.eps) +
-             (s.gammaOffset != 0.0f || s.softcap != 0.0f ? ", " + floatLiteral(s.gammaOffset)
-                                                         : "") +
-             (s.softcap != 0.0f ? ", " + floatLiteral(s.softcap) : "");
+             (s.gammaOffset != 0.0f || s.softcap != 0.0f || scaled
+                  ? ", " + floatLiteral(s.gammaOffset)
+                  : "") +
+             (s.softcap != 0.0f || scaled ? ", " + floatLiteral(s.softcap) : "") +
+             (scaled ? ", " + floatLiteral(s.outScale) : "");
   return s;
 }
 
@@ -213,9 +219,10 @@ std::optional<LinearForm> linearForm(const fb::StepT &step) {
                       (norm ? kNorm : 0u) | (p->gated ? kSwiGlu : 0u) | (q4 ? kInt4 : 0u) |
                           (p->accumulate ? kAccumulate : 0u) | (p->bias ? kBias : 0u)};
   }
-  if (step.params.AsLogitsParams() != nullptr) {
+  if (const fb::LogitsParamsT *p = step.params.AsLogitsParams()) {
     const bool head = step.op == fb::OpKind::LmHead;
-    return LinearForm{head ? "lm_head" : "logits", head ? kNorm | kGather : kGather};
+    return LinearForm{head ? "lm_head" : "logits",
+                      (head ? kNorm | kGather : kGather) | (p->bias ? kBias : 0u)};
   }
   return std::nullopt;
 }

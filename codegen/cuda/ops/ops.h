@@ -59,13 +59,15 @@ std::string translationUnit(const std::string &name, const std::string &summary,
 // Grid axis x covers the rows, `rowsPerBlock` per block.
 void perRowGrid(LaunchShape &l, uint32_t threads, uint32_t rowsPerBlock = 1);
 
-// The step's RoPE inverse frequencies (its RopeParams: theta, rotary_dim,
-// scaling), exactly as the CPU backend computes them, as a __device__ table
-// named `name`; *hashTag gets a short hash of them for kernel names, so
-// each distinct RopeParams gets its own table. Fails for what the kernels
-// do not rotate (interleaved pairs, partial rotary).
-Expected<std::string> invFreqTable(const StepView &v, const fb::RopeParamsT &rope, int64_t dim,
-                                   const std::string &name, std::string *hashTag);
+// The step's RoPE (its RopeParams: theta, rotary_dim, pair layout,
+// scaling) as a spec struct named `name` for the kernels (kernels/rope.cuh):
+// its inverse frequencies computed exactly as the CPU backend computes them
+// and baked in as __device__ tables (two for longrope; dynamic NTK past its
+// original length computes them on the device from the pass's length), its
+// attention factor; *hashTag gets a short hash of it for kernel names, so
+// each distinct RopeParams gets its own kernels.
+Expected<std::string> ropeSpec(const StepView &v, const fb::RopeParamsT &rope, int64_t dim,
+                               const std::string &name, std::string *hashTag);
 
 // --- The linear family's forms (linear.cpp). ---
 enum LinearFlag : unsigned {
@@ -110,7 +112,7 @@ Expected<KernelInstance> q8LinearKernel(const Q8LinearShape &s);
 
 // --- The generators, one per op family. ---
 Expected<KernelInstance> embeddingKernel(const StepView &v); // embedding.cpp
-Expected<KernelInstance> rmsNormKernel(const StepView &v);   // rms_norm.cpp: Norm
+Expected<KernelInstance> rmsNormKernel(const StepView &v);   // rms_norm.cpp: Norm (RMS, Layer)
 Expected<KernelInstance> ropeKernel(const StepView &v);      // rope.cpp
 Expected<KernelInstance> pointwiseKernel(const StepView &v); // pointwise.cpp: Elementwise, Activation
 Expected<KernelInstance> linearKernel(const StepView &v);    // linear.cpp: Linear, Logits, LmHead
