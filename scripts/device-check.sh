@@ -102,7 +102,7 @@ runTest() { # binary timeout [gtest args]
 # The kernels of the LayerNorm / q-k-norm / GELU / RoPE-variant / logit
 # scale families (docs/cuda.md) first, on their own: their result comes
 # back even if a later step runs out of time.
-FEATURES='*LayerNorm*:*GroupedRmsNorm*:*RopeStepVariants*:*RopeVariantsInAttention*:*LogitsScaleAndBias*:*ReluAndGated*'
+FEATURES='*LayerNorm*:*GroupedRmsNorm*:*RopeStepVariants*:*RopeVariantsInAttention*:*LogitsScaleAndBias*:*ReluAndGated*:*FusedInt8Linears*'
 
 : >"$OUT/gpu-tests.log"
 runTest cuda_runtime_test 60

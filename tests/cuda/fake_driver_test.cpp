@@ -180,12 +180,15 @@ TEST(CudaFakeDriver, Int4NormGemmWithABiasGetsAllFiveWeights) {
 
 // The families whose kernels are new (LayerNorm with its bias, per-head
 // RMSNorm, partial / interleaved / per-pass RoPE, Logits with a bias or a
-// scale) prefill and decode on the fake H200 with only valid addresses:
-// each LayerNorm launch passes gamma and beta, Phi's Logits W and its bias.
+// scale), and `--quantize int8` plans (the W8A16 kernels in their fused
+// forms), prefill and decode on the fake H200 with only valid addresses:
+// each LayerNorm launch passes gamma and beta, Phi's Logits W and its bias,
+// an int8 norm linear gamma, qweight and scales.
 struct FakeFamily {
   const char *fixture;
   const char *kernelPart; // a kernel of the family, in its name
   int weights;            // what its launches pass
+  const char *quantize = "";
 };
 
 class CudaFakeDriverFamilies : public ::testing::TestWithParam<FakeFamily> {};
@@ -195,8 +198,12 @@ TEST_P(CudaFakeDriverFamilies, PrefillAndDecodeLaunchOnlyValidAddresses) {
   const FakeFamily &family = GetParam();
   BuildOptions options;
   options.input = test::testDataPath(std::string("hf/") + family.fixture);
-  options.output = test::scratchDir(std::string("cuda-fake-family-") + family.fixture) + "/x.plan";
+  options.output = test::scratchDir(std::string("cuda-fake-family-") + family.fixture +
+                                    family.quantize) +
+                   "/x.plan";
   options.targets = "cpu,sm_90a";
+  options.quantize = family.quantize;
+  options.groupSize = 32;
   BuildReporter quiet;
   quiet.info = quiet.warning = quiet.verbose = quiet.ir = [](const std::string &) {};
   Status built = runBuild(options, quiet);
@@ -238,7 +245,11 @@ INSTANTIATE_TEST_SUITE_P(
                       FakeFamily{"qwen3", "llmc_rms_norm_f32_wf32_h64_g32", 1},
                       FakeFamily{"stablelm", "llmc_attention_", 0},
                       FakeFamily{"llama-longrope", "llmc_attention_", 0},
-                      FakeFamily{"long-dynamic", "llmc_attention_", 0}),
+                      FakeFamily{"long-dynamic", "llmc_attention_", 0},
+                      // int8 (W8A16): gamma, qweight, scales; qweight, scales.
+                      FakeFamily{"llama-plain", "llmc_norm_linear_q8_", 3, "int8"},
+                      FakeFamily{"llama-plain", "llmc_norm_linear_swiglu_q8_", 3, "int8"},
+                      FakeFamily{"llama-plain", "llmc_linear_q8_", 2, "int8"}),
     [](const auto &info) {
       std::string name = std::string(info.param.fixture) + "_" + std::to_string(info.index);
       for (char &c : name)

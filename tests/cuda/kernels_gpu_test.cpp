@@ -1211,11 +1211,89 @@ TEST(GpuKernels, Llama3_8bShapeInt4LinearsMatchCpu) {
   checkLinearQ4(kNormGatedLinear, DType::BF16, 14336, 4096, 128, 33, 0);
 }
 
+// Random int8 weights of `rows` rows in the plan layout (q8_layout.h) and
+// their scales (f16 bits when halfScales).
+struct Q8Weights {
+  std::vector<int8_t> q;
+  std::vector<float> scales;
+  std::vector<uint16_t> halves;
+  cpu::Q8Matrix matrix(int64_t firstRow, int64_t rows, int64_t K, int64_t G, bool half) const {
+    const int64_t groups = hd::q8NumGroups(K, G);
+    return {q.data() + firstRow * hd::q8RowBytes(K),
+            half ? static_cast<const void *>(halves.data() + firstRow * groups)
+                 : static_cast<const void *>(scales.data() + firstRow * groups),
+            half, rows, K, G};
+  }
+};
+Q8Weights randomQ8(int64_t rows, int64_t K, int64_t G, bool half, uint32_t seed) {
+  const int64_t rowBytes = hd::q8RowBytes(K), groups = hd::q8NumGroups(K, G);
+  std::mt19937 rng(seed);
+  Q8Weights w;
+  w.q.assign(rows * rowBytes, 0);
+  for (int64_t n = 0; n < rows; ++n)
+    for (int64_t c = 0; c < K; ++c)
+      w.q[n * rowBytes + c] = static_cast<int8_t>(static_cast<int>(rng() % 255) - 127);
+  w.scales.resize(rows * groups);
+  w.halves.resize(rows * groups);
+  for (size_t i = 0; i < w.scales.size(); ++i) {
+    w.halves[i] = hd::f32ToF16(0.0005f + 0.002f * static_cast<float>(rng() % 100) / 100.0f);
+    w.scales[i] = half ? hd::f16ToF32(w.halves[i]) : 0.0005f + 0.00001f * static_cast<float>(i % 97);
+  }
+  return w;
+}
+
+void checkFusedLinearQ8(const LinearForm &form, DType act, int64_t N, int64_t K, int64_t G,
+                        bool half, int64_t T, int64_t maxTokens) {
+  ThreadPool pool(referenceThreads(N * K * T));
+  const int64_t rows = form.gated ? 2 * N : N;
+  Q8Weights w = randomQ8(rows, K, G, half, 45);
+  cuda::ops::Q8LinearShape shape;
+  shape.n = N;
+  shape.k = K;
+  shape.groupSize = G;
+  shape.halfScales = half;
+  shape.activation = shape.output = act;
+  shape.maxTokens = maxTokens;
+  shape.norm = form.norm;
+  shape.eps = 1e-5f;
+  shape.gated = form.gated;
+  auto k = cuda::ops::q8LinearKernel(shape);
+  ASSERT_TRUE(k.isOk()) << k.message();
+  std::vector<float> x = rounded(randomValues(T * K, 46), act);
+  std::vector<float> gamma = randomValues(K, 47);
+  std::vector<float> normed = x;
+  if (form.norm)
+    cpu::rmsNorm(pool, x.data(), T, {gamma.data(), DType::F32, K}, 1e-5f, normed.data());
+  std::vector<float> want(T * N), up(T * N);
+  cpu::matmulQ8(pool, normed.data(), T, w.matrix(0, N, K, G, half), nullptr, 0.0f, want.data());
+  if (form.gated) {
+    cpu::matmulQ8(pool, normed.data(), T, w.matrix(N, N, K, G, half), nullptr, 0.0f, up.data());
+    cpu::swiglu(pool, want.data(), up.data(), want.data(), T * N);
+  }
+  auto dX = toDevice(encode(x, act));
+  auto dG = toDevice(gamma);
+  auto dQ = toDevice(w.q);
+  auto dS = half ? toDevice(w.halves) : toDevice(w.scales);
+  auto dOut = poisoned(T * N, act);
+  std::vector<const cuda::DeviceBuffer *> weights = {&dQ, &dS};
+  if (form.norm)
+    weights.insert(weights.begin(), &dG);
+  expectStepOutput(*k, dX, weights, dOut, T, N, act, want);
+}
+
 // W8A16: random int8 weights in the plan layout (q8_layout.h) against
 // cpu::matmulQ8 (the same numerics on f32 x); bf16 activations rounded first.
+// `form`: the fused forms of `--quantize int8` GPU programs (an RMSNorm
+// prologue, SwiGLU over [gate; up] rows), as cpu/ops/linear.cpp's q8Linear
+// computes them (the normalized rows, then matmulQ8, then swiglu); the
+// plain form with a bias and a residual.
 void checkLinearQ8(DType act, int64_t N, int64_t K, int64_t G, bool halfScales, int64_t T,
-                   int64_t maxTokens) {
+                   int64_t maxTokens, const LinearForm &form = kPlainLinear) {
   ThreadPool pool(referenceThreads(N * K * T));
+  if (form.norm || form.gated) {
+    checkFusedLinearQ8(form, act, N, K, G, halfScales, T, maxTokens);
+    return;
+  }
   const int64_t rowBytes = hd::q8RowBytes(K), groups = hd::q8NumGroups(K, G);
   std::mt19937 rng(41);
   std::vector<int8_t> q(N * rowBytes, 0);
@@ -1265,6 +1343,18 @@ TEST(GpuKernels, Int8LinearMatchesCpu) {
       checkLinearQ8(act, 67, 192, 64, half, 70, 0);   // prefill: tiles of 16 tokens
     }
   checkLinearQ8(DType::BF16, 4096, 14336, 0, false, 1, 1); // the 8B down_proj
+}
+
+TEST(GpuKernels, FusedInt8LinearsMatchCpu) {
+  LLMC_REQUIRE_GPU();
+  for (DType act : kActivations)
+    for (const LinearForm *form : {&kNormLinear, &kGatedLinear, &kNormGatedLinear}) {
+      SCOPED_TRACE(form->name);
+      checkLinearQ8(act, 77, 256, 0, false, 1, 1, *form);
+      checkLinearQ8(act, 130, 200, 32, true, 3, 4, *form); // K not a multiple of 16
+      checkLinearQ8(act, 67, 192, 64, true, 37, 0, *form); // prefill tiles
+    }
+  checkLinearQ8(DType::BF16, 14336, 4096, 128, true, 1, 1, kNormGatedLinear); // the 8B gate/up
 }
 
 TEST(GpuKernels, ArgmaxTakesTheFirstLargestAndIgnoresNan) {

@@ -215,9 +215,11 @@ KernelInstance gemm(const LinearSpec &s) {
 std::optional<LinearForm> linearForm(const fb::StepT &step) {
   if (const fb::LinearParamsT *p = step.params.AsLinearParams()) {
     const bool norm = p->prologue != nullptr, q4 = p->weights == fb::WeightFormat::Q4;
+    const bool q8 = p->weights == fb::WeightFormat::Q8;
     return LinearForm{linearFamily(norm, p->gated, q4),
                       (norm ? kNorm : 0u) | (p->gated ? kSwiGlu : 0u) | (q4 ? kInt4 : 0u) |
-                          (p->accumulate ? kAccumulate : 0u) | (p->bias ? kBias : 0u)};
+                          (q8 ? kInt8 : 0u) | (p->accumulate ? kAccumulate : 0u) |
+                          (p->bias ? kBias : 0u)};
   }
   if (const fb::LogitsParamsT *p = step.params.AsLogitsParams()) {
     const bool head = step.op == fb::OpKind::LmHead;
@@ -227,11 +229,45 @@ std::optional<LinearForm> linearForm(const fb::StepT &step) {
   return std::nullopt;
 }
 
+// An int8 (W8A16) Linear: linear_q8.cpp's kernel for the step's shape and
+// fused form (weights (gamma,) qweight, scales (, bias)).
+Expected<KernelInstance> int8Linear(const StepView &v, const LinearForm &f) {
+  const fb::LinearParamsT &p = *v.step.params.AsLinearParams();
+  Q8LinearShape s;
+  s.n = v.output().width;
+  s.k = v.input(0).width;
+  s.groupSize = p.group_size;
+  const DType scales = v.weightDType(f.matrix() + 1);
+  if (v.weightDType(f.matrix()) != DType::I8 || (scales != DType::F32 && scales != DType::F16))
+    return unsupported(v, "int8 weights need an I8 qweight and F32 or F16 scales");
+  s.halfScales = scales == DType::F16;
+  s.activation = v.dtype(v.input(0));
+  s.output = v.dtype(v.output());
+  s.bias = f.has(kBias);
+  s.biasType = s.bias ? v.weightDType(f.bias()) : DType::F32;
+  s.accumulate = f.has(kAccumulate);
+  s.maxTokens = v.shape.maxTokens;
+  if (const fb::NormParamsT *n = p.prologue.get()) {
+    s.norm = true;
+    s.gammaType = v.weightDType(0);
+    s.eps = static_cast<float>(n->eps);
+    s.gammaOffset = static_cast<float>(n->offset);
+  }
+  s.gated = p.gated;
+  s.gate = p.gated ? static_cast<int64_t>(llmc::ops::gateKind(p.activation)) : 0;
+  auto k = q8LinearKernel(s);
+  if (!k)
+    return unsupported(v, k.message());
+  return k;
+}
+
 Expected<KernelInstance> linearKernel(const StepView &v) {
   const std::optional<LinearForm> f = linearForm(v.step);
   if (!f)
     return unsupported(v, "not a linear-family op");
   LLMC_RETURN_IF_ERROR(checkSupported(v));
+  if (f->has(kInt8))
+    return int8Linear(v, *f);
   LLMC_ASSIGN_OR_RETURN(LinearSpec s, linearSpec(v, *f));
   if (v.shape.maxTokens > 0)
     return f->has(kInt4) ? int4Gemv(v, s) : floatGemv(v, s);

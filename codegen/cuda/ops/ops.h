@@ -77,6 +77,7 @@ enum LinearFlag : unsigned {
   kInt4 = 1u << 3,       // W is int4: qweight, scales, zeros (kernels/common/q4_layout.h)
   kAccumulate = 1u << 4, // out += ... (LinearParams.accumulate)
   kBias = 1u << 5,       // a bias[N] follows W (LinearParams.bias)
+  kInt8 = 1u << 6,       // W is int8: qweight, scales (kernels/common/q8_layout.h)
 };
 
 // A Linear, Logits or LmHead step as the kernels see it, from its
@@ -87,10 +88,10 @@ struct LinearForm {
 
   bool has(LinearFlag f) const { return (flags & f) != 0; }
   int matrix() const { return has(kNorm) ? 1 : 0; }              // weight index of W / qweight
-  int matrixWeights() const { return has(kInt4) ? 3 : 1; }       // W, or qweight, scales, zeros
+  int matrixWeights() const { return has(kInt4) ? 3 : has(kInt8) ? 2 : 1; } // W, or its parts
   int bias() const { return matrix() + matrixWeights(); }        // weight index of the bias
-  bool isInt4Part(int weight) const {                            // qweight, scales or zeros
-    return has(kInt4) && weight >= matrix() && weight < bias();
+  bool isQuantizedPart(int weight) const { // int4 qweight, scales, zeros; int8 qweight, scales
+    return (has(kInt4) || has(kInt8)) && weight >= matrix() && weight < bias();
   }
 };
 
@@ -107,6 +108,13 @@ struct Q8LinearShape {
   DType biasType = DType::F32;
   bool accumulate = false;    // out += ...
   int64_t maxTokens = 0;      // decode programs: T <= maxTokens; 0: any T (tiles of 16)
+  // The fused forms (LinearParams): an RMSNorm prologue (weights gamma,
+  // qweight, scales), a gated epilogue (qweight [2N, .]: gate rows, then up).
+  bool norm = false;
+  DType gammaType = DType::F32;
+  float eps = 0.0f, gammaOffset = 0.0f;
+  bool gated = false;
+  int64_t gate = 0; // kernels/common/activations.h GateKind
 };
 Expected<KernelInstance> q8LinearKernel(const Q8LinearShape &s);
 
