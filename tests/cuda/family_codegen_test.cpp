@@ -8,7 +8,8 @@
 // every kernel with NVRTC without a register spill (a spill is a build
 // warning, and a warning fails here), and the plan carries the feature in
 // an sm_90a program: the test reads it from the steps, so a fixture that
-// lost its feature fails instead of passing vacuously.
+// lost its feature fails instead of passing vacuously. Phi also builds with
+// int4 (RTN) and int8 weights.
 #include "common/test_paths.h"
 #include "driver/build.h"
 #include "ops/rope.h"
@@ -71,6 +72,8 @@ struct Family {
   const char *fixture;
   std::vector<const char *> features; // each must be in an sm_90a program
   const char *kernelPrefix;           // some kernel's name starts with it ("": no check)
+  const char *quantize = "";          // --quantize (groups of 32)
+  const char *name = nullptr;         // the test's name (default: the fixture's)
 };
 
 class CudaFamilyCodegen : public ::testing::TestWithParam<Family> {};
@@ -79,8 +82,12 @@ TEST_P(CudaFamilyCodegen, BuildsForSm90aWithEveryFeatureOnTheGpu) {
   const Family &family = GetParam();
   BuildOptions options;
   options.input = test::testDataPath(std::string("hf/") + family.fixture);
-  options.output = test::scratchDir(std::string("cuda-family-") + family.fixture) + "/x.plan";
+  options.output = test::scratchDir(std::string("cuda-family-") + family.fixture +
+                                    family.quantize) +
+                   "/x.plan";
   options.targets = "sm_90a";
+  options.quantize = family.quantize;
+  options.groupSize = 32;
   std::vector<std::string> warnings;
   BuildReporter reporter;
   reporter.info = reporter.verbose = reporter.ir = [](const std::string &) {};
@@ -121,9 +128,14 @@ INSTANTIATE_TEST_SUITE_P(
         Family{"olmo2", {"rms_norm"}, "llmc_rms_norm_"},
         Family{"llama-yarn", {"attention_factor"}, "llmc_attention_"},
         Family{"long-dynamic", {"dynamic"}, "llmc_attention_"},
-        Family{"llama-longrope", {"longrope", "attention_factor"}, "llmc_attention_"}),
+        Family{"llama-longrope", {"longrope", "attention_factor"}, "llmc_attention_"},
+        // int4 and int8 weights beside LayerNorm, partial rotary and a Logits bias.
+        Family{"phi", {"layer_norm", "partial_rotary", "logit_bias"}, "llmc_linear_q4_", "rtn",
+               "phi_rtn"},
+        Family{"phi", {"layer_norm", "partial_rotary", "logit_bias"}, "llmc_linear_q8_", "int8",
+               "phi_int8"}),
     [](const auto &info) {
-      std::string name = info.param.fixture;
+      std::string name = info.param.name ? info.param.name : info.param.fixture;
       for (char &c : name)
         if (c == '-')
           c = '_';
