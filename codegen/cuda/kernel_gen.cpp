@@ -33,12 +33,13 @@ Generator generatorFor(fb::OpKind op) {
   return nullptr;
 }
 
-// Float weights, but for the int4 parts (qweight I32, scales/zeros F16); an
+// Float weights, but for the quantized parts (int4 qweight I32, scales/zeros
+// F16; int8 qweight I8, scales F32/F16); an
 // f32 output, or bf16 but for the logits.
 Status checkDTypes(const ops::StepView &v) {
   const std::optional<ops::LinearForm> form = ops::linearForm(v.step);
   for (int i = 0; i < v.numWeights(); ++i)
-    if (!(form && form->isInt4Part(i)) && !ops::isFloat(v.weightDType(i)))
+    if (!(form && form->isQuantizedPart(i)) && !ops::isFloat(v.weightDType(i)))
       return ops::unsupported(v, "weight '" + v.weight(i).name + "' has dtype " +
                                      std::string(dtypeName(v.weightDType(i))));
   DType out = v.dtype(v.output());

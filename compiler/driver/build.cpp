@@ -548,15 +548,7 @@ Status runBuild(const BuildOptions &options, const BuildReporter &reporter) {
 
   // --- int8 (W8A16): the Linear matrices of the lowered plan (quantize/int8.h).
   std::vector<std::vector<uint8_t>> int8Storage; // the new tensors' bytes, until written
-  if (options.quantize == "int8") {
-    if (!targets.gpu.empty() && !targets.byDefault)
-      return Status::error("--quantize int8 runs on the CPU backend only for now (its CUDA "
-                           "kernels are not yet wired into the plan's GPU programs); build "
-                           "with --target cpu");
-    if (!targets.gpu.empty())
-      reporter.warning("--quantize int8: CPU programs only (its CUDA kernels are not yet wired "
-                       "into the plan's GPU programs)");
-    targets.gpu.clear();
+  if (options.quantize == "int8") { // GPU programs follow from the quantized CPU program
     ThreadPool pool(0);
     LLMC_ASSIGN_OR_RETURN(int matrices,
                           quant::quantizePlanLinearsQ8(pool, contents, options.groupSize,

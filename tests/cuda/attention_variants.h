@@ -1,7 +1,7 @@
 // Attention kernel instances for tests, built from hand-made plans (no
 // device needed), and their sliding-window / soft-capped variants. Until plans
 // carry a window and a softcap, kernel_gen passes 0 and 0: the generated call
-// ends in "kInvFreq, <window>, <softcap literal>)", which withAttentionScores
+// ends in ">(args, <scale>, <window>, <softcap literal>)", which withAttentionScores
 // rewrites (and renames the entry point, as kernel_gen does for non-zero values).
 #pragma once
 
@@ -68,11 +68,12 @@ inline Expected<cuda::KernelInstance> attentionKernel(const AttentionKernelSpec 
 // sliding window and a softcap (0: off) baked in, under its own name.
 inline cuda::KernelInstance withAttentionScores(cuda::KernelInstance kernel, int window,
                                                 float softcap) {
-  const std::string marker = "kInvFreq, ";
-  const size_t at = kernel.source.rfind(marker);
+  const std::string call = ">(args, ", marker = ", ";
+  const size_t args = kernel.source.rfind(call);
+  const size_t at = args == std::string::npos ? args : kernel.source.find(marker, args + call.size());
   const size_t close = at == std::string::npos ? at : kernel.source.find(')', at);
   if (close == std::string::npos) {
-    ADD_FAILURE() << kernel.name << ": no attention call ending in kInvFreq, ... in its source";
+    ADD_FAILURE() << kernel.name << ": no attention call (args, scale, ...) in its source";
     return kernel;
   }
   EXPECT_EQ(kernel.source.substr(at + marker.size(), close - at - marker.size()), "0, 0x0p+0f")

@@ -6,6 +6,7 @@
 // libcublasLt (fake_libcublaslt.cpp) records the GEMMs of bf16 plans' plain
 // Linear steps: their shapes, strides and buffers, and the fallback to the
 // steps' kernels.
+#include "common/test_paths.h"
 #include "cuda/cuda_backend.h"
 #include "cuda/fake_cublaslt.h"
 #include "cuda/model_dirs.h"
@@ -176,6 +177,86 @@ TEST(CudaFakeDriver, Int4NormGemmWithABiasGetsAllFiveWeights) {
     }
   EXPECT_GE(launched, 2) << "the prefill GEMM and at least one decode GEMV ran";
 }
+
+// The families whose kernels are new (LayerNorm with its bias, per-head
+// RMSNorm, partial / interleaved / per-pass RoPE, Logits with a bias or a
+// scale), and `--quantize int8` plans (the W8A16 kernels in their fused
+// forms), prefill and decode on the fake H200 with only valid addresses:
+// each LayerNorm launch passes gamma and beta, Phi's Logits W and its bias,
+// an int8 norm linear gamma, qweight and scales.
+struct FakeFamily {
+  const char *fixture;
+  const char *kernelPart; // a kernel of the family, in its name
+  int weights;            // what its launches pass
+  const char *quantize = "";
+};
+
+class CudaFakeDriverFamilies : public ::testing::TestWithParam<FakeFamily> {};
+
+TEST_P(CudaFakeDriverFamilies, PrefillAndDecodeLaunchOnlyValidAddresses) {
+  ASSERT_TRUE(kFakeDriver);
+  const FakeFamily &family = GetParam();
+  BuildOptions options;
+  options.input = test::testDataPath(std::string("hf/") + family.fixture);
+  options.output = test::scratchDir(std::string("cuda-fake-family-") + family.fixture +
+                                    family.quantize) +
+                   "/x.plan";
+  options.targets = "cpu,sm_90a";
+  options.quantize = family.quantize;
+  options.groupSize = 32;
+  BuildReporter quiet;
+  quiet.info = quiet.warning = quiet.verbose = quiet.ir = [](const std::string &) {};
+  Status built = runBuild(options, quiet);
+  ASSERT_TRUE(built.isOk()) << built.message();
+  auto plan = Plan::open(options.output);
+  ASSERT_TRUE(plan.isOk()) << plan.message();
+  std::set<std::string> kernels;
+  const fb::KernelModule *module = plan->module(fb::Target::Sm90a);
+  ASSERT_NE(module, nullptr);
+  for (const flatbuffers::String *name : *module->functions())
+    if (name->str().find(family.kernelPart) != std::string::npos)
+      kernels.insert(name->str());
+  ASSERT_FALSE(kernels.empty()) << "no kernel named ..." << family.kernelPart << "...";
+
+  auto engine = loadCuda(options.output, 2);
+  ASSERT_NE(engine, nullptr);
+  GenerateOptions generate;
+  generate.maxNewTokens = 5;
+  generate.ignoreEos = true;
+  auto out = generateBatch(*engine, {{1, 3, 4, 5, 3}, {1, 4}}, generate);
+  ASSERT_TRUE(out.isOk()) << out.message();
+  EXPECT_EQ(fakeError(), "");
+  auto weightsOf = fake<int (*)(const char *)>("fakeCudaWeightsOf");
+  ASSERT_NE(weightsOf, nullptr);
+  int launched = 0;
+  for (const std::string &kernel : kernels)
+    if (fakeCountOf(kernel.c_str()) > 0) {
+      EXPECT_EQ(weightsOf(kernel.c_str()), family.weights) << kernel;
+      ++launched;
+    }
+  EXPECT_GE(launched, 1) << family.kernelPart;
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Families, CudaFakeDriverFamilies,
+    ::testing::Values(FakeFamily{"phi", "llmc_layer_norm_f32_wf32_h64_bias", 2},
+                      FakeFamily{"phi", "_biasf32", 2}, // the Logits kernels: W, bias
+                      FakeFamily{"cohere", "_ls3f000000", 1},
+                      FakeFamily{"qwen3", "llmc_rms_norm_f32_wf32_h64_g32", 1},
+                      FakeFamily{"stablelm", "llmc_attention_", 0},
+                      FakeFamily{"llama-longrope", "llmc_attention_", 0},
+                      FakeFamily{"long-dynamic", "llmc_attention_", 0},
+                      // int8 (W8A16): gamma, qweight, scales; qweight, scales.
+                      FakeFamily{"llama-plain", "llmc_norm_linear_q8_", 3, "int8"},
+                      FakeFamily{"llama-plain", "llmc_norm_linear_swiglu_q8_", 3, "int8"},
+                      FakeFamily{"llama-plain", "llmc_linear_q8_", 2, "int8"}),
+    [](const auto &info) {
+      std::string name = std::string(info.param.fixture) + "_" + std::to_string(info.index);
+      for (char &c : name)
+        if (c == '-')
+          c = '_';
+      return name;
+    });
 
 TEST(CudaFakeDriver, ArenaGrowsForALongerStep) {
   auto engine = loadCuda(plan("cpu,sm_90a,ptx"), 1, /*kvTokens=*/2048);

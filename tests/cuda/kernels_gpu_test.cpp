@@ -4,6 +4,7 @@
 #include "cpu/attention.h"
 #include "cpu/fused.h"
 #include "cpu/kernels.h"
+#include "cpu/layer_norm.h"
 #include "cpu/matmul.h"
 #include "cpu/matmul_q4.h"
 #include "cpu/matmul_q8.h"
@@ -18,6 +19,8 @@
 #include "kernels/common/rope.h"
 #include "kernels/common/sampling.h"
 #include "kv/kv_cache.h"
+#include "ops/operands.h"
+#include "ops/rope.h"
 #include "sampling/sampler.h"
 
 #include <algorithm>
@@ -342,6 +345,279 @@ TEST(GpuKernels, RopeMatchesTheSharedMath) {
   }
 }
 
+// --- RoPE variants (kernels/rope.cuh specs): partial rotary, interleaved
+// pairs, yarn's attention factor, longrope's two tables, dynamic NTK past
+// its original length (frequencies from each sequence's forward pass). ---
+struct RopeCase {
+  const char *name;
+  int rotaryDim; // of heads of D
+  bool interleaved;
+  fb::RopeScalingKind kind;
+};
+const RopeCase kRopeCases[] = {
+    {"partial", 16, false, fb::RopeScalingKind::None},
+    {"interleaved", 0, true, fb::RopeScalingKind::None},
+    {"partial-interleaved", 8, true, fb::RopeScalingKind::None},
+    {"yarn", 0, false, fb::RopeScalingKind::Yarn},
+    {"longrope", 0, false, fb::RopeScalingKind::LongRope},
+    {"dynamic", 0, false, fb::RopeScalingKind::Dynamic},
+};
+
+// The case's RopeParams for heads of D (rotaryDim 0: all of D); the scaled
+// kinds' original length is 64, so the test's longer sequences pass it.
+std::unique_ptr<fb::RopeParamsT> ropeParamsOf(const RopeCase &c, int64_t D) {
+  auto r = test::ropeOf(D);
+  r->rotary_dim = c.rotaryDim > 0 ? c.rotaryDim : D;
+  r->interleaved = c.interleaved;
+  if (c.kind == fb::RopeScalingKind::None)
+    return r;
+  auto s = std::make_unique<fb::RopeScalingT>();
+  s->kind = c.kind;
+  s->factor = c.kind == fb::RopeScalingKind::Dynamic ? 2.0 : 4.0;
+  s->original_max_positions = 64;
+  if (c.kind == fb::RopeScalingKind::Yarn)
+    s->attention_factor = 1.25;
+  if (c.kind == fb::RopeScalingKind::LongRope) {
+    s->attention_factor = 1.1;
+    for (int64_t i = 0; i < r->rotary_dim / 2; ++i) {
+      s->short_factor.push_back(1.0f + 0.05f * static_cast<float>(i));
+      s->long_factor.push_back(2.0f + 0.5f * static_cast<float>(i));
+    }
+  }
+  r->scaling = std::move(s);
+  return r;
+}
+
+// Row t's cos/sin [rotaryDim] (halves) in the forward pass of its sequence,
+// as CpuExecutor::buildRunTables computes them: seqLen = the sequence's
+// largest position + 1.
+std::vector<float> perPassRopeTable(const ops::RopeConfig &c, const std::vector<int32_t> &positions,
+                                    const std::vector<int32_t> &seqFirst,
+                                    const std::vector<int32_t> &seqRows) {
+  const hd::RopeScaling scaling = c.kernelScaling();
+  const int half = c.rotaryDim / 2;
+  std::vector<float> table(positions.size() * c.rotaryDim);
+  for (size_t s = 0; s < seqFirst.size(); ++s) {
+    int32_t last = 0;
+    for (int32_t r = seqFirst[s]; r < seqFirst[s] + seqRows[s]; ++r)
+      last = std::max(last, positions[r]);
+    for (int32_t r = seqFirst[s]; r < seqFirst[s] + seqRows[s]; ++r)
+      for (int i = 0; i < half; ++i)
+        hd::ropeCosSin(positions[r], hd::ropeInvFreqAt(i, c.rotaryDim, c.theta, scaling, last + 1),
+                       scaling.attentionFactor, table[r * c.rotaryDim + i],
+                       table[r * c.rotaryDim + half + i]);
+  }
+  return table;
+}
+
+// --- The Norm forms beyond whole-row RMSNorm, against the CPU kernels. ---
+
+fb::StepParamsUnion normOf(fb::NormKind kind, bool bias, int64_t group, double offset = 0.0) {
+  fb::NormParamsT n = test::rms(1e-5, offset);
+  n.kind = kind;
+  n.bias = bias;
+  n.group_width = group;
+  return test::params(std::move(n));
+}
+
+// LayerNorm: whole rows with and without bias (StableLM, Phi / Cohere),
+// per-feature groups (Cohere's q/k norm), shared group weights with bias
+// (Phi's qk_layernorm); f32 and bf16 weights; odd widths.
+TEST(GpuKernels, LayerNormMatchesCpu) {
+  LLMC_REQUIRE_GPU();
+  ThreadPool pool(1);
+  struct Form {
+    int64_t width, group, weights; // weights: gamma/beta entries (width or group)
+    bool bias;
+    DType weight;
+    double offset;
+  } forms[] = {{200, 200, 200, true, DType::F32, 0.0},  {200, 200, 200, false, DType::BF16, 0.0},
+               {96, 32, 96, false, DType::F32, 0.0},    {96, 32, 32, true, DType::F32, 0.0},
+               {2560, 2560, 2560, true, DType::BF16, 0.0}, {64, 16, 16, false, DType::F32, 1.0}};
+  for (DType act : kActivations)
+    for (const Form &f : forms) {
+      const int64_t T = 7;
+      MiniPlan p;
+      int gamma = p.tensor(f.weight, {f.weights});
+      std::vector<int> weights = {gamma};
+      if (f.bias)
+        weights.push_back(p.tensor(f.weight, {f.weights}));
+      int in = p.buffer(act, f.width), out = p.buffer(act, f.width);
+      auto k = p.kernel(fb::OpKind::Norm, {in}, {out}, weights,
+                        normOf(fb::NormKind::Layer, f.bias, f.group == f.width ? 0 : f.group,
+                               f.offset),
+                        0, false, act);
+      // A large mean: the centered sums must not lose the variance.
+      std::vector<float> x = randomValues(T * f.width, 21);
+      for (float &v : x)
+        v += 30.0f;
+      x = rounded(x, act);
+      std::vector<float> g = rounded(randomValues(f.weights, 22), f.weight);
+      std::vector<float> b = rounded(randomValues(f.weights, 23), f.weight);
+      std::vector<float> want(T * f.width);
+      cpu::layerNorm(pool, x.data(), T, {f.width, f.group}, {g.data(), DType::F32, f.weights},
+                     f.bias ? cpu::WeightVector{b.data(), DType::F32, f.weights}
+                            : cpu::WeightVector{},
+                     1e-5f, want.data(), static_cast<float>(f.offset));
+      auto dX = toDevice(encode(x, act));
+      auto dG = toDevice(encode(g, f.weight));
+      auto dB = toDevice(encode(b, f.weight));
+      auto dOut = poisoned(T * f.width, act);
+      expectStepOutput(k, dX, {&dG, &dB}, dOut, T, f.width, act, want);
+    }
+}
+
+// Per-head RMSNorm (Qwen3's q/k norm): gamma [G] shared by the row's W / G groups.
+TEST(GpuKernels, GroupedRmsNormMatchesCpu) {
+  LLMC_REQUIRE_GPU();
+  ThreadPool pool(1);
+  for (DType act : kActivations)
+    for (int64_t group : {32, 128, 80}) {
+      const int64_t W = group * 5, T = 6;
+      MiniPlan p;
+      int gamma = p.tensor(DType::F32, {group});
+      int in = p.buffer(act, W), out = p.buffer(act, W);
+      auto k = p.kernel(fb::OpKind::Norm, {in}, {out}, {gamma},
+                        normOf(fb::NormKind::Rms, false, group), 0, false, act);
+      std::vector<float> x = rounded(randomValues(T * W, 24), act);
+      std::vector<float> g = randomValues(group, 25);
+      std::vector<float> want(T * W);
+      cpu::rmsNorm(pool, x.data(), T * (W / group), {g.data(), DType::F32, group}, 1e-5f,
+                   want.data());
+      auto dX = toDevice(encode(x, act));
+      auto dG = toDevice(g);
+      auto dOut = poisoned(T * W, act);
+      expectStepOutput(k, dX, {&dG}, dOut, T, W, act, want);
+    }
+}
+
+// A Rope step of each variant against cpu::rope with the per-pass tables:
+// two sequences, one of them past the scaled kinds' original length (64).
+TEST(GpuKernels, RopeStepVariantsMatchCpu) {
+  LLMC_REQUIRE_GPU();
+  ThreadPool pool(1);
+  for (DType act : kActivations)
+    for (const RopeCase &c : kRopeCases) {
+      const int64_t heads = 3, D = 32;
+      const std::vector<int32_t> positions = {0, 1, 2, 90, 91}, seqFirst = {0, 3},
+                                 seqRows = {3, 2}, rowSequence = {0, 0, 0, 1, 1};
+      const int64_t T = static_cast<int64_t>(positions.size());
+      MiniPlan p;
+      int buf = p.buffer(act, heads * D);
+      std::unique_ptr<fb::RopeParamsT> rope = ropeParamsOf(c, D);
+      const ops::RopeConfig config = ops::ropeConfig(*rope);
+      fb::StepParamsUnion params = ropeParams(heads, D);
+      params.AsRopeStepParams()->rope = std::move(rope);
+      auto k = p.kernel(fb::OpKind::Rope, {buf}, {buf}, {}, std::move(params), 0, false, act);
+      std::vector<float> x = rounded(randomValues(T * heads * D, 26), act);
+      std::vector<float> want = x;
+      std::vector<float> table = perPassRopeTable(config, positions, seqFirst, seqRows);
+      std::vector<int32_t> rowIndex(T);
+      std::iota(rowIndex.begin(), rowIndex.end(), 0);
+      cpu::rope(pool, want.data(), T, heads * D,
+                {heads, D, config.rotaryDim, config.interleaved}, rowIndex.data(), table.data());
+      auto dX = toDevice(encode(x, act));
+      auto dPos = toDevice(positions);
+      auto dRowSeq = toDevice(rowSequence);
+      auto dFirst = toDevice(seqFirst);
+      auto dRows = toDevice(seqRows);
+      abi::StepArgs args{};
+      args.in[0] = args.out = ptr(dX);
+      args.positions = static_cast<const int *>(ptr(dPos));
+      args.rowSequence = static_cast<const int *>(ptr(dRowSeq));
+      args.seqFirstRow = static_cast<const int *>(ptr(dFirst));
+      args.seqNumRows = static_cast<const int *>(ptr(dRows));
+      args.numSequences = 2;
+      args.rows = static_cast<int>(T);
+      launchStep(k, args, T);
+      EXPECT_LT(relativeError(fromDevice(dX, x.size(), act), want), tolerance(act))
+          << c.name << " " << k.name;
+    }
+}
+
+// Logits with a bias (Phi) and a scale (Cohere), with and without a
+// softcap: softcap((x . W^T + bias) * scale), decode GEMV and prefill GEMM.
+TEST(GpuKernels, LogitsScaleAndBiasMatchCpu) {
+  LLMC_REQUIRE_GPU();
+  ThreadPool pool(1);
+  for (DType act : kActivations)
+    for (int64_t maxTokens : {4, 0})
+      for (double softcap : {0.0, 3.0}) {
+        const int64_t V = 301, H = 64, T = 3;
+        MiniPlan p;
+        int w = p.tensor(act, {V, H}), b = p.tensor(DType::F32, {V});
+        int in = p.buffer(act, H), out = p.buffer(DType::F32, V);
+        fb::StepParamsUnion params = logitsParams(false, softcap);
+        params.AsLogitsParams()->scale = 0.5;
+        params.AsLogitsParams()->bias = true;
+        auto k = p.kernel(fb::OpKind::Logits, {in}, {out}, {w, b}, std::move(params), maxTokens,
+                          maxTokens > 0, act);
+        std::vector<float> x = rounded(randomValues(T * H, 27), act);
+        std::vector<float> wv = rounded(randomValues(V * H, 28, 0.1f), act);
+        std::vector<float> bv = randomValues(V, 29);
+        std::vector<float> want(T * V);
+        cpu::matmul(pool, x.data(), T, {wv.data(), DType::F32, V, H}, bv.data(), 0.0f,
+                    want.data());
+        for (float &y : want)
+          y = hd::softCap(y * 0.5f, static_cast<float>(softcap));
+        std::vector<int32_t> rows = {0, 1, 2};
+        auto dX = toDevice(encode(x, act));
+        auto dW = toDevice(encode(wv, act));
+        auto dB = toDevice(bv);
+        auto dRows = toDevice(rows);
+        auto dOut = poisoned(T * V, DType::F32);
+        abi::StepArgs args{};
+        args.in[0] = ptr(dX);
+        args.out = ptr(dOut);
+        args.rows = T;
+        args.logitRows = static_cast<const int *>(ptr(dRows));
+        args.numLogitRows = static_cast<int>(T);
+        launchStep(k, args, T, {ptr(dW), ptr(dB)});
+        EXPECT_LT(relativeError(fromDevice(dOut, T * V, DType::F32), want),
+                  act == DType::F32 ? 2e-5 : 1e-2)
+            << k.name;
+      }
+}
+
+// Relu and the gated GELU / Relu Activation steps (GeGLU, ReGLU).
+TEST(GpuKernels, ReluAndGatedActivationsMatchCpu) {
+  LLMC_REQUIRE_GPU();
+  ThreadPool pool(1);
+  struct Op {
+    fb::ActivationKind kind;
+    bool gated;
+  } cases[] = {{fb::ActivationKind::Relu, false},
+             {fb::ActivationKind::GeluTanh, true},
+             {fb::ActivationKind::GeluErf, true},
+             {fb::ActivationKind::Relu, true}};
+  for (DType act : kActivations)
+    for (const Op &op : cases) {
+      const int64_t W = 333, T = 3;
+      MiniPlan p;
+      int a = p.buffer(act, W), b = p.buffer(act, W), out = p.buffer(act, W);
+      auto k = p.kernel(fb::OpKind::Activation, op.gated ? std::vector<int>{a, b} : std::vector<int>{a},
+                        {out}, {}, activationParams(op.kind, op.gated), 0, false, act);
+      std::vector<float> x = rounded(randomValues(T * W, 30), act);
+      std::vector<float> y = rounded(randomValues(T * W, 31), act);
+      std::vector<float> want(T * W);
+      if (op.gated)
+        cpu::swiglu(pool, x.data(), y.data(), want.data(), T * W, ops::gateKind(op.kind));
+      else
+        for (int64_t i = 0; i < T * W; ++i)
+          want[i] = hd::relu(x[i]);
+      auto dA = toDevice(encode(x, act));
+      auto dB = toDevice(encode(y, act));
+      auto dOut = poisoned(T * W, act);
+      abi::StepArgs args{};
+      args.in[0] = ptr(dA);
+      args.in[1] = ptr(dB);
+      args.out = ptr(dOut);
+      args.rows = T;
+      launchStep(k, args, T);
+      EXPECT_LT(relativeError(fromDevice(dOut, T * W, act), want), tolerance(act)) << k.name;
+    }
+}
+
 TEST(GpuKernels, PointwiseOpsMatchCpu) {
   LLMC_REQUIRE_GPU();
   ThreadPool pool(1);
@@ -457,7 +733,7 @@ std::vector<float> naiveAttention(const cpu::AttentionBatch &b, const kv::KvLaye
 // the GPU is also checked against naiveAttention.
 void checkAttention(DType act, bool decode, bool packed = false,
                     const AttentionShape &dims = kSmallAttention,
-                    hd::AttentionScores scores = {}) {
+                    hd::AttentionScores scores = {}, const RopeCase *ropeCase = nullptr) {
   ThreadPool pool(4);
   const int64_t heads = dims.heads, kvHeads = dims.kvHeads, D = dims.D, bs = 16,
                 numBlocks = dims.numBlocks, maxSeq = dims.maxSeq;
@@ -470,13 +746,18 @@ void checkAttention(DType act, bool decode, bool packed = false,
   const double scale = 1.0 / std::sqrt(double(D));
   cuda::KernelInstance kernel;
   ASSERT_EQ(past.size(), fresh.size());
+  std::unique_ptr<fb::RopeParamsT> ropeParams = ropeCase ? ropeParamsOf(*ropeCase, D) : nullptr;
+  const ops::RopeConfig ropeConfig =
+      ropeParams ? ops::ropeConfig(*ropeParams) : ops::RopeConfig{};
   if (packed) {
     int qkv = p.buffer(act, qkvWidth), out = p.buffer(act, heads * D);
-    kernel = p.kernel(fb::OpKind::Attention, {qkv, qkv, qkv}, {out}, {},
-                      attentionParams({.heads = heads, .kvHeads = kvHeads, .headDim = D,
-                                       .qColumn = 0, .kColumn = heads * D,
-                                       .vColumn = (heads + kvHeads) * D, .rope = true,
-                                       .scale = scale}),
+    fb::StepParamsUnion params =
+        attentionParams({.heads = heads, .kvHeads = kvHeads, .headDim = D, .qColumn = 0,
+                         .kColumn = heads * D, .vColumn = (heads + kvHeads) * D, .rope = true,
+                         .scale = scale});
+    if (ropeParams)
+      params.AsAttentionParams()->rope = std::make_unique<fb::RopeParamsT>(*ropeParams);
+    kernel = p.kernel(fb::OpKind::Attention, {qkv, qkv, qkv}, {out}, {}, std::move(params),
                       decode ? 4 : 0, decode, act);
   } else {
     int q = p.buffer(act, heads * D), k = p.buffer(act, kvHeads * D);
@@ -551,6 +832,16 @@ void checkAttention(DType act, bool decode, bool packed = false,
   batch.v = packed ? qkv.data() + (heads + kvHeads) * D : vv.data();
   batch.ldv = packed ? qkvWidth : kvHeads * D;
   batch.ropeTable = packed ? table.data() : nullptr;
+  std::vector<float> passTable;
+  std::vector<int32_t> rowIndex(T);
+  std::iota(rowIndex.begin(), rowIndex.end(), 0);
+  if (packed && ropeParams) { // the CPU's per-row tables, as for dynamic/longrope plans
+    passTable = perPassRopeTable(ropeConfig, positions, seqFirst, seqRows);
+    batch.ropeTable = passTable.data();
+    batch.ropeRows = rowIndex.data();
+    batch.ropeRotaryDim = ropeConfig.rotaryDim;
+    batch.ropeInterleaved = ropeConfig.interleaved;
+  }
   batch.out = want.data();
   batch.ldo = heads * D;
   batch.positions = positions.data();
@@ -631,6 +922,17 @@ TEST(GpuKernels, RopeAttentionOnPackedQkvMatchesCpu) {
   for (DType act : kActivations)
     for (bool decode : {true, false})
       checkAttention(act, decode, /*packed=*/true);
+}
+
+// Each RoPE variant rotated on the fly (q, and k as it enters the cache)
+// against the CPU's attention with its per-pass tables.
+TEST(GpuKernels, RopeVariantsInAttentionMatchCpu) {
+  LLMC_REQUIRE_GPU();
+  for (const RopeCase &c : kRopeCases)
+    for (bool decode : {true, false}) {
+      SCOPED_TRACE(std::string(c.name) + (decode ? " decode" : " prefill"));
+      checkAttention(DType::BF16, decode, /*packed=*/true, kSmallAttention, {}, &c);
+    }
 }
 
 // What the 8B benchmarks run: head_dim 128, 32 splits mostly empty at short
@@ -909,11 +1211,89 @@ TEST(GpuKernels, Llama3_8bShapeInt4LinearsMatchCpu) {
   checkLinearQ4(kNormGatedLinear, DType::BF16, 14336, 4096, 128, 33, 0);
 }
 
+// Random int8 weights of `rows` rows in the plan layout (q8_layout.h) and
+// their scales (f16 bits when halfScales).
+struct Q8Weights {
+  std::vector<int8_t> q;
+  std::vector<float> scales;
+  std::vector<uint16_t> halves;
+  cpu::Q8Matrix matrix(int64_t firstRow, int64_t rows, int64_t K, int64_t G, bool half) const {
+    const int64_t groups = hd::q8NumGroups(K, G);
+    return {q.data() + firstRow * hd::q8RowBytes(K),
+            half ? static_cast<const void *>(halves.data() + firstRow * groups)
+                 : static_cast<const void *>(scales.data() + firstRow * groups),
+            half, rows, K, G};
+  }
+};
+Q8Weights randomQ8(int64_t rows, int64_t K, int64_t G, bool half, uint32_t seed) {
+  const int64_t rowBytes = hd::q8RowBytes(K), groups = hd::q8NumGroups(K, G);
+  std::mt19937 rng(seed);
+  Q8Weights w;
+  w.q.assign(rows * rowBytes, 0);
+  for (int64_t n = 0; n < rows; ++n)
+    for (int64_t c = 0; c < K; ++c)
+      w.q[n * rowBytes + c] = static_cast<int8_t>(static_cast<int>(rng() % 255) - 127);
+  w.scales.resize(rows * groups);
+  w.halves.resize(rows * groups);
+  for (size_t i = 0; i < w.scales.size(); ++i) {
+    w.halves[i] = hd::f32ToF16(0.0005f + 0.002f * static_cast<float>(rng() % 100) / 100.0f);
+    w.scales[i] = half ? hd::f16ToF32(w.halves[i]) : 0.0005f + 0.00001f * static_cast<float>(i % 97);
+  }
+  return w;
+}
+
+void checkFusedLinearQ8(const LinearForm &form, DType act, int64_t N, int64_t K, int64_t G,
+                        bool half, int64_t T, int64_t maxTokens) {
+  ThreadPool pool(referenceThreads(N * K * T));
+  const int64_t rows = form.gated ? 2 * N : N;
+  Q8Weights w = randomQ8(rows, K, G, half, 45);
+  cuda::ops::Q8LinearShape shape;
+  shape.n = N;
+  shape.k = K;
+  shape.groupSize = G;
+  shape.halfScales = half;
+  shape.activation = shape.output = act;
+  shape.maxTokens = maxTokens;
+  shape.norm = form.norm;
+  shape.eps = 1e-5f;
+  shape.gated = form.gated;
+  auto k = cuda::ops::q8LinearKernel(shape);
+  ASSERT_TRUE(k.isOk()) << k.message();
+  std::vector<float> x = rounded(randomValues(T * K, 46), act);
+  std::vector<float> gamma = randomValues(K, 47);
+  std::vector<float> normed = x;
+  if (form.norm)
+    cpu::rmsNorm(pool, x.data(), T, {gamma.data(), DType::F32, K}, 1e-5f, normed.data());
+  std::vector<float> want(T * N), up(T * N);
+  cpu::matmulQ8(pool, normed.data(), T, w.matrix(0, N, K, G, half), nullptr, 0.0f, want.data());
+  if (form.gated) {
+    cpu::matmulQ8(pool, normed.data(), T, w.matrix(N, N, K, G, half), nullptr, 0.0f, up.data());
+    cpu::swiglu(pool, want.data(), up.data(), want.data(), T * N);
+  }
+  auto dX = toDevice(encode(x, act));
+  auto dG = toDevice(gamma);
+  auto dQ = toDevice(w.q);
+  auto dS = half ? toDevice(w.halves) : toDevice(w.scales);
+  auto dOut = poisoned(T * N, act);
+  std::vector<const cuda::DeviceBuffer *> weights = {&dQ, &dS};
+  if (form.norm)
+    weights.insert(weights.begin(), &dG);
+  expectStepOutput(*k, dX, weights, dOut, T, N, act, want);
+}
+
 // W8A16: random int8 weights in the plan layout (q8_layout.h) against
 // cpu::matmulQ8 (the same numerics on f32 x); bf16 activations rounded first.
+// `form`: the fused forms of `--quantize int8` GPU programs (an RMSNorm
+// prologue, SwiGLU over [gate; up] rows), as cpu/ops/linear.cpp's q8Linear
+// computes them (the normalized rows, then matmulQ8, then swiglu); the
+// plain form with a bias and a residual.
 void checkLinearQ8(DType act, int64_t N, int64_t K, int64_t G, bool halfScales, int64_t T,
-                   int64_t maxTokens) {
+                   int64_t maxTokens, const LinearForm &form = kPlainLinear) {
   ThreadPool pool(referenceThreads(N * K * T));
+  if (form.norm || form.gated) {
+    checkFusedLinearQ8(form, act, N, K, G, halfScales, T, maxTokens);
+    return;
+  }
   const int64_t rowBytes = hd::q8RowBytes(K), groups = hd::q8NumGroups(K, G);
   std::mt19937 rng(41);
   std::vector<int8_t> q(N * rowBytes, 0);
@@ -963,6 +1343,18 @@ TEST(GpuKernels, Int8LinearMatchesCpu) {
       checkLinearQ8(act, 67, 192, 64, half, 70, 0);   // prefill: tiles of 16 tokens
     }
   checkLinearQ8(DType::BF16, 4096, 14336, 0, false, 1, 1); // the 8B down_proj
+}
+
+TEST(GpuKernels, FusedInt8LinearsMatchCpu) {
+  LLMC_REQUIRE_GPU();
+  for (DType act : kActivations)
+    for (const LinearForm *form : {&kNormLinear, &kGatedLinear, &kNormGatedLinear}) {
+      SCOPED_TRACE(form->name);
+      checkLinearQ8(act, 77, 256, 0, false, 1, 1, *form);
+      checkLinearQ8(act, 130, 200, 32, true, 3, 4, *form); // K not a multiple of 16
+      checkLinearQ8(act, 67, 192, 64, true, 37, 0, *form); // prefill tiles
+    }
+  checkLinearQ8(DType::BF16, 14336, 4096, 128, true, 1, 1, kNormGatedLinear); // the 8B gate/up
 }
 
 TEST(GpuKernels, ArgmaxTakesTheFirstLargestAndIgnoresNan) {

@@ -57,6 +57,51 @@ TEST(CudaQ8Codegen, EveryFormCompilesForSm90aWithoutSpills) {
   }
 }
 
+// The fused forms GPU programs of `--quantize int8` plans use: an RMSNorm
+// prologue (q/k/v), SwiGLU (gate/up) with and without it, at the tiny
+// fixture's widths and the Llama-3-8B ones, decode and prefill tiles.
+TEST(CudaQ8Codegen, FusedFormsCompileForSm90aWithoutSpills) {
+  struct Case {
+    DType activation;
+    int64_t n, k, group, maxTokens;
+    bool norm, gated;
+    const char *name;
+  } cases[] = {
+      {DType::F32, 128, 64, 0, 1, true, false,
+       "llmc_norm_linear_q8_gemv_f32_wq8g0_n128_k64_t1_eps3727c5ac"},
+      {DType::F32, 64, 64, 32, 0, true, true,
+       "llmc_norm_linear_swiglu_q8_tiles_f32_wq8g32h_n64_k64_t16_eps3727c5ac"},
+      {DType::BF16, 6144, 4096, 128, 1, true, false,
+       "llmc_norm_linear_q8_gemv_bf16_wq8g128h_n6144_k4096_t1_eps3727c5ac"},
+      {DType::BF16, 14336, 4096, 128, 16, true, true,
+       "llmc_norm_linear_swiglu_q8_gemv_bf16_wq8g128h_n14336_k4096_t16_eps3727c5ac"},
+      {DType::BF16, 14336, 4096, 0, 0, true, true,
+       "llmc_norm_linear_swiglu_q8_tiles_bf16_wq8g0_n14336_k4096_t16_eps3727c5ac"},
+      {DType::BF16, 14336, 4096, 0, 4, false, true,
+       "llmc_linear_swiglu_q8_gemv_bf16_wq8g0_n14336_k4096_t4"},
+  };
+  std::set<std::string> names;
+  for (const Case &c : cases) {
+    Q8LinearShape s;
+    s.n = c.n;
+    s.k = c.k;
+    s.groupSize = c.group;
+    s.halfScales = c.group > 0;
+    s.activation = s.output = c.activation;
+    s.maxTokens = c.maxTokens;
+    s.norm = c.norm;
+    s.eps = 1e-5f;
+    s.gated = c.gated;
+    auto kernel = cuda::ops::q8LinearKernel(s);
+    ASSERT_TRUE(kernel.isOk()) << kernel.message();
+    EXPECT_EQ(kernel->name, c.name);
+    EXPECT_TRUE(names.insert(kernel->name).second);
+    auto compiled = cuda::compileKernel(*kernel, fb::Target::Sm90a, "-");
+    ASSERT_TRUE(compiled.isOk()) << compiled.message();
+    EXPECT_FALSE(compiled->usage.spills()) << kernel->name << ": " << compiled->log;
+  }
+}
+
 TEST(CudaQ8Codegen, BadShapesAreRefused) {
   Q8LinearShape s;
   s.n = 8;

@@ -25,8 +25,10 @@
 //
 // q, k and v are read from column QC, KC, VC on of rows of QS, KS, VS
 // elements (a packed qkv buffer, RopeAttention), the output is [T, heads * D].
-// With ROPE, q and the new k rows are rotated on the fly (invFreq baked
-// into the kernel), k before it is written to the cache, as the CPU does.
+// With ROPE, q and the new k rows are rotated on the fly by the spec R
+// (rope.cuh: rotary dim, pair layout, frequencies of this sequence's forward
+// pass, attention factor), k before it is written to the cache, as the CPU
+// does.
 //
 // Per block, dynamic shared memory of (BN * (D + 1) + BN * D + BM * GROUP * D)
 // floats: a K chunk (rows padded against bank conflicts), a V chunk, the
@@ -41,6 +43,7 @@
 #include "kernels/common/online_softmax.h"
 #include "kernels/common/rope.h"
 #include "llmc/common.cuh"
+#include "llmc/rope.cuh"
 
 namespace llmc::dev {
 
@@ -50,19 +53,18 @@ template <int VEC, class T> __device__ __forceinline__ void copyVec(T *dst, cons
   *reinterpret_cast<V *>(dst) = *reinterpret_cast<const V *>(src);
 }
 
-// Rotates the pairs (i, i + D / 2) of `rows` head vectors of D floats in
-// shared memory (row j at `position(j)`, skipped when it returns < 0).
-template <int D, int THREADS, class PositionOf>
-__device__ __forceinline__ void ropeInShared(float *vectors, int rows, const float *invFreq,
+// Rotates the RoPE pairs of `rows` head vectors of D floats in shared
+// memory (row j at `position(j)`, skipped when it returns < 0).
+template <class R, int D, int THREADS, class PositionOf>
+__device__ __forceinline__ void ropeInShared(float *vectors, int rows, int seqLen,
                                              PositionOf position) {
-  for (int i = threadIdx.x; i < rows * (D / 2); i += THREADS) {
-    const int row = i / (D / 2), pair = i % (D / 2);
+  constexpr int kPairs = R::kRotaryDim / 2;
+  for (int i = threadIdx.x; i < rows * kPairs; i += THREADS) {
+    const int row = i / kPairs, pair = i % kPairs;
     const int pos = position(row);
     if (pos < 0)
       continue;
-    const float angle = hd::ropeAngle(pos, invFreq[pair]);
-    hd::ropeRotate(vectors[row * D + pair], vectors[row * D + pair + D / 2], hd::cosF(angle),
-                   hd::sinF(angle));
+    ropeRotateAt<R>(vectors + row * D, pair, pos, seqLen);
   }
 }
 
@@ -171,15 +173,17 @@ __device__ __forceinline__ void mergeSplits(const float *partials, TA *out, int 
 }
 
 template <class TA, int D, int GROUP, int NKV, int BM, int NSPLITS, int BS, int VEC, int WARPS,
-          int QS, int KS, int VS, int QC, int KC, int VC, bool ROPE>
-__device__ __forceinline__ void attention(const abi::StepArgs &a, float scale,
-                                          const float *invFreq, int window, float softcap) {
+          int QS, int KS, int VS, int QC, int KC, int VC, bool ROPE, class R = NoRope>
+__device__ __forceinline__ void attention(const abi::StepArgs &a, float scale, int window,
+                                          float softcap) {
   static_assert(NSPLITS == 1 || BM == 1, "split positions only for one row per block");
   static_assert(D % VEC == 0, "head dim must be whole vectors");
   constexpr int BN = 32, kThreads = WARPS * 32;
   constexpr int QV = BM * GROUP, QPW = (QV + WARPS - 1) / WARPS, DPL = (D + 31) / 32;
   constexpr int kHeads = NKV * GROUP, kOutWidth = kHeads * D, kKvWidth = NKV * D;
-  static_assert(!ROPE || D % 2 == 0, "RoPE pairs");
+  static_assert(!ROPE || (R::kRotaryDim % 2 == 0 && R::kRotaryDim <= D), "RoPE pairs");
+  constexpr int kPairs = R::kRotaryDim / 2;
+  constexpr bool kPartial = ROPE && R::kRotaryDim < D; // features past kRotaryDim pass through
   extern __shared__ float smem[];
   float *ks = smem;              // [BN][D + 1]
   float *vs = ks + BN * (D + 1); // [BN][D]
@@ -204,6 +208,7 @@ __device__ __forceinline__ void attention(const abi::StepArgs &a, float scale,
     const int segEnd = min(r1, seqFirst + a.seqNumRows[seq]);
     const int firstPos = a.positions[seqFirst]; // positions of a sequence's rows are consecutive
     const int lastPos = a.positions[segEnd - 1];
+    const int seqLen = ropeSeqLen<R>(a, seq); // RoPE: this sequence's forward pass
     const int *table = a.blockTables + static_cast<i64>(seq) * a.blockTableStride;
     auto slotOf = [&](int position) {
       return (static_cast<i64>(table[position / BS]) * BS + position % BS) * kKvWidth + kvh * D;
@@ -228,19 +233,23 @@ __device__ __forceinline__ void attention(const abi::StepArgs &a, float scale,
         const int row = segBegin + i / D, d = i % D;
         const i64 slot = slotOf(a.positions[row]) + d;
         copyVec<VEC>(values + slot, v + static_cast<i64>(row) * VS + VC + kvh * D + d);
-        if (!ROPE)
+        if (!ROPE || kPartial) // partial rotary: the rotated pairs overwrite theirs below
           copyVec<VEC>(keys + slot, k + static_cast<i64>(row) * KS + KC + kvh * D + d);
       }
+      if (kPartial)
+        __syncthreads();
       if (ROPE) // the cache holds rotated keys
-        for (int i = threadIdx.x; i < (segEnd - segBegin) * (D / 2); i += kThreads) {
-          const int row = segBegin + i / (D / 2), pair = i % (D / 2);
+        for (int i = threadIdx.x; i < (segEnd - segBegin) * kPairs; i += kThreads) {
+          const int row = segBegin + i / kPairs, pair = i % kPairs;
           const TA *src = k + static_cast<i64>(row) * KS + KC + kvh * D;
-          float k0 = toFloat(src[pair]), k1 = toFloat(src[pair + D / 2]);
-          const float angle = hd::ropeAngle(a.positions[row], invFreq[pair]);
-          hd::ropeRotate(k0, k1, hd::cosF(angle), hd::sinF(angle));
+          int f0, f1;
+          ropePair<R>(pair, f0, f1);
+          float k0 = toFloat(src[f0]), k1 = toFloat(src[f1]), c, sn;
+          ropeCosSinAt<R>(a.positions[row], pair, seqLen, c, sn);
+          hd::ropeRotate(k0, k1, c, sn);
           const i64 slot = slotOf(a.positions[row]);
-          keys[slot + pair] = fromFloat<TA>(k0);
-          keys[slot + pair + D / 2] = fromFloat<TA>(k1);
+          keys[slot + f0] = fromFloat<TA>(k0);
+          keys[slot + f1] = fromFloat<TA>(k1);
         }
     }
     for (int i = threadIdx.x * VEC; working && i < QV * D; i += kThreads * VEC) {
@@ -255,7 +264,7 @@ __device__ __forceinline__ void attention(const abi::StepArgs &a, float scale,
     }
     if (ROPE && working) {
       __syncthreads();
-      ropeInShared<D, kThreads>(qs, QV, invFreq, [&](int qv) {
+      ropeInShared<R, D, kThreads>(qs, QV, seqLen, [&](int qv) {
         const int row = r0 + qv / GROUP;
         return row >= segBegin && row < segEnd ? a.positions[row] : -1;
       });
@@ -287,13 +296,11 @@ __device__ __forceinline__ void attention(const abi::StepArgs &a, float scale,
       if (c0 + BN < pEnd) // in flight during this chunk's scores
         fetch(c0 + BN);
       if (ROPE && c0 + BN > firstPos) { // the step's own keys, not rotated yet (pitch D + 1)
-        for (int i = threadIdx.x; i < BN * (D / 2); i += kThreads) {
-          const int j = i / (D / 2), pair = i % (D / 2), p = c0 + j;
+        for (int i = threadIdx.x; i < BN * kPairs; i += kThreads) {
+          const int j = i / kPairs, pair = i % kPairs, p = c0 + j;
           if (p < firstPos || p >= pEnd)
             continue;
-          const float angle = hd::ropeAngle(p, invFreq[pair]);
-          hd::ropeRotate(ks[j * (D + 1) + pair], ks[j * (D + 1) + pair + D / 2], hd::cosF(angle),
-                         hd::sinF(angle));
+          ropeRotateAt<R>(ks + j * (D + 1), pair, p, seqLen);
         }
         __syncthreads();
       }

@@ -8,6 +8,7 @@
 #include "kernels/common/rope.h"
 #include "kernels/common/sampling.h"
 #include "llmc/common.cuh"
+#include "llmc/rope.cuh"
 
 namespace llmc::dev {
 
@@ -60,37 +61,76 @@ __device__ __forceinline__ void rmsNorm(const abi::StepArgs &a, float eps, float
   }
 }
 
+// RMSNorm of each group of G features of a row of W (per-head q/k norms:
+// the CPU's rows of G), gamma [G] shared by every group: one warp per
+// group, the block's warps taking every (BLOCK / 32)-th group.
+template <class TA, class TW, int W, int G, int BLOCK>
+__device__ __forceinline__ void rmsNormGroups(const abi::StepArgs &a, float eps,
+                                              float offset = 0.0f) {
+  static_assert(W % G == 0, "the group width must divide the row");
+  static_assert(BLOCK % 32 == 0, "whole warps");
+  constexpr int kPerLane = (G + 31) / 32;
+  const int t = blockIdx.x;
+  if (t >= a.rows)
+    return;
+  const int lane = threadIdx.x % 32;
+  const TW *gamma = static_cast<const TW *>(a.w[0]);
+  for (int g = threadIdx.x / 32; g < W / G; g += BLOCK / 32) {
+    const i64 first = static_cast<i64>(t) * W + g * G;
+    const TA *x = static_cast<const TA *>(a.in[0]) + first;
+    TA *y = static_cast<TA *>(a.out) + first;
+    float values[kPerLane];
+    float sumSquares = 0.0f;
+#pragma unroll
+    for (int j = 0; j < kPerLane; ++j) {
+      const int i = lane + j * 32;
+      values[j] = i < G ? toFloat(x[i]) : 0.0f;
+      sumSquares += values[j] * values[j];
+    }
+    const float inv = 1.0f / hd::sqrtF(warpSum(sumSquares) / static_cast<float>(G) + eps);
+#pragma unroll
+    for (int j = 0; j < kPerLane; ++j) {
+      const int i = lane + j * 32;
+      if (i < G)
+        y[i] = fromFloat<TA>(values[j] * inv * (toFloat(gamma[i]) + offset));
+    }
+  }
+}
+
 // Rotary embedding in place: heads [0, HEADS) of D features from column COL
 // of rows of STRIDE elements (Rope: COL 0, STRIDE HEADS * D; RopeColumns: q
-// or k of a packed qkv buffer); row t at positions[t]. invFreq [D / 2] is
-// baked into the generated source (computed at build time with rope.h, as
-// the CPU backend computes it at load time).
-template <class TA, int HEADS, int D, int STRIDE, int COL, int BLOCK>
-__device__ __forceinline__ void rope(const abi::StepArgs &a, const float *invFreq) {
-  constexpr int kHalf = D / 2;
-  __shared__ float cosSin[2 * kHalf];
+// or k of a packed qkv buffer); row t at positions[t], in the forward pass
+// of its sequence (rope.cuh ropeSeqLen). R: the step's RoPE spec
+// (rope.cuh): its first R::kRotaryDim features of each head turn, the rest
+// pass through.
+template <class TA, class R, int HEADS, int D, int STRIDE, int COL, int BLOCK>
+__device__ __forceinline__ void rope(const abi::StepArgs &a) {
+  constexpr int kPairs = R::kRotaryDim / 2;
+  static_assert(R::kRotaryDim % 2 == 0 && R::kRotaryDim <= D, "whole pairs inside the head");
+  __shared__ float cosSin[2 * kPairs];
   const int t = blockIdx.x;
   if (t >= a.rows)
     return;
   const int position = a.positions[t];
-  for (int i = threadIdx.x; i < kHalf; i += BLOCK) {
-    const float angle = hd::ropeAngle(position, invFreq[i]);
-    cosSin[i] = hd::cosF(angle);
-    cosSin[kHalf + i] = hd::sinF(angle);
-  }
+  const int seqLen = R::kPerPass ? ropeSeqLen<R>(a, a.rowSequence[t]) : 1;
+  for (int i = threadIdx.x; i < kPairs; i += BLOCK)
+    ropeCosSinAt<R>(position, i, seqLen, cosSin[i], cosSin[kPairs + i]);
   __syncthreads();
   TA *row = static_cast<TA *>(a.out) + static_cast<i64>(t) * STRIDE + COL;
-  for (int p = threadIdx.x; p < HEADS * kHalf; p += BLOCK) {
-    const int head = p / kHalf, i = p % kHalf;
+  for (int p = threadIdx.x; p < HEADS * kPairs; p += BLOCK) {
+    const int head = p / kPairs, i = p % kPairs;
     TA *x = row + head * D;
-    float x0 = toFloat(x[i]), x1 = toFloat(x[i + kHalf]);
-    hd::ropeRotate(x0, x1, cosSin[i], cosSin[kHalf + i]);
-    x[i] = fromFloat<TA>(x0);
-    x[i + kHalf] = fromFloat<TA>(x1);
+    int f0, f1;
+    ropePair<R>(i, f0, f1);
+    float x0 = toFloat(x[f0]), x1 = toFloat(x[f1]);
+    hd::ropeRotate(x0, x1, cosSin[i], cosSin[kPairs + i]);
+    x[f0] = fromFloat<TA>(x0);
+    x[f1] = fromFloat<TA>(x1);
   }
 }
 
-enum class Pointwise { Add, Mul, Silu, SwiGlu, GeluTanh, GeluErf };
+// Gated forms: act(in0) * in1 (hd::gated, as cpu::swiglu with its GateKind).
+enum class Pointwise { Add, Mul, Silu, SwiGlu, GeluTanh, GeluErf, Relu, GeGluTanh, GeGluErf, ReGlu };
 
 __device__ __forceinline__ float silu(float x) { return hd::silu(x); }
 
@@ -108,16 +148,27 @@ template <Pointwise OP> __device__ __forceinline__ float pointwise(float a, floa
     return hd::geluTanh(a);
   case Pointwise::GeluErf:
     return hd::geluErf(a);
+  case Pointwise::Relu:
+    return hd::relu(a);
+  case Pointwise::GeGluTanh:
+    return hd::gated(hd::kGateGeluTanh, a, b);
+  case Pointwise::GeGluErf:
+    return hd::gated(hd::kGateGeluErf, a, b);
+  case Pointwise::ReGlu:
+    return hd::gated(hd::kGateRelu, a, b);
   }
   return 0.0f;
 }
+
+template <Pointwise OP> constexpr bool kPointwiseUnary =
+    OP == Pointwise::Silu || OP == Pointwise::GeluTanh || OP == Pointwise::GeluErf ||
+    OP == Pointwise::Relu;
 
 // out[t, :] = op(in0[t, :], in1[t, :]) over rows of W elements, VEC elements
 // per access (W % VEC == 0).
 template <Pointwise OP, class TA, int W, int VEC, int BLOCK>
 __device__ __forceinline__ void pointwiseRows(const abi::StepArgs &a) {
-  constexpr bool kBinary =
-      OP != Pointwise::Silu && OP != Pointwise::GeluTanh && OP != Pointwise::GeluErf;
+  constexpr bool kBinary = !kPointwiseUnary<OP>;
   const int t = blockIdx.x;
   if (t >= a.rows)
     return;

@@ -96,7 +96,7 @@ __device__ __forceinline__ float weightAt(const MatrixOperands &m, int n, int k)
 template <class TA, class TW, class TO, class TB, class TG, int N, int K, int G, bool ACCUM,
           bool BIAS, bool GATHER, bool NORM, bool SWIGLU, int GATE = hd::kGateSilu>
 __device__ __forceinline__ void gemmFma(const abi::StepArgs &a, float eps, float gammaOffset = 0.0f,
-                                        float softcap = 0.0f) {
+                                        float softcap = 0.0f, float outScale = 1.0f) {
   constexpr int BM = 64, BN = 64, BK = 16;
   constexpr int kOutCols = SWIGLU ? BN / 2 : BN;
   using Ops = LinearOperands<NORM, (G > 0)>;
@@ -168,7 +168,7 @@ __device__ __forceinline__ void gemmFma(const abi::StepArgs &a, float eps, float
         continue;
       const float y = SWIGLU ? hd::gated(GATE, acc[i][j] * scale, acc[i][j + 2] * scale)
                              : acc[i][j] * scale;
-      linearStore<TO, TB, ACCUM, BIAS>(a.out, bias, m, n, N, hd::softCap(y, softcap));
+      linearStore<TO, TB, ACCUM, BIAS>(a.out, bias, m, n, N, y, softcap, outScale);
     }
   }
 }
@@ -213,7 +213,7 @@ __device__ __forceinline__ void int4Chunk(const MatrixOperands &m, int n, int k,
 template <class TO, class TB, class TG, int N, int K, int G, bool ACCUM, bool BIAS, bool GATHER,
           bool NORM, bool SWIGLU, int GATE = hd::kGateSilu>
 __device__ __forceinline__ void gemmMma(const abi::StepArgs &a, float eps, float gammaOffset = 0.0f,
-                                        float softcap = 0.0f) {
+                                        float softcap = 0.0f, float outScale = 1.0f) {
   static_assert(K % 8 == 0, "16-byte copies need K % 8 == 0");
   static_assert(G == 0 || G % 32 == 0, "int4: whole words per group");
   constexpr int BM = 128, BN = 128, BK = 32, kPitch = BK + 8; // +8: no bank conflicts
@@ -334,7 +334,7 @@ __device__ __forceinline__ void gemmMma(const abi::StepArgs &a, float eps, float
         const float scale = NORM ? rowScale[r] : 1.0f;
         const float y = SWIGLU ? hd::gated(GATE, acc[mi][ni][e] * scale, acc[mi][ni + 2][e] * scale)
                                : acc[mi][ni][e] * scale;
-        linearStore<TO, TB, ACCUM, BIAS>(a.out, bias, m, n, N, hd::softCap(y, softcap));
+        linearStore<TO, TB, ACCUM, BIAS>(a.out, bias, m, n, N, y, softcap, outScale);
       }
 }
 

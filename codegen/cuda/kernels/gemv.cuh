@@ -8,6 +8,8 @@
 //           GateKind GATE (kernels/common/activations.h: silu, or gelu for GeGLU);
 //   gammaOffset (run time, with NORM): x * (gammaOffset + gamma), Gemma's (1 + w);
 //   softcap (run time, 0: off): y = softcap * tanh(y / softcap) (Gemma 2's logits);
+//   outScale (run time, 1: none): y = (x . W^T + bias) * outScale before the soft-cap (Cohere's,
+//           Granite's logits);
 //   BIAS, ACCUM (y += ...), GATHER (Logits, LmHead: token t reads x row
 //           logitRows[t], numLogitRows tokens, the output compacted).
 //
@@ -30,13 +32,16 @@
 
 namespace llmc::dev {
 
-// The epilogue of output element (t, n): bias, residual accumulation, store.
+// The epilogue of output element (t, n): bias, scale (Logits' scale; 1:
+// none), soft-cap (0: off), residual accumulation, store; the CPU's order
+// (cpu/ops/logits.cpp: softcap((x . W^T + bias) * scale)).
 template <class TO, class TB, bool ACCUM, bool BIAS>
 __device__ __forceinline__ void linearStore(void *output, const void *bias, int t, int n, int N,
-                                            float y) {
+                                            float y, float softcap = 0.0f, float outScale = 1.0f) {
   TO *out = static_cast<TO *>(output) + static_cast<i64>(t) * N + n;
   if (BIAS)
     y += toFloat(static_cast<const TB *>(bias)[n]);
+  y = hd::softCap(y * outScale, softcap);
   if (ACCUM)
     y += toFloat(*out);
   *out = fromFloat<TO>(y);
@@ -82,7 +87,7 @@ template <class TA, class TW, class TO, class TB, class TG, int N, int K, int TM
           int WARPS, int SPLITK, int VEC, int UNROLL, bool ACCUM, bool BIAS, bool GATHER, bool NORM,
           bool SWIGLU, int GATE = hd::kGateSilu>
 __device__ __forceinline__ void gemv(const abi::StepArgs &a, float eps, float gammaOffset = 0.0f,
-                                     float softcap = 0.0f) {
+                                     float softcap = 0.0f, float outScale = 1.0f) {
   static_assert(K % (SPLITK * VEC) == 0, "K must split into whole vectors");
   constexpr int kSliceK = K / SPLITK;             // columns per split
   constexpr int kVecs = kSliceK / VEC;            // vectors per row and split
@@ -172,7 +177,7 @@ __device__ __forceinline__ void gemv(const abi::StepArgs &a, float eps, float ga
         const float scale = NORM ? invRms(sumSquares[t], K, eps) : 1.0f;
         const float y = SWIGLU ? hd::gated(GATE, acc[r][t] * scale, acc[R + r][t] * scale)
                                : acc[r][t] * scale;
-        linearStore<TO, TB, ACCUM, BIAS>(a.out, bias, t, n, N, hd::softCap(y, softcap));
+        linearStore<TO, TB, ACCUM, BIAS>(a.out, bias, t, n, N, y, softcap, outScale);
       } else {
         float *part = partials + (static_cast<i64>(split) * tokens + t) * kWeightRows;
         part[n] = acc[r][t];
@@ -207,7 +212,7 @@ __device__ __forceinline__ void gemv(const abi::StepArgs &a, float eps, float ga
     }
     const float scale = NORM ? invRms(ss, K, eps) : 1.0f;
     const float y = SWIGLU ? hd::gated(GATE, gate * scale, up * scale) : gate * scale;
-    linearStore<TO, TB, ACCUM, BIAS>(a.out, bias, t, n, N, hd::softCap(y, softcap));
+    linearStore<TO, TB, ACCUM, BIAS>(a.out, bias, t, n, N, y, softcap, outScale);
   }
 }
 

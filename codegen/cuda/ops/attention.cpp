@@ -48,11 +48,10 @@ Expected<KernelInstance> attentionKernel(const StepView &v) {
     splits = std::min(splits, ceilDiv(maxSeq, chunk));
   }
   uint64_t sharedFloats = chunk * (dim + 1) + chunk * dim + rowsPerBlock * group * dim;
-  std::string table, hashTag;
+  std::string spec, hashTag;
   if (rope) {
-    LLMC_ASSIGN_OR_RETURN(table, invFreqTable(v, *p.rope, dim, "kInvFreq", &hashTag));
-  } else
-    table = "__device__ const float kInvFreq[1] = {0.0f};\n\n";
+    LLMC_ASSIGN_OR_RETURN(spec, ropeSpec(v, *p.rope, dim, "RopeSpec", &hashTag));
+  }
   KernelInstance k;
   k.name = "llmc_attention_" + std::string(v.shape.decode ? "decode_" : "prefill_") + tag(a) +
            "_d" + str(dim) + "_g" + str(group) + "_kv" + str(kvHeads) + "_bs" + str(blockSize) +
@@ -68,15 +67,16 @@ Expected<KernelInstance> attentionKernel(const StepView &v) {
                              std::string(v.shape.decode ? "flash-decoding" : "tiled prefill") +
                                  " attention, " + str(heads) + " heads / " + str(kvHeads) +
                                  " KV heads of " + str(dim) + (rope ? ", RoPE on the fly" : ""),
-                             "attention.cuh", table, warps * 32, "StepArgs",
+                             "attention.cuh", spec, warps * 32, "StepArgs",
                              "llmc::dev::attention<" + std::string(deviceType(a)) + ", " +
                                  str(dim) + ", " + str(group) + ", " + str(kvHeads) + ", " +
                                  str(rowsPerBlock) + ", " + str(splits) + ", " + str(blockSize) +
                                  ", " + str(vec) + ", " + str(warps) +
                                  ", " + str(qStride) + ", " + str(kStride) + ", " + str(vStride) +
                                  ", " + str(qCol) + ", " + str(kCol) + ", " + str(vCol) + ", " +
-                                 bool01(rope) + ">(args, " + floatLiteral(scale) + ", kInvFreq, " +
-                                 str(window) + ", " + floatLiteral(softcap) + ")");
+                                 bool01(rope) + (rope ? ", RopeSpec" : "") + ">(args, " +
+                                 floatLiteral(scale) + ", " + str(window) + ", " +
+                                 floatLiteral(softcap) + ")");
   k.launch.block = {static_cast<uint32_t>(warps * 32), 1, 1};
   k.launch.grid = {1, static_cast<uint32_t>(kvHeads), static_cast<uint32_t>(splits)};
   k.launch.tokenAxis = 1;

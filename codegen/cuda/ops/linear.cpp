@@ -45,8 +45,8 @@ Status checkSupported(const StepView &v) {
       return unsupported(v, "Relu");
   }
   if (const fb::LogitsParamsT *p = v.step.params.AsLogitsParams())
-    if (p->scale != 1.0 || p->bias)
-      return unsupported(v, "logits with a scale or bias");
+    if (v.step.op == fb::OpKind::LmHead && (p->scale != 1.0 || p->bias))
+      return unsupported(v, "an LmHead with a logit scale or bias");
   return Status::ok();
 }
 
@@ -57,6 +57,7 @@ struct LinearSpec {
   int64_t n, kDim, group; // outputs, reduction length, int4 group size (0: float weights)
   bool accumulate, bias;
   float eps, gammaOffset, softcap;
+  float outScale;       // Logits' scale (1: none), before the soft-cap
   int64_t gate;         // kernels/common/activations.h GateKind; 0: silu
   std::string suffix;   // kernel name: bias, accumulate, eps, offset, softcap, gate
   std::string dtypes;   // kernel name: activation, weight and output dtypes
@@ -89,6 +90,7 @@ Expected<LinearSpec> linearSpec(const StepView &v, const LinearForm &f) {
                norm ? static_cast<float>(normParams->eps) : 0.0f,
                norm ? static_cast<float>(normParams->offset) : 0.0f,
                logits ? static_cast<float>(logits->softcap) : 0.0f,
+               logits ? static_cast<float>(logits->scale) : 1.0f,
                swiglu ? static_cast<int64_t>(llmc::ops::gateKind(linear->activation)) : 0,
                {}, {}, {}, {}, {}, {}, {}};
   if (n > INT32_MAX / 4 || kDim > INT32_MAX / 4)
@@ -99,6 +101,7 @@ Expected<LinearSpec> linearSpec(const StepView &v, const LinearForm &f) {
              (s.accumulate ? "_acc" : "") + (norm ? "_eps" + floatTag(s.eps) : "") +
              (s.gammaOffset != 0.0f ? "_off" + floatTag(s.gammaOffset) : "") +
              (s.softcap != 0.0f ? "_cap" + floatTag(s.softcap) : "") +
+             (s.outScale != 1.0f ? "_ls" + floatTag(s.outScale) : "") +
              (s.gate != 0 ? "_gate" + str(s.gate) : "");
   s.dtypes = std::string(tag(s.a)) +
              (q4         ? "_wq4g" + str(s.group)
@@ -110,15 +113,18 @@ Expected<LinearSpec> linearSpec(const StepView &v, const LinearForm &f) {
   const std::string weightType = q4 ? "float" : deviceType(s.w);
   s.types = std::string(deviceType(s.a)) + ", " + weightType + ", " + deviceType(s.out) + ", " +
             deviceType(s.b) + ", " + deviceType(s.g);
-  // GATE only when not silu, the run-time offset and softcap only when set:
-  // kernels of models without them stay as they were.
+  // GATE only when not silu, the run-time offset, softcap and logit scale
+  // only when set: kernels of models without them stay as they were.
   s.gateArg = s.gate != 0 ? ", " + str(s.gate) : "";
   s.flags = bool01(s.accumulate) + ", " + bool01(bias) + ", " + bool01(f.has(kGather)) + ", " +
             bool01(norm) + ", " + bool01(swiglu) + s.gateArg;
+  const bool scaled = s.outScale != 1.0f;
   s.epsArg = floatLiteral(s.eps) +
-             (s.gammaOffset != 0.0f || s.softcap != 0.0f ? ", " + floatLiteral(s.gammaOffset)
-                                                         : "") +
-             (s.softcap != 0.0f ? ", " + floatLiteral(s.softcap) : "");
+             (s.gammaOffset != 0.0f || s.softcap != 0.0f || scaled
+                  ? ", " + floatLiteral(s.gammaOffset)
+                  : "") +
+             (s.softcap != 0.0f || scaled ? ", " + floatLiteral(s.softcap) : "") +
+             (scaled ? ", " + floatLiteral(s.outScale) : "");
   return s;
 }
 
@@ -209,15 +215,50 @@ KernelInstance gemm(const LinearSpec &s) {
 std::optional<LinearForm> linearForm(const fb::StepT &step) {
   if (const fb::LinearParamsT *p = step.params.AsLinearParams()) {
     const bool norm = p->prologue != nullptr, q4 = p->weights == fb::WeightFormat::Q4;
+    const bool q8 = p->weights == fb::WeightFormat::Q8;
     return LinearForm{linearFamily(norm, p->gated, q4),
                       (norm ? kNorm : 0u) | (p->gated ? kSwiGlu : 0u) | (q4 ? kInt4 : 0u) |
-                          (p->accumulate ? kAccumulate : 0u) | (p->bias ? kBias : 0u)};
+                          (q8 ? kInt8 : 0u) | (p->accumulate ? kAccumulate : 0u) |
+                          (p->bias ? kBias : 0u)};
   }
-  if (step.params.AsLogitsParams() != nullptr) {
+  if (const fb::LogitsParamsT *p = step.params.AsLogitsParams()) {
     const bool head = step.op == fb::OpKind::LmHead;
-    return LinearForm{head ? "lm_head" : "logits", head ? kNorm | kGather : kGather};
+    return LinearForm{head ? "lm_head" : "logits",
+                      (head ? kNorm | kGather : kGather) | (p->bias ? kBias : 0u)};
   }
   return std::nullopt;
+}
+
+// An int8 (W8A16) Linear: linear_q8.cpp's kernel for the step's shape and
+// fused form (weights (gamma,) qweight, scales (, bias)).
+Expected<KernelInstance> int8Linear(const StepView &v, const LinearForm &f) {
+  const fb::LinearParamsT &p = *v.step.params.AsLinearParams();
+  Q8LinearShape s;
+  s.n = v.output().width;
+  s.k = v.input(0).width;
+  s.groupSize = p.group_size;
+  const DType scales = v.weightDType(f.matrix() + 1);
+  if (v.weightDType(f.matrix()) != DType::I8 || (scales != DType::F32 && scales != DType::F16))
+    return unsupported(v, "int8 weights need an I8 qweight and F32 or F16 scales");
+  s.halfScales = scales == DType::F16;
+  s.activation = v.dtype(v.input(0));
+  s.output = v.dtype(v.output());
+  s.bias = f.has(kBias);
+  s.biasType = s.bias ? v.weightDType(f.bias()) : DType::F32;
+  s.accumulate = f.has(kAccumulate);
+  s.maxTokens = v.shape.maxTokens;
+  if (const fb::NormParamsT *n = p.prologue.get()) {
+    s.norm = true;
+    s.gammaType = v.weightDType(0);
+    s.eps = static_cast<float>(n->eps);
+    s.gammaOffset = static_cast<float>(n->offset);
+  }
+  s.gated = p.gated;
+  s.gate = p.gated ? static_cast<int64_t>(llmc::ops::gateKind(p.activation)) : 0;
+  auto k = q8LinearKernel(s);
+  if (!k)
+    return unsupported(v, k.message());
+  return k;
 }
 
 Expected<KernelInstance> linearKernel(const StepView &v) {
@@ -225,6 +266,8 @@ Expected<KernelInstance> linearKernel(const StepView &v) {
   if (!f)
     return unsupported(v, "not a linear-family op");
   LLMC_RETURN_IF_ERROR(checkSupported(v));
+  if (f->has(kInt8))
+    return int8Linear(v, *f);
   LLMC_ASSIGN_OR_RETURN(LinearSpec s, linearSpec(v, *f));
   if (v.shape.maxTokens > 0)
     return f->has(kInt4) ? int4Gemv(v, s) : floatGemv(v, s);

@@ -59,13 +59,15 @@ std::string translationUnit(const std::string &name, const std::string &summary,
 // Grid axis x covers the rows, `rowsPerBlock` per block.
 void perRowGrid(LaunchShape &l, uint32_t threads, uint32_t rowsPerBlock = 1);
 
-// The step's RoPE inverse frequencies (its RopeParams: theta, rotary_dim,
-// scaling), exactly as the CPU backend computes them, as a __device__ table
-// named `name`; *hashTag gets a short hash of them for kernel names, so
-// each distinct RopeParams gets its own table. Fails for what the kernels
-// do not rotate (interleaved pairs, partial rotary).
-Expected<std::string> invFreqTable(const StepView &v, const fb::RopeParamsT &rope, int64_t dim,
-                                   const std::string &name, std::string *hashTag);
+// The step's RoPE (its RopeParams: theta, rotary_dim, pair layout,
+// scaling) as a spec struct named `name` for the kernels (kernels/rope.cuh):
+// its inverse frequencies computed exactly as the CPU backend computes them
+// and baked in as __device__ tables (two for longrope; dynamic NTK past its
+// original length computes them on the device from the pass's length), its
+// attention factor; *hashTag gets a short hash of it for kernel names, so
+// each distinct RopeParams gets its own kernels.
+Expected<std::string> ropeSpec(const StepView &v, const fb::RopeParamsT &rope, int64_t dim,
+                               const std::string &name, std::string *hashTag);
 
 // --- The linear family's forms (linear.cpp). ---
 enum LinearFlag : unsigned {
@@ -75,6 +77,7 @@ enum LinearFlag : unsigned {
   kInt4 = 1u << 3,       // W is int4: qweight, scales, zeros (kernels/common/q4_layout.h)
   kAccumulate = 1u << 4, // out += ... (LinearParams.accumulate)
   kBias = 1u << 5,       // a bias[N] follows W (LinearParams.bias)
+  kInt8 = 1u << 6,       // W is int8: qweight, scales (kernels/common/q8_layout.h)
 };
 
 // A Linear, Logits or LmHead step as the kernels see it, from its
@@ -85,10 +88,10 @@ struct LinearForm {
 
   bool has(LinearFlag f) const { return (flags & f) != 0; }
   int matrix() const { return has(kNorm) ? 1 : 0; }              // weight index of W / qweight
-  int matrixWeights() const { return has(kInt4) ? 3 : 1; }       // W, or qweight, scales, zeros
+  int matrixWeights() const { return has(kInt4) ? 3 : has(kInt8) ? 2 : 1; } // W, or its parts
   int bias() const { return matrix() + matrixWeights(); }        // weight index of the bias
-  bool isInt4Part(int weight) const {                            // qweight, scales or zeros
-    return has(kInt4) && weight >= matrix() && weight < bias();
+  bool isQuantizedPart(int weight) const { // int4 qweight, scales, zeros; int8 qweight, scales
+    return (has(kInt4) || has(kInt8)) && weight >= matrix() && weight < bias();
   }
 };
 
@@ -105,12 +108,19 @@ struct Q8LinearShape {
   DType biasType = DType::F32;
   bool accumulate = false;    // out += ...
   int64_t maxTokens = 0;      // decode programs: T <= maxTokens; 0: any T (tiles of 16)
+  // The fused forms (LinearParams): an RMSNorm prologue (weights gamma,
+  // qweight, scales), a gated epilogue (qweight [2N, .]: gate rows, then up).
+  bool norm = false;
+  DType gammaType = DType::F32;
+  float eps = 0.0f, gammaOffset = 0.0f;
+  bool gated = false;
+  int64_t gate = 0; // kernels/common/activations.h GateKind
 };
 Expected<KernelInstance> q8LinearKernel(const Q8LinearShape &s);
 
 // --- The generators, one per op family. ---
 Expected<KernelInstance> embeddingKernel(const StepView &v); // embedding.cpp
-Expected<KernelInstance> rmsNormKernel(const StepView &v);   // rms_norm.cpp: Norm
+Expected<KernelInstance> rmsNormKernel(const StepView &v);   // rms_norm.cpp: Norm (RMS, Layer)
 Expected<KernelInstance> ropeKernel(const StepView &v);      // rope.cpp
 Expected<KernelInstance> pointwiseKernel(const StepView &v); // pointwise.cpp: Elementwise, Activation
 Expected<KernelInstance> linearKernel(const StepView &v);    // linear.cpp: Linear, Logits, LmHead

@@ -1,6 +1,7 @@
 // The point-wise ops over rows (Elementwise Add, Mul; Activation Silu,
-// GeluTanh, GeluErf, gated Silu): one template, the op as a template
-// argument, vector accesses of up to 16 bytes.
+// GeluTanh, GeluErf, Relu, and each of them gated: SwiGLU, GeGLU, ReGLU):
+// one template, the op as a template argument, vector accesses of up to 16
+// bytes.
 #include "cuda/ops/ops.h"
 
 #include <algorithm>
@@ -26,10 +27,20 @@ Expected<PointwiseOp> elementwiseOp(const StepView &v, const fb::ElementwisePara
 
 Expected<PointwiseOp> activationOp(const StepView &v, const fb::ActivationParamsT &p) {
   if (p.gated) {
-    if (p.activation == fb::ActivationKind::Silu)
+    switch (p.activation) {
+    case fb::ActivationKind::Silu:
       return PointwiseOp{"SwiGlu", "swiglu"};
+    case fb::ActivationKind::GeluTanh:
+      return PointwiseOp{"GeGluTanh", "geglu_tanh"};
+    case fb::ActivationKind::GeluErf:
+      return PointwiseOp{"GeGluErf", "geglu_erf"};
+    case fb::ActivationKind::Relu:
+      return PointwiseOp{"ReGlu", "reglu"};
+    case fb::ActivationKind::None:
+      break;
+    }
     return unsupported(v, std::string("a gated ") + fb::EnumNameActivationKind(p.activation) +
-                              " step (only SwiGLU is a point-wise kernel)");
+                              " step");
   }
   switch (p.activation) {
   case fb::ActivationKind::Silu:
@@ -38,8 +49,9 @@ Expected<PointwiseOp> activationOp(const StepView &v, const fb::ActivationParams
     return PointwiseOp{"GeluTanh", "gelu_tanh"};
   case fb::ActivationKind::GeluErf:
     return PointwiseOp{"GeluErf", "gelu_erf"};
-  case fb::ActivationKind::None:
   case fb::ActivationKind::Relu:
+    return PointwiseOp{"Relu", "relu"};
+  case fb::ActivationKind::None:
     break;
   }
   return unsupported(v, std::string("activation ") + fb::EnumNameActivationKind(p.activation));

@@ -1,6 +1,6 @@
 // Rope: in place on [T, heads * D], or heads from a column of a wider buffer
-// (q or k of a packed qkv buffer), with the step's inverse frequencies as a
-// __device__ table.
+// (q or k of a packed qkv buffer), with the step's RoPE spec (ops.h ropeSpec:
+// partial rotary, interleaved pairs, every scaling kind).
 #include "cuda/ops/ops.h"
 
 #include <algorithm>
@@ -19,15 +19,15 @@ Expected<KernelInstance> ropeKernel(const StepView &v) {
   int threads = static_cast<int>(std::clamp<int64_t>(roundUp(heads * dim / 2, 32), 32, 256));
   k.name = "llmc_rope_" + std::string(tag(a)) + "_heads" + str(heads) + "_d" + str(dim) +
            (columns ? "_w" + str(stride) + "_c" + str(column) : "");
-  LLMC_ASSIGN_OR_RETURN(std::string table, invFreqTable(v, *p.rope, dim, "kInvFreq", &hashTag));
+  LLMC_ASSIGN_OR_RETURN(std::string spec, ropeSpec(v, *p.rope, dim, "RopeSpec", &hashTag));
   k.name += "_f" + hashTag;
   k.source = translationUnit(
       k.name,
       "RoPE " + str(heads) + " heads of " + str(dim) + " from column " + str(column) + " of " +
           str(stride) + ", theta " + std::to_string(p.rope->theta),
-      "elementwise.cuh", table, threads, "StepArgs",
-      "llmc::dev::rope<" + std::string(deviceType(a)) + ", " + str(heads) + ", " + str(dim) + ", " +
-          str(stride) + ", " + str(column) + ", " + str(threads) + ">(args, kInvFreq)");
+      "elementwise.cuh", spec, threads, "StepArgs",
+      "llmc::dev::rope<" + std::string(deviceType(a)) + ", RopeSpec, " + str(heads) + ", " +
+          str(dim) + ", " + str(stride) + ", " + str(column) + ", " + str(threads) + ">(args)");
   perRowGrid(k.launch, threads);
   return k;
 }

@@ -80,37 +80,81 @@ void perRowGrid(LaunchShape &l, uint32_t threads, uint32_t rowsPerBlock) {
   l.tokensPerBlock = rowsPerBlock;
 }
 
-Expected<std::string> invFreqTable(const StepView &v, const fb::RopeParamsT &rope, int64_t dim,
-                                   const std::string &name, std::string *hashTag) {
-  const llmc::ops::RopeConfig config = llmc::ops::ropeConfig(rope);
-  if (config.interleaved)
-    return unsupported(v, "interleaved RoPE pairs");
-  if (config.rotaryDim != dim)
-    return unsupported(v, "partial rotary (rotary_dim " + str(config.rotaryDim) + " of " +
-                              str(dim) + ")");
-  // The generated kernels bake one inverse-frequency table and compute cos/sin
-  // from it: frequencies chosen per forward pass (dynamic NTK, longrope) or
-  // an attention factor on cos/sin (yarn, longrope) are not in them yet.
-  if (config.dependsOnLength())
-    return unsupported(v, std::string(config.scaling.kind == hd::RopeScalingKind::Dynamic
-                                          ? "dynamic NTK"
-                                          : "longrope") +
-                              " RoPE (frequencies chosen per forward pass)");
-  if (config.scaling.attentionFactor != 1.0f)
-    return unsupported(v, "RoPE with an attention factor (yarn) on cos/sin");
+namespace {
+
+// `__device__ const float <name>[n] = {...};` of the pairs' inverse
+// frequencies in a forward pass of length seqLen, as the CPU computes them.
+std::string invFreqArray(const llmc::ops::RopeConfig &config, const std::string &name,
+                         int seqLen) {
+  const hd::RopeScaling scaling = config.kernelScaling();
   std::ostringstream table;
-  uint64_t hash = 0xcbf29ce484222325ull;
-  table << "__device__ const float " << name << "[" << dim / 2 << "] = {";
-  for (int i = 0; i < dim / 2; ++i) {
-    float f = hd::ropeInvFreq(i, config.rotaryDim, config.theta, config.scaling);
-    table << (i ? ", " : "") << floatLiteral(f);
-    hash = fnv1a64(reinterpret_cast<const uint8_t *>(&f), sizeof(f), hash);
-  }
-  table << "};\n\n";
-  char text[17];
-  std::snprintf(text, sizeof(text), "%08x", static_cast<uint32_t>(hash ^ (hash >> 32)));
-  *hashTag = text;
+  table << "__device__ const float " << name << "[" << config.rotaryDim / 2 << "] = {";
+  for (int i = 0; i < config.rotaryDim / 2; ++i)
+    table << (i ? ", " : "")
+          << floatLiteral(hd::ropeInvFreqAt(i, config.rotaryDim, config.theta, scaling, seqLen));
+  table << "};\n";
   return table.str();
+}
+
+// The frequencies of a forward pass (R::invFreq's body): one table, or for
+// the kinds that depend on the pass's length (rope.h) the table of a pass
+// within the original length and, past it, longrope's long-factor table or
+// dynamic NTK's grown base computed on the device (hd::ropeDynamicInvFreq,
+// the CPU's function; device powf, so within a few ulp of the CPU's).
+std::string invFreqBody(const llmc::ops::RopeConfig &config, const std::string &name,
+                        std::string *tables) {
+  const hd::RopeScaling &s = config.scaling;
+  *tables = invFreqArray(config, name + "Table", 1);
+  if (s.kind == hd::RopeScalingKind::LongRope) {
+    // The long factors from the first length past the original one on.
+    const int longLen = static_cast<int>(s.originalMaxPositions) + 1;
+    *tables += invFreqArray(config, name + "LongTable", longLen);
+    return "return static_cast<float>(seqLen) > " + floatLiteral(s.originalMaxPositions) +
+           " ? " + name + "LongTable[pair] : " + name + "Table[pair];";
+  }
+  if (s.kind == hd::RopeScalingKind::Dynamic)
+    return "if (static_cast<float>(seqLen) <= " + floatLiteral(s.originalMaxPositions) +
+           ") return " + name + "Table[pair];\n    llmc::hd::RopeScaling s;\n    s.factor = " +
+           floatLiteral(s.factor) + ";\n    s.originalMaxPositions = " +
+           floatLiteral(s.originalMaxPositions) +
+           ";\n    return llmc::hd::ropeDynamicInvFreq(pair, kRotaryDim, " +
+           floatLiteral(config.theta) + ", s, seqLen);";
+  return "return " + name + "Table[pair];";
+}
+
+} // namespace
+
+Expected<std::string> ropeSpec(const StepView &v, const fb::RopeParamsT &rope, int64_t dim,
+                               const std::string &name, std::string *hashTag) {
+  const llmc::ops::RopeConfig config = llmc::ops::ropeConfig(rope);
+  if (config.rotaryDim <= 0 || config.rotaryDim % 2 != 0 || config.rotaryDim > dim)
+    return unsupported(v, "rotary_dim " + str(config.rotaryDim) + " for heads of " + str(dim));
+  const hd::RopeScalingKind kind = config.scaling.kind;
+  if (kind == hd::RopeScalingKind::LongRope &&
+      (static_cast<int>(config.shortFactor.size()) != config.rotaryDim / 2 ||
+       config.longFactor.size() != config.shortFactor.size()))
+    return unsupported(v, "longrope factors of another length than rotary_dim / 2");
+  std::string tables;
+  const std::string body = invFreqBody(config, name, &tables);
+  std::ostringstream spec;
+  spec << tables << "struct " << name << " {\n"
+       << "  static constexpr int kRotaryDim = " << config.rotaryDim << ";\n"
+       << "  static constexpr bool kInterleaved = " << bool01(config.interleaved) << ";\n"
+       << "  static constexpr float kAttentionFactor = "
+       << floatLiteral(config.scaling.attentionFactor) << ";\n"
+       << "  static constexpr bool kPerPass = " << bool01(config.dependsOnLength()) << ";\n"
+       << "  static __device__ __forceinline__ float invFreq(int pair, int seqLen) {\n    "
+       << (kind == hd::RopeScalingKind::LongRope || kind == hd::RopeScalingKind::Dynamic
+               ? ""
+               : "(void)seqLen;\n    ")
+       << body << "\n  }\n};\n\n";
+  const std::string text = spec.str();
+  const uint64_t hash = fnv1a64(reinterpret_cast<const uint8_t *>(text.data()), text.size(),
+                                0xcbf29ce484222325ull);
+  char tagText[17];
+  std::snprintf(tagText, sizeof(tagText), "%08x", static_cast<uint32_t>(hash ^ (hash >> 32)));
+  *hashTag = tagText;
+  return text;
 }
 
 } // namespace llmc::cuda::ops
