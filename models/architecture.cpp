@@ -2,6 +2,7 @@
 
 #include "models/gemma.h"
 #include "models/gemma2.h"
+#include "models/granite.h"
 #include "models/layer_norm_family.h"
 #include "models/llama.h"
 
@@ -25,6 +26,7 @@ const std::vector<const Architecture *> &registry() {
       &cohereForCausalLM(),
       &phiForCausalLM(),
       &gptNeoXForCausalLM(),
+      &graniteForCausalLM(),
   };
   return table;
 }

@@ -5,6 +5,7 @@
 #include "ir/LlmOps.h"
 #include "models/gemma.h"
 #include "models/gemma2.h"
+#include "models/granite.h"
 #include "models/llama.h"
 #include "models/llama_graph.h"
 
@@ -319,6 +320,41 @@ TEST_F(LlamaGraphTest, Gemma2SoftcapsScalesAndAlternatesWindows) {
   EXPECT_DOUBLE_EQ(logits[0].getSoftcap().convertToDouble(), 3.0);
 }
 
+TEST_F(LlamaGraphTest, LlamaMlpBiasOnGateUpAndDown) {
+  ASSERT_TRUE(build(withRules(llamaForCausalLM(), Json{{"mlp_bias", true}})));
+  for (const char *name : {"gate_proj", "up_proj", "down_proj"}) {
+    llm::LinearOp linear = linearOf(std::string("model.layers.1.mlp.") + name + ".weight");
+    ASSERT_TRUE(linear) << name;
+    ASSERT_TRUE(linear.getBias()) << name;
+    EXPECT_EQ(linear.getBias().getDefiningOp<llm::WeightOp>().getName(),
+              std::string("model.layers.1.mlp.") + name + ".bias");
+  }
+  EXPECT_FALSE(linearOf("model.layers.1.self_attn.q_proj.weight").getBias());
+}
+
+TEST_F(LlamaGraphTest, GraniteMultipliers) {
+  ASSERT_TRUE(build(withRules(graniteForCausalLM(),
+                              Json{{"embedding_multiplier", 12.0},
+                                   {"attention_multiplier", 0.015625},
+                                   {"residual_multiplier", 0.22},
+                                   {"logits_scaling", 8.0}})));
+  auto embedding = ops<llm::EmbeddingOp>();
+  ASSERT_EQ(embedding.size(), 1u);
+  EXPECT_DOUBLE_EQ(embedding[0].getScale().convertToDouble(), 12.0);
+  for (llm::AttentionOp op : ops<llm::AttentionOp>())
+    EXPECT_DOUBLE_EQ(op.getScale().convertToDouble(), 0.015625);
+  // Only the two projections before residual adds are scaled.
+  for (llm::LinearOp linear : ops<llm::LinearOp>()) {
+    std::string name = linear.getWeight().getDefiningOp<llm::WeightOp>().getName().str();
+    bool beforeAdd = name.find("o_proj") != std::string::npos ||
+                     name.find("down_proj") != std::string::npos;
+    EXPECT_DOUBLE_EQ(linear.getScale().convertToDouble(), beforeAdd ? 0.22 : 1.0) << name;
+  }
+  auto logits = ops<llm::LogitsOp>();
+  ASSERT_EQ(logits.size(), 1u);
+  EXPECT_DOUBLE_EQ(logits[0].getScale().convertToDouble(), 0.125);
+}
+
 // The rms_norm whose weight is the llm.weight named `name`.
 llm::RmsNormOp normOf(mlir::ModuleOp module, const std::string &name) {
   llm::RmsNormOp found;
@@ -374,6 +410,9 @@ TEST_F(LlamaGraphTest, WeightsMatchTheExpectedTensors) {
       {&gemmaForCausalLM(), Json::object()},
       {&gemmaForCausalLM(), Json{{"tie_word_embeddings", false}, {"attention_bias", true}}},
       {&gemma2ForCausalLM(), Json::object()},
+      {&llamaForCausalLM(), Json{{"mlp_bias", true}}},
+      {&graniteForCausalLM(), Json{{"attention_bias", true}, {"mlp_bias", true}}},
+      {&graniteForCausalLM(), Json{{"tie_word_embeddings", true}}},
   };
   for (const Case &c : cases) {
     SCOPED_TRACE(std::string(c.arch->name()) + " " + c.hf.dump());
