@@ -5,6 +5,7 @@
 #include "models/granite.h"
 #include "models/layer_norm_family.h"
 #include "models/llama.h"
+#include "models/phi3.h"
 
 #include <set>
 
@@ -27,6 +28,7 @@ const std::vector<const Architecture *> &registry() {
       &phiForCausalLM(),
       &gptNeoXForCausalLM(),
       &graniteForCausalLM(),
+      &phi3ForCausalLM(),
   };
   return table;
 }

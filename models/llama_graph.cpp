@@ -185,13 +185,10 @@ private:
   mlir::Value positions_;
 };
 
-// The RoPE features the config asks for that the IR and plan cannot carry
-// yet (the math is in kernels/common/rope.h; the plan's RoPE parameters come
-// with plan format 3), named as the config names them; "" when none.
+// The RoPE features the config asks for that no Llama-layout family has
+// (interleaved pairs), named as the config names them; "" when none.
+// Partial rotary (Phi-3's partial_rotary_factor) is the rope op's rotary_dim.
 std::string unsupportedRope(const ModelConfig &c) {
-  if (c.rotaryDim != 0 && c.rotaryDim != c.headDim)
-    return "partial rotary (" + std::to_string(c.rotaryDim) + " of head_dim " +
-           std::to_string(c.headDim) + " features rotated)";
   if (c.ropeInterleaved)
     return "interleaved RoPE pairs";
   return "";

@@ -159,7 +159,7 @@ TEST(HfConfigError, UnknownArchitectureListsSupported) {
             "LlamaForCausalLM, MistralForCausalLM, Qwen2ForCausalLM, GemmaForCausalLM, "
             "Gemma2ForCausalLM, Qwen3ForCausalLM, Olmo2ForCausalLM, StableLmForCausalLM, "
             "Starcoder2ForCausalLM, CohereForCausalLM, PhiForCausalLM, GPTNeoXForCausalLM, "
-            "GraniteForCausalLM");
+            "GraniteForCausalLM, Phi3ForCausalLM");
 }
 
 TEST(HfConfigError, ArchitecturesMustHaveOneElement) {
@@ -621,6 +621,58 @@ TEST(HfConfig, GraniteMultipliersDefaultToOne) {
   EXPECT_TRUE(c.attentionBias);
   EXPECT_TRUE(c.attentionOutputBias);
   EXPECT_TRUE(c.mlpBias);
+}
+
+TEST(HfConfig, ParsesPhi3) {
+  ModelConfig c = parseOk(test::phi3Config());
+  EXPECT_EQ(c.architecture, "Phi3ForCausalLM");
+  EXPECT_EQ(c.headDim, 96);
+  EXPECT_EQ(c.rotaryDim, 96);
+  EXPECT_FALSE(c.tieWordEmbeddings);
+  EXPECT_FALSE(c.attentionBias);
+  EXPECT_FALSE(c.mlpBias);
+  EXPECT_DOUBLE_EQ(c.rmsNormEps, 1e-5);
+  EXPECT_EQ(c.ropeScaling.kind, RopeScaling::Kind::LongRope);
+  EXPECT_EQ(c.ropeScaling.originalMaxPositionEmbeddings, 4096);
+  ASSERT_EQ(c.ropeScaling.longFactor.size(), 48u);
+  EXPECT_FLOAT_EQ(c.ropeScaling.longFactor[47], 48.0f);
+  // A window of 262144 covers the whole 131072-token context: no window.
+  for (int64_t window : c.layerWindows)
+    EXPECT_EQ(window, 0);
+  Json mini4k = test::phi3Config();
+  mini4k["sliding_window"] = 2047; // Phi-3-mini-4k's
+  c = parseOk(mini4k);
+  ASSERT_EQ(c.layerWindows.size(), 32u);
+  EXPECT_EQ(c.layerWindows[0], 2047);
+  EXPECT_EQ(c.layerWindows[31], 2047);
+}
+
+TEST(HfConfig, Phi3NullWindowAndPartialRotary) {
+  Json json = test::phi3Config();
+  json["sliding_window"] = nullptr;
+  json["partial_rotary_factor"] = 0.75;
+  json["rope_scaling"]["short_factor"] = std::vector<double>(36, 1.0);
+  json["rope_scaling"]["long_factor"] = std::vector<double>(36, 2.0);
+  ModelConfig c = parseOk(json);
+  EXPECT_TRUE(c.layerWindows.empty());
+  EXPECT_EQ(c.rotaryDim, 72);
+  json.erase("rope_scaling");
+  json.erase("partial_rotary_factor");
+  EXPECT_EQ(parseOk(json).ropeScaling.kind, RopeScaling::Kind::None);
+}
+
+TEST(HfConfigError, Phi3RopeTypes) {
+  Json json = test::phi3Config();
+  json["rope_scaling"] = {{"rope_type", "yarn"}, {"factor", 4.0},
+                          {"original_max_position_embeddings", 4096}};
+  EXPECT_NE(parseError(json, "'rope_scaling.rope_type'").find("read by Phi3Config as longrope"),
+            std::string::npos);
+  json["rope_scaling"] = {{"rope_type", "linear"}, {"factor", 4.0}};
+  EXPECT_NE(parseError(json, "'rope_scaling.rope_type'").find("default and longrope"),
+            std::string::npos);
+  json = test::phi3Config();
+  json["sliding_window"] = 0;
+  parseError(json, "'sliding_window'");
 }
 
 TEST(HfConfigError, GraniteMultipliers) {

@@ -31,7 +31,7 @@ TEST(Architecture, RegistryNamesEveryFamily) {
             "LlamaForCausalLM, MistralForCausalLM, Qwen2ForCausalLM, GemmaForCausalLM, "
             "Gemma2ForCausalLM, Qwen3ForCausalLM, Olmo2ForCausalLM, StableLmForCausalLM, "
             "Starcoder2ForCausalLM, CohereForCausalLM, PhiForCausalLM, GPTNeoXForCausalLM, "
-            "GraniteForCausalLM");
+            "GraniteForCausalLM, Phi3ForCausalLM");
   for (const std::string &name : supportedArchitectureNames())
     EXPECT_EQ(findArchitecture(name)->name(), name);
   EXPECT_EQ(findArchitecture("GPT2LMHeadModel"), nullptr);

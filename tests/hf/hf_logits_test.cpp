@@ -312,8 +312,11 @@ INSTANTIATE_TEST_SUITE_P(Families, HfLogits,
                            return name;
                          });
 
-// Llama-layout families with multipliers (Granite), and Llama's mlp_bias.
-INSTANTIATE_TEST_SUITE_P(LlamaLayoutExtras, HfLogits, ::testing::Values("granite", "llama-mlp-bias"),
+// Llama-layout families with multipliers or packed projections (Granite),
+// and Llama's mlp_bias.
+INSTANTIATE_TEST_SUITE_P(LlamaLayoutExtras, HfLogits, ::testing::Values("granite", "llama-mlp-bias",
+                                                                    "phi3-longrope-short",
+                                                                    "phi3-longrope-long"),
                          [](const auto &info) {
                            std::string name = info.param;
                            std::replace(name.begin(), name.end(), '-', '_');

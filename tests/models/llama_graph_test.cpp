@@ -6,6 +6,7 @@
 #include "models/gemma.h"
 #include "models/gemma2.h"
 #include "models/granite.h"
+#include "models/phi3.h"
 #include "models/llama.h"
 #include "models/llama_graph.h"
 
@@ -318,6 +319,51 @@ TEST_F(LlamaGraphTest, Gemma2SoftcapsScalesAndAlternatesWindows) {
   auto logits = ops<llm::LogitsOp>();
   ASSERT_EQ(logits.size(), 1u);
   EXPECT_DOUBLE_EQ(logits[0].getSoftcap().convertToDouble(), 3.0);
+}
+
+// Phi-3's packed qkv_proj and gate_up_proj: the checkpoint check sees the
+// packed tensors, the graph reads Llama's names, derived from their rows.
+TEST_F(LlamaGraphTest, Phi3GraphReadsTheSplitPackedTensors) {
+  ModelConfig config = withRules(phi3ForCausalLM(), Json{{"sliding_window", 8}});
+  ASSERT_TRUE(build(config));
+  std::map<std::string, std::vector<int64_t>> built, expected;
+  for (auto [name, op] : weights())
+    built[name] = shapeOf(op.getResult());
+  for (const TensorSpec &spec : graphTensors(phi3ForCausalLM(), config))
+    expected[spec.name] = spec.shape;
+  EXPECT_EQ(built, expected);
+  std::map<std::string, std::vector<int64_t>> checkpoint;
+  for (const TensorSpec &spec : phi3ForCausalLM().expectedTensors(config))
+    checkpoint[spec.name] = spec.shape;
+  EXPECT_EQ(checkpoint.count("model.layers.1.self_attn.q_proj.weight"), 0u);
+  EXPECT_EQ(checkpoint.at("model.layers.1.self_attn.qkv_proj.weight"),
+            (std::vector<int64_t>{128 + 2 * 32, 128}));
+  EXPECT_EQ(checkpoint.at("model.layers.1.mlp.gate_up_proj.weight"),
+            (std::vector<int64_t>{2 * 256, 128}));
+  // q rows [0, 128), k [128, 160), v [160, 192); gate [0, 256), up [256, 512).
+  std::map<std::string, DerivedTensor> derived;
+  for (DerivedTensor &d : phi3ForCausalLM().derivedTensors(config))
+    derived[d.name] = d;
+  const DerivedTensor &v = derived.at("model.layers.1.self_attn.v_proj.weight");
+  ASSERT_EQ(v.pieces.size(), 1u);
+  EXPECT_EQ(v.pieces[0].source, "model.layers.1.self_attn.qkv_proj.weight");
+  EXPECT_EQ(v.pieces[0].begin, 160);
+  EXPECT_EQ(v.pieces[0].count, 32);
+  const DerivedTensor &up = derived.at("model.layers.0.mlp.up_proj.weight");
+  EXPECT_EQ(up.pieces[0].begin, 256);
+  EXPECT_EQ(up.shape, (std::vector<int64_t>{256, 128}));
+  for (llm::AttentionOp op : ops<llm::AttentionOp>())
+    EXPECT_EQ(op.getWindow(), 8u);
+}
+
+TEST_F(LlamaGraphTest, PartialRotaryGoesToTheRopeOps) {
+  ModelConfig config = gqaConfig();
+  config.rotaryDim = 8; // of head_dim 16
+  ASSERT_TRUE(build(config));
+  auto ropes = ops<llm::RopeOp>();
+  ASSERT_EQ(ropes.size(), 4u);
+  for (llm::RopeOp op : ropes)
+    EXPECT_EQ(op.getRotaryDim(), 8u);
 }
 
 TEST_F(LlamaGraphTest, LlamaMlpBiasOnGateUpAndDown) {
