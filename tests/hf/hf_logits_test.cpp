@@ -323,6 +323,16 @@ INSTANTIATE_TEST_SUITE_P(LlamaLayoutExtras, HfLogits, ::testing::Values("granite
                            return name;
                          });
 
+// Past 2048 positions: partial rotary (StableLM rotating 8 of 16 features)
+// and dynamic NTK, whose base regrows at every decode step.
+INSTANTIATE_TEST_SUITE_P(LongContextExtras, HfLogits,
+                         ::testing::Values("long-partial", "long-dynamic"),
+                         [](const auto &info) {
+                           std::string name = info.param;
+                           std::replace(name.begin(), name.end(), '-', '_');
+                           return name;
+                         });
+
 // The LayerNorm families (models/layer_norm_family.h): LayerNorm with and
 // without bias, parallel blocks, plain GELU MLPs, partial and interleaved
 // rotary, GPT-NeoX's packed qkv split at import, lm_head bias, logit scale.
