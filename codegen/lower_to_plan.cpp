@@ -336,6 +336,7 @@ private:
         p.bias = true;
         s->weights.push_back(weight(l.getBias()));
       }
+      p.output_scale = static_cast<float>(l.getScale().convertToDouble());
       setParams(*s, fb::OpKind::Linear, std::move(p));
     } else if (auto r = dyn_cast<llm::RopeOp>(op)) {
       LLMC_RETURN_IF_ERROR(input(r.getX()));
@@ -608,6 +609,7 @@ private:
     if (swiglu && (residual || !f.getBiases().empty()))
       return Status::error("a SwiGLU GEMM has no residual or bias epilogue in the plan");
     p.accumulate = static_cast<bool>(residual);
+    p.output_scale = static_cast<float>(f.getScale().convertToDouble());
     setParams(s, fb::OpKind::Linear, std::move(p));
     if (residual) {
       if (columns_.count(residual.getAsOpaquePointer()) || !deadAfter(residual, f))

@@ -324,10 +324,11 @@ LogicalResult LayerNormOp::verify() {
 // llm.linear
 //===----------------------------------------------------------------------===//
 
-void LinearOp::build(OpBuilder &builder, OperationState &state, Value x, Value weight, Value bias) {
+void LinearOp::build(OpBuilder &builder, OperationState &state, Value x, Value weight, Value bias,
+                     double scale) {
   Type elementType = getElementTypeOrSelf(x.getType());
   build(builder, state, activationLike(x, matrixShape(weight.getType()).first, elementType), x,
-        weight, bias);
+        weight, bias, builder.getF64FloatAttr(scale));
 }
 
 LogicalResult LinearOp::verify() {
@@ -347,6 +348,8 @@ LogicalResult LinearOp::verify() {
       return emitOpError() << "bias has " << size << " elements but weight has " << outFeatures
                            << " output features";
   }
+  if (double scale = getScale().convertToDouble(); !std::isfinite(scale) || scale == 0.0)
+    return emitOpError() << "scale must be finite and non-zero, got " << scale;
   if (failed(checkSameElementType(*this, "result", getResult(), "input", getX())))
     return failure();
   return checkProjectionResult(*this, getResult(), "weight", outFeatures, "output features",
@@ -547,7 +550,7 @@ LogicalResult LogitsOp::verify() {
 
 void FusedLinearOp::build(OpBuilder &builder, OperationState &state, Value x, ValueRange weights,
                           ValueRange biases, Value norm, double eps, Value residual,
-                          GatedActivation activation, double normOffset) {
+                          GatedActivation activation, double normOffset, double scale) {
   Type elementType = getElementTypeOrSelf(x.getType());
   bool gated = activation != GatedActivation::None;
   SmallVector<Type> results;
@@ -556,7 +559,8 @@ void FusedLinearOp::build(OpBuilder &builder, OperationState &state, Value x, Va
   build(builder, state, results, x, weights, biases, norm, residual,
         norm ? builder.getF64FloatAttr(eps) : FloatAttr(),
         builder.getF64FloatAttr(norm ? normOffset : 0.0),
-        GatedActivationAttr::get(builder.getContext(), activation));
+        GatedActivationAttr::get(builder.getContext(), activation),
+        builder.getF64FloatAttr(scale));
 }
 
 std::string weightStorage(Type type) {
@@ -653,6 +657,12 @@ LogicalResult FusedLinearOp::verify() {
   }
   if (results.size() != expected.size())
     return emitOpError() << "has " << results.size() << " results but expects " << expected.size();
+  if (double scale = getScale().convertToDouble(); scale != 1.0) {
+    if (!std::isfinite(scale) || scale == 0.0)
+      return emitOpError() << "scale must be finite and non-zero, got " << scale;
+    if (results.size() != 1 || isGated())
+      return emitOpError() << "scale " << scale << " needs one ungated result";
+  }
   for (auto [i, result] : llvm::enumerate(results)) {
     if (failed(checkSameElementType(*this, "result", result, "input", getX())) ||
         failed(checkStaticFeatures(*this, "result", result)) ||

@@ -165,16 +165,19 @@ def Llm_LinearOp : Llm_Op<"linear", [Pure]> {
     ```
   }];
   let arguments = (ins Llm_Activation:$x, Llm_LinearWeight:$weight,
-                       Optional<Llm_FloatVector>:$bias);
+                       Optional<Llm_FloatVector>:$bias,
+                       DefaultValuedAttr<F64Attr, "1.0">:$scale);
   let results = (outs Llm_Activation:$result);
   let assemblyFormat = [{
-    $x `,` $weight (`,` $bias^)? attr-dict `:` type($x) `,` type($weight)
+    $x `,` $weight (`,` $bias^)? (`scale` $scale^)? attr-dict `:` type($x) `,` type($weight)
     (`,` type($bias)^)? `->` type($result)
   }];
   let builders = [
-    // Result [T, N] with x's element type.
+    // Result [T, N] with x's element type; `scale` s (default 1: not
+    // printed) multiplies the result: s * (x W^T + b) (Granite's
+    // residual_multiplier on o_proj and down_proj, before the residual add).
     OpBuilder<(ins "::mlir::Value":$x, "::mlir::Value":$weight,
-                   CArg<"::mlir::Value", "{}">:$bias)>
+                   CArg<"::mlir::Value", "{}">:$bias, CArg<"double", "1.0">:$scale)>
   ];
 }
 
@@ -375,6 +378,9 @@ def Llm_FusedLinearOp : Llm_Op<"fused_linear", [Pure, AttrSizedOperandSegments]>
     - `swiglu`, `geglu_tanh`, `geglu_erf` (two weights of equal N, no
       biases): one result `act(x W_0^T) * (x W_1^T)`: [T, N] (gate and up
       projections), act = silu, `llm.gelu tanh` or `llm.gelu`.
+    - `scale s` (one ungated result; default 1, not printed): the product
+      (with its bias) is multiplied by s before the residual add, as
+      `llm.linear ... scale s`.
     - `residual %r` (one result): the result is `r + ...` (the residual add
       of o_proj and down_proj); codegen updates r's buffer in place, so r
       must not be used after this op.
@@ -394,11 +400,13 @@ def Llm_FusedLinearOp : Llm_Op<"fused_linear", [Pure, AttrSizedOperandSegments]>
                        Optional<Llm_Activation>:$residual, OptionalAttr<F64Attr>:$eps,
                        DefaultValuedAttr<F64Attr, "0.0">:$norm_offset,
                        DefaultValuedAttr<Llm_GatedActivation,
-                                         "::llmc::llm::GatedActivation::None">:$activation);
+                                         "::llmc::llm::GatedActivation::None">:$activation,
+                       DefaultValuedAttr<F64Attr, "1.0">:$scale);
   let results = (outs Variadic<Llm_Activation>:$results);
   let assemblyFormat = [{
     $x `,` `[` $weights `]` (`bias` ` ` `[` $biases^ `]`)? (`norm` $norm^)? (`eps` $eps^)?
-    (`norm_offset` $norm_offset^)? (`residual` $residual^)? custom<Gated>($activation) attr-dict
+    (`norm_offset` $norm_offset^)? (`residual` $residual^)? custom<Gated>($activation)
+    (`scale` $scale^)? attr-dict
     `:` type($x) `,` `[` type($weights) `]` (`bias` ` ` `[` type($biases)^ `]`)?
     (`norm` type($norm)^)? (`residual` type($residual)^)? `->` type($results)
   }];
@@ -408,7 +416,7 @@ def Llm_FusedLinearOp : Llm_Op<"fused_linear", [Pure, AttrSizedOperandSegments]>
     OpBuilder<(ins "::mlir::Value":$x, "::mlir::ValueRange":$weights,
                    "::mlir::ValueRange":$biases, "::mlir::Value":$norm, "double":$eps,
                    "::mlir::Value":$residual, "GatedActivation":$activation,
-                   CArg<"double", "0.0">:$normOffset)>
+                   CArg<"double", "0.0">:$normOffset, CArg<"double", "1.0">:$scale)>
   ];
   let extraClassDeclaration = [{
     /// Whether the op has a gated activation (one result from gate and up).

@@ -2,8 +2,10 @@
 
 #include "models/gemma.h"
 #include "models/gemma2.h"
+#include "models/granite.h"
 #include "models/layer_norm_family.h"
 #include "models/llama.h"
+#include "models/phi3.h"
 
 #include <set>
 
@@ -25,6 +27,8 @@ const std::vector<const Architecture *> &registry() {
       &cohereForCausalLM(),
       &phiForCausalLM(),
       &gptNeoXForCausalLM(),
+      &graniteForCausalLM(),
+      &phi3ForCausalLM(),
   };
   return table;
 }

@@ -24,7 +24,7 @@ struct Flavor {
   std::string_view name;
   BiasRule bias;
   WindowRule window;
-  bool readsMlpBias; // Llama has `mlp_bias`; only false is supported
+  bool readsMlpBias; // Llama has `mlp_bias` (biases on gate/up/down_proj)
   QkNorm qkNorm = QkNorm::None;
   bool postNormsOnly = false;     // OLMo2
   double defaultRmsNormEps = 1e-6; // when config.json omits rms_norm_eps
@@ -98,14 +98,13 @@ Status applyWindow(const Flavor &flavor, const Json &hf, const std::string &sour
   return Status::ok();
 }
 
-Status applyMlpBias(const Flavor &flavor, const Json &hf, const std::string &source) {
+Status applyMlpBias(const Flavor &flavor, const Json &hf, const std::string &source,
+                    ModelConfig &config) {
+  config.mlpBias = false;
   if (!flavor.readsMlpBias)
     return Status::ok();
-  LLMC_ASSIGN_OR_RETURN(bool mlpBias, optionalBool(hf, "mlp_bias", false, source));
-  if (!mlpBias)
-    return Status::ok();
-  return Status::error(source + ": field 'mlp_bias': true (biases on gate/up/down_proj) is not "
-                                "supported; supported: false");
+  LLMC_ASSIGN_OR_RETURN(config.mlpBias, optionalBool(hf, "mlp_bias", false, source));
+  return Status::ok();
 }
 
 bool endsWith(const std::string &s, std::string_view suffix) {
@@ -124,7 +123,7 @@ public:
     LLMC_ASSIGN_OR_RETURN(config.tieWordEmbeddings,
                           optionalBool(hf, "tie_word_embeddings", false, source));
     LLMC_RETURN_IF_ERROR(applyBias(flavor_, hf, source, config));
-    LLMC_RETURN_IF_ERROR(applyMlpBias(flavor_, hf, source));
+    LLMC_RETURN_IF_ERROR(applyMlpBias(flavor_, hf, source, config));
     LLMC_ASSIGN_OR_RETURN(config.mlpActivation,
                           readMlpActivation(hf, "hidden_act", "silu", false, source));
     config.qkNorm = flavor_.qkNorm;
@@ -231,6 +230,11 @@ std::vector<TensorSpec> llamaTensors(const ModelConfig &c) {
     add("mlp.gate_proj.weight", {inter, h});
     add("mlp.up_proj.weight", {inter, h});
     add("mlp.down_proj.weight", {h, inter});
+    if (c.mlpBias) {
+      add("mlp.gate_proj.bias", {inter});
+      add("mlp.up_proj.bias", {inter});
+      add("mlp.down_proj.bias", {h});
+    }
   }
   specs.push_back({"model.norm.weight", {h}});
   if (!c.tieWordEmbeddings)

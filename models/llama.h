@@ -3,7 +3,8 @@
 // Five Hugging Face architectures share this one implementation and differ
 // only in flags (models/llama.cpp is the only place that knows them):
 //   LlamaForCausalLM    Llama 2 and 3; `attention_bias` true adds q/k/v AND
-//                       o_proj biases; `mlp_bias` true is rejected.
+//                       o_proj biases; `mlp_bias` true adds gate/up/down_proj
+//                       biases.
 //   MistralForCausalLM  no biases; `sliding_window` (null: full attention)
 //                       on every layer.
 //   Qwen2ForCausalLM    q/k/v biases always, none on o_proj;
@@ -56,6 +57,7 @@ std::string llamaLayerTensor(int64_t layer, std::string_view suffix);
 //                                                                     postNormsOnly
 //     mlp.gate_proj.weight, mlp.up_proj.weight         [I, H]
 //     mlp.down_proj.weight                             [H, I]
+//     mlp.{gate,up}_proj.bias, mlp.down_proj.bias      [I], [I], [H]  when mlpBias
 //   model.norm.weight                                  [H]
 //   lm_head.weight                                     [V, H]         unless tieWordEmbeddings
 std::vector<TensorSpec> llamaTensors(const ModelConfig &config);

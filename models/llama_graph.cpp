@@ -44,8 +44,9 @@ public:
     mlir::Value head = config_.tieWordEmbeddings
                            ? embedTable
                            : matrix("lm_head.weight", config_.vocabSize, config_.hiddenSize);
-    mlir::Value logits =
-        b_.create<llm::LogitsOp>(loc, normed, head, b_.getF32Type(), config_.finalLogitSoftcap);
+    mlir::Value logits = b_.create<llm::LogitsOp>(loc, normed, head, b_.getF32Type(),
+                                                  config_.finalLogitSoftcap, mlir::Value(),
+                                                  config_.logitScale);
     b_.create<mlir::func::ReturnOp>(loc, logits);
     return module;
   }
@@ -117,12 +118,13 @@ private:
     return config_.layerWindows.empty() ? 0 : config_.layerWindows[layer];
   }
 
-  // x [T, in] -> [T, out] through `<prefix>.weight` [out, in] (+ `<prefix>.bias`).
+  // x [T, in] -> [T, out] through `<prefix>.weight` [out, in] (+ `<prefix>.bias`),
+  // times `scale`.
   mlir::Value linear(mlir::Value x, const std::string &prefix, int64_t out, int64_t in,
-                     bool bias = false) {
+                     bool bias = false, double scale = 1.0) {
     mlir::Value b = bias ? vector(prefix + ".bias", out) : mlir::Value();
     return b_.create<llm::LinearOp>(b_.getUnknownLoc(), x, matrix(prefix + ".weight", out, in),
-                                    b);
+                                    b, scale);
   }
 
   llm::RopeScalingAttr ropeScaling() {
@@ -153,8 +155,9 @@ private:
     mlir::Value attn = b_.create<llm::AttentionOp>(
         loc, rope(q, c.numHeads), rope(k, c.numKvHeads), v, layer, c.numHeads, c.numKvHeads,
         c.headDim, scale, /*causal=*/true, c.attentionSoftcap, window(layer));
-    mlir::Value o =
-        linear(attn, p + "self_attn.o_proj", c.hiddenSize, qWidth, c.attentionOutputBias);
+    // Granite's residual_multiplier scales both block outputs before their adds.
+    mlir::Value o = linear(attn, p + "self_attn.o_proj", c.hiddenSize, qWidth,
+                           c.attentionOutputBias, c.residualScale);
     // Sandwich norms (Gemma2): the attention output is normalized before the
     // residual add, and the MLP input by a norm of its own.
     if (c.sandwichNorms || c.postNormsOnly)
@@ -165,10 +168,12 @@ private:
                                      : rmsNorm(x, p + (c.sandwichNorms
                                                            ? "pre_feedforward_layernorm.weight"
                                                            : "post_attention_layernorm.weight"));
-    mlir::Value gate = linear(h2, p + "mlp.gate_proj", c.intermediateSize, c.hiddenSize);
-    mlir::Value up = linear(h2, p + "mlp.up_proj", c.intermediateSize, c.hiddenSize);
+    mlir::Value gate =
+        linear(h2, p + "mlp.gate_proj", c.intermediateSize, c.hiddenSize, c.mlpBias);
+    mlir::Value up = linear(h2, p + "mlp.up_proj", c.intermediateSize, c.hiddenSize, c.mlpBias);
     mlir::Value act = b_.create<llm::MulOp>(loc, activation(gate), up);
-    mlir::Value down = linear(act, p + "mlp.down_proj", c.hiddenSize, c.intermediateSize);
+    mlir::Value down = linear(act, p + "mlp.down_proj", c.hiddenSize, c.intermediateSize,
+                              c.mlpBias, c.residualScale);
     if (c.sandwichNorms || c.postNormsOnly)
       down = rmsNorm(down, p + "post_feedforward_layernorm.weight");
     return b_.create<llm::AddOp>(loc, x, down);
@@ -180,13 +185,10 @@ private:
   mlir::Value positions_;
 };
 
-// The RoPE features the config asks for that the IR and plan cannot carry
-// yet (the math is in kernels/common/rope.h; the plan's RoPE parameters come
-// with plan format 3), named as the config names them; "" when none.
+// The RoPE features the config asks for that no Llama-layout family has
+// (interleaved pairs), named as the config names them; "" when none.
+// Partial rotary (Phi-3's partial_rotary_factor) is the rope op's rotary_dim.
 std::string unsupportedRope(const ModelConfig &c) {
-  if (c.rotaryDim != 0 && c.rotaryDim != c.headDim)
-    return "partial rotary (" + std::to_string(c.rotaryDim) + " of head_dim " +
-           std::to_string(c.headDim) + " features rotated)";
   if (c.ropeInterleaved)
     return "interleaved RoPE pairs";
   return "";

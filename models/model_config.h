@@ -89,6 +89,7 @@ struct ModelConfig {
   bool tieWordEmbeddings = false;
   bool attentionBias = false;       // q/k/v projections carry a bias (Qwen2; Llama attention_bias)
   bool attentionOutputBias = false; // o_proj carries a bias too (Llama attention_bias only)
+  bool mlpBias = false; // gate/up/down_proj carry biases (Llama-layout `mlp_bias`)
   std::string hiddenAct = "silu"; // config "hidden_act" as written ("silu" when absent)
   MlpActivation mlpActivation = MlpActivation::Silu;
   // Gemma: RMSNorm scales by (normOffset + w) (1.0; the checkpoint stores w - 1).
@@ -101,6 +102,11 @@ struct ModelConfig {
   // Soft-capping c * tanh(x / c) of attention scores and of the logits (0: off).
   double attentionSoftcap = 0.0;
   double finalLogitSoftcap = 0.0;
+  // Granite: the attention and MLP outputs are multiplied by residualScale
+  // before their residual adds (residual_multiplier), and the logits by
+  // logitScale (1 / logits_scaling). 1.0: neither.
+  double residualScale = 1.0;
+  double logitScale = 1.0;
   // Per layer: the sliding window of its attention (a query at p sees keys
   // p - w < j <= p), 0 for global attention. Empty or numLayers entries.
   std::vector<int64_t> layerWindows;

@@ -42,12 +42,14 @@ void absorb(mlir::Operation *user, llm::RmsNormOp norm) {
     mlir::Value weight = linear.getWeight(), bias = linear.getBias();
     fused = builder.create<llm::FusedLinearOp>(
         user->getLoc(), norm.getX(), weight, bias ? mlir::ValueRange(bias) : mlir::ValueRange(),
-        norm.getWeight(), eps, mlir::Value(), llm::GatedActivation::None, offset);
+        norm.getWeight(), eps, mlir::Value(), llm::GatedActivation::None, offset,
+        linear.getScale().convertToDouble());
   } else {
     auto old = llvm::cast<llm::FusedLinearOp>(user);
     fused = builder.create<llm::FusedLinearOp>(user->getLoc(), norm.getX(), old.getWeights(),
                                                old.getBiases(), norm.getWeight(), eps,
-                                               old.getResidual(), old.getActivation(), offset);
+                                               old.getResidual(), old.getActivation(), offset,
+                                               old.getScale().convertToDouble());
   }
   user->replaceAllUsesWith(fused->getResults());
   user->erase();

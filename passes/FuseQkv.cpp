@@ -48,7 +48,7 @@ bool fusible(std::array<llm::LinearOp, 3> qkv) {
   for (llm::LinearOp linear : qkv) {
     if (linear.getX() != qkv[0].getX() || !fusion::storedMatrix(linear.getWeight()) ||
         llm::weightStorage(linear.getWeight().getType()) != storage ||
-        static_cast<bool>(linear.getBias()) != biased)
+        static_cast<bool>(linear.getBias()) != biased || !linear.getScale().isExactlyValue(1.0))
       return false;
     if (biased && (!fusion::storedWeight(linear.getBias()) ||
                    linear.getBias().getType().cast<mlir::ShapedType>().getElementType() !=

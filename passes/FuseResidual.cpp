@@ -58,14 +58,16 @@ void fuse(llm::AddOp add, mlir::Operation *gemm, mlir::Value residual) {
     fused = builder.create<llm::FusedLinearOp>(add.getLoc(), linear.getX(), weight,
                                                bias ? mlir::ValueRange(bias) : mlir::ValueRange(),
                                                mlir::Value(), 0.0, residual,
-                                               llm::GatedActivation::None);
+                                               llm::GatedActivation::None, 0.0,
+                                               linear.getScale().convertToDouble());
   } else {
     auto old = llvm::cast<llm::FusedLinearOp>(gemm);
     double eps = old.getEpsAttr() ? old.getEpsAttr().getValueAsDouble() : 0.0;
     fused = builder.create<llm::FusedLinearOp>(add.getLoc(), old.getX(), old.getWeights(),
                                                old.getBiases(), old.getNorm(), eps, residual,
                                                old.getActivation(),
-                                               old.getNormOffset().convertToDouble());
+                                               old.getNormOffset().convertToDouble(),
+                                               old.getScale().convertToDouble());
   }
   add.getResult().replaceAllUsesWith(fused.getResult(0));
   add.erase();

@@ -36,11 +36,11 @@ llm::GatedActivation activationOf(mlir::Value value) {
   return llm::GatedActivation::None;
 }
 
-/// A bias-free projection with a stored (float or int4) weight and no other use.
+/// A bias-free, unscaled projection with a stored (float or int4) weight and no other use.
 llm::LinearOp projection(mlir::Value value) {
   auto linear = value.getDefiningOp<llm::LinearOp>();
   if (!linear || !linear->hasOneUse() || linear.getBias() ||
-      !fusion::storedMatrix(linear.getWeight()))
+      !linear.getScale().isExactlyValue(1.0) || !fusion::storedMatrix(linear.getWeight()))
     return {};
   return linear;
 }

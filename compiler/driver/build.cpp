@@ -158,7 +158,7 @@ Expected<mlir::OwningOpRef<mlir::ModuleOp>> buildModelGraph(mlir::MLIRContext &c
   const std::string &arch = config.architecture;
   if (arch == "LlamaForCausalLM" || arch == "MistralForCausalLM" || arch == "Qwen2ForCausalLM" ||
       arch == "GemmaForCausalLM" || arch == "Gemma2ForCausalLM" || arch == "Qwen3ForCausalLM" ||
-      arch == "Olmo2ForCausalLM")
+      arch == "Olmo2ForCausalLM" || arch == "GraniteForCausalLM" || arch == "Phi3ForCausalLM")
     return buildLlamaGraph(context, config, options);
   if (findLayerNormFamily(arch) != nullptr)
     return buildLayerNormGraph(context, config, options);

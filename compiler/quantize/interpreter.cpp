@@ -121,7 +121,9 @@ Status ForwardInterpreter::State::prepareOp(mlir::Operation *op, kv::KvCacheShap
   auto norm = dyn_cast<llm::RmsNormOp>(op);
   auto logits = dyn_cast<llm::LogitsOp>(op);
   auto attn = dyn_cast<llm::AttentionOp>(op);
+  auto linearOp = dyn_cast<llm::LinearOp>(op);
   if ((embedding && embedding.getScale().convertToDouble() != 1.0) ||
+      (linearOp && linearOp.getScale().convertToDouble() != 1.0) ||
       (norm && (norm.getOffset().convertToDouble() != 0.0 || norm.getGroup() != 0)) ||
       (logits && (logits.getSoftcap().convertToDouble() != 0.0 || !logits.isPlainProjection())) ||
       (attn && (attn.getSoftcap().convertToDouble() != 0.0 || attn.getWindowAttr().getInt() != 0)))

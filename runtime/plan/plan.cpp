@@ -531,8 +531,8 @@ Status checkStepParams(const fb::Plan &plan, const fb::Program &program, const f
       return c.unsupported("LinearParams.accumulate", "true (with gated)");
     if (p.gated() && p.bias())
       return c.unsupported("LinearParams.bias", "true (with gated)");
-    if (p.output_scale() != 1.0f)
-      return c.unsupported("LinearParams.output_scale", num(p.output_scale()));
+    if (p.output_scale() != 1.0f && p.gated())
+      return c.unsupported("LinearParams.output_scale", num(p.output_scale()) + " (with gated)");
     return Status::ok();
   }
   case fb::OpKind::Rope: {

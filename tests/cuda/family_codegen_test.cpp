@@ -142,5 +142,20 @@ INSTANTIATE_TEST_SUITE_P(
       return name;
     });
 
+// Granite's residual_multiplier is a Linear step's output_scale, which the
+// CUDA linear kernels do not apply yet: `--target sm_90a` fails naming it,
+// never a GPU program that drops the multiplier.
+TEST(CudaFamilyCodegen, GraniteOutputScaleIsRefusedByName) {
+  BuildOptions options;
+  options.input = test::testDataPath("hf/granite");
+  options.output = test::scratchDir("cuda-family-granite") + "/x.plan";
+  options.targets = "sm_90a";
+  BuildReporter reporter;
+  reporter.info = reporter.verbose = reporter.ir = reporter.warning = [](const std::string &) {};
+  Status status = runBuild(options, reporter);
+  ASSERT_FALSE(status.isOk());
+  EXPECT_NE(status.message().find("output_scale"), std::string::npos) << status.message();
+}
+
 } // namespace
 } // namespace llmc

@@ -90,6 +90,39 @@ inline Json gemma2Config() {
     "torch_dtype": "float32", "use_cache": true, "vocab_size": 256000})");
 }
 
+// ibm-granite/granite-3.0-2b-instruct's config.json (the fields llmc reads).
+inline Json graniteConfig() {
+  return Json::parse(R"({
+    "architectures": ["GraniteForCausalLM"], "model_type": "granite", "attention_bias": false,
+    "attention_dropout": 0.1, "attention_multiplier": 0.015625, "bos_token_id": 0,
+    "embedding_multiplier": 12.0, "eos_token_id": 0, "hidden_act": "silu", "hidden_size": 2048,
+    "initializer_range": 0.02, "intermediate_size": 8192, "logits_scaling": 8.0,
+    "max_position_embeddings": 4096, "mlp_bias": false, "num_attention_heads": 32,
+    "num_hidden_layers": 40, "num_key_value_heads": 8, "pad_token_id": 0,
+    "residual_multiplier": 0.22, "rms_norm_eps": 1e-05, "rope_theta": 10000.0,
+    "tie_word_embeddings": true, "torch_dtype": "bfloat16", "vocab_size": 49155})");
+}
+
+// microsoft/Phi-3-mini-128k-instruct's config.json (the fields llmc reads;
+// 48 factors each, as published).
+inline Json phi3Config() {
+  Json json = Json::parse(R"({
+    "architectures": ["Phi3ForCausalLM"], "model_type": "phi3", "attention_dropout": 0.0,
+    "bos_token_id": 1, "embd_pdrop": 0.0, "eos_token_id": 32000, "hidden_act": "silu",
+    "hidden_size": 3072, "initializer_range": 0.02, "intermediate_size": 8192,
+    "max_position_embeddings": 131072, "num_attention_heads": 32, "num_hidden_layers": 32,
+    "num_key_value_heads": 32, "original_max_position_embeddings": 4096, "pad_token_id": 32000,
+    "resid_pdrop": 0.0, "rms_norm_eps": 1e-05, "rope_theta": 10000.0,
+    "sliding_window": 262144, "tie_word_embeddings": false, "torch_dtype": "bfloat16",
+    "vocab_size": 32064})");
+  std::vector<double> shortFactor(48, 1.05), longFactor(48, 1.0);
+  for (int i = 0; i < 48; ++i)
+    longFactor[i] = 1.0 + i;
+  json["rope_scaling"] = {{"type", "su"}, {"short_factor", shortFactor},
+                          {"long_factor", longFactor}};
+  return json;
+}
+
 // A tiny Llama whose weights tests can write: H 8, I 12, 2 layers, 2 heads of
 // 4, 1 KV head, vocab 16, context 32.
 inline Json tinyConfig() {

@@ -158,7 +158,8 @@ TEST(HfConfigError, UnknownArchitectureListsSupported) {
             "config.json: architectures[0] 'GPT2LMHeadModel' is not supported; supported: "
             "LlamaForCausalLM, MistralForCausalLM, Qwen2ForCausalLM, GemmaForCausalLM, "
             "Gemma2ForCausalLM, Qwen3ForCausalLM, Olmo2ForCausalLM, StableLmForCausalLM, "
-            "Starcoder2ForCausalLM, CohereForCausalLM, PhiForCausalLM, GPTNeoXForCausalLM");
+            "Starcoder2ForCausalLM, CohereForCausalLM, PhiForCausalLM, GPTNeoXForCausalLM, "
+            "GraniteForCausalLM, Phi3ForCausalLM");
 }
 
 TEST(HfConfigError, ArchitecturesMustHaveOneElement) {
@@ -567,10 +568,128 @@ TEST(HfConfigError, EosTokenOutsideVocabulary) {
   parseError(json, "'eos_token_id'");
 }
 
-TEST(HfConfigError, LlamaMlpBias) {
+TEST(HfConfig, LlamaMlpBiasAddsGateUpDownBiases) {
   Json json = test::llama2Config();
+  EXPECT_FALSE(parseOk(json).mlpBias);
   json["mlp_bias"] = true;
-  parseError(json, "'mlp_bias'");
+  ModelConfig c = parseOk(json);
+  EXPECT_TRUE(c.mlpBias);
+  EXPECT_FALSE(c.attentionBias);
+}
+
+TEST(HfConfigError, LlamaMlpBiasOfWrongType) {
+  Json json = test::llama2Config();
+  json["mlp_bias"] = "yes";
+  EXPECT_NE(parseError(json, "'mlp_bias'").find("got string"), std::string::npos);
+}
+
+TEST(HfConfig, MistralIgnoresMlpBias) {
+  // MistralConfig has no mlp_bias: a stray field changes nothing.
+  Json json = test::mistralConfig();
+  json["mlp_bias"] = true;
+  EXPECT_FALSE(parseOk(json).mlpBias);
+}
+
+TEST(HfConfig, ParsesGranite) {
+  ModelConfig c = parseOk(test::graniteConfig());
+  EXPECT_EQ(c.architecture, "GraniteForCausalLM");
+  EXPECT_DOUBLE_EQ(c.embeddingScale, 12.0);
+  EXPECT_DOUBLE_EQ(c.attentionScale, 0.015625);
+  EXPECT_DOUBLE_EQ(c.residualScale, 0.22);
+  EXPECT_DOUBLE_EQ(c.logitScale, 1.0 / 8.0);
+  EXPECT_TRUE(c.tieWordEmbeddings);
+  EXPECT_FALSE(c.attentionBias);
+  EXPECT_FALSE(c.mlpBias);
+  EXPECT_EQ(c.mlpActivation, MlpActivation::Silu);
+  EXPECT_EQ(c.numKvHeads, 8);
+  EXPECT_EQ(c.headDim, 64);
+}
+
+TEST(HfConfig, GraniteMultipliersDefaultToOne) {
+  // GraniteConfig's defaults: 1.0 each, so attention scores are q.k * 1.0.
+  Json json = test::graniteConfig();
+  for (const char *key :
+       {"embedding_multiplier", "attention_multiplier", "residual_multiplier", "logits_scaling"})
+    json.erase(key);
+  json["attention_bias"] = true;
+  json["mlp_bias"] = true;
+  ModelConfig c = parseOk(json);
+  EXPECT_DOUBLE_EQ(c.embeddingScale, 1.0);
+  EXPECT_DOUBLE_EQ(c.attentionScale, 1.0);
+  EXPECT_DOUBLE_EQ(c.residualScale, 1.0);
+  EXPECT_DOUBLE_EQ(c.logitScale, 1.0);
+  EXPECT_TRUE(c.attentionBias);
+  EXPECT_TRUE(c.attentionOutputBias);
+  EXPECT_TRUE(c.mlpBias);
+}
+
+TEST(HfConfig, ParsesPhi3) {
+  ModelConfig c = parseOk(test::phi3Config());
+  EXPECT_EQ(c.architecture, "Phi3ForCausalLM");
+  EXPECT_EQ(c.headDim, 96);
+  EXPECT_EQ(c.rotaryDim, 96);
+  EXPECT_FALSE(c.tieWordEmbeddings);
+  EXPECT_FALSE(c.attentionBias);
+  EXPECT_FALSE(c.mlpBias);
+  EXPECT_DOUBLE_EQ(c.rmsNormEps, 1e-5);
+  EXPECT_EQ(c.ropeScaling.kind, RopeScaling::Kind::LongRope);
+  EXPECT_EQ(c.ropeScaling.originalMaxPositionEmbeddings, 4096);
+  ASSERT_EQ(c.ropeScaling.longFactor.size(), 48u);
+  EXPECT_FLOAT_EQ(c.ropeScaling.longFactor[47], 48.0f);
+  // A window of 262144 covers the whole 131072-token context: no window.
+  for (int64_t window : c.layerWindows)
+    EXPECT_EQ(window, 0);
+  Json mini4k = test::phi3Config();
+  mini4k["sliding_window"] = 2047; // Phi-3-mini-4k's
+  c = parseOk(mini4k);
+  ASSERT_EQ(c.layerWindows.size(), 32u);
+  EXPECT_EQ(c.layerWindows[0], 2047);
+  EXPECT_EQ(c.layerWindows[31], 2047);
+}
+
+TEST(HfConfig, Phi3NullWindowAndPartialRotary) {
+  Json json = test::phi3Config();
+  json["sliding_window"] = nullptr;
+  json["partial_rotary_factor"] = 0.75;
+  json["rope_scaling"]["short_factor"] = std::vector<double>(36, 1.0);
+  json["rope_scaling"]["long_factor"] = std::vector<double>(36, 2.0);
+  ModelConfig c = parseOk(json);
+  EXPECT_TRUE(c.layerWindows.empty());
+  EXPECT_EQ(c.rotaryDim, 72);
+  json.erase("rope_scaling");
+  json.erase("partial_rotary_factor");
+  EXPECT_EQ(parseOk(json).ropeScaling.kind, RopeScaling::Kind::None);
+}
+
+TEST(HfConfigError, Phi3RopeTypes) {
+  Json json = test::phi3Config();
+  json["rope_scaling"] = {{"rope_type", "yarn"}, {"factor", 4.0},
+                          {"original_max_position_embeddings", 4096}};
+  EXPECT_NE(parseError(json, "'rope_scaling.rope_type'").find("read by Phi3Config as longrope"),
+            std::string::npos);
+  json["rope_scaling"] = {{"rope_type", "linear"}, {"factor", 4.0}};
+  EXPECT_NE(parseError(json, "'rope_scaling.rope_type'").find("default and longrope"),
+            std::string::npos);
+  json = test::phi3Config();
+  json["sliding_window"] = 0;
+  parseError(json, "'sliding_window'");
+}
+
+TEST(HfConfigError, GraniteMultipliers) {
+  for (const char *key :
+       {"embedding_multiplier", "attention_multiplier", "residual_multiplier", "logits_scaling"}) {
+    for (Json bad : {Json(0.0), Json(-2.0)}) {
+      Json json = test::graniteConfig();
+      json[key] = bad;
+      std::string message = parseError(json, std::string("'") + key + "'");
+      EXPECT_NE(message.find("expected a finite number > 0"), std::string::npos) << message;
+      EXPECT_NE(message.find("omit it for 1.0"), std::string::npos) << message;
+    }
+    Json json = test::graniteConfig();
+    json[key] = "12";
+    EXPECT_NE(parseError(json, std::string("'") + key + "'").find("got string"),
+              std::string::npos);
+  }
 }
 
 TEST(HfConfigError, TieWordEmbeddingsOfWrongType) {

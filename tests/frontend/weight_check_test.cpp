@@ -30,7 +30,8 @@ TEST(Architecture, RegistryNamesEveryFamily) {
   EXPECT_EQ(supportedArchitectureList(),
             "LlamaForCausalLM, MistralForCausalLM, Qwen2ForCausalLM, GemmaForCausalLM, "
             "Gemma2ForCausalLM, Qwen3ForCausalLM, Olmo2ForCausalLM, StableLmForCausalLM, "
-            "Starcoder2ForCausalLM, CohereForCausalLM, PhiForCausalLM, GPTNeoXForCausalLM");
+            "Starcoder2ForCausalLM, CohereForCausalLM, PhiForCausalLM, GPTNeoXForCausalLM, "
+            "GraniteForCausalLM, Phi3ForCausalLM");
   for (const std::string &name : supportedArchitectureNames())
     EXPECT_EQ(findArchitecture(name)->name(), name);
   EXPECT_EQ(findArchitecture("GPT2LMHeadModel"), nullptr);

@@ -262,8 +262,10 @@ TEST_P(HfLogits, DecodeTokenByTokenMatchesHfAtEveryPosition) {
 }
 
 TEST_P(HfLogits, GreedyDecodeOf64StepsMatchesHf) {
-  report("prefill + 64 greedy steps", ref_.rows(), prefillThenDecode(*engine_, ref_),
+  std::vector<float> ours;
+  report("prefill + 64 greedy steps", ref_.rows(), prefillThenDecode(*engine_, ref_, &ours),
          kF32Tolerance);
+  dumpRows(GetParam(), "f32", ours);
 }
 
 TEST_P(HfLogits, Bf16PlanMatchesHfOnBf16RoundedMatrices) {
@@ -304,6 +306,27 @@ INSTANTIATE_TEST_SUITE_P(Families, HfLogits,
                                            "long-linear", "long-llama3", "llama-yarn",
                                            "llama-yarn-legacy", "long-yarn", "qwen3",
                                            "llama-longrope", "long-longrope"),
+                         [](const auto &info) {
+                           std::string name = info.param;
+                           std::replace(name.begin(), name.end(), '-', '_');
+                           return name;
+                         });
+
+// Llama-layout families with multipliers or packed projections (Granite),
+// and Llama's mlp_bias.
+INSTANTIATE_TEST_SUITE_P(LlamaLayoutExtras, HfLogits, ::testing::Values("granite", "llama-mlp-bias",
+                                                                    "phi3-longrope-short",
+                                                                    "phi3-longrope-long"),
+                         [](const auto &info) {
+                           std::string name = info.param;
+                           std::replace(name.begin(), name.end(), '-', '_');
+                           return name;
+                         });
+
+// Past 2048 positions: partial rotary (StableLM rotating 8 of 16 features)
+// and dynamic NTK, whose base regrows at every decode step.
+INSTANTIATE_TEST_SUITE_P(LongContextExtras, HfLogits,
+                         ::testing::Values("long-partial", "long-dynamic"),
                          [](const auto &info) {
                            std::string name = info.param;
                            std::replace(name.begin(), name.end(), '-', '_');

@@ -5,6 +5,8 @@
 #include "ir/LlmOps.h"
 #include "models/gemma.h"
 #include "models/gemma2.h"
+#include "models/granite.h"
+#include "models/phi3.h"
 #include "models/llama.h"
 #include "models/llama_graph.h"
 
@@ -319,6 +321,86 @@ TEST_F(LlamaGraphTest, Gemma2SoftcapsScalesAndAlternatesWindows) {
   EXPECT_DOUBLE_EQ(logits[0].getSoftcap().convertToDouble(), 3.0);
 }
 
+// Phi-3's packed qkv_proj and gate_up_proj: the checkpoint check sees the
+// packed tensors, the graph reads Llama's names, derived from their rows.
+TEST_F(LlamaGraphTest, Phi3GraphReadsTheSplitPackedTensors) {
+  ModelConfig config = withRules(phi3ForCausalLM(), Json{{"sliding_window", 8}});
+  ASSERT_TRUE(build(config));
+  std::map<std::string, std::vector<int64_t>> built, expected;
+  for (auto [name, op] : weights())
+    built[name] = shapeOf(op.getResult());
+  for (const TensorSpec &spec : graphTensors(phi3ForCausalLM(), config))
+    expected[spec.name] = spec.shape;
+  EXPECT_EQ(built, expected);
+  std::map<std::string, std::vector<int64_t>> checkpoint;
+  for (const TensorSpec &spec : phi3ForCausalLM().expectedTensors(config))
+    checkpoint[spec.name] = spec.shape;
+  EXPECT_EQ(checkpoint.count("model.layers.1.self_attn.q_proj.weight"), 0u);
+  EXPECT_EQ(checkpoint.at("model.layers.1.self_attn.qkv_proj.weight"),
+            (std::vector<int64_t>{128 + 2 * 32, 128}));
+  EXPECT_EQ(checkpoint.at("model.layers.1.mlp.gate_up_proj.weight"),
+            (std::vector<int64_t>{2 * 256, 128}));
+  // q rows [0, 128), k [128, 160), v [160, 192); gate [0, 256), up [256, 512).
+  std::map<std::string, DerivedTensor> derived;
+  for (DerivedTensor &d : phi3ForCausalLM().derivedTensors(config))
+    derived[d.name] = d;
+  const DerivedTensor &v = derived.at("model.layers.1.self_attn.v_proj.weight");
+  ASSERT_EQ(v.pieces.size(), 1u);
+  EXPECT_EQ(v.pieces[0].source, "model.layers.1.self_attn.qkv_proj.weight");
+  EXPECT_EQ(v.pieces[0].begin, 160);
+  EXPECT_EQ(v.pieces[0].count, 32);
+  const DerivedTensor &up = derived.at("model.layers.0.mlp.up_proj.weight");
+  EXPECT_EQ(up.pieces[0].begin, 256);
+  EXPECT_EQ(up.shape, (std::vector<int64_t>{256, 128}));
+  for (llm::AttentionOp op : ops<llm::AttentionOp>())
+    EXPECT_EQ(op.getWindow(), 8u);
+}
+
+TEST_F(LlamaGraphTest, PartialRotaryGoesToTheRopeOps) {
+  ModelConfig config = gqaConfig();
+  config.rotaryDim = 8; // of head_dim 16
+  ASSERT_TRUE(build(config));
+  auto ropes = ops<llm::RopeOp>();
+  ASSERT_EQ(ropes.size(), 4u);
+  for (llm::RopeOp op : ropes)
+    EXPECT_EQ(op.getRotaryDim(), 8u);
+}
+
+TEST_F(LlamaGraphTest, LlamaMlpBiasOnGateUpAndDown) {
+  ASSERT_TRUE(build(withRules(llamaForCausalLM(), Json{{"mlp_bias", true}})));
+  for (const char *name : {"gate_proj", "up_proj", "down_proj"}) {
+    llm::LinearOp linear = linearOf(std::string("model.layers.1.mlp.") + name + ".weight");
+    ASSERT_TRUE(linear) << name;
+    ASSERT_TRUE(linear.getBias()) << name;
+    EXPECT_EQ(linear.getBias().getDefiningOp<llm::WeightOp>().getName(),
+              std::string("model.layers.1.mlp.") + name + ".bias");
+  }
+  EXPECT_FALSE(linearOf("model.layers.1.self_attn.q_proj.weight").getBias());
+}
+
+TEST_F(LlamaGraphTest, GraniteMultipliers) {
+  ASSERT_TRUE(build(withRules(graniteForCausalLM(),
+                              Json{{"embedding_multiplier", 12.0},
+                                   {"attention_multiplier", 0.015625},
+                                   {"residual_multiplier", 0.22},
+                                   {"logits_scaling", 8.0}})));
+  auto embedding = ops<llm::EmbeddingOp>();
+  ASSERT_EQ(embedding.size(), 1u);
+  EXPECT_DOUBLE_EQ(embedding[0].getScale().convertToDouble(), 12.0);
+  for (llm::AttentionOp op : ops<llm::AttentionOp>())
+    EXPECT_DOUBLE_EQ(op.getScale().convertToDouble(), 0.015625);
+  // Only the two projections before residual adds are scaled.
+  for (llm::LinearOp linear : ops<llm::LinearOp>()) {
+    std::string name = linear.getWeight().getDefiningOp<llm::WeightOp>().getName().str();
+    bool beforeAdd = name.find("o_proj") != std::string::npos ||
+                     name.find("down_proj") != std::string::npos;
+    EXPECT_DOUBLE_EQ(linear.getScale().convertToDouble(), beforeAdd ? 0.22 : 1.0) << name;
+  }
+  auto logits = ops<llm::LogitsOp>();
+  ASSERT_EQ(logits.size(), 1u);
+  EXPECT_DOUBLE_EQ(logits[0].getScale().convertToDouble(), 0.125);
+}
+
 // The rms_norm whose weight is the llm.weight named `name`.
 llm::RmsNormOp normOf(mlir::ModuleOp module, const std::string &name) {
   llm::RmsNormOp found;
@@ -374,6 +456,9 @@ TEST_F(LlamaGraphTest, WeightsMatchTheExpectedTensors) {
       {&gemmaForCausalLM(), Json::object()},
       {&gemmaForCausalLM(), Json{{"tie_word_embeddings", false}, {"attention_bias", true}}},
       {&gemma2ForCausalLM(), Json::object()},
+      {&llamaForCausalLM(), Json{{"mlp_bias", true}}},
+      {&graniteForCausalLM(), Json{{"attention_bias", true}, {"mlp_bias", true}}},
+      {&graniteForCausalLM(), Json{{"tie_word_embeddings", true}}},
   };
   for (const Case &c : cases) {
     SCOPED_TRACE(std::string(c.arch->name()) + " " + c.hf.dump());

@@ -186,8 +186,8 @@ TEST_F(FusedPlan, RejectsLinearFeaturesThisRuntimeDoesNotRun) {
       6, [](fb::StepT &s) { linear(s).accumulate = true; },
       "LinearParams.accumulate = true (with gated): not run");
   expectRejected(
-      4, [](fb::StepT &s) { linear(s).output_scale = 2.0f; },
-      "LinearParams.output_scale = 2: not run by this runtime yet");
+      6, [](fb::StepT &s) { linear(s).output_scale = 2.0f; },
+      "LinearParams.output_scale = 2 (with gated): not run by this runtime yet");
 }
 TEST_F(FusedPlan, RejectsLinearShapes) {
   expectRejected(

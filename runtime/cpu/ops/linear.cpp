@@ -1,5 +1,5 @@
-// Linear: out (+)= epilogue(prologue(x) . W^T (+ bias)) over dense or int4
-// weights (engine.fbs LinearParams). Each combination runs the kernel it
+// Linear: out (+)= output_scale * epilogue(prologue(x) . W^T (+ bias)) over
+// dense, int8 or int4 weights (engine.fbs LinearParams). Each combination runs the kernel it
 // always ran (cpu/fused.h, cpu/matmul*.h), so fused plans stay bit-identical
 // to the unfused ones where they were before.
 #include "cpu/fused.h"
@@ -14,12 +14,13 @@
 namespace llmc::cpu {
 namespace {
 
-Status denseLinear(const OpContext &c, const fb::LinearParams &p, const ops::LinearOperands &o) {
+// Each writes (accumulate: adds) the unscaled product into `out` [T, N].
+Status denseLinear(const OpContext &c, const fb::LinearParams &p, const ops::LinearOperands &o,
+                   float *out, bool accumulate) {
   const int64_t T = c.tokens();
   const float *x = c.in(0);
-  float *out = c.out();
   const float *bias = o.bias >= 0 ? c.f32(o.bias) : nullptr;
-  const float beta = p.accumulate() ? 1.0f : 0.0f;
+  const float beta = accumulate ? 1.0f : 0.0f;
   const int gate = ops::gateKind(p.activation());
   const fb::NormParams *norm = p.prologue();
   if (norm == nullptr && !p.gated())
@@ -38,7 +39,8 @@ Status denseLinear(const OpContext &c, const fb::LinearParams &p, const ops::Lin
 }
 
 // Weights: qweight, scales, zeros of [N', K] (kernels/common/q4_layout.h).
-Status q4Linear(const OpContext &c, const fb::LinearParams &p, const ops::LinearOperands &o) {
+Status q4Linear(const OpContext &c, const fb::LinearParams &p, const ops::LinearOperands &o,
+                float *out, bool accumulate) {
   const int64_t T = c.tokens(), k = c.inWidth(0), n = c.outWidth();
   auto data = [&](int i) { return c.weights.data(c.weight(i)); };
   const Q4Matrix w{static_cast<const uint32_t *>(data(o.matrix)),
@@ -55,17 +57,18 @@ Status q4Linear(const OpContext &c, const fb::LinearParams &p, const ops::Linear
     x = c.scratch.norm.data();
   }
   if (p.gated()) {
-    matmulSwigluQ4(c.pool, x, T, w, c.out(), c.scratch.products, ops::gateKind(p.activation()));
+    matmulSwigluQ4(c.pool, x, T, w, out, c.scratch.products, ops::gateKind(p.activation()));
     return Status::ok();
   }
   const float *bias = o.bias >= 0 ? c.f32(o.bias) : nullptr;
-  matmulQ4(c.pool, x, T, w, bias, p.accumulate() ? 1.0f : 0.0f, c.out());
+  matmulQ4(c.pool, x, T, w, bias, accumulate ? 1.0f : 0.0f, out);
   return Status::ok();
 }
 
 // Weights: qweight, scales of [N', K] (kernels/common/q8_layout.h); the
 // prologue and the gated epilogue as for int4, around matmulQ8.
-Status q8Linear(const OpContext &c, const fb::LinearParams &p, const ops::LinearOperands &o) {
+Status q8Linear(const OpContext &c, const fb::LinearParams &p, const ops::LinearOperands &o,
+                float *out, bool accumulate) {
   const int64_t T = c.tokens(), k = c.inWidth(0), n = c.outWidth();
   const bool halfScales = c.weights.dtype(c.weight(o.matrix + 1)) == DType::F16;
   const auto *q = static_cast<const int8_t *>(c.weights.data(c.weight(o.matrix)));
@@ -89,11 +92,44 @@ Status q8Linear(const OpContext &c, const fb::LinearParams &p, const ops::Linear
     float *gate = c.scratch.products.data(), *up = gate + T * n;
     matmulQ8(c.pool, x, T, rowsOf(0, n), nullptr, 0.0f, gate);
     matmulQ8(c.pool, x, T, rowsOf(n, n), nullptr, 0.0f, up);
-    swiglu(c.pool, gate, up, c.out(), T * n, ops::gateKind(p.activation()));
+    swiglu(c.pool, gate, up, out, T * n, ops::gateKind(p.activation()));
     return Status::ok();
   }
   const float *bias = o.bias >= 0 ? c.f32(o.bias) : nullptr;
-  matmulQ8(c.pool, x, T, rowsOf(0, n), bias, p.accumulate() ? 1.0f : 0.0f, c.out());
+  matmulQ8(c.pool, x, T, rowsOf(0, n), bias, accumulate ? 1.0f : 0.0f, out);
+  return Status::ok();
+}
+
+Status product(const OpContext &c, const fb::LinearParams &p, const ops::LinearOperands &o,
+               float *out, bool accumulate) {
+  switch (p.weights()) {
+  case fb::WeightFormat::Dense:
+    return denseLinear(c, p, o, out, accumulate);
+  case fb::WeightFormat::Q4:
+    return q4Linear(c, p, o, out, accumulate);
+  case fb::WeightFormat::Q8:
+    return q8Linear(c, p, o, out, accumulate);
+  }
+  return Status::error("internal: unknown weight format");
+}
+
+// out (+)= s * product (Granite's residual_multiplier): the product is
+// rounded to f32, then scaled and rounded, then added, as transformers does
+// `residual + hidden * s`; the separate statements keep the compiler from
+// contracting them into one fused multiply-add.
+Status scaledProduct(const OpContext &c, const fb::LinearParams &p,
+                     const ops::LinearOperands &o) {
+  const int64_t count = c.tokens() * c.outWidth();
+  std::vector<float> &scaled = c.scratch.scaled;
+  if (static_cast<int64_t>(scaled.size()) < count)
+    scaled.resize(count);
+  LLMC_RETURN_IF_ERROR(product(c, p, o, scaled.data(), /*accumulate=*/false));
+  const float s = p.output_scale();
+  float *out = c.out();
+  for (int64_t i = 0; i < count; ++i) {
+    const float term = scaled[i] * s;
+    out[i] = p.accumulate() ? out[i] + term : term;
+  }
   return Status::ok();
 }
 
@@ -102,15 +138,9 @@ Status q8Linear(const OpContext &c, const fb::LinearParams &p, const ops::Linear
 Status linearStep(const OpContext &c) {
   const fb::LinearParams &p = *c.step.params_as_LinearParams();
   const ops::LinearOperands o = ops::linearOperands(p);
-  switch (p.weights()) {
-  case fb::WeightFormat::Dense:
-    return denseLinear(c, p, o);
-  case fb::WeightFormat::Q4:
-    return q4Linear(c, p, o);
-  case fb::WeightFormat::Q8:
-    return q8Linear(c, p, o);
-  }
-  return Status::error("internal: unknown weight format");
+  if (p.output_scale() != 1.0f)
+    return scaledProduct(c, p, o);
+  return product(c, p, o, c.out(), p.accumulate());
 }
 
 } // namespace llmc::cpu

@@ -21,6 +21,7 @@ namespace llmc::cpu {
 struct OpScratch {
   std::vector<float> norm;     // normalized rows of a GEMM's norm prologue, of LmHead's rows
   std::vector<float> products; // gate and up products of an int4 gated GEMM
+  std::vector<float> scaled;   // a Linear's product before its output_scale
   std::vector<float> rows;     // gathered rows of a selective Logits or LmHead step
   std::vector<float> logits;   // [R, V] of a selective Logits step
   std::vector<int64_t> argmaxRows, logitRows; // LmHead: rows taking ids, rows taking logits

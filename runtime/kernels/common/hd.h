@@ -51,6 +51,7 @@ LLMC_HD inline float infinity() { return bitsToFloat(0x7f800000u); }
 LLMC_HD inline float expF(float x) { return ::expf(x); }
 LLMC_HD inline float logF(float x) { return ::logf(x); }
 LLMC_HD inline float powF(float x, float y) { return ::powf(x, y); }
+LLMC_HD inline double powD(double x, double y) { return ::pow(x, y); }
 LLMC_HD inline float cosF(float x) { return ::cosf(x); }
 LLMC_HD inline float sinF(float x) { return ::sinf(x); }
 LLMC_HD inline float sqrtF(float x) { return ::sqrtf(x); }

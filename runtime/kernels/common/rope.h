@@ -118,13 +118,18 @@ LLMC_HD inline float ropeYarnInvFreq(int pair, int rotaryDim, float theta, const
 // step is an f32 tensor op):
 //   base' = base * (factor * seq_len / max_pos - (factor - 1)) ** (dim / (dim - 2))
 //   inv_freq = 1 / (base' ** (2i / dim))
+// The ** of the one-element f32 tensor by the Python float dim / (dim - 2)
+// runs torch's scalar loop, std::pow(float, double): a double pow with the
+// exponent unrounded, rounded to f32 once. (powf with the exponent rounded to
+// f32 was an ulp off at some lengths, e.g. 2144 and 2155 of long-dynamic,
+// which moved those decode steps' logits by 1.6e-4.)
 LLMC_HD inline float ropeDynamicInvFreq(int pair, int rotaryDim, float theta, const RopeScaling &s,
                                         int seqLen) {
   float grown = s.factor * static_cast<float>(seqLen);
   grown = grown / s.originalMaxPositions;
   grown = grown - static_cast<float>(static_cast<double>(s.factor) - 1.0);
-  float power = static_cast<float>(static_cast<double>(rotaryDim) / (rotaryDim - 2));
-  float base = theta * powF(grown, power);
+  const double power = static_cast<double>(rotaryDim) / (rotaryDim - 2);
+  float base = theta * static_cast<float>(powD(grown, power));
   return 1.0f / powF(base, ropeExponent(pair, rotaryDim));
 }
 

@@ -282,7 +282,7 @@ def models():
             **NEW_BASE | dict(rope_theta=10000.0,
                               rope_scaling=dict(rope_type="dynamic", factor=2.0))),
             legacy_rope={"type": "dynamic", "factor": 2.0}),
-    } | long_models()
+    } | long_models() | later_models()
 
 
 def long_prompt(length, seed):
@@ -491,6 +491,22 @@ def generate(name, spec, first_seed):
     print(f"{name}: logits std {logits.std().item():.3f}, max |row diff| {spread:.3f}, "
           f"min margin {min_margin:.2e} (bf16 {min_margin16:.2e}), cache drift {drift:.1e}, "
           f"|bf16 - f32| {bf16_gap:.3f}{extra}")
+
+
+def later_models():
+    """Appended after the long-context table, so that its seeds stay put."""
+    return {
+        # Llama's mlp_bias: biases on gate_proj, up_proj and down_proj.
+        "llama-mlp-bias": Spec(LlamaForCausalLM, LlamaConfig(
+            **NEW_BASE | dict(rope_theta=10000.0, mlp_bias=True))),
+        # Partial rotary past 2048 positions: StableLM rotating half of each
+        # 16-wide head (4 of 8 pairs) over the 2100-token prompt.
+        "long-partial": Spec(StableLmForCausalLM, StableLmConfig(
+            **without(NEW_BASE, "rms_norm_eps") | dict(
+                max_position_embeddings=4096, partial_rotary_factor=0.5, use_qkv_bias=True,
+                layer_norm_eps=1e-5, rope_theta=10000.0)),
+            prompt=long_prompt(2100, 7), keep_last=LONG_KEEP),
+    }
 
 
 def main():
