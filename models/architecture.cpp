@@ -2,6 +2,7 @@
 
 #include "models/gemma.h"
 #include "models/gemma2.h"
+#include "models/gemma3.h"
 #include "models/layer_norm_family.h"
 #include "models/llama.h"
 
@@ -18,6 +19,7 @@ const std::vector<const Architecture *> &registry() {
       &qwen2ForCausalLM(),
       &gemmaForCausalLM(),
       &gemma2ForCausalLM(),
+      &gemma3ForCausalLM(),
       &qwen3ForCausalLM(),
       &olmo2ForCausalLM(),
       &stableLmForCausalLM(),

@@ -321,5 +321,11 @@ INSTANTIATE_TEST_SUITE_P(LayerNormFamilies, HfLogits,
                            return name;
                          });
 
+// Hybrid sliding/global layers with per-layer RoPE (ModelConfig::layerRopes):
+// Gemma3's local and global bases, with per-head q/k norms.
+INSTANTIATE_TEST_SUITE_P(PerLayerRopeFamilies, HfLogits,
+                         ::testing::Values("gemma3"),
+                         [](const auto &info) { return std::string(info.param); });
+
 } // namespace
 } // namespace llmc
