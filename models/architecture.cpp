@@ -1,5 +1,6 @@
 #include "models/architecture.h"
 
+#include "models/exaone4.h"
 #include "models/gemma.h"
 #include "models/gemma2.h"
 #include "models/gemma3.h"
@@ -22,6 +23,7 @@ const std::vector<const Architecture *> &registry() {
       &gemma3ForCausalLM(),
       &qwen3ForCausalLM(),
       &olmo2ForCausalLM(),
+      &exaone4ForCausalLM(),
       &stableLmForCausalLM(),
       &starcoder2ForCausalLM(),
       &cohereForCausalLM(),

@@ -158,7 +158,7 @@ TEST(HfConfigError, UnknownArchitectureListsSupported) {
             "config.json: architectures[0] 'GPT2LMHeadModel' is not supported; supported: "
             "LlamaForCausalLM, MistralForCausalLM, Qwen2ForCausalLM, GemmaForCausalLM, "
             "Gemma2ForCausalLM, Gemma3ForCausalLM, Qwen3ForCausalLM, Olmo2ForCausalLM, "
-            "StableLmForCausalLM, "
+            "Exaone4ForCausalLM, StableLmForCausalLM, "
             "Starcoder2ForCausalLM, CohereForCausalLM, PhiForCausalLM, GPTNeoXForCausalLM");
 }
 

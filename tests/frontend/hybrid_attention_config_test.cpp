@@ -1,7 +1,7 @@
 // parseHfConfig on the families with hybrid sliding/global layers whose RoPE
 // differs per layer (ModelConfig::layerRopes): Gemma3ForCausalLM (text) in
-// both spellings of its two RoPE bases; its tensors; one error per rejected
-// field.
+// both spellings of its two RoPE bases, and Exaone4ForCausalLM with its NoPE
+// global layers; their tensors; one error per rejected field.
 #include "frontend/model_spec.h"
 #include "frontend_test_util.h"
 #include "models/architecture.h"
@@ -54,6 +54,20 @@ Json gemma3Transformers5Config() {
     "full_attention": {"rope_theta": 1000000.0, "rope_type": "linear", "factor": 8.0},
     "sliding_attention": {"rope_theta": 10000.0, "rope_type": "default"}})");
   return json;
+}
+
+// An EXAONE-4.0-style config.json with hybrid attention: 3 sliding layers
+// per global one, in 8 layers.
+Json exaone4Config() {
+  return Json::parse(R"({
+    "architectures": ["Exaone4ForCausalLM"], "model_type": "exaone4", "bos_token_id": 1,
+    "eos_token_id": 361, "head_dim": 128, "hidden_act": "silu", "hidden_size": 5120,
+    "intermediate_size": 27392, "max_position_embeddings": 131072, "num_attention_heads": 40,
+    "num_hidden_layers": 8, "num_key_value_heads": 8, "rms_norm_eps": 1e-05,
+    "rope_scaling": {"factor": 16.0, "high_freq_factor": 4.0, "low_freq_factor": 1.0,
+                     "original_max_position_embeddings": 8192, "rope_type": "llama3"},
+    "rope_theta": 1000000, "sliding_window": 4096, "sliding_window_pattern": 4,
+    "tie_word_embeddings": false, "torch_dtype": "bfloat16", "vocab_size": 102400})");
 }
 
 bool isGlobalEvery(int64_t layer, int64_t pattern) { return (layer + 1) % pattern == 0; }
@@ -202,6 +216,100 @@ TEST(HfConfigError, RopeParametersKeyedByLayerTypeOnLlama) {
   EXPECT_NE(message.find("LlamaForCausalLM does not read"), std::string::npos) << message;
 }
 
+TEST(HfConfig, ParsesExaone4WithNopeGlobalLayers) {
+  ModelConfig c = parseOk(exaone4Config());
+  EXPECT_EQ(c.architecture, "Exaone4ForCausalLM");
+  EXPECT_TRUE(c.postNormsOnly);
+  EXPECT_FALSE(c.sandwichNorms);
+  EXPECT_EQ(c.qkNorm, QkNorm::PerHead);
+  EXPECT_DOUBLE_EQ(c.normOffset, 0.0);
+  EXPECT_DOUBLE_EQ(c.embeddingScale, 1.0);
+  EXPECT_FALSE(c.tieWordEmbeddings);
+  EXPECT_FALSE(c.attentionBias);
+  EXPECT_EQ(c.mlpActivation, MlpActivation::Silu);
+  EXPECT_DOUBLE_EQ(c.rmsNormEps, 1e-5);
+  EXPECT_DOUBLE_EQ(c.attentionScale, 0.0); // head_dim^-0.5
+  ASSERT_EQ(c.layerWindows.size(), 8u);
+  ASSERT_EQ(c.layerRopes.size(), 8u);
+  for (int64_t i = 0; i < 8; ++i) {
+    SCOPED_TRACE("layer " + std::to_string(i));
+    const bool global = isGlobalEvery(i, 4); // layers 3 and 7
+    EXPECT_EQ(c.layerWindows[i], global ? 0 : 4096);
+    EXPECT_EQ(c.layerRopes[i].rotates, !global);
+    EXPECT_DOUBLE_EQ(c.layerRopes[i].theta, 1000000.0);
+    EXPECT_EQ(c.layerRopes[i].scaling.kind, RopeScaling::Kind::Llama3);
+  }
+}
+
+// sliding_window null: no layer slides and every layer is rotated, whatever
+// layer_types says (transformers applies RoPE when sliding_window is None).
+TEST(HfConfig, Exaone4WithoutSlidingWindowRotatesEveryLayer) {
+  Json json = exaone4Config();
+  json["sliding_window"] = nullptr;
+  json["sliding_window_pattern"] = nullptr;
+  json["layer_types"] = std::vector<std::string>(8, "full_attention");
+  ModelConfig c = parseOk(json);
+  EXPECT_EQ(c.layerWindows, std::vector<int64_t>(8, 0));
+  for (const LayerRope &rope : c.layerRopes)
+    EXPECT_TRUE(rope.rotates);
+}
+
+// layer_types decides; a string pattern beside it ("LLLG", as EXAONE 4.0
+// writes) is then unused, as in transformers.
+TEST(HfConfig, Exaone4LayerTypesWithAStringPattern) {
+  Json json = exaone4Config();
+  json["num_hidden_layers"] = 4;
+  json["sliding_window_pattern"] = "LLLG";
+  json["layer_types"] = {"sliding_attention", "full_attention", "sliding_attention",
+                         "full_attention"};
+  ModelConfig c = parseOk(json);
+  EXPECT_EQ(c.layerWindows, (std::vector<int64_t>{4096, 0, 4096, 0}));
+  EXPECT_TRUE(c.layerRopes[0].rotates);
+  EXPECT_FALSE(c.layerRopes[1].rotates);
+}
+
+// A window as long as the context excludes nothing, but the global layers
+// stay NoPE: that depends on sliding_window being set, not on its length.
+TEST(HfConfig, Exaone4WindowAsLongAsTheContextKeepsNope) {
+  Json json = exaone4Config();
+  json["sliding_window"] = 131072;
+  ModelConfig c = parseOk(json);
+  EXPECT_EQ(c.layerWindows, std::vector<int64_t>(8, 0));
+  EXPECT_FALSE(c.layerRopes[3].rotates);
+  EXPECT_TRUE(c.layerRopes[2].rotates);
+}
+
+TEST(HfConfig, Exaone4Defaults) {
+  Json json = exaone4Config();
+  for (const char *key : {"sliding_window", "sliding_window_pattern", "rms_norm_eps",
+                          "tie_word_embeddings", "hidden_act"})
+    json.erase(key);
+  ModelConfig c = parseOk(json);
+  EXPECT_EQ(c.layerWindows, (std::vector<int64_t>{4096, 4096, 4096, 0, 4096, 4096, 4096, 0}));
+  EXPECT_DOUBLE_EQ(c.rmsNormEps, 1e-5);
+  EXPECT_FALSE(c.tieWordEmbeddings);
+  EXPECT_EQ(c.mlpActivation, MlpActivation::Silu);
+}
+
+TEST(HfConfigError, Exaone4BadFields) {
+  Json json = exaone4Config();
+  json["sliding_window_pattern"] = "LLLG"; // without layer_types
+  std::string message = parseError(json, "'sliding_window_pattern'");
+  EXPECT_NE(message.find("layer_types"), std::string::npos) << message;
+  json = exaone4Config();
+  json["sliding_window_pattern"] = 0;
+  parseError(json, "'sliding_window_pattern'");
+  json = exaone4Config();
+  json["sliding_window"] = 0;
+  parseError(json, "'sliding_window'");
+  json = exaone4Config();
+  json["hidden_act"] = "relu";
+  parseError(json, "'hidden_act'");
+  json = exaone4Config();
+  json["layer_types"] = {"sliding_attention"};
+  parseError(json, "'layer_types'");
+}
+
 const TensorSpec *findSpec(const std::vector<TensorSpec> &specs, const std::string &name) {
   auto it =
       std::find_if(specs.begin(), specs.end(), [&](const TensorSpec &s) { return s.name == name; });
@@ -222,6 +330,19 @@ TEST(Architecture, Gemma3TensorsAddPerHeadQkNormsToGemma2s) {
               std::vector<int64_t>{256})
         << norm;
   EXPECT_EQ(findSpec(specs, "lm_head.weight"), nullptr);
+}
+
+TEST(Architecture, Exaone4TensorsHavePostNormsOnlyAndPerHeadQkNorms) {
+  ModelConfig c = parseOk(exaone4Config());
+  auto specs = findArchitecture(c.architecture)->expectedTensors(c);
+  EXPECT_EQ(specs.size(), 1 + 8 * 11 + 2u);
+  EXPECT_EQ(findSpec(specs, "model.layers.0.input_layernorm.weight"), nullptr);
+  EXPECT_EQ(findSpec(specs, "model.layers.0.pre_feedforward_layernorm.weight"), nullptr);
+  EXPECT_EQ(findSpec(specs, "model.layers.7.post_feedforward_layernorm.weight")->shape,
+            std::vector<int64_t>{5120});
+  EXPECT_EQ(findSpec(specs, "model.layers.7.self_attn.k_norm.weight")->shape,
+            std::vector<int64_t>{128});
+  EXPECT_EQ(findSpec(specs, "lm_head.weight")->shape, (std::vector<int64_t>{102400, 5120}));
 }
 
 } // namespace

@@ -30,7 +30,7 @@ TEST(Architecture, RegistryNamesEveryFamily) {
   EXPECT_EQ(supportedArchitectureList(),
             "LlamaForCausalLM, MistralForCausalLM, Qwen2ForCausalLM, GemmaForCausalLM, "
             "Gemma2ForCausalLM, Gemma3ForCausalLM, Qwen3ForCausalLM, Olmo2ForCausalLM, "
-            "StableLmForCausalLM, "
+            "Exaone4ForCausalLM, StableLmForCausalLM, "
             "Starcoder2ForCausalLM, CohereForCausalLM, PhiForCausalLM, GPTNeoXForCausalLM");
   for (const std::string &name : supportedArchitectureNames())
     EXPECT_EQ(findArchitecture(name)->name(), name);

@@ -1,8 +1,10 @@
 // Families whose layers differ in RoPE (ModelConfig::layerRopes): Gemma3's
-// local and global bases (and rope_scaling on the global layers only), with
-// per-head q/k norms; its graph names exactly the tensors the weight check
-// expects.
+// local and global bases (and rope_scaling on the global layers only), and
+// EXAONE 4's NoPE global layers, whose q and k reach llm.attention
+// unrotated. Both also carry per-head q/k norms; their graphs name exactly
+// the tensors the weight check expects.
 #include "ir/LlmOps.h"
+#include "models/exaone4.h"
 #include "models/gemma3.h"
 #include "models/llama_graph.h"
 
@@ -110,6 +112,48 @@ TEST_F(PerLayerRopeGraphTest, Gemma3SlidingLayersUseTheLocalBaseAndGlobalOnesThe
   }
 }
 
+TEST_F(PerLayerRopeGraphTest, Exaone4GlobalLayersAreNope) {
+  ModelConfig config = withRules(exaone4ForCausalLM(),
+                                 Json{{"sliding_window", 16}, {"sliding_window_pattern", 3}});
+  ASSERT_TRUE(build(config));
+  auto attention = ops<llm::AttentionOp>();
+  ASSERT_EQ(attention.size(), 6u);
+  EXPECT_EQ(ops<llm::RopeOp>().size(), 2u * 4u); // 4 sliding layers, q and k each
+  for (int64_t layer = 0; layer < 6; ++layer) {
+    SCOPED_TRACE("layer " + std::to_string(layer));
+    const bool global = (layer + 1) % 3 == 0;
+    EXPECT_EQ(attention[layer].getWindow(), global ? 0u : 16u);
+    for (unsigned operand : {0u, 1u}) {
+      llm::RopeOp rope = ropeOf(attention[layer], operand);
+      EXPECT_EQ(static_cast<bool>(rope), !global);
+      // Unrotated or not, q and k come from their per-head norm, no (1 + w).
+      mlir::Value normed = rope ? rope.getX() : attention[layer]->getOperand(operand);
+      auto norm = normed.getDefiningOp<llm::RmsNormOp>();
+      ASSERT_TRUE(norm);
+      EXPECT_EQ(norm.getGroup(), 16u);
+      EXPECT_EQ(norm.getOffset().convertToDouble(), 0.0);
+    }
+  }
+}
+
+TEST_F(PerLayerRopeGraphTest, Exaone4WithoutSlidingWindowRotatesEveryLayer) {
+  ModelConfig config = withRules(exaone4ForCausalLM(), Json{{"sliding_window", nullptr}});
+  ASSERT_TRUE(build(config));
+  EXPECT_EQ(ops<llm::RopeOp>().size(), 2u * 6u);
+  for (llm::AttentionOp op : ops<llm::AttentionOp>())
+    EXPECT_EQ(op.getWindow(), 0u);
+}
+
+// Post-norms only: no input norm, the attention and MLP outputs normalized
+// before their residual adds (as OLMo2), 2 + 2 q/k norms per layer.
+TEST_F(PerLayerRopeGraphTest, Exaone4HasPostNormsOnly) {
+  ASSERT_TRUE(build(withRules(exaone4ForCausalLM(), Json::object())));
+  EXPECT_EQ(ops<llm::RmsNormOp>().size(), 6u * 4u + 1u);
+  module->walk([](llm::WeightOp op) {
+    EXPECT_EQ(op.getName().str().find("input_layernorm"), std::string::npos) << op.getName().str();
+  });
+}
+
 TEST_F(PerLayerRopeGraphTest, WeightsMatchTheExpectedTensors) {
   struct Case {
     const Architecture *arch;
@@ -118,6 +162,8 @@ TEST_F(PerLayerRopeGraphTest, WeightsMatchTheExpectedTensors) {
   const std::vector<Case> cases = {
       {&gemma3ForCausalLM(), Json::object()},
       {&gemma3ForCausalLM(), Json{{"tie_word_embeddings", false}, {"attention_bias", true}}},
+      {&exaone4ForCausalLM(), Json::object()},
+      {&exaone4ForCausalLM(), Json{{"tie_word_embeddings", true}}},
   };
   for (const Case &c : cases) {
     SCOPED_TRACE(std::string(c.arch->name()) + " " + c.hf.dump());
@@ -138,7 +184,7 @@ TEST_F(PerLayerRopeGraphTest, WeightsMatchTheExpectedTensors) {
 }
 
 TEST_F(PerLayerRopeGraphTest, PerLayerRopesOfTheWrongCountAreAnInternalError) {
-  ModelConfig config = withRules(gemma3ForCausalLM(), Json::object());
+  ModelConfig config = withRules(exaone4ForCausalLM(), Json::object());
   config.layerRopes.pop_back();
   GraphOptions options{mlir::Float32Type::get(&context)};
   auto built = buildLlamaGraph(context, config, options);
