@@ -5,6 +5,7 @@
 
 #include "kernels/common/rope_params.h"
 #include "models/architecture.h"
+#include "models/unsupported_features.h"
 
 #include <cmath>
 
@@ -42,6 +43,11 @@ Expected<const Architecture *> readArchitecture(const Json &hf, const std::strin
     return fieldError(source, "architectures[0]",
                       std::string("expected a string, got ") + jsonTypeName(name));
   const Architecture *arch = findArchitecture(name.get<std::string>());
+  // What a recognised class, or the config, asks for that llmc lacks, by name.
+  if (arch == nullptr)
+    LLMC_RETURN_IF_ERROR(explainUnsupportedClass(hf, name.get<std::string>(), source, supported));
+  else
+    LLMC_RETURN_IF_ERROR(checkUnsupportedFeatures(hf, name.get<std::string>(), source));
   if (arch == nullptr)
     return Status::error(source + ": architectures[0] '" + name.get<std::string>() +
                          "' is not supported; " + supported);
