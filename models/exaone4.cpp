@@ -18,8 +18,8 @@ constexpr double kDefaultRmsNormEps = 1e-5;
 Expected<int64_t> readSlidingPattern(const Json &hf, const std::string &source) {
   const Json *field = findField(hf, "sliding_window_pattern");
   if (field != nullptr && field->is_string())
-    return Status::error(source + ": field 'sliding_window_pattern': the string " +
-                         field->dump() + " is not read by transformers 5.24 without " +
+    return Status::error(source + ": field 'sliding_window_pattern': the string " + field->dump() +
+                         " is not read by transformers 5.24 without " +
                          "'layer_types'; supported: an integer >= 1, or a layer_types list");
   LLMC_ASSIGN_OR_RETURN(int64_t pattern, optionalInt(hf, "sliding_window_pattern",
                                                      kDefaultSlidingWindowPattern, source));
@@ -38,8 +38,7 @@ Status readHybridAttention(const Json &hf, const std::string &source, ModelConfi
   const Json *field = findField(hf, "sliding_window");
   if (field == nullptr)
     window = kDefaultSlidingWindow;
-  config.layerRopes.assign(config.numLayers,
-                           LayerRope{true, config.ropeTheta, config.ropeScaling});
+  config.layerRopes.assign(config.numLayers, LayerRope{true, config.ropeTheta, config.ropeScaling});
   if (window == 0) { // sliding_window null: every layer global, rotated
     config.layerWindows.assign(config.numLayers, 0);
     return readLayerWindows(hf, source, config, 0, [](int64_t) { return false; }).status();
@@ -53,9 +52,8 @@ Status readHybridAttention(const Json &hf, const std::string &source, ModelConfi
   LLMC_ASSIGN_OR_RETURN(config.layerWindows,
                         readLayerWindows(hf, source, config, window, isSliding));
   for (int64_t i = 0; i < config.numLayers; ++i) {
-    const bool sliding = types != nullptr && types->is_array()
-                             ? (*types)[i] == "sliding_attention"
-                             : isSliding(i);
+    const bool sliding =
+        types != nullptr && types->is_array() ? (*types)[i] == "sliding_attention" : isSliding(i);
     config.layerRopes[i].rotates = sliding;
   }
   return Status::ok();

@@ -87,8 +87,8 @@ Status readLayerRopes(const Json &hf, const std::string &source, ModelConfig &co
   if (global.theta == 0.0)
     global.theta = kDefaultGlobalTheta;
   if (local.theta == 0.0) {
-    LLMC_ASSIGN_OR_RETURN(local.theta, optionalNumber(hf, "rope_local_base_freq",
-                                                      kDefaultLocalTheta, source));
+    LLMC_ASSIGN_OR_RETURN(local.theta,
+                          optionalNumber(hf, "rope_local_base_freq", kDefaultLocalTheta, source));
     if (!std::isfinite(local.theta) || local.theta <= 0)
       return Status::error(source + ": field 'rope_local_base_freq': expected a finite number " +
                            "> 0, got " + std::to_string(local.theta));

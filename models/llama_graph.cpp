@@ -158,8 +158,8 @@ private:
     double scale = c.attentionScale > 0 ? c.attentionScale
                                         : 1.0 / std::sqrt(static_cast<double>(c.headDim));
     mlir::Value attn = b_.create<llm::AttentionOp>(
-        loc, rope(q, c.numHeads, layer), rope(k, c.numKvHeads, layer), v, layer, c.numHeads, c.numKvHeads,
-        c.headDim, scale, /*causal=*/true, c.attentionSoftcap, window(layer));
+        loc, rope(q, c.numHeads, layer), rope(k, c.numKvHeads, layer), v, layer, c.numHeads,
+        c.numKvHeads, c.headDim, scale, /*causal=*/true, c.attentionSoftcap, window(layer));
     mlir::Value o =
         linear(attn, p + "self_attn.o_proj", c.hiddenSize, qWidth, c.attentionOutputBias);
     // Sandwich norms (Gemma2): the attention output is normalized before the

@@ -173,8 +173,7 @@ constexpr KnownClass kKnownClasses[] = {
     {"WhisperForConditionalGeneration", "an audio encoder-decoder"},
 };
 
-template <size_t N>
-const KnownClass *findIn(const KnownClass (&table)[N], std::string_view name) {
+template <size_t N> const KnownClass *findIn(const KnownClass (&table)[N], std::string_view name) {
   for (const KnownClass &known : table)
     if (known.name == name)
       return &known;

@@ -32,14 +32,14 @@ std::string config(const std::string &architecture, const std::string &extra) {
 }
 
 TEST(UnsupportedFeature, MoeClassesNameTheirExperts) {
-  expectHas(refusal(config("MixtralForCausalLM",
-                           R"("num_local_experts": 8, "num_experts_per_tok": 2)")),
-            {"'MixtralForCausalLM' is recognised", "mixture-of-experts",
-             "'num_local_experts': 8", "supported: LlamaForCausalLM"});
+  expectHas(
+      refusal(config("MixtralForCausalLM", R"("num_local_experts": 8, "num_experts_per_tok": 2)")),
+      {"'MixtralForCausalLM' is recognised", "mixture-of-experts", "'num_local_experts': 8",
+       "supported: LlamaForCausalLM"});
   for (const char *cls : {"Qwen2MoeForCausalLM", "Qwen3MoeForCausalLM", "OlmoeForCausalLM",
                           "GraniteMoeForCausalLM", "PhimoeForCausalLM"})
-    expectHas(refusal(config(cls, "")), {std::string("'") + cls + "' is recognised",
-                                         "mixture-of-experts"});
+    expectHas(refusal(config(cls, "")),
+              {std::string("'") + cls + "' is recognised", "mixture-of-experts"});
 }
 
 TEST(UnsupportedFeature, ExpertFieldsOnAnySupportedClass) {
@@ -84,8 +84,7 @@ TEST(UnsupportedFeature, EncoderDecoder) {
   expectHas(refusal(config("T5ForConditionalGeneration", R"("is_encoder_decoder": true)")),
             {"'T5ForConditionalGeneration' is recognised", "encoder-decoder"});
   expectHas(refusal(config("MyTranslator", R"("is_encoder_decoder": true)")),
-            {"'MyTranslator' is not supported", "'is_encoder_decoder': true",
-             "encoder-decoder"});
+            {"'MyTranslator' is not supported", "'is_encoder_decoder': true", "encoder-decoder"});
 }
 
 TEST(UnsupportedFeature, StateSpaceHybrids) {

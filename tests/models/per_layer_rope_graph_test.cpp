@@ -86,8 +86,10 @@ TEST_F(PerLayerRopeGraphTest, Gemma3SlidingLayersUseTheLocalBaseAndGlobalOnesThe
   parsed.ropeScaling.kind = RopeScaling::Kind::Linear;
   parsed.ropeScaling.factor = 8.0;
   ModelConfig config = withRules(gemma3ForCausalLM(),
-                                 Json{{"rope_theta", 1000000.0}, {"rope_local_base_freq", 10000.0},
-                                      {"sliding_window", 8}, {"query_pre_attn_scalar", 24}},
+                                 Json{{"rope_theta", 1000000.0},
+                                      {"rope_local_base_freq", 10000.0},
+                                      {"sliding_window", 8},
+                                      {"query_pre_attn_scalar", 24}},
                                  parsed);
   ASSERT_EQ(config.layerRopes.size(), 6u);
   ASSERT_TRUE(build(config));
@@ -113,8 +115,8 @@ TEST_F(PerLayerRopeGraphTest, Gemma3SlidingLayersUseTheLocalBaseAndGlobalOnesThe
 }
 
 TEST_F(PerLayerRopeGraphTest, Exaone4GlobalLayersAreNope) {
-  ModelConfig config = withRules(exaone4ForCausalLM(),
-                                 Json{{"sliding_window", 16}, {"sliding_window_pattern", 3}});
+  ModelConfig config =
+      withRules(exaone4ForCausalLM(), Json{{"sliding_window", 16}, {"sliding_window_pattern", 3}});
   ASSERT_TRUE(build(config));
   auto attention = ops<llm::AttentionOp>();
   ASSERT_EQ(attention.size(), 6u);
@@ -172,9 +174,9 @@ TEST_F(PerLayerRopeGraphTest, WeightsMatchTheExpectedTensors) {
     std::map<std::string, std::vector<int64_t>> built, expected;
     module->walk([&](llm::WeightOp op) {
       auto shape = op.getResult().getType().cast<mlir::ShapedType>().getShape();
-      EXPECT_TRUE(built.emplace(op.getName().str(),
-                                std::vector<int64_t>(shape.begin(), shape.end()))
-                      .second)
+      EXPECT_TRUE(
+          built.emplace(op.getName().str(), std::vector<int64_t>(shape.begin(), shape.end()))
+              .second)
           << "two llm.weight ops named " << op.getName().str();
     });
     for (const TensorSpec &spec : c.arch->expectedTensors(config))
