@@ -1,7 +1,9 @@
 #include "models/architecture.h"
 
+#include "models/exaone4.h"
 #include "models/gemma.h"
 #include "models/gemma2.h"
+#include "models/gemma3.h"
 #include "models/granite.h"
 #include "models/layer_norm_family.h"
 #include "models/llama.h"
@@ -20,8 +22,10 @@ const std::vector<const Architecture *> &registry() {
       &qwen2ForCausalLM(),
       &gemmaForCausalLM(),
       &gemma2ForCausalLM(),
+      &gemma3ForCausalLM(),
       &qwen3ForCausalLM(),
       &olmo2ForCausalLM(),
+      &exaone4ForCausalLM(),
       &stableLmForCausalLM(),
       &starcoder2ForCausalLM(),
       &cohereForCausalLM(),

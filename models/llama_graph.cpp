@@ -127,15 +127,22 @@ private:
                                     b, scale);
   }
 
-  llm::RopeScalingAttr ropeScaling() {
-    return ropeScalingAttr(b_.getContext(), config_.ropeScaling);
+  // `layer`'s RoPE: its own when the family's layers differ (layerRopes).
+  LayerRope layerRope(int64_t layer) const {
+    if (!config_.layerRopes.empty())
+      return config_.layerRopes[layer];
+    return LayerRope{true, config_.ropeTheta, config_.ropeScaling};
   }
 
-  mlir::Value rope(mlir::Value x, int64_t heads) {
+  // x [T, heads * D] rotated as `layer` rotates; unchanged on a NoPE layer.
+  mlir::Value rope(mlir::Value x, int64_t heads, int64_t layer) {
+    const LayerRope r = layerRope(layer);
+    if (!r.rotates)
+      return x;
     int64_t rotaryDim = config_.rotaryDim == config_.headDim ? 0 : config_.rotaryDim;
     return b_.create<llm::RopeOp>(b_.getUnknownLoc(), x, positions_, heads, config_.headDim,
-                                  config_.ropeTheta, ropeScaling(), rotaryDim,
-                                  config_.ropeInterleaved);
+                                  r.theta, ropeScalingAttr(b_.getContext(), r.scaling),
+                                  rotaryDim, config_.ropeInterleaved);
   }
 
   mlir::Value decoderLayer(mlir::Value x, int64_t layer) {
@@ -153,8 +160,8 @@ private:
     double scale = c.attentionScale > 0 ? c.attentionScale
                                         : 1.0 / std::sqrt(static_cast<double>(c.headDim));
     mlir::Value attn = b_.create<llm::AttentionOp>(
-        loc, rope(q, c.numHeads), rope(k, c.numKvHeads), v, layer, c.numHeads, c.numKvHeads,
-        c.headDim, scale, /*causal=*/true, c.attentionSoftcap, window(layer));
+        loc, rope(q, c.numHeads, layer), rope(k, c.numKvHeads, layer), v, layer, c.numHeads,
+        c.numKvHeads, c.headDim, scale, /*causal=*/true, c.attentionSoftcap, window(layer));
     // Granite's residual_multiplier scales both block outputs before their adds.
     mlir::Value o = linear(attn, p + "self_attn.o_proj", c.hiddenSize, qWidth,
                            c.attentionOutputBias, c.residualScale);
@@ -201,6 +208,11 @@ Expected<mlir::OwningOpRef<mlir::ModuleOp>> buildLlamaGraph(mlir::MLIRContext &c
                                                             const GraphOptions &options) {
   if (!options.matrixType)
     return Status::error("internal: graph options need a matrix element type");
+  if (!config.layerRopes.empty() &&
+      static_cast<int64_t>(config.layerRopes.size()) != config.numLayers)
+    return Status::error("internal: " + config.architecture + " has " +
+                         std::to_string(config.layerRopes.size()) + " per-layer RoPEs for " +
+                         std::to_string(config.numLayers) + " layers");
   if (std::string missing = unsupportedRope(config); !missing.empty())
     return Status::error(config.architecture + ": " + missing +
                          " is not supported by this llmc's plans yet; supported RoPE: default, "

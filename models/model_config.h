@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -29,6 +30,13 @@ struct RopeScaling {
   // config (attention_factor, else mscale/mscale_all_dim, else factor).
   double attentionFactor = 1.0;
   std::vector<float> shortFactor, longFactor; // longrope: rotaryDim / 2 each
+};
+
+// One layer's RoPE, for the families whose layers differ in it.
+struct LayerRope {
+  bool rotates = true;    // false: NoPE, q and k reach attention unrotated (EXAONE 4)
+  double theta = 10000.0; // rope_theta of this layer's type
+  RopeScaling scaling;
 };
 
 // The MLP's gate activation: act(gate_proj(x)) * up_proj(x).
@@ -110,6 +118,17 @@ struct ModelConfig {
   // Per layer: the sliding window of its attention (a query at p sees keys
   // p - w < j <= p), 0 for global attention. Empty or numLayers entries.
   std::vector<int64_t> layerWindows;
+  // Per layer (empty, or numLayers entries): each layer's RoPE, when the
+  // family's layers differ (Gemma3: a local base on its sliding layers;
+  // EXAONE 4: no RoPE on its global layers). Empty: every layer rotates by
+  // ropeTheta and ropeScaling.
+  std::vector<LayerRope> layerRopes;
+  // `rope_parameters` keyed by layer type (transformers 5 writes Gemma3's so):
+  // ropeTheta / ropeScaling hold the "full_attention" entry, this the
+  // "sliding_attention" one. A theta of 0 here or in ropeTheta: the entry
+  // and the config's top level give none (the family's default applies).
+  // Only a family that turns it into layerRopes accepts such a config.
+  std::optional<LayerRope> slidingAttentionRope;
   // Gemma2's sandwich norms: the attention and MLP outputs are normalized
   // (post_attention_layernorm, post_feedforward_layernorm) before their
   // residual add, and the MLP input by pre_feedforward_layernorm.

@@ -160,6 +160,9 @@ Expected<mlir::OwningOpRef<mlir::ModuleOp>> buildModelGraph(mlir::MLIRContext &c
       arch == "GemmaForCausalLM" || arch == "Gemma2ForCausalLM" || arch == "Qwen3ForCausalLM" ||
       arch == "Olmo2ForCausalLM" || arch == "GraniteForCausalLM" || arch == "Phi3ForCausalLM")
     return buildLlamaGraph(context, config, options);
+  // Llama-layout families with per-layer RoPE (models/gemma3.h, models/exaone4.h).
+  if (arch == "Gemma3ForCausalLM" || arch == "Exaone4ForCausalLM")
+    return buildLlamaGraph(context, config, options);
   if (findLayerNormFamily(arch) != nullptr)
     return buildLayerNormGraph(context, config, options);
   return Status::error("internal: architecture '" + arch +

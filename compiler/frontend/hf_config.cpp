@@ -5,6 +5,7 @@
 
 #include "kernels/common/rope_params.h"
 #include "models/architecture.h"
+#include "models/unsupported_features.h"
 
 #include <cmath>
 
@@ -42,6 +43,11 @@ Expected<const Architecture *> readArchitecture(const Json &hf, const std::strin
     return fieldError(source, "architectures[0]",
                       std::string("expected a string, got ") + jsonTypeName(name));
   const Architecture *arch = findArchitecture(name.get<std::string>());
+  // What a recognised class, or the config, asks for that llmc lacks, by name.
+  if (arch == nullptr)
+    LLMC_RETURN_IF_ERROR(explainUnsupportedClass(hf, name.get<std::string>(), source, supported));
+  else
+    LLMC_RETURN_IF_ERROR(checkUnsupportedFeatures(hf, name.get<std::string>(), source));
   if (arch == nullptr)
     return Status::error(source + ": architectures[0] '" + name.get<std::string>() +
                          "' is not supported; " + supported);
@@ -283,9 +289,71 @@ Status readRotaryDim(const Json &hf, const Json *params, const std::string &sour
   return Status::ok();
 }
 
+// transformers 5's rope_parameters keyed by layer type (Gemma3 writes
+// {"full_attention": {...}, "sliding_attention": {...}}).
+bool keyedByLayerType(const Json *params) {
+  return params != nullptr && params->is_object() &&
+         (params->contains("full_attention") || params->contains("sliding_attention"));
+}
+
+// One entry of a keyed rope_parameters: its scaling, and its rope_theta (0
+// when the entry gives none: the family's default). Null or absent is
+// transformers' {"rope_type": "default"}.
+Expected<LayerRope> readLayerTypeRope(const Json &hf, const Json &params, const char *type,
+                                      const std::string &source, const ModelConfig &c) {
+  const std::string where = source + ": rope_parameters." + type;
+  LayerRope rope;
+  rope.theta = 0.0;
+  const Json *entry = findField(params, type);
+  if (entry == nullptr || entry->is_null())
+    return rope;
+  if (!entry->is_object())
+    return Status::error(where + ": expected an object or null, got " + jsonTypeName(*entry));
+  LLMC_ASSIGN_OR_RETURN(double fraction, readPositive(*entry, "partial_rotary_factor", 1.0, where));
+  if (fraction != 1.0)
+    return fieldError(where, "partial_rotary_factor",
+                      "partial rotary per layer type is not supported; supported: 1.0 (or absent)");
+  ModelConfig scratch = c;
+  scratch.ropeScaling = RopeScaling();
+  LLMC_RETURN_IF_ERROR(readRopeScaling(hf, *entry, source, where, scratch));
+  rope.scaling = scratch.ropeScaling;
+  if (const Json *theta = findField(*entry, "rope_theta"); theta && !theta->is_null()) {
+    LLMC_ASSIGN_OR_RETURN(rope.theta, readPositive(*entry, "rope_theta", 0.0, where));
+  }
+  return rope;
+}
+
+// Keyed rope_parameters: "full_attention" into ropeTheta / ropeScaling (its
+// theta defaults to a top-level rope_theta, as transformers'), and
+// "sliding_attention" into slidingAttentionRope; the family decides the rest.
+Status readRopeByLayerType(const Json &hf, const Json &params, const Json *scaling,
+                           const std::string &source, ModelConfig &c) {
+  if (scaling != nullptr && !scaling->is_null())
+    return fieldError(source, "rope_scaling",
+                      "given beside rope_parameters keyed by layer type; write the scaling into "
+                      "rope_parameters.full_attention instead");
+  for (const auto &[key, value] : params.items())
+    if (key != "full_attention" && key != "sliding_attention")
+      return Status::error(source + ": rope_parameters: key '" + key +
+                           "' is not a layer type; supported: full_attention, sliding_attention");
+  LLMC_ASSIGN_OR_RETURN(LayerRope full, readLayerTypeRope(hf, params, "full_attention", source, c));
+  LLMC_ASSIGN_OR_RETURN(c.slidingAttentionRope,
+                        readLayerTypeRope(hf, params, "sliding_attention", source, c));
+  if (const Json *top = findField(hf, "rope_theta"); full.theta == 0.0 && top && !top->is_null()) {
+    LLMC_ASSIGN_OR_RETURN(full.theta, readPositive(hf, "rope_theta", 0.0, source));
+  }
+  c.ropeTheta = full.theta;
+  c.ropeScaling = full.scaling;
+  return Status::ok();
+}
+
 Status readRope(const Json &hf, const std::string &source, ModelConfig &c) {
   const Json *scaling = findField(hf, "rope_scaling");
   const Json *params = findField(hf, "rope_parameters");
+  if (keyedByLayerType(params)) {
+    LLMC_RETURN_IF_ERROR(readRotaryDim(hf, nullptr, source, c));
+    return readRopeByLayerType(hf, *params, scaling, source, c);
+  }
   LLMC_RETURN_IF_ERROR(readRotaryDim(hf, params, source, c));
   double theta = 10000.0;
   if ((scaling == nullptr || scaling->is_null()) && params != nullptr && params->is_object()) {
@@ -348,6 +416,11 @@ Expected<ModelConfig> parseHfConfig(const Json &hf, const std::string &source) {
   LLMC_RETURN_IF_ERROR(readRope(hf, source, config));
   LLMC_RETURN_IF_ERROR(readMisc(hf, source, config));
   LLMC_RETURN_IF_ERROR(arch->applyConfig(hf, source, config));
+  if (config.slidingAttentionRope && config.layerRopes.empty())
+    return fieldError(source, "rope_parameters",
+                      "keyed by layer type (full_attention, sliding_attention), which " +
+                          config.architecture +
+                          " does not read; write one rope_parameters object for all layers");
   return config;
 }
 

@@ -157,7 +157,8 @@ TEST(HfConfigError, UnknownArchitectureListsSupported) {
   EXPECT_EQ(parseError(json, "architectures[0]"),
             "config.json: architectures[0] 'GPT2LMHeadModel' is not supported; supported: "
             "LlamaForCausalLM, MistralForCausalLM, Qwen2ForCausalLM, GemmaForCausalLM, "
-            "Gemma2ForCausalLM, Qwen3ForCausalLM, Olmo2ForCausalLM, StableLmForCausalLM, "
+            "Gemma2ForCausalLM, Gemma3ForCausalLM, Qwen3ForCausalLM, Olmo2ForCausalLM, "
+            "Exaone4ForCausalLM, StableLmForCausalLM, "
             "Starcoder2ForCausalLM, CohereForCausalLM, PhiForCausalLM, GPTNeoXForCausalLM, "
             "GraniteForCausalLM, Phi3ForCausalLM");
 }

@@ -29,7 +29,8 @@ const TensorSpec *findSpec(const std::vector<TensorSpec> &specs, const std::stri
 TEST(Architecture, RegistryNamesEveryFamily) {
   EXPECT_EQ(supportedArchitectureList(),
             "LlamaForCausalLM, MistralForCausalLM, Qwen2ForCausalLM, GemmaForCausalLM, "
-            "Gemma2ForCausalLM, Qwen3ForCausalLM, Olmo2ForCausalLM, StableLmForCausalLM, "
+            "Gemma2ForCausalLM, Gemma3ForCausalLM, Qwen3ForCausalLM, Olmo2ForCausalLM, "
+            "Exaone4ForCausalLM, StableLmForCausalLM, "
             "Starcoder2ForCausalLM, CohereForCausalLM, PhiForCausalLM, GPTNeoXForCausalLM, "
             "GraniteForCausalLM, Phi3ForCausalLM");
   for (const std::string &name : supportedArchitectureNames())

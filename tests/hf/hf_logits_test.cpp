@@ -344,5 +344,12 @@ INSTANTIATE_TEST_SUITE_P(LayerNormFamilies, HfLogits,
                            return name;
                          });
 
+// Hybrid sliding/global layers with per-layer RoPE (ModelConfig::layerRopes):
+// Gemma3's local and global bases, EXAONE 4's NoPE global layers; both with
+// per-head q/k norms.
+INSTANTIATE_TEST_SUITE_P(PerLayerRopeFamilies, HfLogits,
+                         ::testing::Values("gemma3", "exaone4"),
+                         [](const auto &info) { return std::string(info.param); });
+
 } // namespace
 } // namespace llmc
