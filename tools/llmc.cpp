@@ -163,6 +163,11 @@ int main(int argc, char **argv) {
   build->add_flag("--no-awq-clip", options.noAwqClip, "AWQ: scales only, no clipping search");
   build->add_flag("--no-awq-scales", options.noAwqScales,
                   "AWQ: clipping search only, no per-channel scales");
+  build->add_flag("--awq-norm-scales", options.awqNormScales,
+                  "AWQ: search the scales of q/k/v and gate/up (after an RMSNorm) too, as the "
+                  "reference does; by default only o_proj's and down_proj's");
+  build->add_option("--gptq-dampening", options.gptqDampening,
+                    "GPTQ: added to the Hessian's diagonal, times its mean (default 0.003)");
   build->add_flag("--gptq-act-order", options.gptqActOrder,
                   "GPTQ: quantize columns by decreasing activation energy");
   build->add_flag("--no-gptq-range-search", options.noGptqRangeSearch,

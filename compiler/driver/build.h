@@ -44,6 +44,8 @@ struct BuildOptions {
   bool awqClip = false;               // --awq-clip: AWQ's weight clipping search (the default)
   bool noAwqClip = false;             // --no-awq-clip: AWQ without the clipping search
   bool noAwqScales = false;           // --no-awq-scales: AWQ's clipping search without scales
+  bool awqNormScales = false;         // --awq-norm-scales: AWQ scales after RMSNorms too (the reference)
+  std::optional<double> gptqDampening; // --gptq-dampening: times H's mean diagonal (default 0.003)
   bool gptqActOrder = false;          // --gptq-act-order: GPTQ columns by decreasing H[k][k]
   bool noGptqRangeSearch = false;     // --no-gptq-range-search: GPTQ groups keep their full range
   bool awqScalesOnly = false;         // tests: fold AWQ scales, keep float weights

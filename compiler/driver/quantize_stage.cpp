@@ -22,8 +22,8 @@ namespace {
 
 Status checkOptions(const BuildOptions &o) {
   if (o.quantize.empty()) {
-    if (!o.calibFile.empty() || o.awqClip || o.noAwqClip || o.noAwqScales || o.gptqActOrder ||
-        o.noGptqRangeSearch)
+    if (!o.calibFile.empty() || o.awqClip || o.noAwqClip || o.noAwqScales || o.awqNormScales ||
+        o.gptqActOrder || o.noGptqRangeSearch || o.gptqDampening)
       return Status::error("--calib and the --awq-* and --gptq-* options need --quantize awq or "
                            "gptq");
     return Status::ok();
@@ -36,8 +36,8 @@ Status checkOptions(const BuildOptions &o) {
       return Status::error("--group-size " + std::to_string(o.groupSize) +
                            " for int8 is not 0 (a scale per output channel) or a positive "
                            "multiple of 32");
-    if (!o.calibFile.empty() || o.awqClip || o.noAwqClip || o.gptqActOrder ||
-        o.noGptqRangeSearch)
+    if (!o.calibFile.empty() || o.awqClip || o.noAwqClip || o.noAwqScales || o.awqNormScales ||
+        o.gptqActOrder || o.noGptqRangeSearch || o.gptqDampening)
       return Status::error("--calib and the --awq-* and --gptq-* options do not apply to "
                            "--quantize int8");
     if (o.syntheticSeed)
@@ -57,11 +57,21 @@ Status checkOptions(const BuildOptions &o) {
     return Status::error("--awq-clip and --no-awq-clip contradict each other; give one");
   if (o.quantize != "awq" && o.noAwqScales)
     return Status::error("--no-awq-scales applies to --quantize awq only");
+  if (o.quantize != "awq" && o.awqNormScales)
+    return Status::error("--awq-norm-scales applies to --quantize awq only");
+  if (o.noAwqScales && o.awqNormScales)
+    return Status::error("--no-awq-scales and --awq-norm-scales contradict each other; give one");
   if (o.noAwqScales && o.noAwqClip)
     return Status::error("--no-awq-scales with --no-awq-clip leaves plain RTN; use --quantize rtn");
   if (o.quantize != "gptq" && (o.gptqActOrder || o.noGptqRangeSearch))
     return Status::error("--gptq-act-order and --no-gptq-range-search apply to --quantize gptq "
                          "only");
+  if (o.quantize != "gptq" && o.gptqDampening)
+    return Status::error("--gptq-dampening applies to --quantize gptq only");
+  if (o.gptqDampening && !(*o.gptqDampening > 0.0 && *o.gptqDampening <= 1.0))
+    return Status::error("--gptq-dampening " + std::to_string(*o.gptqDampening) +
+                         " is not in (0, 1]: it is a fraction of the Hessian's mean diagonal "
+                         "(default 0.003)");
   if (o.calibTokens < 2)
     return Status::error("--calib-tokens " + std::to_string(o.calibTokens) +
                          " is too small (at least 2; a few thousand is typical)");
@@ -256,6 +266,7 @@ Expected<QuantizeOutcome> prepareQuantization(mlir::ModuleOp module, const Weigh
     quant::CalibrationOptions calib;
     calib.maxTokens = options.calibTokens;
     calib.window = std::min<int64_t>(512, maxSeqLen);
+    calib.meanSkipsFirstRow = tokenizer.bosId().has_value();
     // GPTQ: the whole X^T X per group; AWQ's clipping: its group-size blocks.
     calib.gramBlock = outcome.config.method == QuantizeMethod::Gptq ? INT64_MAX
                       : clip                                        ? options.groupSize
@@ -269,7 +280,10 @@ Expected<QuantizeOutcome> prepareQuantization(mlir::ModuleOp module, const Weigh
   quant::QuantizeSettings settings;
   settings.config = outcome.config;
   settings.clip = clip;
+  settings.normScales = options.awqNormScales;
   settings.actOrder = options.gptqActOrder;
+  if (options.gptqDampening)
+    settings.gptqDampening = *options.gptqDampening;
   settings.gptqRangeSearch = !options.noGptqRangeSearch;
   settings.fixedAlpha = options.awqFixedAlpha;
   if (options.noAwqScales)
@@ -297,7 +311,10 @@ std::vector<std::string> describeQuantization(const QuantizeOutcome &outcome) {
     std::snprintf(alpha, sizeof(alpha), "%.2f", g.alpha);
     std::string line = "quantize:   " + g.label + ": ";
     if (awq)
-      line += (g.scaled ? "alpha " + std::string(alpha) : "not scalable (RTN)") + ", ";
+      line += (!g.scaled    ? std::string("not scalable (RTN)")
+               : g.searched ? "alpha " + std::string(alpha)
+                            : std::string("s = 1 (after an RMSNorm; --awq-norm-scales searches it)")) +
+              ", ";
     if (calibrated)
       line += "output error " + ratio(g.outputError, g.outputNorm) + " (RTN " +
               ratio(g.rtnOutputError, g.outputNorm) + "), ";

@@ -412,8 +412,10 @@ private:
     for (const std::vector<float> &y : p->reference)
       report.outputNorm += squaredNorm(y);
     LLMC_ASSIGN_OR_RETURN(report.rtnOutputError, outputError(g, *p, effective(weights, {})));
-    if (!report.scaled)
+    if (!report.scaled ||
+        (group.sink == ScaleSink::RmsNorm && !settings_.normScales && !settings_.fixedAlpha))
       return Status::ok();
+    report.searched = true;
     double best = report.rtnOutputError;
     std::vector<float> alphas;
     if (settings_.fixedAlpha)

@@ -1,7 +1,8 @@
 // AWQ (Lin et al., "AWQ: Activation-aware Weight Quantization", MLSys 2024)
 // and round-to-nearest, on the groups of linears of passes/Quantize.h.
 //
-// Per group with calibration data: for alpha = i / grid (i < grid),
+// Per group with calibration data (by default only the groups whose scales
+// fold into a linear, QuantizeSettings::normScales): for alpha = i / grid (i < grid),
 //   s = max(meanAbs(x)^alpha, 1e-4), s /= sqrt(max(s) * min(s)),
 // quantize W * diag(s) group-wise, and measure the group's output error
 // || X W^T - X (Q(W s) / s)^T ||^2 on the sampled input rows X; keep the
@@ -32,9 +33,15 @@ namespace llmc::quant {
 struct QuantizeSettings {
   QuantizeConfig config;           // method, group size, scales only
   bool clip = false;               // AWQ's clipping search (on unless --no-awq-clip)
+  // AWQ: also search the scales of groups after an RMSNorm (q/k/v, gate/up),
+  // as the reference does (--awq-norm-scales); by default only the groups
+  // whose scales fold into a linear (o_proj, down_proj) are searched, the
+  // others keep s = 1 (docs/quantization.md: on stories260K those scales
+  // lower the block error, also on held-out rows, but raise perplexity).
+  bool normScales = false;
   bool actOrder = false;           // GPTQ: --gptq-act-order
   bool gptqRangeSearch = true;     // GPTQ: off with --no-gptq-range-search
-  double gptqDampening = 0.01;     // GPTQ: times the mean of H's diagonal
+  double gptqDampening = 0.003;    // GPTQ: times the mean of H's diagonal (--gptq-dampening)
   int gridPoints = 20;             // alphas 0, 1/20, ..., 19/20
   std::optional<float> fixedAlpha; // tests: use this alpha, no search
 };
@@ -47,6 +54,7 @@ struct QuantizeSettings {
 struct GroupReport {
   std::string label;
   bool scaled = false;
+  bool searched = false; // the scales were searched (else s = 1: an RMSNorm sink, see normScales)
   float alpha = 0.0f;
   double rtnOutputError = 0, outputError = 0;
   double rtnWeightError = 0, weightError = 0;

@@ -35,12 +35,14 @@ class Collector {
 public:
   Collector(const std::vector<LinearGroup> &groups, int64_t windows,
             const CalibrationOptions &options, ThreadPool &pool)
-      : pool_(pool) {
+      : pool_(pool), skipFirstRow_(options.meanSkipsFirstRow) {
     const int64_t sampled = std::max<int64_t>(1, std::min(windows, options.sampleWindows));
     stride_ = windows / sampled;
     lastSampled_ = stride_ * (sampled - 1);
     prefix_ = std::max<int64_t>(1, options.sampleRows / sampled);
     stats_.resize(groups.size());
+    windowRows_.assign(groups.size(), 0);
+    skippedRows_.assign(groups.size(), 0);
     for (size_t g = 0; g < groups.size(); ++g) {
       index_[groups[g].input] = g;
       GroupActivations &stats = stats_[g];
@@ -58,9 +60,14 @@ public:
     if (it == index_.end())
       return;
     std::vector<double> &sums = absSums_[it->second];
-    for (int64_t r = 0; r < rows; ++r)
+    // Rows may come in several calls per window: only the window's row 0 is left out.
+    int64_t &seen = windowRows_[it->second];
+    for (int64_t r = skipFirstRow_ && seen == 0 ? 1 : 0; r < rows; ++r)
       for (int64_t c = 0; c < width; ++c)
         sums[c] += std::fabs(data[r * width + c]);
+    if (skipFirstRow_ && seen == 0 && rows > 0)
+      ++skippedRows_[it->second];
+    seen += rows;
     GroupActivations &stats = stats_[it->second];
     stats.totalRows += rows;
     if (stats.gramBlock > 0)
@@ -76,13 +83,15 @@ public:
   void nextWindow(int64_t rows) {
     totalRows_ += rows;
     ++window_;
+    std::fill(windowRows_.begin(), windowRows_.end(), 0);
   }
 
   std::vector<GroupActivations> finish() {
     for (size_t g = 0; g < stats_.size(); ++g) {
       stats_[g].meanAbs = std::move(absSums_[g]);
+      const int64_t rows = std::max<int64_t>(1, totalRows_ - skippedRows_[g]);
       for (double &m : stats_[g].meanAbs)
-        m /= static_cast<double>(totalRows_);
+        m /= static_cast<double>(rows);
     }
     return std::move(stats_);
   }
@@ -119,6 +128,9 @@ private:
   std::vector<GroupActivations> stats_;
   std::vector<std::vector<double>> absSums_;
   int64_t totalRows_ = 0, window_ = 0;
+  bool skipFirstRow_ = false;
+  std::vector<int64_t> windowRows_;  // per group: rows of the current window seen
+  std::vector<int64_t> skippedRows_; // per group: first rows left out of the mean |x|
   int64_t stride_ = 1, lastSampled_ = 0, prefix_ = 1;
 };
 

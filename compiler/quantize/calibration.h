@@ -20,7 +20,7 @@ namespace llmc::quant {
 using Progress = std::function<void(const std::string &task, uint64_t done, uint64_t total)>;
 
 struct GroupActivations {
-  std::vector<double> meanAbs; // [K] mean |x| per input channel
+  std::vector<double> meanAbs; // [K] mean |x| per input channel (CalibrationOptions::meanSkipsFirstRow)
   // Sampled input rows [sampleRows, K]: the first rows of a few windows
   // spread over the text, so that they form whole sequences (a causal
   // window's prefix is one) for the attention of a block output.
@@ -45,6 +45,12 @@ struct CalibrationOptions {
   // 0 none, >= K the whole matrix (K^2 floats per group), else the
   // diagonal blocks of this size (K * B floats).
   int64_t gramBlock = 0;
+  // Leave each window's first row (the BOS every window starts with) out of
+  // the mean |x|: its activations are the same outliers in every window
+  // (about 1 row in 500 of them, yet they shift the means AWQ's scales come
+  // from; the reference's calibration blocks rarely start with BOS). The
+  // sample and the gram keep it.
+  bool meanSkipsFirstRow = false;
 };
 
 // Feeds `ids` (the text without BOS, cut to maxTokens) as windows of

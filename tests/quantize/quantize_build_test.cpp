@@ -505,6 +505,39 @@ TEST(QuantizeBuild, OptionErrorsNameTheOption) {
               o.noAwqScales = o.noAwqClip = true;
             }).find("use --quantize rtn"),
             std::string::npos);
+  EXPECT_NE(failure([](BuildOptions &o) {
+              o.quantize = "gptq";
+              o.calibFile = "x.txt";
+              o.awqNormScales = true;
+            }).find("--awq-norm-scales applies to --quantize awq only"),
+            std::string::npos);
+  EXPECT_NE(failure([](BuildOptions &o) {
+              o.quantize = "awq";
+              o.calibFile = "x.txt";
+              o.noAwqScales = o.awqNormScales = true;
+            }).find("--no-awq-scales and --awq-norm-scales contradict"),
+            std::string::npos);
+  EXPECT_NE(failure([](BuildOptions &o) {
+              o.quantize = "awq";
+              o.calibFile = "x.txt";
+              o.gptqDampening = 0.01;
+            }).find("--gptq-dampening applies to --quantize gptq only"),
+            std::string::npos);
+  for (double bad : {0.0, -0.1, 1.5, std::nan("")})
+    EXPECT_NE(failure([bad](BuildOptions &o) {
+                o.quantize = "gptq";
+                o.calibFile = "x.txt";
+                o.gptqDampening = bad;
+              }).find("is not in (0, 1]"),
+              std::string::npos)
+        << bad;
+  EXPECT_NE(failure([](BuildOptions &o) {
+              o.quantize = "int8";
+              o.gptqDampening = 0.01;
+            }).find("do not apply to --quantize int8"),
+            std::string::npos);
+  EXPECT_NE(failure([](BuildOptions &o) { o.awqNormScales = true; }).find("need --quantize awq"),
+            std::string::npos);
   EXPECT_NE(failure([](BuildOptions &o) { o.noAwqScales = true; }).find("need --quantize awq"),
             std::string::npos);
   EXPECT_NE(failure([](BuildOptions &o) { o.calibFile = "x.txt"; }).find("need --quantize awq"),

@@ -138,14 +138,15 @@ TEST(QuantizeGolden, Group128OrderingOnStories260k) {
   EXPECT_LT(g, a);
   EXPECT_LE(a, r);
   EXPECT_LT(o, r);
-  EXPECT_GE(recovered, 0.5);
+  EXPECT_GE(recovered, 0.55); // measured 55.4% (dampening 0.003; 54.5% at 0.01)
 }
 
-// The two-sided clipping search (docs/quantization.md, "the two-sided
-// clipping search"), at the default 8192 calibration tokens: measured 47.5%
-// of RTN's perplexity loss recovered with the clipping alone, 39.7% with
-// the scale search first; the previous symmetric search gave 23%.
-TEST(QuantizeGolden, ClippingSearchRecoversOnStories260k) {
+// Issue 19's goal at the default options (8192 calibration tokens, G =
+// 128; docs/quantization.md, "AWQ's scales where they fold into a linear"):
+// measured AWQ 51.2% of RTN's perplexity loss recovered, GPTQ 51.0%, the
+// clipping search alone 47.5%, the reference recipe (--awq-norm-scales)
+// 42.7%; before, AWQ 39.7% and GPTQ 45.1%.
+TEST(QuantizeGolden, DefaultsRecoverHalfOfRtnLossOnStories260k) {
   LLMC_REQUIRE_SHARED("models/stories260k/model.safetensors");
   LLMC_REQUIRE_SHARED("text/tinystories_train_excerpt.txt");
   LLMC_REQUIRE_SHARED("text/tinystories_valid_excerpt_small.txt");
@@ -159,18 +160,32 @@ TEST(QuantizeGolden, ClippingSearchRecoversOnStories260k) {
   clipOptions.noAwqScales = true;
   clipOptions.output = test::scratchDir("quantize-golden-awq-clip") + "/awq-clip.plan";
   auto clipOnly = buildAndLoad(clipOptions);
+  BuildOptions referenceOptions = awqOptions;
+  referenceOptions.awqNormScales = true;
+  referenceOptions.output = test::scratchDir("quantize-golden-awq-norm") + "/awq-norm.plan";
+  auto reference = buildAndLoad(referenceOptions);
+  BuildOptions gptqOptions = quantized("gptq", 128);
+  gptqOptions.calibTokens = 8192;
+  gptqOptions.output = test::scratchDir("quantize-golden-gptq-8k") + "/gptq.plan";
+  auto gptq = buildAndLoad(gptqOptions);
   ASSERT_NE(f32, nullptr);
   ASSERT_NE(rtn, nullptr);
   ASSERT_NE(awq, nullptr);
   ASSERT_NE(clipOnly, nullptr);
+  ASSERT_NE(reference, nullptr);
+  ASSERT_NE(gptq, nullptr);
   const double f = std::exp(validationNll(*f32)), r = std::exp(validationNll(*rtn));
   const double a = std::exp(validationNll(*awq)), c = std::exp(validationNll(*clipOnly));
-  const double awqShare = (r - a) / (r - f), clipShare = (r - c) / (r - f);
+  const double n = std::exp(validationNll(*reference)), g = std::exp(validationNll(*gptq));
+  auto share = [&](double ppl) { return (r - ppl) / (r - f); };
   std::printf("group 128, 8192 tokens: PPL f32 %.4f, RTN %.4f, AWQ %.4f (%.1f%%), clipping only "
-              "%.4f (%.1f%%)\n",
-              f, r, a, 100 * awqShare, c, 100 * clipShare);
-  EXPECT_GE(awqShare, 0.35);
-  EXPECT_GE(clipShare, 0.45);
+              "%.4f (%.1f%%), AWQ --awq-norm-scales %.4f (%.1f%%), GPTQ %.4f (%.1f%%)\n",
+              f, r, a, 100 * share(a), c, 100 * share(c), n, 100 * share(n), g, 100 * share(g));
+  EXPECT_GE(share(a), 0.51);
+  EXPECT_GE(share(g), 0.505);
+  EXPECT_GE(share(c), 0.47);
+  EXPECT_LT(a, c); // the scales that fold into a linear help ...
+  EXPECT_LT(a, n); // ... and those after an RMSNorm do not, here
 }
 
 TEST(QuantizeGolden, FoldedScalesKeepStories260kLogits) {
