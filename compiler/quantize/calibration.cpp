@@ -125,7 +125,7 @@ private:
 } // namespace
 
 Expected<std::vector<GroupActivations>>
-calibrate(ForwardInterpreter &model, const std::vector<LinearGroup> &groups,
+calibrate(CalibrationModel &model, const std::vector<LinearGroup> &groups,
           const std::vector<int32_t> &ids, std::optional<int32_t> bos,
           const CalibrationOptions &options, ThreadPool &pool, const Progress &progress) {
   if (ids.size() < 2)

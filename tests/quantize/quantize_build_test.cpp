@@ -19,7 +19,7 @@
 #include "ops/op_table.h"
 #include "plan/plan.h"
 #include "plan/plan_fixture.h"
-#include "quantize/interpreter.h"
+#include "quantize/calibration_model.h"
 #include "quantize/q4_quantize.h"
 
 #include <mlir/Dialect/Func/IR/FuncOps.h>
@@ -125,7 +125,7 @@ TEST(QuantizeBuild, FoldingAwqScalesKeepsTheFunction) {
 // The float model of tests/data/hf/qwen2 with the weights an int4 plan
 // holds: each "<p>.qweight/.scales/.zeros" dequantized as "<p>.weight", each
 // "<name>.awq_scaled" as "<name>". Logits [prompt, V] by the calibration
-// interpreter.
+// model.
 std::vector<float> dequantizedModelLogits(const std::string &planPath, int64_t groupSize) {
   auto spec = loadModelSpec(test::testDataPath("hf/qwen2"));
   auto weights = openModelWeights(*spec);
@@ -168,7 +168,7 @@ std::vector<float> dequantizedModelLogits(const std::string &planPath, int64_t g
   auto module =
       buildLlamaGraph(context, spec->config, GraphOptions{mlir::Float32Type::get(&context)});
   ThreadPool pool(2);
-  auto model = quant::ForwardInterpreter::create(
+  auto model = quant::CalibrationModel::create(
       (*module)->lookupSymbol<mlir::func::FuncOp>("forward"), table, pool, 64);
   EXPECT_TRUE(model.isOk()) << model.message();
   if (!model.isOk())
