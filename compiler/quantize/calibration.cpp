@@ -137,15 +137,19 @@ calibrate(CalibrationModel &model, const std::vector<LinearGroup> &groups,
   for (const auto &w : windows)
     totalRows += static_cast<int64_t>(w.size());
   Collector collector(groups, static_cast<int64_t>(windows.size()), options, pool);
+  std::vector<mlir::Value> inputs;
+  for (const LinearGroup &group : groups)
+    inputs.push_back(group.input);
   int64_t done = 0;
   for (const auto &w : windows) {
     if (progress)
       progress("calibrating", done, totalRows);
-    LLMC_RETURN_IF_ERROR(
-        model
-            .run(w, [&](mlir::Value v, const float *data, int64_t rows,
-                        int64_t width) { collector.observe(v, data, rows, width); })
-            .status());
+    // Up to the last group's input: the LM head computes nothing calibration reads.
+    LLMC_RETURN_IF_ERROR(model.observe(w, inputs,
+                                       [&](mlir::Value v, const float *data, int64_t rows,
+                                           int64_t width) {
+                                         collector.observe(v, data, rows, width);
+                                       }));
     collector.nextWindow(static_cast<int64_t>(w.size()));
     done += static_cast<int64_t>(w.size());
   }

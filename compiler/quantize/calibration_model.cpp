@@ -310,6 +310,39 @@ Expected<std::vector<float>> CalibrationModel::run(const std::vector<int32_t> &t
   return logits;
 }
 
+Status CalibrationModel::observe(const std::vector<int32_t> &tokens,
+                                 const std::vector<mlir::Value> &values,
+                                 const Observer &observe) {
+  State &s = *state_;
+  const int64_t rows = static_cast<int64_t>(tokens.size());
+  if (rows <= 0 || rows > s.maxTokens)
+    return Status::error("calibration window of " + std::to_string(rows) + " tokens (at most " +
+                         std::to_string(s.maxTokens) + ")");
+  const int64_t vocab = s.plan->meta().model()->vocab_size();
+  for (int32_t t : tokens)
+    if (t < 0 || t >= vocab)
+      return Status::error("calibration token id " + std::to_string(t) +
+                           " is outside the vocabulary of " + std::to_string(vocab));
+  // Each value's first reader, the last of which ends the range.
+  llvm::DenseSet<mlir::Value> wanted(values.begin(), values.end());
+  int64_t end = 0;
+  for (size_t step = 0; step < s.firstReads.size(); ++step)
+    for (const auto &read : s.firstReads[step])
+      if (wanted.count(read.second))
+        end = static_cast<int64_t>(step) + 1;
+  s.tokens = tokens;
+  LLMC_RETURN_IF_ERROR(s.setSequences({rows}, rows));
+  CpuRunHooks hooks;
+  hooks.endStep = end;
+  hooks.observe = [&](uint32_t step, int input, int, const float *data, int64_t n,
+                      int64_t width) {
+    for (const auto &[operand, value] : s.firstReads[step])
+      if (operand == input && wanted.count(value))
+        observe(value, data, n, width);
+  };
+  return s.runProgram(&hooks);
+}
+
 Expected<std::vector<float>> CalibrationModel::runSlice(mlir::Value input, const float *x,
                                                         int64_t rows,
                                                         const std::vector<int64_t> &lengths,

@@ -46,6 +46,12 @@ public:
   Expected<std::vector<float>> run(const std::vector<int32_t> &tokens,
                                    const Observer &observe = nullptr);
 
+  // Runs `tokens` as run() does, but only as far as the steps that read
+  // `values` (calibration's group inputs), reporting each of them once: no
+  // LM head, no layers after the last value's reader.
+  Status observe(const std::vector<int32_t> &tokens, const std::vector<mlir::Value> &values,
+                 const Observer &observe);
+
   // Float [N, K] matrices used instead of the named weights.
   using WeightOverrides = std::map<std::string, cpu::WeightMatrix>;
 

@@ -267,6 +267,21 @@ TEST(CalibrationModel, SlicesReproduceTheRunAndOverridesChangeThem) {
   });
   ASSERT_TRUE(logits.isOk()) << logits.message();
   ASSERT_TRUE(seen.count(qkv.input) && seen.count(target) && seen.count(o.input));
+  // observe() reports exactly the values asked for, once, as run() saw them.
+  std::vector<mlir::Value> inputs;
+  for (const LinearGroup &group : groups)
+    inputs.push_back(group.input);
+  llvm::DenseMap<mlir::Value, int> reported;
+  Status observed = (*model)->observe(
+      m.ids, inputs, [&](mlir::Value v, const float *data, int64_t rows, int64_t width) {
+        ++reported[v];
+        ASSERT_TRUE(seen.count(v));
+        EXPECT_TRUE(std::equal(data, data + rows * width, seen[v].begin()));
+      });
+  ASSERT_TRUE(observed.isOk()) << observed.message();
+  EXPECT_EQ(reported.size(), groups.size());
+  for (const LinearGroup &group : groups)
+    EXPECT_EQ(reported.lookup(group.input), 1);
   const int64_t T = static_cast<int64_t>(m.ids.size()), K = qkv.cols;
   std::vector<float> x = seen[qkv.input];
   x.insert(x.end(), seen[qkv.input].begin(), seen[qkv.input].end()); // two sequences
