@@ -57,7 +57,11 @@ void findSink(LinearGroup &group) {
     if (!linear.getWeight().hasOneUse())
       return;
   mlir::Operation *producer = group.input.getDefiningOp();
-  if (auto norm = dyn_cast_or_null<llm::RmsNormOp>(producer); norm && norm.getGroup() == 0) {
+  // A (offset + w) norm (Gemma) does not scale with w: (offset + w) / s is
+  // no (offset + w / s), so such a norm is no sink. LayerNorm producers
+  // (llm.layer_norm: w and its bias would both divide) are none yet either.
+  if (auto norm = dyn_cast_or_null<llm::RmsNormOp>(producer);
+      norm && norm.getGroup() == 0 && norm.getOffset().convertToDouble() == 0.0) {
     group.sink = ScaleSink::RmsNorm;
     group.sinkOp = norm;
     group.sinkChannels = group.cols;

@@ -29,7 +29,7 @@ namespace llmc {
 // (x / s) . (W * s)^T == x . W^T leaves the function unchanged.
 enum class ScaleSink {
   None,    // no producer can absorb them: the group is only rounded (RTN)
-  RmsNorm, // x = rms_norm(h, g): g / s (q/k/v, gate/up)
+  RmsNorm, // x = rms_norm(h, g) without an offset: g / s (q/k/v, gate/up)
   Linear,  // x = mul(a, linear(...)) or attention(.., .., linear(...)): that
            // linear's rows (and bias) / s (up_proj -> down_proj, v_proj -> o_proj)
 };

@@ -5,7 +5,7 @@
 #include "kernels/common/q8_layout.h"
 #include "kernels/common/synthetic.h"
 #include "quantize/calibration.h"
-#include "quantize/interpreter.h"
+#include "quantize/calibration_model.h"
 #include "support/mapped_file.h"
 
 #include <mlir/Dialect/Func/IR/FuncOps.h>
@@ -169,7 +169,7 @@ Status checkGramMemory(const std::vector<LinearGroup> &groups, const BuildOption
 
 // Tokenizes --calib and runs the model over it (quant::calibrate).
 Expected<std::vector<quant::GroupActivations>>
-runCalibration(quant::ForwardInterpreter &model, const std::vector<LinearGroup> &groups,
+runCalibration(quant::CalibrationModel &model, const std::vector<LinearGroup> &groups,
                const Tokenizer &tokenizer, const quant::CalibrationOptions &calib,
                const BuildOptions &options, ThreadPool &pool, const quant::Progress &progress,
                std::string *detail) {
@@ -259,7 +259,7 @@ Expected<QuantizeOutcome> prepareQuantization(mlir::ModuleOp module, const Weigh
   };
   std::vector<LinearGroup> groups = findLinearGroups(forward);
   std::vector<quant::GroupActivations> activations;
-  std::unique_ptr<quant::ForwardInterpreter> model;
+  std::unique_ptr<quant::CalibrationModel> model;
   if (outcome.config.method == QuantizeMethod::Gptq)
     LLMC_RETURN_IF_ERROR(checkGramMemory(groups, options));
   if (outcome.config.method != QuantizeMethod::Rtn) {
@@ -272,7 +272,7 @@ Expected<QuantizeOutcome> prepareQuantization(mlir::ModuleOp module, const Weigh
                       : clip                                        ? options.groupSize
                                                                     : 0;
     LLMC_ASSIGN_OR_RETURN(
-        model, quant::ForwardInterpreter::create(forward, *outcome.source, pool,
+        model, quant::CalibrationModel::create(forward, *outcome.source, pool,
                                                  std::max(calib.window, calib.sampleRows)));
     LLMC_ASSIGN_OR_RETURN(activations, runCalibration(*model, groups, tokenizer, calib, options,
                                                       pool, progress, &outcome.detail));

@@ -290,7 +290,7 @@ mlir::Value blockOutput(const LinearGroup &group) {
 class GroupQuantizer {
 public:
   GroupQuantizer(const std::vector<LinearGroup> &groups,
-                 const std::vector<GroupActivations> *activations, ForwardInterpreter *model,
+                 const std::vector<GroupActivations> *activations, CalibrationModel *model,
                  const WeightTable &source, const QuantizeSettings &settings, ThreadPool &pool,
                  WeightTable &out)
       : groups_(groups), activations_(activations), model_(model), source_(source),
@@ -368,7 +368,7 @@ private:
                                p.reference[l]);
       return err;
     }
-    ForwardInterpreter::WeightOverrides overrides;
+    CalibrationModel::WeightOverrides overrides;
     for (size_t l = 0; l < eff.size(); ++l)
       overrides[weightName(llm::LinearOp(groups_[g].linears[l]).getWeight())] = {
           eff[l].values.data(), DType::F32, eff[l].rows, eff[l].cols};
@@ -542,7 +542,7 @@ private:
 
   const std::vector<LinearGroup> &groups_;
   const std::vector<GroupActivations> *activations_;
-  ForwardInterpreter *model_;
+  CalibrationModel *model_;
   const WeightTable &source_;
   const QuantizeSettings &settings_;
   ThreadPool &pool_;
@@ -556,7 +556,7 @@ private:
 
 Expected<std::vector<GroupReport>>
 quantizeGroups(const std::vector<LinearGroup> &groups,
-               const std::vector<GroupActivations> *activations, ForwardInterpreter *model,
+               const std::vector<GroupActivations> *activations, CalibrationModel *model,
                const WeightTable &source, const QuantizeSettings &settings, ThreadPool &pool,
                WeightTable &out, const Progress &progress) {
   if (settings.config.method != QuantizeMethod::Rtn && activations == nullptr)

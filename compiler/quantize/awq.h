@@ -20,7 +20,7 @@
 #include "passes/Quantize.h"
 #include "quantize/calibration.h"
 #include "quantize/gptq.h"
-#include "quantize/interpreter.h"
+#include "quantize/calibration_model.h"
 #include "quantize/weight_table.h"
 #include "support/thread_pool.h"
 
@@ -72,7 +72,7 @@ struct GroupReport {
 // neither; with them it also reports output errors.
 Expected<std::vector<GroupReport>>
 quantizeGroups(const std::vector<LinearGroup> &groups,
-               const std::vector<GroupActivations> *activations, ForwardInterpreter *model,
+               const std::vector<GroupActivations> *activations, CalibrationModel *model,
                const WeightTable &source, const QuantizeSettings &settings, ThreadPool &pool,
                WeightTable &out, const Progress &progress = nullptr);
 

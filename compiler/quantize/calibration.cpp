@@ -137,7 +137,7 @@ private:
 } // namespace
 
 Expected<std::vector<GroupActivations>>
-calibrate(ForwardInterpreter &model, const std::vector<LinearGroup> &groups,
+calibrate(CalibrationModel &model, const std::vector<LinearGroup> &groups,
           const std::vector<int32_t> &ids, std::optional<int32_t> bos,
           const CalibrationOptions &options, ThreadPool &pool, const Progress &progress) {
   if (ids.size() < 2)
@@ -149,15 +149,19 @@ calibrate(ForwardInterpreter &model, const std::vector<LinearGroup> &groups,
   for (const auto &w : windows)
     totalRows += static_cast<int64_t>(w.size());
   Collector collector(groups, static_cast<int64_t>(windows.size()), options, pool);
+  std::vector<mlir::Value> inputs;
+  for (const LinearGroup &group : groups)
+    inputs.push_back(group.input);
   int64_t done = 0;
   for (const auto &w : windows) {
     if (progress)
       progress("calibrating", done, totalRows);
-    LLMC_RETURN_IF_ERROR(
-        model
-            .run(w, [&](mlir::Value v, const float *data, int64_t rows,
-                        int64_t width) { collector.observe(v, data, rows, width); })
-            .status());
+    // Up to the last group's input: the LM head computes nothing calibration reads.
+    LLMC_RETURN_IF_ERROR(model.observe(w, inputs,
+                                       [&](mlir::Value v, const float *data, int64_t rows,
+                                           int64_t width) {
+                                         collector.observe(v, data, rows, width);
+                                       }));
     collector.nextWindow(static_cast<int64_t>(w.size()));
     done += static_cast<int64_t>(w.size());
   }

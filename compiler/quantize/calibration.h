@@ -1,11 +1,11 @@
-// Calibration for AWQ: runs the unquantized model (ForwardInterpreter) over
+// Calibration for AWQ and GPTQ: runs the unquantized model (CalibrationModel) over
 // windows of a calibration text and records, for every group of linears
 // that share an input (passes/Quantize.h), the per-input-channel mean |x|
 // over all tokens and a strided sample of input rows for the searches.
 #pragma once
 
 #include "passes/Quantize.h"
-#include "quantize/interpreter.h"
+#include "quantize/calibration_model.h"
 #include "support/thread_pool.h"
 
 #include <cstdint>
@@ -57,7 +57,7 @@ struct CalibrationOptions {
 // [BOS] + window - 1 ids (without BOS when bos is empty), each a fresh
 // sequence. Fails when there are fewer than 2 ids.
 Expected<std::vector<GroupActivations>>
-calibrate(ForwardInterpreter &model, const std::vector<LinearGroup> &groups,
+calibrate(CalibrationModel &model, const std::vector<LinearGroup> &groups,
           const std::vector<int32_t> &ids, std::optional<int32_t> bos,
           const CalibrationOptions &options, ThreadPool &pool,
           const Progress &progress = nullptr);

@@ -208,7 +208,10 @@ Status checkSyntheticInit(const fb::Tensor &t, const std::string &where) {
   return Status::ok();
 }
 
-Status checkTensors(const fb::Plan &plan, uint64_t weightsSize, const std::string &name) {
+// `external`: the tensors' bytes live outside the plan (Plan::fromMetadata),
+// so offsets are not checked.
+Status checkTensors(const fb::Plan &plan, uint64_t weightsSize, const std::string &name,
+                    bool external = false) {
   if (plan.tensors() == nullptr)
     return Status::error(name + ": metadata has no tensor table");
   struct Range {
@@ -246,6 +249,8 @@ Status checkTensors(const fb::Plan &plan, uint64_t weightsSize, const std::strin
     }
     if (plan.synthetic())
       return Status::error(where + ": synthetic plan tensor without an init rule");
+    if (external)
+      continue;
     uint64_t end = 0;
     if (t->offset() % kPlanWeightAlignment != 0)
       return Status::error(where + ": offset " + str(t->offset()) + " is not a multiple of " +
@@ -1214,6 +1219,35 @@ Status validatePlanImage(const uint8_t *data, uint64_t size, const std::string &
   return Status::ok();
 }
 
+Expected<Plan> Plan::fromMetadata(const uint8_t *data, uint64_t size, const std::string &name) {
+  std::unique_ptr<uint8_t, FreeImage> image(
+      static_cast<uint8_t *>(std::aligned_alloc(4096, alignUp(std::max<uint64_t>(size, 1), 4096))));
+  if (image == nullptr)
+    return Status::error(name + ": cannot allocate " + str(size) + " bytes for the metadata");
+  if (size > 0)
+    std::memcpy(image.get(), data, size);
+  if (size < 8 || !fb::PlanBufferHasIdentifier(image.get()))
+    return Status::error(name + ": metadata is not an llmc plan FlatBuffer (identifier \"LLMC\")");
+  flatbuffers::Verifier verifier(image.get(), size, /*max_depth=*/64, /*max_tables=*/10000000);
+  if (!fb::VerifyPlanBuffer(verifier))
+    return Status::error(name + ": metadata FlatBuffer fails verification");
+  const fb::Plan *meta = fb::GetPlan(image.get());
+  if (meta->synthetic())
+    return Status::error(name + ": a plan from metadata cannot have synthetic weights");
+  LLMC_RETURN_IF_ERROR(checkModel(*meta, name));
+  LLMC_RETURN_IF_ERROR(checkGenerationSettings(*meta, name));
+  LLMC_RETURN_IF_ERROR(checkTensors(*meta, 0, name, /*external=*/true));
+  LLMC_RETURN_IF_ERROR(checkKernelModules(*meta, name));
+  LLMC_RETURN_IF_ERROR(checkPrograms(*meta, name));
+  Plan plan;
+  plan.path_ = name;
+  plan.meta_ = meta;
+  plan.metadataSize_ = size;
+  plan.imageSize_ = size;
+  plan.image_ = std::move(image);
+  return plan;
+}
+
 Expected<Plan> Plan::open(const std::string &path, PlanLoadOptions options) {
   LLMC_ASSIGN_OR_RETURN(MappedFile file, MappedFile::open(path));
   const fb::Plan *meta = nullptr;
@@ -1257,7 +1291,7 @@ Expected<Plan> Plan::fromImage(const uint8_t *data, uint64_t size, const std::st
 
 const uint8_t *Plan::tensorData(uint32_t index) const {
   const fb::Tensor *t = meta_->tensors()->Get(index);
-  if (t->synthetic() != nullptr)
+  if (t->synthetic() != nullptr || weights_ == nullptr)
     return nullptr;
   return weights_ + t->offset();
 }

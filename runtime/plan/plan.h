@@ -34,6 +34,12 @@ public:
   static Expected<Plan> fromImage(const uint8_t *data, uint64_t size, const std::string &name,
                                   PlanLoadOptions options = {});
 
+  // Validates a copy of a plan's metadata FlatBuffer alone, every check but
+  // the header's and the weight section's: a plan whose tensors' bytes live
+  // elsewhere (tensorData() is null; LoadedWeights::fromViews supplies them).
+  // The compiler's calibration runs such in-memory plans.
+  static Expected<Plan> fromMetadata(const uint8_t *data, uint64_t size, const std::string &name);
+
   const fb::Plan &meta() const { return *meta_; }
   const std::string &path() const { return path_; }
   uint64_t fileSize() const { return image_ ? imageSize_ : file_.size(); }
@@ -42,7 +48,8 @@ public:
   // The weight section as stored (weightsSize() bytes; empty for synthetic plans).
   const uint8_t *weightSection() const { return weights_; }
 
-  // The stored bytes of tensor `index` (nullptr for synthetic tensors).
+  // The stored bytes of tensor `index` (nullptr for synthetic tensors and
+  // for a plan from metadata).
   const uint8_t *tensorData(uint32_t index) const;
   // Finds a tensor by name; -1 when absent.
   int findTensor(const std::string &name) const;

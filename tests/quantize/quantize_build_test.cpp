@@ -19,7 +19,7 @@
 #include "ops/op_table.h"
 #include "plan/plan.h"
 #include "plan/plan_fixture.h"
-#include "quantize/interpreter.h"
+#include "quantize/calibration_model.h"
 #include "quantize/q4_quantize.h"
 
 #include <mlir/Dialect/Func/IR/FuncOps.h>
@@ -122,10 +122,45 @@ TEST(QuantizeBuild, FoldingAwqScalesKeepsTheFunction) {
       << "largest logit " << test::maxAbsDiff(a, std::vector<float>(a.size(), 0.0f)).maxAbs;
 }
 
+// Calibration runs every family the CPU executor runs, so AWQ folds scales
+// in Gemma (whose (1 + w) norms are no sinks: (1 + w) / s is no 1 + w / s;
+// o_proj's and down_proj's scales fold into v_proj and up_proj) and in Phi
+// (LayerNorm, a parallel attention + MLP block, biased v_proj): the folded
+// float plans compute the same logits.
+TEST(QuantizeBuild, FoldingAwqScalesKeepsTheFunctionOfGemmaAndPhi) {
+  for (auto [family, scaled] :
+       {std::pair<const char *, const char *>{"gemma", "model.layers.0.self_attn.v_proj.weight"},
+        {"phi", "model.layers.0.self_attn.v_proj.bias"}}) {
+    SCOPED_TRACE(family);
+    BuildOptions reference = qwen2(std::string(family) + "-f32");
+    reference.input = test::testDataPath(std::string("hf/") + family);
+    reference.optimizationLevel = 0; // unfused: the plan keeps the checkpoint's tensors
+    ASSERT_TRUE(build(reference).isOk());
+    BuildOptions folded = reference;
+    folded.output = test::scratchDir(std::string("quantize-folded-") + family) + "/folded.plan";
+    folded.quantize = "awq";
+    folded.calibFile = calibrationFile();
+    folded.awqScalesOnly = true;
+    folded.awqFixedAlpha = 0.5f;
+    Status status = build(folded);
+    ASSERT_TRUE(status.isOk()) << status.message();
+    std::vector<float> original = tensorValues(reference.output, scaled);
+    std::vector<float> divided = tensorValues(folded.output, std::string(scaled) + ".awq_scaled");
+    ASSERT_EQ(original.size(), divided.size());
+    ASSERT_FALSE(original.empty());
+    EXPECT_NE(original, divided);
+    std::vector<float> a = logitsOf(reference.output), b = logitsOf(folded.output);
+    ASSERT_EQ(a.size(), b.size());
+    ASSERT_FALSE(a.empty());
+    EXPECT_TRUE(test::allClose(a, b, 1e-5))
+        << "largest logit " << test::maxAbsDiff(a, std::vector<float>(a.size(), 0.0f)).maxAbs;
+  }
+}
+
 // The float model of tests/data/hf/qwen2 with the weights an int4 plan
 // holds: each "<p>.qweight/.scales/.zeros" dequantized as "<p>.weight", each
 // "<name>.awq_scaled" as "<name>". Logits [prompt, V] by the calibration
-// interpreter.
+// model.
 std::vector<float> dequantizedModelLogits(const std::string &planPath, int64_t groupSize) {
   auto spec = loadModelSpec(test::testDataPath("hf/qwen2"));
   auto weights = openModelWeights(*spec);
@@ -168,7 +203,7 @@ std::vector<float> dequantizedModelLogits(const std::string &planPath, int64_t g
   auto module =
       buildLlamaGraph(context, spec->config, GraphOptions{mlir::Float32Type::get(&context)});
   ThreadPool pool(2);
-  auto model = quant::ForwardInterpreter::create(
+  auto model = quant::CalibrationModel::create(
       (*module)->lookupSymbol<mlir::func::FuncOp>("forward"), table, pool, 64);
   EXPECT_TRUE(model.isOk()) << model.message();
   if (!model.isOk())

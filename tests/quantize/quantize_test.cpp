@@ -1,7 +1,8 @@
 // The quantizer's parts without the driver: round-to-nearest int4 packing
 // (bounds, pad nibbles, ragged groups), the linear groups and scale sinks
-// the quantize pass and the AWQ search share, and the calibration
-// interpreter against transformers' logits of a tiny Qwen2 (tests/data/hf).
+// the quantize pass and the AWQ search share, and the calibration model
+// (the CPU executor on the -O0 lowering) against transformers' logits of a
+// tiny Qwen2 (tests/data/hf), its slices and weight overrides.
 #include "common/compare.h"
 #include "common/test_paths.h"
 #include "frontend/model_spec.h"
@@ -9,7 +10,7 @@
 #include "kernels/common/q4_layout.h"
 #include "models/llama_graph.h"
 #include "passes/Quantize.h"
-#include "quantize/interpreter.h"
+#include "quantize/calibration_model.h"
 #include "quantize/q4_quantize.h"
 #include "support/json.h"
 #include "support/mapped_file.h"
@@ -22,6 +23,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <optional>
 #include <random>
 
 namespace llmc {
@@ -170,40 +172,139 @@ func.func @forward(%h: tensor<?x64xf32>) -> tensor<?x64xf32> {
   EXPECT_EQ(groups[0].sink, ScaleSink::None);
 }
 
-// The calibration interpreter runs the tiny Qwen2 (GQA, q/k/v biases, tied
-// embeddings) as transformers does: every logit within 1e-4.
-TEST(ForwardInterpreter, MatchesTransformersOnATinyQwen2) {
-  const std::string dir = test::testDataPath("hf/qwen2");
-  auto spec = loadModelSpec(dir);
-  ASSERT_TRUE(spec.isOk()) << spec.message();
-  auto weights = openModelWeights(*spec);
-  ASSERT_TRUE(weights.isOk()) << weights.message();
+// The tiny Qwen2 of tests/data/hf as the quantizer sees it: its @forward,
+// its weights in a table (views of the safetensors).
+struct TinyQwen2 {
   mlir::MLIRContext context;
-  context.loadDialect<llm::LlmDialect, mlir::func::FuncDialect>();
-  auto module =
-      buildLlamaGraph(context, spec->config, GraphOptions{mlir::Float32Type::get(&context)});
-  ASSERT_TRUE(module.isOk()) << module.message();
+  mlir::OwningOpRef<mlir::ModuleOp> module;
   quant::WeightTable table;
-  for (const auto &[name, t] : weights->all())
-    table.addView(name, t.data, t.dtype, t.shape);
+  std::optional<WeightSet> weights;
+  std::vector<int32_t> ids;
+  std::vector<float> expected; // transformers' logits [ids, 512]
 
-  auto json = readTextFile(dir + "/logits.json");
-  ASSERT_TRUE(json.isOk());
-  auto ref = parseJson(*json, "logits.json");
-  ASSERT_TRUE(ref.isOk());
-  std::vector<int32_t> ids = (*ref)["ids"].get<std::vector<int32_t>>();
-  auto golden = MappedFile::open(dir + "/logits.f32");
-  ASSERT_TRUE(golden.isOk());
-  const float *expected = reinterpret_cast<const float *>(golden->data());
+  TinyQwen2() {
+    const std::string dir = test::testDataPath("hf/qwen2");
+    auto spec = loadModelSpec(dir);
+    EXPECT_TRUE(spec.isOk()) << spec.message();
+    auto opened = openModelWeights(*spec);
+    EXPECT_TRUE(opened.isOk()) << opened.message();
+    if (!spec.isOk() || !opened.isOk())
+      return;
+    weights = std::move(*opened);
+    context.loadDialect<llm::LlmDialect, mlir::func::FuncDialect>();
+    auto built =
+        buildLlamaGraph(context, spec->config, GraphOptions{mlir::Float32Type::get(&context)});
+    EXPECT_TRUE(built.isOk()) << built.message();
+    if (!built.isOk())
+      return;
+    module = std::move(*built);
+    for (const auto &[name, t] : weights->all())
+      table.addView(name, t.data, t.dtype, t.shape);
+    auto json = readTextFile(dir + "/logits.json");
+    auto ref = json.isOk() ? parseJson(*json, "logits.json") : Expected<nlohmann::json>(json.status());
+    EXPECT_TRUE(ref.isOk());
+    if (!ref.isOk())
+      return;
+    ids = (*ref)["ids"].get<std::vector<int32_t>>();
+    auto golden = MappedFile::open(dir + "/logits.f32");
+    EXPECT_TRUE(golden.isOk());
+    if (golden.isOk()) {
+      const float *f = reinterpret_cast<const float *>(golden->data());
+      expected.assign(f, f + golden->size() / sizeof(float));
+    }
+  }
+  mlir::func::FuncOp forward() { return module->lookupSymbol<mlir::func::FuncOp>("forward"); }
+};
 
+// The calibration model (the CPU executor on the -O0 lowering) runs the
+// tiny Qwen2 (GQA, q/k/v biases, tied embeddings) as transformers does:
+// every logit within 1e-4; one step per op of @forward.
+TEST(CalibrationModel, MatchesTransformersOnATinyQwen2) {
+  TinyQwen2 m;
+  ASSERT_TRUE(m.module);
   ThreadPool pool(2);
-  auto model = quant::ForwardInterpreter::create(
-      (*module)->lookupSymbol<mlir::func::FuncOp>("forward"), table, pool, 64);
+  auto model = quant::CalibrationModel::create(m.forward(), m.table, pool, 64);
   ASSERT_TRUE(model.isOk()) << model.message();
-  auto logits = (*model)->run(ids);
+  int64_t ops = 0;
+  for (mlir::Operation &op : m.forward().getBody().front())
+    ops += !llvm::isa<llm::WeightOp, mlir::func::ReturnOp>(op);
+  EXPECT_EQ((*model)->numSteps(), ops);
+  auto logits = (*model)->run(m.ids);
   ASSERT_TRUE(logits.isOk()) << logits.message();
-  ASSERT_EQ(logits->size(), ids.size() * 512);
-  EXPECT_TRUE(test::allClose(logits->data(), expected, logits->size(), 1e-4));
+  ASSERT_EQ(logits->size(), m.ids.size() * 512);
+  ASSERT_GE(m.expected.size(), logits->size()); // then the decode steps' logits
+  EXPECT_TRUE(test::allClose(logits->data(), m.expected.data(), logits->size(), 1e-4));
+  auto tooLong = (*model)->run(std::vector<int32_t>(65, 1));
+  EXPECT_FALSE(tooLong.isOk());
+  auto badId = (*model)->run({1, 100000});
+  ASSERT_FALSE(badId.isOk());
+  EXPECT_NE(badId.message().find("outside the vocabulary of 512"), std::string::npos);
+}
+
+// What the observer reports of each group's input is what the group's
+// linears read, and a slice from it reproduces the run's values downstream:
+// for layer 0's q/k/v group, attention through o_proj on two sequences of
+// the prompt's rows (each a fresh sequence at positions 0 ..), bit for bit
+// with what the whole run computed for the first; an override of q_proj
+// changes the result, and none gives it back.
+TEST(CalibrationModel, SlicesReproduceTheRunAndOverridesChangeThem) {
+  TinyQwen2 m;
+  ASSERT_TRUE(m.module);
+  ThreadPool pool(2);
+  auto model = quant::CalibrationModel::create(m.forward(), m.table, pool, 64);
+  ASSERT_TRUE(model.isOk()) << model.message();
+  std::vector<LinearGroup> groups = findLinearGroups(m.forward());
+  ASSERT_GE(groups.size(), 4u);
+  LinearGroup &qkv = groups[0];
+  LinearGroup &o = groups[1];
+  ASSERT_EQ(qkv.linears.size(), 3u);
+  ASSERT_EQ(o.linears.size(), 1u);
+  mlir::Value target = o.linears[0].getResult();
+  llvm::DenseMap<mlir::Value, std::vector<float>> seen;
+  auto logits = (*model)->run(m.ids, [&](mlir::Value v, const float *data, int64_t rows,
+                                         int64_t width) {
+    seen[v].assign(data, data + rows * width);
+  });
+  ASSERT_TRUE(logits.isOk()) << logits.message();
+  ASSERT_TRUE(seen.count(qkv.input) && seen.count(target) && seen.count(o.input));
+  // observe() reports exactly the values asked for, once, as run() saw them.
+  std::vector<mlir::Value> inputs;
+  for (const LinearGroup &group : groups)
+    inputs.push_back(group.input);
+  llvm::DenseMap<mlir::Value, int> reported;
+  Status observed = (*model)->observe(
+      m.ids, inputs, [&](mlir::Value v, const float *data, int64_t rows, int64_t width) {
+        ++reported[v];
+        ASSERT_TRUE(seen.count(v));
+        EXPECT_TRUE(std::equal(data, data + rows * width, seen[v].begin()));
+      });
+  ASSERT_TRUE(observed.isOk()) << observed.message();
+  EXPECT_EQ(reported.size(), groups.size());
+  for (const LinearGroup &group : groups)
+    EXPECT_EQ(reported.lookup(group.input), 1);
+  const int64_t T = static_cast<int64_t>(m.ids.size()), K = qkv.cols;
+  std::vector<float> x = seen[qkv.input];
+  x.insert(x.end(), seen[qkv.input].begin(), seen[qkv.input].end()); // two sequences
+  auto y = (*model)->runSlice(qkv.input, x.data(), 2 * T, {T, T}, target);
+  ASSERT_TRUE(y.isOk()) << y.message();
+  const std::vector<float> &want = seen[target];
+  ASSERT_EQ(y->size(), 2 * want.size());
+  EXPECT_TRUE(std::equal(want.begin(), want.end(), y->begin()));
+  EXPECT_TRUE(std::equal(want.begin(), want.end(), y->begin() + want.size()));
+  std::vector<float> zeros(qkv.linears[0].getResult().getType().cast<mlir::RankedTensorType>()
+                               .getDimSize(1) * K, 0.0f);
+  const std::string q = qkv.linears[0].getWeight().getDefiningOp<llm::WeightOp>().getName().str();
+  auto changed = (*model)->runSlice(
+      qkv.input, x.data(), 2 * T, {T, T}, target,
+      {{q, {zeros.data(), DType::F32, static_cast<int64_t>(zeros.size()) / K, K}}});
+  ASSERT_TRUE(changed.isOk()) << changed.message();
+  EXPECT_FALSE(std::equal(want.begin(), want.end(), changed->begin()));
+  auto again = (*model)->runSlice(qkv.input, x.data(), T, {T}, target);
+  ASSERT_TRUE(again.isOk()) << again.message();
+  EXPECT_EQ(*again, want);
+  // Backwards, or lengths that are not the rows: errors, not reads.
+  EXPECT_FALSE((*model)->runSlice(o.input, seen[o.input].data(), T, {T}, qkv.input).isOk());
+  EXPECT_FALSE((*model)->runSlice(qkv.input, x.data(), T, {T - 1}, target).isOk());
 }
 
 } // namespace

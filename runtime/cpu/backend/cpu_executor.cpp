@@ -101,6 +101,54 @@ void CpuExecutor::buildRunTables(const StepInput &input) {
 
 Status CpuExecutor::run(ThreadPool &pool, const StepInput &input, kv::KvCache &cache,
                         StepOutput &out) {
+  return run(pool, input, cache, out, nullptr);
+}
+
+Status CpuExecutor::checkHooks(const CpuRunHooks &hooks) const {
+  const int64_t steps = program_->steps()->size();
+  const int64_t end = hooks.endStep < 0 ? steps : hooks.endStep;
+  if (hooks.firstStep < 0 || hooks.firstStep > end || end > steps)
+    return Status::error("internal: step range [" + std::to_string(hooks.firstStep) + ", " +
+                         std::to_string(end) + ") of a program of " + std::to_string(steps) +
+                         " steps");
+  for (const CpuRunHooks::Seed &seed : hooks.seeds)
+    if (seed.buffer < 0 || seed.buffer >= static_cast<int>(program_->buffers()->size()) ||
+        program_->buffers()->Get(seed.buffer)->dtype() != fb::DType::F32 || seed.rows == nullptr)
+      return Status::error("internal: seed for buffer " + std::to_string(seed.buffer) +
+                           ", which is no F32 buffer of the program");
+  for (const CpuRunHooks::WeightOverride &o : hooks.overrides) {
+    const int index = plan_->findTensor(o.tensor);
+    if (index < 0)
+      return Status::error("internal: weight override for '" + o.tensor +
+                           "', which the plan does not hold");
+    const std::vector<int64_t> &shape = weights_->shape(index);
+    if (shape.size() != 2 || shape[0] != o.matrix.rows || shape[1] != o.matrix.cols)
+      return Status::error("internal: weight override for '" + o.tensor + "' is [" +
+                           std::to_string(o.matrix.rows) + ", " + std::to_string(o.matrix.cols) +
+                           "], not the tensor's shape");
+    LLMC_RETURN_IF_ERROR(cpu::checkWeight(o.matrix, o.tensor));
+  }
+  return Status::ok();
+}
+
+void CpuExecutor::observeInputs(const CpuRunHooks &hooks, uint32_t step, int64_t tokens) {
+  const fb::Step &s = *program_->steps()->Get(step);
+  for (uint32_t i = 0; i < s.inputs()->size(); ++i) {
+    const int b = s.inputs()->Get(i);
+    const fb::Buffer &buffer = *program_->buffers()->Get(b);
+    if (buffer.dtype() != fb::DType::F32)
+      continue;
+    hooks.observe(step, static_cast<int>(i), b, this->buffer(b), tokens, buffer.width());
+  }
+}
+
+const float *CpuExecutor::buffer(int index) const {
+  return reinterpret_cast<const float *>(
+      arena_.data() + program_->buffers()->Get(index)->offset_per_token() * lastTokens_);
+}
+
+Status CpuExecutor::run(ThreadPool &pool, const StepInput &input, kv::KvCache &cache,
+                        StepOutput &out, const CpuRunHooks *hooks) {
   int64_t tokens = input.numTokens;
   if (tokens <= 0)
     return Status::error("a step needs at least one token");
@@ -118,13 +166,38 @@ Status CpuExecutor::run(ThreadPool &pool, const StepInput &input, kv::KvCache &c
   }
   if (identity)
     outputRows_.clear();
+  if (hooks != nullptr)
+    LLMC_RETURN_IF_ERROR(checkHooks(*hooks));
   size_t arenaBytes = program_->arena_bytes_per_token() * tokens;
   if (arena_.size() < arenaBytes)
     arena_.resize(arenaBytes);
+  lastTokens_ = tokens;
   auto buffer = [&](int index) {
     return arena_.data() + program_->buffers()->Get(index)->offset_per_token() * tokens;
   };
   std::memcpy(buffer(program_->token_buffer()), input.tokens, tokens * sizeof(int32_t));
+  // The hooks' range, seeds and weights; without hooks the whole program.
+  const auto &steps = *program_->steps();
+  uint32_t firstStep = 0, endStep = steps.size();
+  const LoadedWeights *weights = weights_;
+  LoadedWeights replacedWeights;
+  const bool observe = hooks != nullptr && hooks->observe != nullptr;
+  if (hooks != nullptr) {
+    firstStep = static_cast<uint32_t>(hooks->firstStep);
+    if (hooks->endStep >= 0)
+      endStep = static_cast<uint32_t>(hooks->endStep);
+    for (const CpuRunHooks::Seed &seed : hooks->seeds)
+      std::memcpy(buffer(seed.buffer), seed.rows,
+                  tokens * program_->buffers()->Get(seed.buffer)->width() * sizeof(float));
+    if (!hooks->overrides.empty()) {
+      std::vector<LoadedWeights::Replacement> replacements;
+      for (const CpuRunHooks::WeightOverride &o : hooks->overrides)
+        replacements.push_back(
+            {static_cast<uint32_t>(plan_->findTensor(o.tensor)), o.matrix});
+      replacedWeights = weights_->replaced(replacements);
+      weights = &replacedWeights;
+    }
+  }
   attentionSequences_.clear();
   for (const StepSequence &s : input.sequences)
     attentionSequences_.push_back({s.firstRow, s.numRows, s.blockTable});
@@ -136,13 +209,14 @@ Status CpuExecutor::run(ThreadPool &pool, const StepInput &input, kv::KvCache &c
   }
   if (!lengthRopes_.empty())
     buildRunTables(input);
-  const auto &steps = *program_->steps();
-  for (uint32_t s = 0; s < steps.size(); ++s) {
+  for (uint32_t s = firstStep; s < endStep; ++s) {
+    if (observe)
+      observeInputs(*hooks, s, tokens);
     const bool perRun = stepLengthRope_[s] >= 0;
     const float *ropeTable = perRun ? runTables_[stepLengthRope_[s]].data() : stepRopes_[s];
     const int32_t *ropeRows = perRun ? rowIndex_.data() : input.positions;
     const cpu::OpContext context{pool,          *program_,     *steps.Get(s),
-                                 *weights_,     input,         cache,
+                                 *weights,      input,         cache,
                                  out,           arena_.data(), ropeTable,
                                  ropeRows,      attentionSequences_, outputRows_,
                                  scratch_,      lastLogits};

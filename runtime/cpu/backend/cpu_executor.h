@@ -14,7 +14,9 @@
 #include "support/thread_pool.h"
 
 #include <cstdint>
+#include <functional>
 #include <memory>
+#include <string>
 #include <vector>
 
 namespace llmc {
@@ -31,6 +33,37 @@ struct CpuRopeTables {
   const float *find(const ops::RopeConfig &config) const;
 };
 
+// What one run may do besides the whole program (docs/runtime.md, "Executor
+// hooks"): observe what steps read, run only a range of steps from rows put
+// into an intermediate buffer, and compute with other float weights. The
+// compiler's calibration (compiler/quantize/calibration_model.h) is built on
+// them; a run without hooks takes none of these paths.
+struct CpuRunHooks {
+  // Called before step `step` runs, once per F32 input buffer of the step
+  // (`input` its operand index, `buffer` its program buffer), with the rows
+  // [numRows = T, width] the step reads; valid during the call only.
+  using Observer = std::function<void(uint32_t step, int input, int buffer, const float *rows,
+                                      int64_t numRows, int64_t width)>;
+  Observer observe;
+  // The steps [firstStep, endStep) run (endStep < 0: to the last step).
+  int64_t firstStep = 0;
+  int64_t endStep = -1;
+  // Rows [T, width] copied into a program buffer before the first step runs:
+  // the values a range starting in the middle of the program reads.
+  struct Seed {
+    int buffer = 0;
+    const float *rows = nullptr;
+  };
+  std::vector<Seed> seeds;
+  // Float [N, K] matrices used in place of the plan tensor of that name (the
+  // shape must match the tensor's; F32, F16 or BF16).
+  struct WeightOverride {
+    std::string tensor;
+    cpu::WeightMatrix matrix;
+  };
+  std::vector<WeightOverride> overrides;
+};
+
 class CpuExecutor {
 public:
   // `ropeTables` (CpuRopeTables::build(plan)) may be shared by the executors
@@ -45,8 +78,20 @@ public:
   // ending in a Logits step returns logits for every output row. Logits are
   // valid until the next run().
   Status run(ThreadPool &pool, const StepInput &input, kv::KvCache &cache, StepOutput &out);
+  // The same with `hooks` (null: the plain run). With a step range the
+  // logits are those the range leaves in the logits buffer.
+  Status run(ThreadPool &pool, const StepInput &input, kv::KvCache &cache, StepOutput &out,
+             const CpuRunHooks *hooks);
+
+  // Program buffer `index` of the last run: [T, width] rows as the last step
+  // run left them (valid until the next run; a buffer the memory plan let a
+  // later step reuse holds that step's values).
+  const float *buffer(int index) const;
+  const fb::Program &program() const { return *program_; }
 
 private:
+  Status checkHooks(const CpuRunHooks &hooks) const;
+  void observeInputs(const CpuRunHooks &hooks, uint32_t step, int64_t tokens);
   const Plan *plan_ = nullptr;
   const LoadedWeights *weights_ = nullptr;
   const fb::Program *program_ = nullptr;
@@ -64,6 +109,7 @@ private:
   cpu::OpScratch scratch_;
   std::vector<cpu::AttentionSequence> attentionSequences_;
   std::vector<int64_t> outputRows_; // the rows of input.outputs, empty when they are 0 .. T-1
+  int64_t lastTokens_ = 0;          // T of the last run
 };
 
 } // namespace llmc

@@ -105,6 +105,36 @@ Expected<LoadedWeights> LoadedWeights::load(const Plan &plan, ThreadPool &pool) 
   return weights;
 }
 
+Expected<LoadedWeights> LoadedWeights::fromViews(const Plan &plan, std::vector<const void *> data) {
+  const auto &tensors = *plan.meta().tensors();
+  if (data.size() != tensors.size())
+    return Status::error(plan.path() + ": " + std::to_string(data.size()) +
+                         " tensor views for a plan of " + std::to_string(tensors.size()) +
+                         " tensors");
+  LoadedWeights weights;
+  for (uint32_t i = 0; i < tensors.size(); ++i) {
+    const fb::Tensor &t = *tensors.Get(i);
+    if (data[i] == nullptr)
+      return Status::error(plan.path() + ": no data for tensor '" + t.name()->str() + "'");
+    weights.dtypes_.push_back(static_cast<DType>(t.dtype()));
+    weights.shapes_.emplace_back(t.shape()->begin(), t.shape()->end());
+  }
+  weights.data_ = std::move(data);
+  return weights;
+}
+
+LoadedWeights LoadedWeights::replaced(const std::vector<Replacement> &replacements) const {
+  LoadedWeights view;
+  view.data_ = data_;
+  view.dtypes_ = dtypes_;
+  view.shapes_ = shapes_;
+  for (const Replacement &r : replacements) {
+    view.data_[r.index] = r.matrix.data;
+    view.dtypes_[r.index] = r.matrix.dtype;
+  }
+  return view;
+}
+
 cpu::WeightMatrix LoadedWeights::matrix(uint32_t index) const {
   const auto &shape = shapes_[index];
   return {data_[index], dtypes_[index], shape[0], shape.size() > 1 ? shape[1] : 1};

@@ -16,6 +16,18 @@ namespace llmc {
 class LoadedWeights {
 public:
   static Expected<LoadedWeights> load(const Plan &plan, ThreadPool &pool);
+  // The weights of a plan whose tensors live elsewhere (Plan::fromMetadata):
+  // data[i] holds tensor i's bytes in its dtype, for as long as the result.
+  static Expected<LoadedWeights> fromViews(const Plan &plan, std::vector<const void *> data);
+  // A view of these weights (owning nothing; valid while they are) with
+  // tensor `index` read from `matrix` instead: same shape, a float dtype.
+  struct Replacement {
+    uint32_t index = 0;
+    cpu::WeightMatrix matrix;
+  };
+  LoadedWeights replaced(const std::vector<Replacement> &replacements) const;
+  size_t size() const { return data_.size(); }
+  const std::vector<int64_t> &shape(uint32_t index) const { return shapes_[index]; }
 
   // Tensor `index` of the plan: its bytes and dtype.
   const void *data(uint32_t index) const { return data_[index]; }
