@@ -81,7 +81,8 @@ public:
     const int64_t rows = tensor.shape[0], cols = tensor.shape[1];
     std::vector<Part> parts;
     LLMC_RETURN_IF_ERROR(makeParts(t, rows, cols, parts));
-    summary.floatBytes += plan_.sources[t].elements * dtypeSize(plan_.sources[t].dtype);
+    summary.floatBytes += static_cast<uint64_t>(rows * cols) *
+                          (tensor.dtype == fb::DType::F32 ? 4 : 2); // F32, F16 or BF16
     // Copied before `tensors` grows: the reference would dangle.
     const fb::SyntheticInitT *init = tensor.synthetic.get();
     const fb::SyntheticInitT base = init ? *init : fb::SyntheticInitT{};
