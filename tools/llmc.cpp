@@ -155,6 +155,9 @@ int main(int argc, char **argv) {
       "--group-size", options.groupSize,
       "int4 input columns per f16 scale and zero point: 32, 64 or 128 (default); int8: 0 (a "
       "scale per output channel, the default) or a multiple of 32 (f16 scales)");
+  build->add_flag("--quantize-lm-head", options.quantizeLmHead,
+                  "Quantize the lm_head (a tied embedding's copy) too: int4 round to nearest "
+                  "in --group-size groups, or int8 with --quantize int8 (CPU programs only)");
   build->add_option("--calib", options.calibFile, "AWQ/GPTQ calibration text (UTF-8)");
   build->add_option("--calib-tokens", options.calibTokens,
                     "Calibration tokens AWQ/GPTQ read from --calib (default 8192)");

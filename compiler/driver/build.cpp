@@ -2,6 +2,7 @@
 #include "driver/gpu_stage.h"
 #include "driver/quantize_stage.h"
 #include "quantize/int8.h"
+#include "quantize/lm_head.h"
 
 #include "frontend/derived_tensors.h"
 #include "frontend/model_spec.h"
@@ -384,6 +385,8 @@ std::string provenanceOptions(const BuildOptions &o) {
         << " --calib-tokens " << o.calibTokens;
     if (o.awqClip)
       s << " --awq-clip";
+    if (o.quantizeLmHead)
+      s << " --quantize-lm-head";
   }
   if (o.allowNonFiniteWeights)
     s << " --allow-nonfinite-weights";
@@ -395,6 +398,12 @@ std::string provenanceOptions(const BuildOptions &o) {
 Status runBuild(const BuildOptions &options, const BuildReporter &reporter) {
   StageRunner stages(options, reporter);
   auto start = Clock::now();
+  if (options.quantizeLmHead && options.quantize.empty())
+    return Status::error("--quantize-lm-head quantizes the lm_head like the linear layers: give "
+                         "--quantize rtn, awq, gptq or int8 too");
+  if (options.quantizeLmHead && options.quantize == "int8" && options.syntheticSeed)
+    return Status::error("--quantize-lm-head with --quantize int8 needs checkpoint weights, not "
+                         "--synthetic-weights");
 
   // --- import: spec, weights, tokenizer, IR.
   SpecOptions specOptions;
@@ -562,6 +571,28 @@ Status runBuild(const BuildOptions &options, const BuildReporter &reporter) {
                                         " (f16 scales)"
                                   : "per output channel (f32 scales)") +
                   ", " + std::to_string(matrices) + " Linear matrices");
+  }
+
+  // --- --quantize-lm-head: the Logits / LmHead matrix (quantize/lm_head.h).
+  if (options.quantizeLmHead) {
+    if (!targets.gpu.empty() && !targets.byDefault)
+      return Status::error("--quantize-lm-head runs on the CPU backend only for now (the CUDA "
+                           "head kernels read float weights); build with --target cpu");
+    if (!targets.gpu.empty())
+      reporter.warning("--quantize-lm-head: CPU programs only (the CUDA head kernels read float "
+                       "weights)");
+    targets.gpu.clear();
+    ThreadPool pool(0);
+    const bool int8 = options.quantize == "int8";
+    LLMC_ASSIGN_OR_RETURN(
+        quant::LmHeadQuantization head,
+        quant::quantizePlanLmHead(pool, contents,
+                                  int8 ? fb::WeightFormat::Q8 : fb::WeightFormat::Q4,
+                                  options.groupSize, int8Storage));
+    reporter.info("quantize: lm_head " + std::string(int8 ? "int8" : "int4 RTN") + ", " +
+                  std::to_string(head.matrices) + " matrix (" + std::to_string(head.floatBytes) +
+                  " B -> " + std::to_string(head.quantizedBytes) + " B), " +
+                  std::to_string(head.steps) + " steps");
   }
 
   LLMC_RETURN_IF_ERROR(runGpuStage(targets, contents, options, reporter));

@@ -31,7 +31,7 @@ struct OpInfo {
 };
 
 // Indexed by OpKind value. Weights of Linear: 2 prologue (gamma, beta) + 3
-// matrix parts (Q4) + 1 bias; of LmHead: 2 norm + 1 matrix + 1 bias.
+// matrix parts (Q4) + 1 bias; of LmHead: 2 norm + 3 matrix parts (Q4) + 1 bias.
 inline constexpr OpInfo kOps[] = {
     {fb::OpKind::Embedding, "Embedding", fb::StepParams::EmbeddingParams, 1, 1, 1, 1, 1, false},
     {fb::OpKind::Norm, "Norm", fb::StepParams::NormParams, 1, 1, 1, 1, 2, false},
@@ -41,8 +41,8 @@ inline constexpr OpInfo kOps[] = {
     {fb::OpKind::Elementwise, "Elementwise", fb::StepParams::ElementwiseParams, 2, 2, 1, 0, 0,
      false},
     {fb::OpKind::Activation, "Activation", fb::StepParams::ActivationParams, 1, 2, 1, 0, 0, false},
-    {fb::OpKind::Logits, "Logits", fb::StepParams::LogitsParams, 1, 1, 1, 1, 2, false},
-    {fb::OpKind::LmHead, "LmHead", fb::StepParams::LogitsParams, 1, 1, 2, 2, 4, false},
+    {fb::OpKind::Logits, "Logits", fb::StepParams::LogitsParams, 1, 1, 1, 1, 4, false},
+    {fb::OpKind::LmHead, "LmHead", fb::StepParams::LogitsParams, 1, 1, 2, 2, 6, false},
 };
 inline constexpr size_t kNumOps = sizeof(kOps) / sizeof(kOps[0]);
 static_assert(kNumOps == static_cast<size_t>(fb::OpKind::MAX) + 1,

@@ -29,7 +29,8 @@ int expectedWeights(const fb::Step &step) {
     return linearOperands(*step.params_as_LinearParams()).count;
   case fb::OpKind::Logits:
   case fb::OpKind::LmHead:
-    return logitsMatrix(*step.params_as_LogitsParams()) + 1 +
+    return logitsMatrix(*step.params_as_LogitsParams()) +
+           matrixParts(step.params_as_LogitsParams()->weights()) +
            (step.params_as_LogitsParams()->bias() ? 1 : 0);
   case fb::OpKind::Embedding:
   case fb::OpKind::Rope:
@@ -72,6 +73,8 @@ std::string stepVariant(const fb::Step &step) {
     flag(true, (p->gated() ? "gated-" : "") + lower(fb::EnumNameActivationKind(p->activation())));
   } else if (const fb::ElementwiseParams *p = step.params_as_ElementwiseParams()) {
     flag(true, lower(fb::EnumNameElementwiseOp(p->op())));
+  } else if (const fb::LogitsParams *p = step.params_as_LogitsParams()) {
+    flag(p->weights() != fb::WeightFormat::Dense, lower(fb::EnumNameWeightFormat(p->weights())));
   } else if (const fb::NormParams *p = step.params_as_NormParams()) {
     flag(true, lower(fb::EnumNameNormKind(p->kind())));
   }

@@ -55,8 +55,11 @@ inline LinearOperands linearOperands(const fb::LinearParams &p) {
 }
 
 // Logits and LmHead: the norm's weights (gamma, beta), the matrix, then the bias.
+// The matrix takes matrixParts(p.weights()) tensors (int4, int8: --quantize-lm-head).
 inline int logitsMatrix(const fb::LogitsParams &p) { return normWeights(p.norm()); }
-inline int logitsBias(const fb::LogitsParams &p) { return p.bias() ? logitsMatrix(p) + 1 : -1; }
+inline int logitsBias(const fb::LogitsParams &p) {
+  return p.bias() ? logitsMatrix(p) + matrixParts(p.weights()) : -1;
+}
 
 // The buffers and weights a step with these params reads (the validator has
 // checked that the params are the kind's member).

@@ -375,6 +375,24 @@ struct FieldCheck {
 
 bool finite(double v) { return std::isfinite(v); }
 
+// A matrix's storage (LinearParams, LogitsParams: `table`): a known format
+// and the group size it takes.
+Status checkWeightFormat(fb::WeightFormat weights, int64_t groupSize, const std::string &table,
+                         const FieldCheck &c) {
+  if (weights > fb::WeightFormat::MAX)
+    return c.fail(table + ".weights", static_cast<int64_t>(weights), "not a WeightFormat");
+  if (weights == fb::WeightFormat::Q4 ? !hd::q4ValidGroupSize(groupSize)
+      : weights == fb::WeightFormat::Q8 ? !hd::q8ValidGroupSize(groupSize)
+                                        : groupSize != 0)
+    return c.fail(table + ".group_size", groupSize,
+                  weights == fb::WeightFormat::Q4 ? "must be a positive multiple of 32 for Q4 weights"
+                  : weights == fb::WeightFormat::Q8
+                      ? "must be 0 (per output channel) or a positive multiple of 32 for Q8 "
+                        "weights"
+                      : "must be 0 for Dense weights");
+  return Status::ok();
+}
+
 // A norm of rows `width` wide (a Norm step's, a prologue, a final norm).
 // LayerNorm (with its bias and groups) runs as a Norm step only: `normStep`.
 Status checkNormParams(const fb::NormParams &n, const std::string &table, int64_t width,
@@ -510,19 +528,7 @@ Status checkStepParams(const fb::Plan &plan, const fb::Program &program, const f
       LLMC_RETURN_IF_ERROR(
           checkNormParams(*p.prologue(), "LinearParams.prologue", width(step.inputs(), 0), c));
     LLMC_RETURN_IF_ERROR(checkActivationKind(p.activation(), "LinearParams.activation", c));
-    if (p.weights() > fb::WeightFormat::MAX)
-      return c.fail("LinearParams.weights", static_cast<int64_t>(p.weights()),
-                    "not a WeightFormat");
-    if (p.weights() == fb::WeightFormat::Q4 ? !hd::q4ValidGroupSize(p.group_size())
-        : p.weights() == fb::WeightFormat::Q8 ? !hd::q8ValidGroupSize(p.group_size())
-                                              : p.group_size() != 0)
-      return c.fail("LinearParams.group_size", p.group_size(),
-                    p.weights() == fb::WeightFormat::Q4
-                        ? "must be a positive multiple of 32 for Q4 weights"
-                    : p.weights() == fb::WeightFormat::Q8
-                        ? "must be 0 (per output channel) or a positive multiple of 32 for Q8 "
-                          "weights"
-                        : "must be 0 for Dense weights");
+    LLMC_RETURN_IF_ERROR(checkWeightFormat(p.weights(), p.group_size(), "LinearParams", c));
     if (!std::isfinite(p.output_scale()) || p.output_scale() == 0.0f)
       return c.failF("LinearParams.output_scale", p.output_scale(),
                      "must be finite and non-zero");
@@ -620,6 +626,7 @@ Status checkStepParams(const fb::Plan &plan, const fb::Program &program, const f
       LLMC_RETURN_IF_ERROR(
           checkNormParams(*p.norm(), "LogitsParams.norm", width(step.inputs(), 0), c));
     }
+    LLMC_RETURN_IF_ERROR(checkWeightFormat(p.weights(), p.group_size(), "LogitsParams", c));
     if (!(p.softcap() >= 0.0) || !finite(p.softcap()))
       return c.failF("LogitsParams.softcap", p.softcap(),
                      "must be 0 (off) or positive and finite");
@@ -829,7 +836,17 @@ Status checkLogitsShapes(const ShapeCheck &c) {
   const int64_t hidden = c.inWidth(0), vocab = c.plan.model()->vocab_size();
   if (p.norm() != nullptr)
     LLMC_RETURN_IF_ERROR(c.norm(*p.norm(), 0, hidden));
-  LLMC_RETURN_IF_ERROR(c.matrix(ops::logitsMatrix(p), vocab, hidden, "weight [vocab_size, H]"));
+  switch (p.weights()) {
+  case fb::WeightFormat::Dense:
+    LLMC_RETURN_IF_ERROR(c.matrix(ops::logitsMatrix(p), vocab, hidden, "weight [vocab_size, H]"));
+    break;
+  case fb::WeightFormat::Q4:
+    LLMC_RETURN_IF_ERROR(checkQ4Matrix(c, ops::logitsMatrix(p), vocab, hidden, p.group_size()));
+    break;
+  case fb::WeightFormat::Q8:
+    LLMC_RETURN_IF_ERROR(checkQ8Matrix(c, ops::logitsMatrix(p), vocab, hidden, p.group_size()));
+    break;
+  }
   if (p.bias())
     LLMC_RETURN_IF_ERROR(c.vector(ops::logitsBias(p), vocab, "bias", /*f32=*/true));
   if (c.outWidth(0) != vocab)

@@ -35,6 +35,15 @@ template <typename Pred> bool spinUntil(const Pred &pred) {
   return pred();
 }
 
+// ThreadPool::ticket_: generation (32 bits) | chunk count (16) | next chunk (16).
+constexpr uint64_t kMaxChunks = 0xffff;
+constexpr uint64_t makeTicket(uint64_t generation, uint64_t chunks) {
+  return (generation << 32) | (chunks << 16);
+}
+constexpr uint64_t ticketGeneration(uint64_t t) { return t >> 32; }
+constexpr uint64_t ticketChunks(uint64_t t) { return (t >> 16) & kMaxChunks; }
+constexpr uint64_t ticketNext(uint64_t t) { return t & kMaxChunks; }
+
 } // namespace
 
 int availableCores() {
@@ -64,21 +73,34 @@ ThreadPool::~ThreadPool() {
     worker.join();
 }
 
-void ThreadPool::runChunks() {
+void ThreadPool::runChunks(uint64_t generation) {
   bool outer = tInsideParallelFor;
   tInsideParallelFor = true;
-  for (int64_t c = nextChunk_.fetch_add(1); c < jobChunks_; c = nextChunk_.fetch_add(1))
+  uint64_t t = ticket_.load(std::memory_order_acquire);
+  while (ticketGeneration(t) == generation && ticketNext(t) < ticketChunks(t)) {
+    // A successful claim keeps the job from completing, so its fields stay put.
+    if (!ticket_.compare_exchange_weak(t, t + 1, std::memory_order_acq_rel,
+                                       std::memory_order_acquire))
+      continue;
+    const int64_t c = static_cast<int64_t>(ticketNext(t));
     jobFn_(jobArg_, c * jobChunk_, std::min(jobSize_, (c + 1) * jobChunk_));
+    if (chunksDone_.fetch_add(1) + 1 == static_cast<int64_t>(ticketChunks(t)) &&
+        callerSleeping_.load()) {
+      std::lock_guard<std::mutex> lock(mutex_);
+      done_.notify_one();
+    }
+    t = ticket_.load(std::memory_order_acquire);
+  }
   tInsideParallelFor = outer;
 }
 
 void ThreadPool::workerLoop() {
   uint64_t seen = 0;
-  auto hasWork = [&] { return generation_.load() != seen || stop_.load(); };
+  auto hasWork = [&] { return ticketGeneration(ticket_.load()) != seen || stop_.load(); };
   for (;;) {
     if (!spinUntil(hasWork)) {
-      // Counted before the last look at generation_ (both seq_cst): a caller
-      // that bumps it afterwards sees this sleeper and notifies.
+      // Counted before the last look at ticket_ (both seq_cst): a caller
+      // that publishes a job afterwards sees this sleeper and notifies.
       sleepers_.fetch_add(1);
       std::unique_lock<std::mutex> lock(mutex_);
       wake_.wait(lock, hasWork);
@@ -86,12 +108,8 @@ void ThreadPool::workerLoop() {
     }
     if (stop_.load())
       return;
-    seen = generation_.load(std::memory_order_acquire);
-    runChunks();
-    if (workersBusy_.fetch_sub(1) == 1 && callerSleeping_.load()) {
-      std::lock_guard<std::mutex> lock(mutex_);
-      done_.notify_one();
-    }
+    seen = ticketGeneration(ticket_.load(std::memory_order_acquire));
+    runChunks(seen);
   }
 }
 
@@ -106,23 +124,25 @@ void ThreadPool::run(int64_t n, int64_t grain, ChunkFn chunkFn, const void *fn) 
   std::lock_guard<std::mutex> call(callMutex_);
   // A few chunks per thread balance uneven progress (threads share cores).
   int64_t units = (n + grain - 1) / grain;
-  int64_t chunks = std::min<int64_t>(units, 4 * static_cast<int64_t>(numThreads()));
+  int64_t chunks = std::min<int64_t>(
+      {units, 4 * static_cast<int64_t>(numThreads()), static_cast<int64_t>(kMaxChunks)});
   jobFn_ = chunkFn;
   jobArg_ = fn;
   jobSize_ = n;
   jobChunk_ = (units + chunks - 1) / chunks * grain;
-  jobChunks_ = (n + jobChunk_ - 1) / jobChunk_;
-  nextChunk_.store(0, std::memory_order_relaxed);
-  workersBusy_.store(static_cast<int>(workers_.size()), std::memory_order_relaxed);
-  // Spinning workers see the new generation without a system call; the lock
-  // and the notify are only for those asleep.
-  generation_.fetch_add(1);
+  chunks = (n + jobChunk_ - 1) / jobChunk_;
+  chunksDone_.store(0, std::memory_order_relaxed);
+  // Spinning workers see the new ticket without a system call; the lock and
+  // the notify are only for those asleep.
+  const uint64_t generation = (ticketGeneration(ticket_.load()) + 1) & 0xffffffffu;
+  ticket_.store(makeTicket(generation, static_cast<uint64_t>(chunks)));
   if (sleepers_.load() > 0) {
     { std::lock_guard<std::mutex> lock(mutex_); }
     wake_.notify_all();
   }
-  runChunks();
-  auto allDone = [&] { return workersBusy_.load() == 0; };
+  runChunks(generation);
+  // Only chunks that workers claimed can still be running.
+  auto allDone = [&] { return chunksDone_.load() == chunks; };
   if (!spinUntil(allDone)) {
     callerSleeping_.store(true);
     std::unique_lock<std::mutex> lock(mutex_);

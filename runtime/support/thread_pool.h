@@ -1,9 +1,13 @@
 // A fixed pool of worker threads for data-parallel kernels.
 //
 // parallelFor splits [0, n) into contiguous chunks that the workers and the
-// calling thread take from a shared counter. A call allocates nothing: the
+// calling thread claim from one shared ticket. A call allocates nothing: the
 // function is passed by reference through a type-erased pointer. Workers spin
 // briefly between calls (decode runs kernels back to back) and then sleep.
+// The caller waits for the chunks, not for the workers: when a worker is not
+// running (more threads than free cores), the caller takes its chunks and
+// returns without waiting for it to be scheduled; a worker that wakes late
+// finds the job's chunks all claimed and goes back to waiting.
 #pragma once
 
 #include <atomic>
@@ -46,27 +50,30 @@ private:
 
   void run(int64_t n, int64_t grain, ChunkFn chunkFn, const void *fn);
   void workerLoop();
-  void runChunks();
+  // Claims and runs chunks of the job of `generation` until none is left.
+  void runChunks(uint64_t generation);
 
   std::vector<std::thread> workers_;
   std::mutex callMutex_; // one parallelFor at a time
 
-  // The current job; written by the caller before it bumps generation_.
+  // The current job; written by the caller while no chunk of the previous
+  // job is unclaimed or running, before it publishes the new ticket.
   ChunkFn jobFn_ = nullptr;
   const void *jobArg_ = nullptr;
   int64_t jobSize_ = 0;
   int64_t jobChunk_ = 0;
-  int64_t jobChunks_ = 0;
-  std::atomic<int64_t> nextChunk_{0};
-  std::atomic<int> workersBusy_{0};
+  // The job's generation, chunk count and next unclaimed chunk in one word
+  // (ticket.h layout in thread_pool.cpp): claiming a chunk is one CAS that
+  // fails when the job is another, so a late worker never runs a stale job.
+  alignas(64) std::atomic<uint64_t> ticket_{0};
+  alignas(64) std::atomic<int64_t> chunksDone_{0};
 
-  std::atomic<uint64_t> generation_{0};
-  std::atomic<int> sleepers_{0};            // workers blocked on wake_
+  alignas(64) std::atomic<int> sleepers_{0}; // workers blocked on wake_
   std::atomic<bool> callerSleeping_{false}; // the caller blocked on done_
   std::atomic<bool> stop_{false};
   std::mutex mutex_;
   std::condition_variable wake_; // workers wait for a new generation
-  std::condition_variable done_; // the caller waits for workersBusy_ == 0
+  std::condition_variable done_; // the caller waits for chunksDone_ == the job's chunks
 };
 
 } // namespace llmc

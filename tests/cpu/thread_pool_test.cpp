@@ -119,5 +119,37 @@ TEST(ThreadPool, ManyBackToBackCallsAndConcurrentCallers) {
   EXPECT_EQ(sum.load(), 2 * 2000 * (63 * 64 / 2));
 }
 
+// The caller returns once every chunk is done, without waiting for workers
+// that claimed none (with more threads than cores some are not running). A
+// worker that wakes late must then find nothing to claim: no chunk of a call
+// may run after that call returned, nor twice, nor with another call's
+// bounds. Many short calls of varying sizes, more threads than cores.
+TEST(ThreadPool, LateWorkersNeverRunAFinishedCall) {
+  const int threads = std::max(4, 2 * availableCores());
+  ThreadPool pool(threads);
+  std::atomic<int> lateChunks{0}, badSums{0};
+  for (int call = 0; call < 20000; ++call) {
+    const int64_t n = 1 + call % 97;
+    std::atomic<bool> returned{false};
+    std::atomic<int64_t> sum{0};
+    pool.parallelFor(
+        n,
+        [&](int64_t begin, int64_t end) {
+          if (returned.load())
+            ++lateChunks;
+          for (int64_t i = begin; i < end; ++i)
+            sum += i + 1;
+        },
+        1 + call % 3);
+    returned = true;
+    if (sum.load() != n * (n + 1) / 2)
+      ++badSums;
+    if (call % 1000 == 999) // now and then let the workers fall asleep
+      std::this_thread::sleep_for(std::chrono::microseconds(300));
+  }
+  EXPECT_EQ(lateChunks.load(), 0);
+  EXPECT_EQ(badSums.load(), 0);
+}
+
 } // namespace
 } // namespace llmc

@@ -1,6 +1,7 @@
 // LmHead: final norm + lm_head over the output rows only: the Argmax rows
 // through the fused projection + argmax (no logits written), the other rows'
-// logits compacted at the top of the logits buffer.
+// logits compacted at the top of the logits buffer. Over int4/int8 weights
+// (--quantize-lm-head) the argmax rows' logits go through scratch.
 #include "cpu/fused.h"
 #include "cpu/kernels.h"
 #include "cpu/matmul.h"
@@ -16,8 +17,8 @@ Status lmHeadStep(const OpContext &c) {
   s.logitRows.clear();
   for (const OutputRequest &request : c.input.outputs)
     (request.kind == OutputKind::Argmax ? s.argmaxRows : s.logitRows).push_back(request.row);
-  const int64_t hidden = c.inWidth(0);
-  const WeightMatrix w = c.matrix(ops::logitsMatrix(p));
+  const int64_t hidden = c.inWidth(0), vocab = c.outWidth(0);
+  const bool dense = p.weights() == fb::WeightFormat::Dense;
   // Normalizes `rows` of the step's input into scratch.norm.
   auto normalize = [&](const std::vector<int64_t> &rows) {
     const int64_t n = static_cast<int64_t>(rows.size());
@@ -28,18 +29,24 @@ Status lmHeadStep(const OpContext &c) {
   };
   if (!s.argmaxRows.empty()) {
     normalize(s.argmaxRows);
-    s.argmaxIds.resize(s.argmaxRows.size());
-    matmulArgmax(c.pool, s.norm.data(), static_cast<int64_t>(s.argmaxRows.size()), w,
-                 s.argmaxIds.data());
+    const int64_t n = static_cast<int64_t>(s.argmaxRows.size());
+    s.argmaxIds.resize(n);
+    if (dense) {
+      matmulArgmax(c.pool, s.norm.data(), n, c.matrix(ops::logitsMatrix(p)), s.argmaxIds.data());
+    } else { // the int4/int8 GEMM writes [n, V] logits to scratch, then their argmax
+      s.headLogits.resize(n * vocab);
+      projectVocabulary(c, p, s.norm.data(), n, nullptr, s.headLogits.data());
+      argmax(s.headLogits.data(), n, vocab, s.argmaxIds.data());
+    }
   }
   float *logits = c.out(0);
   if (!s.logitRows.empty()) {
     normalize(s.logitRows);
-    matmul(c.pool, s.norm.data(), static_cast<int64_t>(s.logitRows.size()), w, nullptr, 0.0f,
-           logits);
+    projectVocabulary(c, p, s.norm.data(), static_cast<int64_t>(s.logitRows.size()), nullptr,
+                      logits);
     // Soft-capping is monotonic: the argmax rows above need none.
     if (p.softcap() > 0.0)
-      softCap(c.pool, logits, static_cast<int64_t>(s.logitRows.size()) * w.rows,
+      softCap(c.pool, logits, static_cast<int64_t>(s.logitRows.size()) * vocab,
               static_cast<float>(p.softcap()));
   }
   int64_t nextArgmax = 0, nextLogits = 0;

@@ -26,6 +26,7 @@ struct OpScratch {
   std::vector<float> logits;   // [R, V] of a selective Logits step
   std::vector<int64_t> argmaxRows, logitRows; // LmHead: rows taking ids, rows taking logits
   std::vector<int32_t> argmaxIds;
+  std::vector<float> headLogits; // LmHead over quantized weights: the argmax rows' logits
 };
 
 // What one step of one run sees. The plan validator has checked the step's
@@ -81,6 +82,12 @@ Status elementwiseStep(const OpContext &c); // ops/elementwise.cpp
 Status activationStep(const OpContext &c);  // ops/activation.cpp
 Status logitsStep(const OpContext &c);      // ops/logits.cpp
 Status lmHeadStep(const OpContext &c);      // ops/lm_head.cpp
+
+// Shared by the ops: y [rows, V] = x [rows, H] . W^T (+ bias) for the
+// matrix of a Logits or LmHead step, dense, int4 or int8 (LogitsParams.weights:
+// `llmc build --quantize-lm-head`), through the Linear kernels.
+void projectVocabulary(const OpContext &c, const fb::LogitsParams &p, const float *x,
+                       int64_t rows, const float *bias, float *y);
 
 // Shared by the ops: RMSNorm of `rows` rows of x [rows, width] into y with
 // a norm's parameters (the validator admits only what this runs).
