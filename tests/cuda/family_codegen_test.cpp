@@ -129,6 +129,11 @@ INSTANTIATE_TEST_SUITE_P(
         Family{"llama-yarn", {"attention_factor"}, "llmc_attention_"},
         Family{"long-dynamic", {"dynamic"}, "llmc_attention_"},
         Family{"llama-longrope", {"longrope", "attention_factor"}, "llmc_attention_"},
+        // Per-head (1 + w) q/k norms with a RoPE base per layer type (Gemma3), NoPE
+        // global layers (EXAONE 4), Phi-3's longrope with packed projections.
+        Family{"gemma3", {"rms_norm", "norm_groups"}, "llmc_rms_norm_"},
+        Family{"exaone4", {"rms_norm", "norm_groups"}, "llmc_rms_norm_"},
+        Family{"phi3-longrope-short", {"longrope", "attention_factor"}, "llmc_attention_"},
         // int4 and int8 weights beside LayerNorm, partial rotary and a Logits bias.
         Family{"phi", {"layer_norm", "partial_rotary", "logit_bias"}, "llmc_linear_q4_", "rtn",
                "phi_rtn"},
