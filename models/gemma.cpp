@@ -35,6 +35,19 @@ Status applyGemmaCommon(const Json &hf, const std::string &source, ModelConfig &
   return Status::ok();
 }
 
+Status applyGemmaGegluSandwich(const Json &hf, const std::string &source, const char *family,
+                               ModelConfig &config) {
+  LLMC_RETURN_IF_ERROR(applyGemmaCommon(hf, source, config));
+  LLMC_ASSIGN_OR_RETURN(config.mlpActivation,
+                        readMlpActivation(hf, "hidden_activation", "gelu_pytorch_tanh",
+                                          /*geluIsTanh=*/false, source));
+  if (config.mlpActivation == MlpActivation::Silu)
+    return Status::error(source + ": field 'hidden_activation': " + family +
+                         "'s MLP is GeGLU; supported: gelu, gelu_pytorch_tanh, gelu_new");
+  config.sandwichNorms = true;
+  return Status::ok();
+}
+
 namespace {
 
 class Gemma final : public LlamaLayout {

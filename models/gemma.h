@@ -25,4 +25,10 @@ const Architecture &gemmaForCausalLM();
 // sqrt(hidden_size) embedding scale. The MLP activation is each family's.
 Status applyGemmaCommon(const Json &hf, const std::string &source, ModelConfig &config);
 
+// Gemma2's and Gemma3's shared rules on top of applyGemmaCommon: the GeGLU
+// MLP from `hidden_activation` only ("gelu" there is exact GELU; silu is
+// refused, naming `family`) and the sandwich norms around attention and MLP.
+Status applyGemmaGegluSandwich(const Json &hf, const std::string &source, const char *family,
+                               ModelConfig &config);
+
 } // namespace llmc

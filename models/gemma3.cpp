@@ -108,15 +108,7 @@ public:
 
   Status applyConfig(const Json &hf, const std::string &source,
                      ModelConfig &config) const override {
-    LLMC_RETURN_IF_ERROR(applyGemmaCommon(hf, source, config));
-    // Like Gemma2: `hidden_activation` only, and "gelu" there is exact GELU.
-    LLMC_ASSIGN_OR_RETURN(config.mlpActivation,
-                          readMlpActivation(hf, "hidden_activation", "gelu_pytorch_tanh",
-                                            /*geluIsTanh=*/false, source));
-    if (config.mlpActivation == MlpActivation::Silu)
-      return Status::error(source + ": field 'hidden_activation': Gemma3's MLP is GeGLU; " +
-                           "supported: gelu, gelu_pytorch_tanh, gelu_new");
-    config.sandwichNorms = true;
+    LLMC_RETURN_IF_ERROR(applyGemmaGegluSandwich(hf, source, "Gemma3", config));
     config.qkNorm = QkNorm::PerHead;
     LLMC_RETURN_IF_ERROR(readQueryScale(hf, source, config));
     LLMC_ASSIGN_OR_RETURN(config.attentionSoftcap,
