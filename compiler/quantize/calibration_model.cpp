@@ -116,8 +116,23 @@ struct CalibrationModel::State {
   Status lower(const WeightTable &table);
   Status mapValues();
   Status setSequences(const std::vector<int64_t> &lengths, int64_t rows);
+  // A window of 1 .. maxTokens ids inside the vocabulary.
+  Status checkWindow(const std::vector<int32_t> &ids) const;
   Status runProgram(const CpuRunHooks *hooks);
 };
+
+Status CalibrationModel::State::checkWindow(const std::vector<int32_t> &ids) const {
+  const int64_t rows = static_cast<int64_t>(ids.size());
+  if (rows <= 0 || rows > maxTokens)
+    return Status::error("calibration window of " + std::to_string(rows) + " tokens (at most " +
+                         std::to_string(maxTokens) + ")");
+  const int64_t vocab = plan->meta().model()->vocab_size();
+  for (int32_t t : ids)
+    if (t < 0 || t >= vocab)
+      return Status::error("calibration token id " + std::to_string(t) +
+                           " is outside the vocabulary of " + std::to_string(vocab));
+  return Status::ok();
+}
 
 Status CalibrationModel::State::lower(const WeightTable &table) {
   auto module = forward->getParentOfType<mlir::ModuleOp>();
@@ -132,7 +147,7 @@ Status CalibrationModel::State::lower(const WeightTable &table) {
   options.llmcVersion = "calibration";
   options.resolveWeight = [&table](const std::string &name) -> Expected<WeightSource> {
     LLMC_ASSIGN_OR_RETURN(const WeightEntry *e, table.get(name));
-    return WeightSource{static_cast<const uint8_t *>(e->data), e->dtype, e->elements()};
+    return WeightSource{static_cast<const uint8_t *>(e->data), e->dtype, e->elements(), {}};
   };
   auto lowered = lowerToPlan(module, options);
   if (!lowered)
@@ -285,14 +300,7 @@ Expected<std::vector<float>> CalibrationModel::run(const std::vector<int32_t> &t
                                                    const Observer &observe) {
   State &s = *state_;
   const int64_t rows = static_cast<int64_t>(tokens.size());
-  if (rows <= 0 || rows > s.maxTokens)
-    return Status::error("calibration window of " + std::to_string(rows) + " tokens (at most " +
-                         std::to_string(s.maxTokens) + ")");
-  const int64_t vocab = s.plan->meta().model()->vocab_size();
-  for (int32_t t : tokens)
-    if (t < 0 || t >= vocab)
-      return Status::error("calibration token id " + std::to_string(t) +
-                           " is outside the vocabulary of " + std::to_string(vocab));
+  LLMC_RETURN_IF_ERROR(s.checkWindow(tokens));
   s.tokens = tokens;
   LLMC_RETURN_IF_ERROR(s.setSequences({rows}, rows));
   CpuRunHooks hooks;
@@ -304,6 +312,7 @@ Expected<std::vector<float>> CalibrationModel::run(const std::vector<int32_t> &t
           observe(value, data, n, width);
     };
   LLMC_RETURN_IF_ERROR(s.runProgram(observe ? &hooks : nullptr));
+  const int64_t vocab = s.out.vocab;
   std::vector<float> logits(s.out.logits, s.out.logits + rows * vocab);
   if (observe)
     observe(s.result, logits.data(), rows, vocab);
@@ -315,14 +324,7 @@ Status CalibrationModel::observe(const std::vector<int32_t> &tokens,
                                  const Observer &observe) {
   State &s = *state_;
   const int64_t rows = static_cast<int64_t>(tokens.size());
-  if (rows <= 0 || rows > s.maxTokens)
-    return Status::error("calibration window of " + std::to_string(rows) + " tokens (at most " +
-                         std::to_string(s.maxTokens) + ")");
-  const int64_t vocab = s.plan->meta().model()->vocab_size();
-  for (int32_t t : tokens)
-    if (t < 0 || t >= vocab)
-      return Status::error("calibration token id " + std::to_string(t) +
-                           " is outside the vocabulary of " + std::to_string(vocab));
+  LLMC_RETURN_IF_ERROR(s.checkWindow(tokens));
   // Each value's first reader, the last of which ends the range.
   llvm::DenseSet<mlir::Value> wanted(values.begin(), values.end());
   int64_t end = 0;
