@@ -313,8 +313,31 @@ INSTANTIATE_TEST_SUITE_P(Families, HfLogits,
                            return name;
                          });
 
-// Llama-layout families with multipliers or packed projections (Granite),
-// and Llama's mlp_bias.
+// Without fusion, Granite's scaled o_proj and down_proj are plain Linear
+// steps (output_scale, no accumulate) followed by Add steps: the other path
+// of the CPU linear's scaled product.
+TEST(HfLogitsUnfused, GraniteWithoutFusionMatchesHf) {
+  Reference ref = loadReference("granite", "");
+  ASSERT_FALSE(ref.logits.empty());
+  BuildOptions options;
+  options.input = test::testDataPath("hf/granite");
+  options.output = test::scratchDir("hf-granite-O0") + "/granite.O0.plan";
+  options.dtype = "f32";
+  options.optimizationLevel = 0;
+  BuildReporter quiet;
+  quiet.info = quiet.warning = quiet.verbose = quiet.ir = [](const std::string &) {};
+  Status status = runBuild(options, quiet);
+  ASSERT_TRUE(status.isOk()) << status.message();
+  auto engine = Engine::load(options.output, EngineOptions{});
+  ASSERT_TRUE(engine.isOk()) << engine.message();
+  double maxDiff = prefillThenDecode(**engine, ref);
+  EXPECT_LT(maxDiff, kF32Tolerance);
+  std::printf("granite -O0 prefill + 64 greedy steps: max |logit - HF| over %zu rows: %.3g\n",
+              ref.rows(), maxDiff);
+}
+
+// Llama-layout families with multipliers (Granite) or packed projections
+// (Phi-3), and Llama's mlp_bias.
 INSTANTIATE_TEST_SUITE_P(LlamaLayoutExtras, HfLogits, ::testing::Values("granite", "llama-mlp-bias",
                                                                     "phi3-longrope-short",
                                                                     "phi3-longrope-long"),
