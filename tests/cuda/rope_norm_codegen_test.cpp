@@ -12,6 +12,7 @@
 #include "cuda/kernel_gen.h"
 #include "cuda/nvrtc_compiler.h"
 #include "kernels/common/rope.h"
+#include "mini_plan.h"
 #include "ops/rope.h"
 
 #include <gtest/gtest.h>
@@ -25,46 +26,9 @@
 namespace llmc {
 namespace {
 
-// A plan with what kernelForStep reads, and one step's kernel.
-struct Mini {
-  fb::PlanT plan;
-  fb::ProgramT program;
-  Mini() {
-    plan.model = std::make_unique<fb::ModelInfoT>();
-    plan.model->max_seq_len = 4096;
-    plan.kv_cache = std::make_unique<fb::KvCacheInfoT>();
-    plan.kv_cache->block_size = 16;
-  }
-  int tensor(DType dtype, std::vector<int64_t> shape) {
-    auto t = std::make_unique<fb::TensorT>();
-    t->name = "t" + std::to_string(plan.tensors.size());
-    t->dtype = static_cast<fb::DType>(dtype);
-    t->shape = std::move(shape);
-    plan.tensors.push_back(std::move(t));
-    return static_cast<int>(plan.tensors.size()) - 1;
-  }
-  int buffer(DType dtype, int64_t width) {
-    auto b = std::make_unique<fb::BufferT>();
-    b->dtype = static_cast<fb::DType>(dtype);
-    b->width = width;
-    program.buffers.push_back(std::move(b));
-    return static_cast<int>(program.buffers.size()) - 1;
-  }
-  Expected<cuda::KernelInstance> kernel(fb::OpKind op, std::vector<int> in, std::vector<int> out,
-                                        std::vector<int> weights, fb::StepParamsUnion params,
-                                        int64_t maxTokens, DType activation) {
-    fb::StepT step;
-    step.op = op;
-    step.inputs = std::move(in);
-    step.outputs = std::move(out);
-    step.weights = std::move(weights);
-    step.params = std::move(params);
-    cuda::ProgramShape shape;
-    shape.activation = activation;
-    shape.maxTokens = maxTokens;
-    shape.decode = maxTokens > 0;
-    return cuda::kernelForStep(plan, program, step, shape);
-  }
+// Steps at real widths (vocab 51200, 4096 positions).
+struct Mini : test::MiniPlan {
+  Mini() : MiniPlan(4096) {}
 };
 
 std::unique_ptr<fb::RopeParamsT> rope(int64_t rotaryDim, bool interleaved,
@@ -97,7 +61,7 @@ Expected<cuda::KernelInstance> ropeKernel(std::unique_ptr<fb::RopeParamsT> r, in
   int buf = m.buffer(act, heads * D);
   fb::StepParamsUnion params = test::ropeParams(heads, D);
   params.AsRopeStepParams()->rope = std::move(r);
-  return m.kernel(fb::OpKind::Rope, {buf}, {buf}, {}, std::move(params), 0, act);
+  return m.kernelFor(fb::OpKind::Rope, {buf}, {buf}, {}, std::move(params), 0, false, act);
 }
 
 // The values of `__device__ const float <name>[n] = {...};` in a source.
@@ -150,8 +114,7 @@ TEST(CudaRopeSpec, LongRopeHasTheShortAndTheLongTable) {
   EXPECT_NE(k->source.find("kPerPass = true;"), std::string::npos);
   char literal[64];
   std::snprintf(literal, sizeof(literal), "%af", static_cast<double>(factor));
-  EXPECT_NE(k->source.find("kAttentionFactor = " + std::string(literal) + ";"),
-            std::string::npos)
+  EXPECT_NE(k->source.find("kAttentionFactor = " + std::string(literal) + ";"), std::string::npos)
       << k->source;
   // seqLen > 64 picks the long table, as rope.h's float comparison does.
   EXPECT_NE(k->source.find("static_cast<float>(seqLen) > 0x1p+6f ? RopeSpecLongTable"),
@@ -215,28 +178,29 @@ TEST(CudaNewFormsCodegen, RealWidthsCompileForSm90aWithoutSpills) {
     Mini m;
     int g = m.tensor(bf16, {2560}), b = m.tensor(bf16, {2560});
     int in = m.buffer(bf16, 2560), out = m.buffer(bf16, 2560);
-    expectCompilesWithoutSpills(
-        m.kernel(fb::OpKind::Norm, {in}, {out}, {g, b}, norm(fb::NormKind::Layer, true, 0), 0, bf16));
+    expectCompilesWithoutSpills(m.kernelFor(fb::OpKind::Norm, {in}, {out}, {g, b},
+                                            norm(fb::NormKind::Layer, true, 0), 0, false, bf16));
   }
   { // Command R: LayerNorm over 8192; its q norm: 64 heads of 128.
     Mini m;
     int g = m.tensor(DType::F32, {8192});
     int in = m.buffer(bf16, 8192), out = m.buffer(bf16, 8192);
-    expectCompilesWithoutSpills(
-        m.kernel(fb::OpKind::Norm, {in}, {out}, {g}, norm(fb::NormKind::Layer, false, 0), 0, bf16));
-    expectCompilesWithoutSpills(
-        m.kernel(fb::OpKind::Norm, {in}, {out}, {g}, norm(fb::NormKind::Layer, false, 128), 0, bf16));
+    expectCompilesWithoutSpills(m.kernelFor(fb::OpKind::Norm, {in}, {out}, {g},
+                                            norm(fb::NormKind::Layer, false, 0), 0, false, bf16));
+    expectCompilesWithoutSpills(m.kernelFor(fb::OpKind::Norm, {in}, {out}, {g},
+                                            norm(fb::NormKind::Layer, false, 128), 0, false, bf16));
   }
   { // Qwen3-8B: q norm over 32 heads of 128, gamma [128].
     Mini m;
     int g = m.tensor(bf16, {128});
     int in = m.buffer(bf16, 4096), out = m.buffer(bf16, 4096);
-    expectCompilesWithoutSpills(
-        m.kernel(fb::OpKind::Norm, {in}, {out}, {g}, norm(fb::NormKind::Rms, false, 128), 0, bf16));
+    expectCompilesWithoutSpills(m.kernelFor(fb::OpKind::Norm, {in}, {out}, {g},
+                                            norm(fb::NormKind::Rms, false, 128), 0, false, bf16));
   }
   // Rope steps: Phi-2's partial rotary, Cohere's interleaved, Phi-3's longrope.
   expectCompilesWithoutSpills(ropeKernel(rope(32, false, fb::RopeScalingKind::None), 32, 80, bf16));
-  expectCompilesWithoutSpills(ropeKernel(rope(128, true, fb::RopeScalingKind::None), 64, 128, bf16));
+  expectCompilesWithoutSpills(
+      ropeKernel(rope(128, true, fb::RopeScalingKind::None), 64, 128, bf16));
   expectCompilesWithoutSpills(
       ropeKernel(rope(96, false, fb::RopeScalingKind::LongRope), 32, 96, bf16));
   // Attention with RoPE on the fly on a packed qkv (32 heads / 8 KV heads of
@@ -261,8 +225,8 @@ TEST(CudaNewFormsCodegen, RealWidthsCompileForSm90aWithoutSpills) {
       auto r = rope(ar.rotary, ar.interleaved, ar.kind);
       r->rotary_dim = ar.rotary;
       params.AsAttentionParams()->rope = std::move(r);
-      expectCompilesWithoutSpills(m.kernel(fb::OpKind::Attention, {qkv, qkv, qkv}, {out}, {},
-                                           std::move(params), maxTokens, bf16));
+      expectCompilesWithoutSpills(m.kernelFor(fb::OpKind::Attention, {qkv, qkv, qkv}, {out}, {},
+                                              std::move(params), maxTokens, maxTokens > 0, bf16));
     }
   // Phi-2's Logits (bias) and Command R's (scale 0.0625): decode GEMV, prefill GEMM.
   for (int64_t maxTokens : {1, 16, 0}) {
@@ -272,8 +236,8 @@ TEST(CudaNewFormsCodegen, RealWidthsCompileForSm90aWithoutSpills) {
     fb::StepParamsUnion params = test::logitsParams();
     params.AsLogitsParams()->bias = true;
     params.AsLogitsParams()->scale = 0.0625;
-    expectCompilesWithoutSpills(
-        m.kernel(fb::OpKind::Logits, {in}, {out}, {w, b}, std::move(params), maxTokens, bf16));
+    expectCompilesWithoutSpills(m.kernelFor(fb::OpKind::Logits, {in}, {out}, {w, b},
+                                            std::move(params), maxTokens, maxTokens > 0, bf16));
   }
 }
 
