@@ -15,6 +15,8 @@
 
 #include <atomic>
 #include <chrono>
+#include <condition_variable>
+#include <mutex>
 #include <cmath>
 #include <thread>
 
@@ -160,42 +162,49 @@ TEST(Server, ApiKey) {
   EXPECT_EQ(health, 200); // health and metrics stay open for probes
 }
 
+// Deterministic, not timed: the first request's callback holds the loop
+// thread at its first token (callbacks run on the loop thread), so nothing
+// finishes or gets admitted meanwhile. The second request then fills the
+// one waiting place and the third, over HTTP, must get 503 at once.
 TEST(Server, WaitingQueueOverItsBoundIs503) {
   ServerConfig config;
   config.maxNumSeqs = 1;
   config.maxWaiting = 1;
   TestServer server(config);
   ASSERT_TRUE(server.ok());
-  auto waitFor = [&](int64_t running, int64_t waiting) {
-    for (int i = 0; i < 1000; ++i) {
-      serving::SchedulerStats s = server.loop().metrics();
-      if (s.running == running && s.waiting == waiting)
-        return true;
-      std::this_thread::sleep_for(std::chrono::milliseconds(5));
-    }
-    return false;
+  std::mutex mutex;
+  std::condition_variable changed;
+  bool holding = false, release = false;
+  serving::RequestParams first;
+  first.prompt = server.engine().tokenizer().encode("a", true);
+  first.maxTokens = 8;
+  first.ignoreEos = true;
+  serving::SubmitResult a = server.loop().submit(first, [&](const serving::TokenEvent &) {
+    std::unique_lock<std::mutex> lock(mutex);
+    if (release || holding) // hold the loop once, at the first token
+      return;
+    holding = true;
+    changed.notify_all();
+    changed.wait_for(lock, std::chrono::seconds(20), [&] { return release; });
+  });
+  ASSERT_EQ(a.status, serving::SubmitStatus::Accepted) << a.message;
+  auto unblock = [&] {
+    std::lock_guard<std::mutex> lock(mutex);
+    release = true;
+    changed.notify_all();
   };
-  const int port = server.port();
-  const int64_t longRequest = server.engine().model().max_seq_len() - 16;
-  std::thread first(
-      [&] { streamPost(port, "/v1/completions", completion("a", longRequest, true)); });
-  std::thread second;
-  bool running = waitFor(1, 0);
-  EXPECT_TRUE(running);
-  if (running) {
-    second = std::thread([port] { streamPost(port, "/v1/completions", completion("b", 5, true)); });
-    bool queued = waitFor(1, 1);
-    EXPECT_TRUE(queued);
-    if (queued) {
-      auto [status, body] = server.post("/v1/completions", completion("c", 5).dump());
-      EXPECT_EQ(status, 503) << body.dump();
-      EXPECT_EQ(body["error"]["code"], 503);
-    }
+  {
+    std::unique_lock<std::mutex> lock(mutex);
+    ASSERT_TRUE(changed.wait_for(lock, std::chrono::seconds(60), [&] { return holding; }))
+        << "the first request never produced a token";
   }
+  serving::SubmitResult b = server.loop().submit(first, [](const serving::TokenEvent &) {});
+  EXPECT_EQ(b.status, serving::SubmitStatus::Accepted) << b.message;
+  auto [status, body] = server.post("/v1/completions", completion("c", 5).dump());
+  EXPECT_EQ(status, 503) << body.dump();
+  EXPECT_EQ(body["error"]["code"], 503) << body.dump();
+  unblock();
   server.server().shutdown(serving::ShutdownMode::Abort);
-  first.join();
-  if (second.joinable())
-    second.join();
 }
 
 TEST(Server, ConcurrentGreedyRequestsEqualSoloRuns) {
