@@ -535,7 +535,7 @@ Status runBuild(const BuildOptions &options, const BuildReporter &reporter) {
       if (t == nullptr)
         return Status::error("weight '" + name + "' is not in the checkpoint");
       uint64_t elements = t->byteSize / dtypeSize(t->dtype);
-      return WeightSource{t->data, t->dtype, elements};
+      return WeightSource{t->data, t->dtype, elements, {}};
     };
   }
   if (quantized.source) { // it serves every tensor, synthetic ones materialized

@@ -217,7 +217,7 @@ WeightResolver QuantizeOutcome::weightResolver() const {
     if (e == nullptr)
       return Status::error("weight '" + name + "' is neither in the checkpoint nor made by " +
                            "the quantize stage");
-    return WeightSource{static_cast<const uint8_t *>(e->data), e->dtype, e->elements()};
+    return WeightSource{static_cast<const uint8_t *>(e->data), e->dtype, e->elements(), {}};
   };
 }
 

@@ -242,7 +242,7 @@ TEST_F(Lowering, ResolvedWeightsPointAtTheirBytes) {
   o.resolveWeight = [&](const std::string &name) -> Expected<WeightSource> {
     std::vector<float> &v = storage[name];
     v.assign(wanted.at(name), 0.5f);
-    return WeightSource{reinterpret_cast<const uint8_t *>(v.data()), DType::F32, v.size()};
+    return WeightSource{reinterpret_cast<const uint8_t *>(v.data()), DType::F32, v.size(), {}};
   };
   auto plan = lowerToPlan(*module, o);
   ASSERT_TRUE(plan.isOk()) << plan.message();
@@ -270,7 +270,7 @@ TEST_F(Lowering, RefusesMissingWeightsAndWrongElementCountsByName) {
 
   static const float one = 1.0f;
   o.resolveWeight = [](const std::string &) -> Expected<WeightSource> {
-    return WeightSource{reinterpret_cast<const uint8_t *>(&one), DType::F32, 1};
+    return WeightSource{reinterpret_cast<const uint8_t *>(&one), DType::F32, 1, {}};
   };
   auto wrong = lowerToPlan(*module, o);
   ASSERT_FALSE(wrong.isOk());

@@ -88,7 +88,7 @@ inline TinyPlan makeTinyPlan() {
   }
   for (const auto &values : tiny.storage)
     tiny.contents.sources.push_back(
-        {reinterpret_cast<const uint8_t *>(values.data()), DType::F32, values.size()});
+        {reinterpret_cast<const uint8_t *>(values.data()), DType::F32, values.size(), {}});
   auto program = std::make_unique<fb::ProgramT>();
   program->target = fb::Target::Cpu;
   program->buffers.push_back(buffer(fb::DType::I32, 1)); // 0 tokens
@@ -142,7 +142,7 @@ inline TinyPlan makeFusedPlan() {
   }
   for (const auto &values : tiny.storage)
     tiny.contents.sources.push_back(
-        {reinterpret_cast<const uint8_t *>(values.data()), DType::F32, values.size()});
+        {reinterpret_cast<const uint8_t *>(values.data()), DType::F32, values.size(), {}});
   auto program = std::make_unique<fb::ProgramT>();
   program->target = fb::Target::Cpu;
   for (auto [dtype, width] :
@@ -235,7 +235,7 @@ inline TinyPlan makeUnfusedPlan() {
   }
   for (const auto &values : tiny.storage)
     tiny.contents.sources.push_back(
-        {reinterpret_cast<const uint8_t *>(values.data()), DType::F32, values.size()});
+        {reinterpret_cast<const uint8_t *>(values.data()), DType::F32, values.size(), {}});
   auto program = std::make_unique<fb::ProgramT>();
   program->target = fb::Target::Cpu;
   program->buffers.push_back(buffer(fb::DType::I32, 1)); // 0 tokens

@@ -36,9 +36,9 @@ std::unique_ptr<Q4Plan> makeQ4Plan() {
   meta.tensors[3]->dtype = meta.tensors[4]->dtype = fb::DType::F16;
   auto &sources = p->tiny.contents.sources;
   sources[2] = {reinterpret_cast<const uint8_t *>(p->qweight.data()), DType::I32,
-                p->qweight.size()};
-  sources.push_back({reinterpret_cast<const uint8_t *>(p->scales.data()), DType::F16, kHidden});
-  sources.push_back({reinterpret_cast<const uint8_t *>(p->zeros.data()), DType::F16, kHidden});
+                p->qweight.size(), {}};
+  sources.push_back({reinterpret_cast<const uint8_t *>(p->scales.data()), DType::F16, kHidden, {}});
+  sources.push_back({reinterpret_cast<const uint8_t *>(p->zeros.data()), DType::F16, kHidden, {}});
   for (auto &program : meta.programs) {
     fb::StepT &linear = *program->steps[2];
     linear.weights = {2, 3, 4};

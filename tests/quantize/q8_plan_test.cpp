@@ -54,12 +54,12 @@ std::unique_ptr<Q8Plan> makeQ8Plan(bool half) {
   meta.tensors[3]->size = static_cast<uint64_t>(kHidden * (half ? 2 : 4));
   auto &sources = p->tiny.contents.sources;
   sources[2] = {reinterpret_cast<const uint8_t *>(p->qweight.data()), DType::I8,
-                p->qweight.size()};
+                p->qweight.size(), {}};
   if (half)
     sources.push_back(
-        {reinterpret_cast<const uint8_t *>(p->halfScales.data()), DType::F16, kHidden});
+        {reinterpret_cast<const uint8_t *>(p->halfScales.data()), DType::F16, kHidden, {}});
   else
-    sources.push_back({reinterpret_cast<const uint8_t *>(p->scales.data()), DType::F32, kHidden});
+    sources.push_back({reinterpret_cast<const uint8_t *>(p->scales.data()), DType::F32, kHidden, {}});
   for (auto &program : meta.programs) {
     fb::StepT &linear = *program->steps[2];
     linear.weights = {2, 3};
@@ -122,7 +122,7 @@ TEST(Q8Plan, LoadsAndComputesTheDequantizedWeights) {
     test::TinyPlan dense = test::makeTinyPlan();
     dense.storage[2] = q8->dequantized;
     dense.contents.sources[2] = {reinterpret_cast<const uint8_t *>(dense.storage[2].data()),
-                                 DType::F32, dense.storage[2].size()};
+                                 DType::F32, dense.storage[2].size(), {}};
     std::vector<float> got = lastLogits(path), want = lastLogits(writeTiny("dense", dense.contents));
     ASSERT_EQ(got.size(), want.size());
     ASSERT_FALSE(got.empty());
