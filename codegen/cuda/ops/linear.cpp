@@ -1,7 +1,7 @@
 // The linear family (gemv.cuh, gemm.cuh): y[T, N] (+)= x[T, K] . W[N, K]^T
 // with the fused forms of engine.fbs: an RMSNorm prologue, a gated (SwiGLU,
-// GeGLU) epilogue, a bias and residual epilogue, the logits row gather, int4
-// weights. Decode programs (few rows) get a GEMV, the others a GEMM.
+// GeGLU) epilogue, a bias, output scale and residual epilogue, the logits row
+// gather, int4 weights. Decode programs (few rows) get a GEMV, the others a GEMM.
 #include "cuda/ops/ops.h"
 #include "ops/operands.h"
 
@@ -58,7 +58,7 @@ struct LinearSpec {
   float outScale;       // Logits' scale, a Linear's output_scale (1: none): times the
                         // product and its bias, before the soft-cap and the residual add
   int64_t gate;         // kernels/common/activations.h GateKind; 0: silu
-  std::string suffix;   // kernel name: bias, accumulate, eps, offset, softcap, gate
+  std::string suffix;   // kernel name: bias, accumulate, eps, offset, softcap, scale, gate
   std::string dtypes;   // kernel name: activation, weight and output dtypes
   std::string summary;  // the source's header comment
   std::string types;    // template arguments TA, TW, TO, TB, TG
