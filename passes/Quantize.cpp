@@ -58,12 +58,19 @@ void findSink(LinearGroup &group) {
       return;
   mlir::Operation *producer = group.input.getDefiningOp();
   // A (offset + w) norm (Gemma) does not scale with w: (offset + w) / s is
-  // no (offset + w / s), so such a norm is no sink. LayerNorm producers
-  // (llm.layer_norm: w and its bias would both divide) are none yet either.
+  // no (offset + w / s), so such a norm is no sink. A whole-row LayerNorm
+  // is one: its weight and bias (one per feature, used by it alone) both
+  // divide by s.
   if (auto norm = dyn_cast_or_null<llm::RmsNormOp>(producer);
       norm && norm.getGroup() == 0 && norm.getOffset().convertToDouble() == 0.0) {
     group.sink = ScaleSink::RmsNorm;
     group.sinkOp = norm;
+    group.sinkChannels = group.cols;
+  } else if (auto layer = dyn_cast_or_null<llm::LayerNormOp>(producer);
+             layer && layer.getGroup() == 0 && layer.getWeight().hasOneUse() &&
+             (!layer.getBias() || layer.getBias().hasOneUse())) {
+    group.sink = ScaleSink::LayerNorm;
+    group.sinkOp = layer;
     group.sinkChannels = group.cols;
   } else if (auto mul = dyn_cast_or_null<llm::MulOp>(producer)) {
     if (mul.getLhs() == mul.getRhs())
@@ -141,6 +148,15 @@ llvm::DenseSet<mlir::Operation *> foldScales(const std::vector<LinearGroup> &gro
     if (auto norm = dyn_cast<llm::RmsNormOp>(group.sinkOp)) {
       norm.getWeightMutable().assign(rewriter.rename(norm.getWeight()));
       ++counts.renamed;
+      continue;
+    }
+    if (auto layer = dyn_cast<llm::LayerNormOp>(group.sinkOp)) {
+      layer.getWeightMutable().assign(rewriter.rename(layer.getWeight()));
+      ++counts.renamed;
+      if (layer.getBias()) {
+        layer.getBiasMutable().assign(rewriter.rename(layer.getBias()));
+        ++counts.renamed;
+      }
       continue;
     }
     auto sink = cast<llm::LinearOp>(group.sinkOp);

@@ -32,7 +32,16 @@ enum class ScaleSink {
   RmsNorm, // x = rms_norm(h, g) without an offset: g / s (q/k/v, gate/up)
   Linear,  // x = mul(a, linear(...)) or attention(.., .., linear(...)): that
            // linear's rows (and bias) / s (up_proj -> down_proj, v_proj -> o_proj)
+  LayerNorm, // x = layer_norm(h, w (, b)) over whole rows: w / s and b / s, since
+             // ((h - mu) / sigma * w + b) / s is the same norm with them (StableLM,
+             // Starcoder2, Cohere, Phi, GPT-NeoX: q/k/v, fc1, gate/up)
 };
+
+// The sinks that are norm weights (their groups' scales are searched only
+// with QuantizeSettings::normScales, see compiler/quantize/awq.h).
+inline bool isNormSink(ScaleSink sink) {
+  return sink == ScaleSink::RmsNorm || sink == ScaleSink::LayerNorm;
+}
 
 // The float llm.linear ops that read one input value, in program order.
 struct LinearGroup {
@@ -40,7 +49,7 @@ struct LinearGroup {
   llvm::SmallVector<llm::LinearOp, 3> linears;
   int64_t cols = 0; // K
   ScaleSink sink = ScaleSink::None;
-  mlir::Operation *sinkOp = nullptr; // the llm.rms_norm or llm.linear
+  mlir::Operation *sinkOp = nullptr; // the llm.rms_norm, llm.layer_norm or llm.linear
   // Scales live on the sink's channels. For an attention sink (o_proj), the
   // query heads sharing a kv head share v's channels, so input column
   // c = h * headDim + d maps to sink channel (h / headsPerKvHead) * headDim + d

@@ -92,13 +92,15 @@ std::vector<Variant> programVariants() {
 // The library form of a plain bf16 Linear step in a program for any T
 // (engine.fbs, LibraryGemm): the runtime may hand its GEMM to cuBLASLt.
 // Fused kinds and int4 weights keep their own kernels only, and so do the
-// decode buckets (GEMVs, captured in CUDA graphs).
+// decode buckets (GEMVs, captured in CUDA graphs). An output_scale becomes
+// alpha, except beside a bias: the library adds the bias after alpha, the
+// step scales it too.
 std::unique_ptr<fb::LibraryGemmT> libraryGemm(const fb::PlanT &plan, const fb::ProgramT &program,
                                               const fb::StepT &step) {
   const fb::LinearParamsT *p = step.params.AsLinearParams();
   if (program.max_tokens != 0 || p == nullptr || p->prologue != nullptr || p->gated ||
       p->activation != fb::ActivationKind::None || p->weights != fb::WeightFormat::Dense ||
-      p->output_scale != 1.0f)
+      (p->output_scale != 1.0f && p->bias))
     return nullptr;
   const fb::BufferT &x = *program.buffers.at(step.inputs.at(0));
   const fb::BufferT &y = *program.buffers.at(step.outputs.at(0));
@@ -115,6 +117,7 @@ std::unique_ptr<fb::LibraryGemmT> libraryGemm(const fb::PlanT &plan, const fb::P
   gemm->ldc = y.width;
   gemm->beta = p->accumulate ? 1.0f : 0.0f;
   gemm->bias = bias;
+  gemm->alpha = p->output_scale;
   return gemm;
 }
 

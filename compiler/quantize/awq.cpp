@@ -413,7 +413,7 @@ private:
       report.outputNorm += squaredNorm(y);
     LLMC_ASSIGN_OR_RETURN(report.rtnOutputError, outputError(g, *p, effective(weights, {})));
     if (!report.scaled ||
-        (group.sink == ScaleSink::RmsNorm && !settings_.normScales && !settings_.fixedAlpha))
+        (isNormSink(group.sink) && !settings_.normScales && !settings_.fixedAlpha))
       return Status::ok();
     report.searched = true;
     double best = report.rtnOutputError;
@@ -464,6 +464,12 @@ private:
       return Status::ok();
     if (auto norm = llvm::dyn_cast<llm::RmsNormOp>(group.sinkOp))
       return writeDivided(weightName(norm.getWeight()), scales_[g]);
+    if (auto layer = llvm::dyn_cast<llm::LayerNormOp>(group.sinkOp)) {
+      LLMC_RETURN_IF_ERROR(writeDivided(weightName(layer.getWeight()), scales_[g]));
+      if (layer.getBias())
+        return writeDivided(weightName(layer.getBias()), scales_[g]);
+      return Status::ok();
+    }
     auto sink = llvm::cast<llm::LinearOp>(group.sinkOp);
     if (sink.getBias())
       return writeDivided(weightName(sink.getBias()), scales_[g]);

@@ -261,7 +261,9 @@ Expected<bool> LtGemms::run(const LtGemmCall &c) {
     const void *bias = pointer(c.bias);
     LLMC_CUBLASLT(lt.matmulDescSetAttribute(p->desc, kLtDescBiasPointer, &bias, sizeof(bias)));
   }
-  const float alpha = 1.0f, beta = c.beta;
+  // Host scalars, read at the call (also when a graph captures it): alpha
+  // is no part of the cached plan, the heuristic does not depend on it.
+  const float alpha = c.alpha, beta = c.beta;
   LLMC_CUBLASLT(lt.matmul(handle_, p->desc, &alpha, pointer(c.w), p->a, pointer(c.x), p->b, &beta,
                           pointer(c.y), p->cd, pointer(c.y), p->cd, &p->algo,
                           pointer(workspace_.get()), kWorkspaceBytes, device_->stream()));

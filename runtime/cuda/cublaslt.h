@@ -120,6 +120,7 @@ Status checkLtCall(CublasStatus status, const char *call, const char *file, int 
 struct LtGemmCall {
   int64_t m = 0, n = 0, k = 0;
   int64_t lda = 0, ldb = 0, ldc = 0; // row strides of W, X and Y, in elements
+  float alpha = 1.0f;                // the product's scale (LinearParams.output_scale)
   float beta = 0.0f;                 // 1: Y += ..., Y's contents are the residual
   CUdeviceptr w = 0, x = 0, y = 0;
   CUdeviceptr bias = 0; // F32 [N], or 0

@@ -439,6 +439,7 @@ LtGemmCall CudaBackend::libraryCall(const fb::Program &program, const fb::Step &
   call.lda = g.lda();
   call.ldb = g.ldb();
   call.ldc = g.ldc();
+  call.alpha = g.alpha();
   call.beta = g.beta();
   call.w = tensors_[step.weights()->Get(0)];
   call.x = bufferAddress(program, step.inputs()->Get(0), rows);

@@ -974,13 +974,14 @@ Status checkLibraryGemm(const fb::Plan &plan, const fb::Program &program, const 
   const fb::LinearParams *p = step.params_as_LinearParams();
   const bool plain = p != nullptr && p->prologue() == nullptr && !p->gated() &&
                      p->activation() == fb::ActivationKind::None &&
-                     p->weights() == fb::WeightFormat::Dense && p->output_scale() == 1.0f;
+                     p->weights() == fb::WeightFormat::Dense &&
+                     (p->output_scale() == 1.0f || !p->bias());
   if (program.target() == fb::Target::Cpu || program.max_tokens() != 0 || !plain)
     return fail(std::string("set on a ") + ops::opName(step.op()) + (p && !plain ? " (fused)" : "") +
                 " step of a " + fb::EnumNameTarget(program.target()) +
                 " program with max_tokens " + std::to_string(program.max_tokens()) +
-                "; only plain Linear steps (dense, no prologue or activation) of GPU programs "
-                "for any T (max_tokens 0) may have one");
+                "; only plain Linear steps (dense, no prologue or activation, no output_scale "
+                "beside a bias) of GPU programs for any T (max_tokens 0) may have one");
   const fb::Buffer &x = *program.buffers()->Get(step.inputs()->Get(0));
   const fb::Buffer &y = *program.buffers()->Get(step.outputs()->Get(0));
   const fb::Tensor &w = *plan.tensors()->Get(step.weights()->Get(0));
@@ -1005,6 +1006,9 @@ Status checkLibraryGemm(const fb::Plan &plan, const fb::Program &program, const 
   if (g->beta() != beta)
     return fail("beta = " + std::to_string(g->beta()) + ", expected " + std::to_string(beta) +
                 " (LinearParams.accumulate)");
+  if (g->alpha() != p->output_scale())
+    return fail("alpha = " + std::to_string(g->alpha()) + ", expected " +
+                std::to_string(p->output_scale()) + " (LinearParams.output_scale)");
   const bool bias = p->bias();
   if (g->bias() != bias)
     return fail(std::string("bias = ") + (g->bias() ? "true" : "false") + " but the step has " +

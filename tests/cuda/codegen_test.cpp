@@ -445,6 +445,8 @@ TEST(CudaCodegenLoader, RejectsLibraryGemmsThatDisagreeWithTheirStepNamingTheFie
       {"ldc = 0, expected", [](fb::LibraryGemmT &g) { g.ldc = 0; }},
       {"beta = 0.500000, expected 1.000000", [](fb::LibraryGemmT &g) { g.beta = 0.5f; }},
       {"bias = true but the step has no bias", [](fb::LibraryGemmT &g) { g.bias = true; }},
+      {"alpha = 2.000000, expected 1.000000 (LinearParams.output_scale)",
+       [](fb::LibraryGemmT &g) { g.alpha = 2.0f; }},
   };
   std::string where;
   for (const Case &c : cases) {

@@ -540,7 +540,7 @@ void expectStepGemm(const Plan &plan, const fb::Program &program, const fb::Step
   EXPECT_EQ(m.d.cols, uint64_t(rows));
   EXPECT_EQ(m.d.ld, y.width());
   EXPECT_TRUE(m.sameCdLayout);
-  EXPECT_EQ(m.alpha, 1.0f);
+  EXPECT_EQ(m.alpha, step.params_as_LinearParams()->output_scale()); // 1 but in Granite
   EXPECT_EQ(m.beta, step.params_as_LinearParams()->accumulate() ? 1.0f : 0.0f); // Y += X W^T
   // stories260K has no biases: the default epilogue.
   EXPECT_EQ(m.epilogue, 1u);
@@ -683,6 +683,96 @@ TEST(CudaFakeCublasLtFallback, NoAlgorithmForTheShape) {
   expectKernelsRunThePrefill(*engine, "on cuBLASLt");
   fakeLt<test::FakeLtSet>("fakeLtSetNoAlgorithm")(0);
 }
+
+// Granite's residual_multiplier (0.5) is the output_scale of its o_proj and
+// down_proj Linear steps. In f32, bf16, int4 and int8 plans every such
+// step's kernel carries the scale (a literal in its source, `_os3f000000`
+// in its name), the scaled kernels launch in the prefill and in the decode
+// GEMVs, and a bf16 plan's prefill hands the scale to cuBLASLt as alpha.
+struct GraniteVariant {
+  const char *name, *dtype, *quantize;
+};
+
+class CudaFakeDriverGranite : public ::testing::TestWithParam<GraniteVariant> {};
+
+TEST_P(CudaFakeDriverGranite, OutputScaleReachesEveryScaledLaunch) {
+  ASSERT_TRUE(kFakeDriver);
+  const GraniteVariant &variant = GetParam();
+  BuildOptions options;
+  options.input = test::testDataPath("hf/granite");
+  options.output = test::scratchDir(std::string("cuda-fake-granite-") + variant.name) + "/x.plan";
+  options.targets = "cpu,sm_90a";
+  options.dtype = variant.dtype;
+  options.quantize = variant.quantize;
+  options.groupSize = 32;
+  BuildReporter quiet;
+  quiet.info = quiet.warning = quiet.verbose = quiet.ir = [](const std::string &) {};
+  Status built = runBuild(options, quiet);
+  ASSERT_TRUE(built.isOk()) << built.message();
+
+  auto engine = loadCuda(options.output, 2);
+  ASSERT_NE(engine, nullptr);
+  const Plan &plan = engine->plan();
+  const fb::KernelModule *module = plan.module(fb::Target::Sm90a);
+  ASSERT_NE(module, nullptr);
+  std::set<std::string> prefillKernels, decodeKernels;
+  long prefillLibrarySteps = 0;
+  for (const fb::Program *program : *plan.meta().programs()) {
+    if (program->target() != fb::Target::Sm90a)
+      continue;
+    for (const fb::Step *step : *program->steps()) {
+      const fb::LinearParams *p = step->params_as_LinearParams();
+      if (p == nullptr || p->output_scale() == 1.0f)
+        continue;
+      EXPECT_EQ(p->output_scale(), 0.5f);
+      const std::string kernel = module->functions()->Get(step->kernel())->str();
+      EXPECT_NE(kernel.find("_os3f000000"), std::string::npos) << kernel;
+      (program->phase() == fb::Phase::Prefill ? prefillKernels : decodeKernels).insert(kernel);
+      if (step->library_gemm() != nullptr) {
+        EXPECT_EQ(step->library_gemm()->alpha(), 0.5f);
+        prefillLibrarySteps += program->phase() == fb::Phase::Prefill;
+      }
+    }
+  }
+  ASSERT_FALSE(prefillKernels.empty());
+  ASSERT_FALSE(decodeKernels.empty());
+  const bool bf16 = std::string(variant.dtype) == "bf16" && *variant.quantize == '\0';
+  EXPECT_EQ(prefillLibrarySteps > 0, bf16) << "cuBLASLt takes the plain bf16 GEMMs only";
+
+  auto launches = [&](const std::set<std::string> &kernels) {
+    long n = 0;
+    for (const std::string &k : kernels)
+      n += fakeCountOf(k.c_str());
+    return n;
+  };
+  const long prefillBefore = launches(prefillKernels), decodeBefore = launches(decodeKernels);
+  ltReset();
+  GenerateOptions generate;
+  generate.maxNewTokens = 4;
+  generate.ignoreEos = true;
+  auto out = generateBatch(*engine, {{0, 3, 4, 5, 3}, {0, 4}}, generate);
+  ASSERT_TRUE(out.isOk()) << out.message();
+  EXPECT_EQ(fakeError(), "");
+  EXPECT_EQ(ltError(), "");
+  EXPECT_GT(launches(decodeKernels), decodeBefore) << "no scaled decode GEMV launched";
+  long alphaCalls = 0;
+  for (long i = 0; i < ltMatmuls(); ++i)
+    alphaCalls += ltMatmul(i).alpha == 0.5f;
+  if (bf16) { // the prefill's scaled GEMMs on cuBLASLt, with the scale as alpha
+    EXPECT_EQ(alphaCalls, prefillLibrarySteps);
+    EXPECT_EQ(launches(prefillKernels), prefillBefore);
+  } else {
+    EXPECT_EQ(alphaCalls, 0);
+    EXPECT_GT(launches(prefillKernels), prefillBefore) << "no scaled prefill GEMM launched";
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Formats, CudaFakeDriverGranite,
+                         ::testing::Values(GraniteVariant{"f32", "f32", ""},
+                                           GraniteVariant{"bf16", "bf16", ""},
+                                           GraniteVariant{"int4", "f32", "rtn"},
+                                           GraniteVariant{"int8", "f32", "int8"}),
+                         [](const auto &info) { return std::string(info.param.name); });
 
 TEST(CudaFakeCublasLtFallback, F32PlansHaveNoLibraryGemms) {
   auto engine = loadCuda(plan("cpu,sm_90a,ptx"), 1);

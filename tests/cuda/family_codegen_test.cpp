@@ -9,7 +9,9 @@
 // warning, and a warning fails here), and the plan carries the feature in
 // an sm_90a program: the test reads it from the steps, so a fixture that
 // lost its feature fails instead of passing vacuously. Phi also builds with
-// int4 (RTN) and int8 weights.
+// int4 (RTN) and int8 weights; so does Granite, whose residual_multiplier is
+// its o_proj and down_proj Linears' output_scale, in the kernels' names
+// (`_os<bits>`, a literal in their source) in every weight format.
 #include "common/test_paths.h"
 #include "driver/build.h"
 #include "ops/rope.h"
@@ -17,6 +19,8 @@
 
 #include <gtest/gtest.h>
 
+#include <cstdio>
+#include <cstring>
 #include <set>
 #include <string>
 #include <vector>
@@ -27,13 +31,27 @@ namespace {
 // The CUDA-relevant features of a plan's sm_90a programs, by name.
 std::set<std::string> gpuFeatures(const Plan &plan, std::set<std::string> *kernels) {
   std::set<std::string> features;
+  int scaledSteps = 0, namedSteps = 0; // steps with an output_scale; those whose kernel names it
   const fb::KernelModule *module = plan.module(fb::Target::Sm90a);
   for (const fb::Program *program : *plan.meta().programs()) {
     if (program->target() != fb::Target::Sm90a)
       continue;
     for (const fb::Step *step : *program->steps()) {
+      std::string kernel;
       if (module != nullptr && step->kernel() >= 0)
-        kernels->insert(module->functions()->Get(step->kernel())->str());
+        kernels->insert(kernel = module->functions()->Get(step->kernel())->str());
+      if (const fb::LinearParams *l = step->params_as_LinearParams())
+        if (l->output_scale() != 1.0f) {
+          features.insert("output_scale");
+          // The scale's f32 bits in the kernel's name: 0.5 is 3f000000.
+          char bits[16];
+          const float scale = l->output_scale();
+          uint32_t u;
+          std::memcpy(&u, &scale, sizeof(u));
+          std::snprintf(bits, sizeof(bits), "_os%08x", u);
+          ++scaledSteps;
+          namedSteps += kernel.find(bits) != std::string::npos;
+        }
       if (const fb::NormParams *n = step->params_as_NormParams()) {
         features.insert(n->kind() == fb::NormKind::Layer ? "layer_norm" : "rms_norm");
         if (n->bias())
@@ -65,6 +83,8 @@ std::set<std::string> gpuFeatures(const Plan &plan, std::set<std::string> *kerne
       }
     }
   }
+  if (scaledSteps > 0 && namedSteps == scaledSteps)
+    features.insert("output_scale_kernel"); // every output_scale in its step's kernel
   return features;
 }
 
@@ -138,7 +158,13 @@ INSTANTIATE_TEST_SUITE_P(
         Family{"phi", {"layer_norm", "partial_rotary", "logit_bias"}, "llmc_linear_q4_", "rtn",
                "phi_rtn"},
         Family{"phi", {"layer_norm", "partial_rotary", "logit_bias"}, "llmc_linear_q8_", "int8",
-               "phi_int8"}),
+               "phi_int8"},
+        // Granite's output_scale in the float, int4 and int8 linears, its logit scale.
+        Family{"granite", {"output_scale", "output_scale_kernel", "logit_scale"}, "llmc_linear_"},
+        Family{"granite", {"output_scale", "output_scale_kernel"}, "llmc_linear_q4_", "rtn",
+               "granite_rtn"},
+        Family{"granite", {"output_scale", "output_scale_kernel"}, "llmc_linear_q8_", "int8",
+               "granite_int8"}),
     [](const auto &info) {
       std::string name = info.param.name ? info.param.name : info.param.fixture;
       for (char &c : name)
@@ -146,21 +172,6 @@ INSTANTIATE_TEST_SUITE_P(
           c = '_';
       return name;
     });
-
-// Granite's residual_multiplier is a Linear step's output_scale, which the
-// CUDA linear kernels do not apply yet: `--target sm_90a` fails naming it,
-// never a GPU program that drops the multiplier.
-TEST(CudaFamilyCodegen, GraniteOutputScaleIsRefusedByName) {
-  BuildOptions options;
-  options.input = test::testDataPath("hf/granite");
-  options.output = test::scratchDir("cuda-family-granite") + "/x.plan";
-  options.targets = "sm_90a";
-  BuildReporter reporter;
-  reporter.info = reporter.verbose = reporter.ir = reporter.warning = [](const std::string &) {};
-  Status status = runBuild(options, reporter);
-  ASSERT_FALSE(status.isOk());
-  EXPECT_NE(status.message().find("output_scale"), std::string::npos) << status.message();
-}
 
 } // namespace
 } // namespace llmc

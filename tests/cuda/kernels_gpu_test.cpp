@@ -53,6 +53,25 @@ int referenceThreads(int64_t macs) {
   return macs < (int64_t(1) << 26) ? 1 : std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
 }
 
+// cpu/ops/linear.cpp's output_scale s != 1 (Granite's residual_multiplier):
+// out (+)= s * product, the product (bias included) rounded to f32 first.
+std::vector<float> scaledOutput(const std::vector<float> &y0, const std::vector<float> &product,
+                                float s, bool accumulate) {
+  std::vector<float> out(product.size());
+  for (size_t i = 0; i < out.size(); ++i) {
+    const float term = product[i] * s;
+    out[i] = accumulate ? y0[i] + term : term;
+  }
+  return out;
+}
+
+// A Linear step's parameters with an output_scale.
+fb::StepParamsUnion scaledLinearParams(const LinearFlags &flags, float outputScale) {
+  fb::StepParamsUnion params = linearParams(flags);
+  params.AsLinearParams()->output_scale = outputScale;
+  return params;
+}
+
 TEST(GpuKernels, EmbeddingGathersRows) {
   LLMC_REQUIRE_GPU();
   for (DType act : kActivations) {
@@ -117,10 +136,10 @@ TEST(GpuKernels, RmsNormMatchesCpu) {
   }
 }
 
-// Linear y (+)= x . W^T + bias through the decode GEMV (maxTokens > 0) or
-// the prefill GEMM (0), against cpu::matmul.
+// Linear y (+)= s (x . W^T + bias) through the decode GEMV (maxTokens > 0) or
+// the prefill GEMM (0), against cpu::matmul (s: the step's output_scale).
 void checkLinear(DType act, int64_t N, int64_t K, int64_t T, int64_t maxTokens, bool bias,
-                 bool accumulate) {
+                 bool accumulate, float outputScale = 1.0f) {
   ThreadPool pool(referenceThreads(N * K * T));
   MiniPlan p;
   int w = p.tensor(act, {N, K});
@@ -129,15 +148,22 @@ void checkLinear(DType act, int64_t N, int64_t K, int64_t T, int64_t maxTokens, 
     weights.push_back(p.tensor(DType::F32, {N}));
   int in = p.buffer(act, K), out = p.buffer(act, N);
   auto k = p.kernel(fb::OpKind::Linear, {in}, {out}, weights,
-                    linearParams({.bias = bias, .accumulate = accumulate}), maxTokens,
-                    maxTokens > 0, act);
+                    scaledLinearParams({.bias = bias, .accumulate = accumulate}, outputScale),
+                    maxTokens, maxTokens > 0, act);
   std::vector<float> x = rounded(randomValues(T * K, 4), act);
   std::vector<float> wv = rounded(randomValues(N * K, 5, 0.05f), act);
   std::vector<float> b = randomValues(N, 6);
   std::vector<float> y0 = rounded(randomValues(T * N, 7), act);
   std::vector<float> want = y0;
-  cpu::matmul(pool, x.data(), T, {wv.data(), DType::F32, N, K}, bias ? b.data() : nullptr,
-              accumulate ? 1.0f : 0.0f, want.data());
+  if (outputScale == 1.0f) {
+    cpu::matmul(pool, x.data(), T, {wv.data(), DType::F32, N, K}, bias ? b.data() : nullptr,
+                accumulate ? 1.0f : 0.0f, want.data());
+  } else {
+    std::vector<float> product(T * N);
+    cpu::matmul(pool, x.data(), T, {wv.data(), DType::F32, N, K}, bias ? b.data() : nullptr,
+                0.0f, product.data());
+    want = scaledOutput(y0, product, outputScale, accumulate);
+  }
   auto dX = toDevice(encode(x, act));
   auto dW = toDevice(encode(wv, act));
   auto dB = toDevice(b);
@@ -202,7 +228,7 @@ LtContext &ltContext() {
 // alignment, as arena offsets may. False when cuBLASLt has no algorithm for
 // the shape (the backend then launches the step's own kernel).
 bool checkCublasLtLinear(int64_t M, int64_t N, int64_t K, bool bias, bool accumulate,
-                         int64_t xOffset = 0) {
+                         int64_t xOffset = 0, float alpha = 1.0f) {
   cuda::LtGemms *gemms = ltContext().gemms.get();
   EXPECT_NE(gemms, nullptr) << "cuBLASLt does not load: " << ltContext().why;
   if (gemms == nullptr)
@@ -214,8 +240,14 @@ bool checkCublasLtLinear(int64_t M, int64_t N, int64_t K, bool bias, bool accumu
   std::vector<float> b = randomValues(N, 13);
   std::vector<float> y0 = rounded(randomValues(M * N, 14), bf16);
   std::vector<float> want = y0;
-  cpu::matmul(pool, x.data(), M, {w.data(), DType::F32, N, K}, bias ? b.data() : nullptr,
-              accumulate ? 1.0f : 0.0f, want.data());
+  if (alpha == 1.0f) {
+    cpu::matmul(pool, x.data(), M, {w.data(), DType::F32, N, K}, bias ? b.data() : nullptr,
+                accumulate ? 1.0f : 0.0f, want.data());
+  } else { // an output_scale: the plan gives cuBLASLt no bias then
+    std::vector<float> product(M * N);
+    cpu::matmul(pool, x.data(), M, {w.data(), DType::F32, N, K}, nullptr, 0.0f, product.data());
+    want = scaledOutput(y0, product, alpha, accumulate);
+  }
   std::vector<uint8_t> xBytes(static_cast<size_t>(xOffset), 0), encoded = encode(x, bf16);
   xBytes.insert(xBytes.end(), encoded.begin(), encoded.end());
   auto dX = toDevice(xBytes);
@@ -229,6 +261,7 @@ bool checkCublasLtLinear(int64_t M, int64_t N, int64_t K, bool bias, bool accumu
   call.lda = K;
   call.ldb = K;
   call.ldc = N;
+  call.alpha = alpha;
   call.beta = accumulate ? 1.0f : 0.0f;
   call.w = dW.get();
   call.x = dX.get() + static_cast<uint64_t>(xOffset);
@@ -246,7 +279,7 @@ bool checkCublasLtLinear(int64_t M, int64_t N, int64_t K, bool bias, bool accumu
   std::vector<float> got = fromDevice(dY, M * N, bf16);
   EXPECT_LT(relativeError(got, want), tolerance(bf16))
       << "cuBLASLt M=" << M << " N=" << N << " K=" << K << (bias ? " bias" : "")
-      << (accumulate ? " residual" : "") << " x offset " << xOffset;
+      << (accumulate ? " residual" : "") << " x offset " << xOffset << " alpha " << alpha;
   return true;
 }
 
@@ -257,6 +290,9 @@ TEST(GpuKernels, CublasLtLinearMatchesCpu) {
   EXPECT_TRUE(checkCublasLtLinear(129, 64, 256, false, true)); // residual: beta 1
   EXPECT_TRUE(checkCublasLtLinear(1, 64, 64, false, false));
   EXPECT_TRUE(checkCublasLtLinear(131, 512, 1024, false, true));
+  // An output_scale as alpha (Granite's residual_multiplier), with and without the residual.
+  EXPECT_TRUE(checkCublasLtLinear(129, 64, 256, false, true, 0, 0.5f));
+  EXPECT_TRUE(checkCublasLtLinear(70, 136, 200, false, false, 0, 0.22f));
   // Odd sizes, an X off its alignment, the bias epilogue (f32 bias, bf16
   // output): where cuBLASLt has no algorithm the backend launches the step's
   // kernel, so either outcome is allowed, but a result must be right.
@@ -1114,7 +1150,7 @@ TEST(GpuKernels, LmHeadNormalizesAndGathersRows) {
 // kinds (norm prologue, SwiGLU epilogue) against the CPU's rmsNorm and
 // matmulSwigluQ4.
 void checkLinearQ4(const LinearForm &op, DType act, int64_t N, int64_t K, int64_t G, int64_t T,
-                   int64_t maxTokens) {
+                   int64_t maxTokens, float outputScale = 1.0f) {
   ThreadPool pool(referenceThreads(N * K * T));
   const struct {
     bool norm, swiglu;
@@ -1148,11 +1184,12 @@ void checkLinearQ4(const LinearForm &op, DType act, int64_t N, int64_t K, int64_
     weights.push_back(p.tensor(DType::F32, {N}));
   int in = p.buffer(act, K), out = p.buffer(act, N);
   auto k = p.kernel(fb::OpKind::Linear, {in}, {out}, weights,
-                    linearParams({.norm = form.norm,
-                                  .gate = form.swiglu ? fb::ActivationKind::Silu
-                                                      : fb::ActivationKind::None,
-                                  .q4 = true, .groupSize = G, .bias = bias,
-                                  .accumulate = accumulate}),
+                    scaledLinearParams({.norm = form.norm,
+                                        .gate = form.swiglu ? fb::ActivationKind::Silu
+                                                            : fb::ActivationKind::None,
+                                        .q4 = true, .groupSize = G, .bias = bias,
+                                        .accumulate = accumulate},
+                                       outputScale),
                     maxTokens, maxTokens > 0, act);
   std::vector<float> x = rounded(randomValues(T * K, 29), act);
   std::vector<float> gamma = randomValues(K, 32);
@@ -1166,10 +1203,15 @@ void checkLinearQ4(const LinearForm &op, DType act, int64_t N, int64_t K, int64_
   }
   const cpu::Q4Matrix w{qweight.data(), scales.data(), zeros.data(), rows, K, G};
   cpu::setQ4ExactActivationsForTesting(true); // W4A16 like the GPU, not the CPU's int8 x
-  if (form.swiglu)
+  if (form.swiglu) {
     cpu::matmulSwigluQ4(pool, xin, T, w, want.data(), products);
-  else
+  } else if (outputScale == 1.0f) {
     cpu::matmulQ4(pool, xin, T, w, bias ? b.data() : nullptr, 1.0f, want.data());
+  } else {
+    std::vector<float> product(T * N);
+    cpu::matmulQ4(pool, xin, T, w, bias ? b.data() : nullptr, 0.0f, product.data());
+    want = scaledOutput(y0, product, outputScale, accumulate);
+  }
   cpu::setQ4ExactActivationsForTesting(false);
   auto dX = toDevice(encode(x, act));
   auto dGamma = toDevice(gamma);
@@ -1288,9 +1330,11 @@ void checkFusedLinearQ8(const LinearForm &form, DType act, int64_t N, int64_t K,
 // computes them (the normalized rows, then matmulQ8, then swiglu); the
 // plain form with a bias and a residual.
 void checkLinearQ8(DType act, int64_t N, int64_t K, int64_t G, bool halfScales, int64_t T,
-                   int64_t maxTokens, const LinearForm &form = kPlainLinear) {
+                   int64_t maxTokens, const LinearForm &form = kPlainLinear,
+                   float outputScale = 1.0f) {
   ThreadPool pool(referenceThreads(N * K * T));
   if (form.norm || form.gated) {
+    ASSERT_EQ(outputScale, 1.0f) << "the fused int8 forms are checked without an output_scale";
     checkFusedLinearQ8(form, act, N, K, G, halfScales, T, maxTokens);
     return;
   }
@@ -1313,6 +1357,7 @@ void checkLinearQ8(DType act, int64_t N, int64_t K, int64_t G, bool halfScales, 
   shape.halfScales = halfScales;
   shape.activation = shape.output = act;
   shape.bias = shape.accumulate = true;
+  shape.outScale = outputScale;
   shape.maxTokens = maxTokens;
   auto k = cuda::ops::q8LinearKernel(shape);
   ASSERT_TRUE(k.isOk()) << k.message();
@@ -1324,7 +1369,13 @@ void checkLinearQ8(DType act, int64_t N, int64_t K, int64_t G, bool halfScales, 
                         halfScales ? static_cast<const void *>(halves.data())
                                    : static_cast<const void *>(scales.data()),
                         halfScales, N, K, G};
-  cpu::matmulQ8(pool, x.data(), T, w, b.data(), 1.0f, want.data());
+  if (outputScale == 1.0f) {
+    cpu::matmulQ8(pool, x.data(), T, w, b.data(), 1.0f, want.data());
+  } else {
+    std::vector<float> product(T * N);
+    cpu::matmulQ8(pool, x.data(), T, w, b.data(), 0.0f, product.data());
+    want = scaledOutput(y0, product, outputScale, true);
+  }
   auto dX = toDevice(encode(x, act));
   auto dQ = toDevice(q);
   auto dS = halfScales ? toDevice(halves) : toDevice(scales);
@@ -1355,6 +1406,30 @@ TEST(GpuKernels, FusedInt8LinearsMatchCpu) {
       checkLinearQ8(act, 67, 192, 64, true, 37, 0, *form); // prefill tiles
     }
   checkLinearQ8(DType::BF16, 14336, 4096, 128, true, 1, 1, kNormGatedLinear); // the 8B gate/up
+}
+
+// A Linear's output_scale (Granite's residual_multiplier on o_proj and
+// down_proj: plain, with the residual add at -O1, without it at -O0) in
+// every weight format and kernel: the decode GEMVs (split-K too), the
+// prefill GEMMs (tensor cores and FMA), int4 and int8; scale then residual,
+// as the CPU.
+TEST(GpuKernels, OutputScaledLinearsMatchCpu) {
+  LLMC_REQUIRE_GPU();
+  for (DType act : kActivations) {
+    SCOPED_TRACE(name(act));
+    for (bool accumulate : {true, false}) {
+      checkLinear(act, 77, 136, 1, 1, false, accumulate, 0.5f);
+      checkLinear(act, 77, 136, 3, 4, true, accumulate, 0.22f);
+      checkLinear(act, 24, 4096, 2, 2, false, accumulate, 0.5f);  // split-K
+      checkLinear(act, 130, 200, 70, 0, true, accumulate, 0.5f);  // bf16: tensor cores
+      checkLinear(act, 67, 172, 33, 0, false, accumulate, 0.22f); // FMA
+    }
+    checkLinearQ4(kPlainLinear, act, 77, 256, 128, 1, 1, 0.5f);
+    checkLinearQ4(kPlainLinear, act, 77, 200, 32, 3, 4, 0.22f);
+    checkLinearQ4(kPlainLinear, act, 67, 200, 32, 70, 0, 0.5f); // dequantizing GEMM
+    checkLinearQ8(act, 77, 256, 0, false, 1, 1, kPlainLinear, 0.5f);
+    checkLinearQ8(act, 67, 192, 64, true, 70, 0, kPlainLinear, 0.22f); // tiles of 16
+  }
 }
 
 TEST(GpuKernels, ArgmaxTakesTheFirstLargestAndIgnoresNan) {

@@ -157,6 +157,78 @@ TEST(QuantizeBuild, FoldingAwqScalesKeepsTheFunctionOfGemmaAndPhi) {
   }
 }
 
+// A whole-row LayerNorm absorbs AWQ's scales as w / s and b / s (StableLM,
+// Starcoder2, Cohere without a bias, Phi's parallel block, GPT-NeoX's two
+// norms of one residual): the groups they feed get scales far from 1, the
+// weight and the bias of a norm divide by the same s, and the folded float
+// plans compute the same logits.
+TEST(QuantizeBuild, FoldingAwqScalesIntoLayerNormsKeepsTheFunction) {
+  struct Family {
+    const char *name;
+    std::vector<std::string> norms; // layer 0's LayerNorms, each "<prefix>.weight"
+    bool bias;
+  };
+  const Family families[] = {
+      {"stablelm",
+       {"model.layers.0.input_layernorm", "model.layers.0.post_attention_layernorm"},
+       true},
+      {"starcoder2",
+       {"model.layers.0.input_layernorm", "model.layers.0.post_attention_layernorm"},
+       true},
+      {"cohere", {"model.layers.0.input_layernorm"}, false},
+      {"phi", {"model.layers.0.input_layernorm"}, true},
+      {"gpt-neox",
+       {"gpt_neox.layers.0.input_layernorm", "gpt_neox.layers.0.post_attention_layernorm"},
+       true}};
+  for (const Family &family : families) {
+    SCOPED_TRACE(family.name);
+    BuildOptions reference = qwen2(std::string("ln-") + family.name + "-f32");
+    reference.input = test::testDataPath(std::string("hf/") + family.name);
+    reference.optimizationLevel = 0; // unfused: the plan keeps the checkpoint's tensors
+    ASSERT_TRUE(build(reference).isOk());
+    BuildOptions folded = reference;
+    folded.output = test::scratchDir(std::string("quantize-ln-folded-") + family.name) +
+                    "/folded.plan";
+    folded.quantize = "awq";
+    folded.calibFile = calibrationFile();
+    folded.awqScalesOnly = true;
+    folded.awqFixedAlpha = 0.5f;
+    Status status = build(folded);
+    ASSERT_TRUE(status.isOk()) << status.message();
+    for (const std::string &norm : family.norms) {
+      SCOPED_TRACE(norm);
+      std::vector<float> w = tensorValues(reference.output, norm + ".weight");
+      std::vector<float> ws = tensorValues(folded.output, norm + ".weight.awq_scaled");
+      ASSERT_EQ(w.size(), ws.size());
+      ASSERT_FALSE(w.empty());
+      ASSERT_TRUE(test::allFinite(ws.data(), ws.size()));
+      // s = w / w_scaled per channel: far from 1 somewhere.
+      std::vector<double> s(w.size()), one(w.size(), 1.0);
+      for (size_t i = 0; i < w.size(); ++i)
+        s[i] = double(w[i]) / ws[i];
+      EXPECT_TRUE(test::allFinite(s.data(), s.size()));
+      EXPECT_GT(test::maxAbsDiff(s, one).maxAbs, 0.1);
+      if (!family.bias)
+        continue;
+      std::vector<float> b = tensorValues(reference.output, norm + ".bias");
+      std::vector<float> bs = tensorValues(folded.output, norm + ".bias.awq_scaled");
+      ASSERT_EQ(b.size(), bs.size());
+      ASSERT_EQ(b.size(), w.size());
+      // The bias divides by the same s: b_scaled * s == b.
+      std::vector<double> restored(b.size()), original(b.begin(), b.end());
+      for (size_t i = 0; i < b.size(); ++i)
+        restored[i] = double(bs[i]) * s[i];
+      EXPECT_TRUE(test::allClose(restored, original, 1e-6));
+      EXPECT_NE(b, bs);
+    }
+    std::vector<float> a = logitsOf(reference.output), c = logitsOf(folded.output);
+    ASSERT_EQ(a.size(), c.size());
+    ASSERT_FALSE(a.empty());
+    EXPECT_TRUE(test::allClose(a, c, 1e-5))
+        << "largest logit " << test::maxAbsDiff(a, std::vector<float>(a.size(), 0.0f)).maxAbs;
+  }
+}
+
 // The float model of tests/data/hf/qwen2 with the weights an int4 plan
 // holds: each "<p>.qweight/.scales/.zeros" dequantized as "<p>.weight", each
 // "<name>.awq_scaled" as "<name>". Logits [prompt, V] by the calibration

@@ -8,8 +8,9 @@
 //           GateKind GATE (kernels/common/activations.h: silu, or gelu for GeGLU);
 //   gammaOffset (run time, with NORM): x * (gammaOffset + gamma), Gemma's (1 + w);
 //   softcap (run time, 0: off): y = softcap * tanh(y / softcap) (Gemma 2's logits);
-//   outScale (run time, 1: none): y = (x . W^T + bias) * outScale before the soft-cap (Cohere's,
-//           Granite's logits);
+//   outScale (run time, 1: none): y = (x . W^T + bias) * outScale before the soft-cap and the
+//           residual add (Cohere's and Granite's logits, a Linear's output_scale: Granite's
+//           residual_multiplier);
 //   BIAS, ACCUM (y += ...), GATHER (Logits, LmHead: token t reads x row
 //           logitRows[t], numLogitRows tokens, the output compacted).
 //
@@ -32,16 +33,21 @@
 
 namespace llmc::dev {
 
-// The epilogue of output element (t, n): bias, scale (Logits' scale; 1:
-// none), soft-cap (0: off), residual accumulation, store; the CPU's order
-// (cpu/ops/logits.cpp: softcap((x . W^T + bias) * scale)).
+// The epilogue of output element (t, n): bias, scale (Logits' scale or a
+// Linear's output_scale; 1: none), soft-cap (0: off), residual
+// accumulation, store; the CPU's order (cpu/ops/logits.cpp:
+// softcap((x . W^T + bias) * scale); cpu/ops/linear.cpp: out + (x . W^T +
+// bias) * output_scale, the product rounded before it is added: __fmul_rn
+// keeps the multiply out of a fused multiply-add with the residual).
 template <class TO, class TB, bool ACCUM, bool BIAS>
 __device__ __forceinline__ void linearStore(void *output, const void *bias, int t, int n, int N,
                                             float y, float softcap = 0.0f, float outScale = 1.0f) {
   TO *out = static_cast<TO *>(output) + static_cast<i64>(t) * N + n;
   if (BIAS)
     y += toFloat(static_cast<const TB *>(bias)[n]);
-  y = hd::softCap(y * outScale, softcap);
+  if (outScale != 1.0f) // a literal at every call: no code without a scale
+    y = __fmul_rn(y, outScale);
+  y = hd::softCap(y, softcap);
   if (ACCUM)
     y += toFloat(*out);
   *out = fromFloat<TO>(y);
@@ -323,7 +329,7 @@ __device__ __forceinline__ void int4WordMinusZero(u32 word, u32 negMagic, float 
 template <class TA, class TO, class TB, class TG, int N, int K, int G, int TMAX, int R, int WARPS,
           bool ACCUM, bool BIAS, bool NORM, bool SWIGLU, int GATE = hd::kGateSilu>
 __device__ __forceinline__ void gemvQ4(const abi::StepArgs &a, float eps,
-                                       float gammaOffset = 0.0f) {
+                                       float gammaOffset = 0.0f, float outScale = 1.0f) {
   static_assert(G % 32 == 0, "groups are whole 32-column loads");
   constexpr int kWords = (K + 31) / 32 * 4; // u32 per stored row
   constexpr int kGroups = (K + G - 1) / G;
@@ -406,7 +412,7 @@ __device__ __forceinline__ void gemvQ4(const abi::StepArgs &a, float eps,
       const float scale = NORM ? invRms(sumSquares[t], K, eps) : 1.0f;
       const float y = SWIGLU ? hd::gated(GATE, acc[r][t] * scale, acc[R + r][t] * scale)
                              : acc[r][t] * scale;
-      linearStore<TO, TB, ACCUM, BIAS>(a.out, bias, t, n, N, y);
+      linearStore<TO, TB, ACCUM, BIAS>(a.out, bias, t, n, N, y, 0.0f, outScale);
     }
 }
 

@@ -60,7 +60,7 @@ template <class TA, class TO, class TB, class TS, int N, int K, int G, int TMAX,
           int WARPS, bool TILED, bool ACCUM, bool BIAS, bool NORM = false, bool SWIGLU = false,
           int GATE = hd::kGateSilu, class TG = float>
 __device__ __forceinline__ void linearQ8(const abi::StepArgs &a, float eps = 0.0f,
-                                         float gammaOffset = 0.0f) {
+                                         float gammaOffset = 0.0f, float outScale = 1.0f) {
   constexpr int WR = SWIGLU ? 2 * R : R; // weight rows per warp
   constexpr int M = NORM ? 1 : 0;        // weight index of qweight
   static_assert(G == 0 || G % 32 == 0, "a 16-byte piece lies in one group");
@@ -135,7 +135,7 @@ __device__ __forceinline__ void linearQ8(const abi::StepArgs &a, float eps = 0.0
         const float scale = NORM ? invRms(sumSquares[t], K, eps) : 1.0f;
         const float y = SWIGLU ? hd::gated(GATE, acc[r][t] * scale, acc[R + r][t] * scale)
                                : acc[r][t] * scale;
-        linearStore<TO, TB, ACCUM, BIAS>(a.out, bias, t0 + t, n, N, y);
+        linearStore<TO, TB, ACCUM, BIAS>(a.out, bias, t0 + t, n, N, y, 0.0f, outScale);
       }
     }
 }

@@ -1,7 +1,7 @@
 // The linear family (gemv.cuh, gemm.cuh): y[T, N] (+)= x[T, K] . W[N, K]^T
 // with the fused forms of engine.fbs: an RMSNorm prologue, a gated (SwiGLU,
-// GeGLU) epilogue, a bias and residual epilogue, the logits row gather, int4
-// weights. Decode programs (few rows) get a GEMV, the others a GEMM.
+// GeGLU) epilogue, a bias, output scale and residual epilogue, the logits row
+// gather, int4 weights. Decode programs (few rows) get a GEMV, the others a GEMM.
 #include "cuda/ops/ops.h"
 #include "ops/operands.h"
 
@@ -39,8 +39,6 @@ Status checkSupported(const StepView &v) {
       return unsupported(v, "an activation without gating");
     if (p->gated && (p->bias || p->accumulate))
       return unsupported(v, "a gated linear with a bias or residual");
-    if (p->output_scale != 1.0f)
-      return unsupported(v, "output_scale " + std::to_string(p->output_scale));
     if (p->activation == fb::ActivationKind::Relu)
       return unsupported(v, "Relu");
   }
@@ -57,9 +55,10 @@ struct LinearSpec {
   int64_t n, kDim, group; // outputs, reduction length, int4 group size (0: float weights)
   bool accumulate, bias;
   float eps, gammaOffset, softcap;
-  float outScale;       // Logits' scale (1: none), before the soft-cap
+  float outScale;       // Logits' scale, a Linear's output_scale (1: none): times the
+                        // product and its bias, before the soft-cap and the residual add
   int64_t gate;         // kernels/common/activations.h GateKind; 0: silu
-  std::string suffix;   // kernel name: bias, accumulate, eps, offset, softcap, gate
+  std::string suffix;   // kernel name: bias, accumulate, eps, offset, softcap, scale, gate
   std::string dtypes;   // kernel name: activation, weight and output dtypes
   std::string summary;  // the source's header comment
   std::string types;    // template arguments TA, TW, TO, TB, TG
@@ -90,7 +89,7 @@ Expected<LinearSpec> linearSpec(const StepView &v, const LinearForm &f) {
                norm ? static_cast<float>(normParams->eps) : 0.0f,
                norm ? static_cast<float>(normParams->offset) : 0.0f,
                logits ? static_cast<float>(logits->softcap) : 0.0f,
-               logits ? static_cast<float>(logits->scale) : 1.0f,
+               logits ? static_cast<float>(logits->scale) : linear->output_scale,
                swiglu ? static_cast<int64_t>(llmc::ops::gateKind(linear->activation)) : 0,
                {}, {}, {}, {}, {}, {}, {}};
   if (n > INT32_MAX / 4 || kDim > INT32_MAX / 4)
@@ -101,7 +100,7 @@ Expected<LinearSpec> linearSpec(const StepView &v, const LinearForm &f) {
              (s.accumulate ? "_acc" : "") + (norm ? "_eps" + floatTag(s.eps) : "") +
              (s.gammaOffset != 0.0f ? "_off" + floatTag(s.gammaOffset) : "") +
              (s.softcap != 0.0f ? "_cap" + floatTag(s.softcap) : "") +
-             (s.outScale != 1.0f ? "_ls" + floatTag(s.outScale) : "") +
+             (s.outScale != 1.0f ? (logits ? "_ls" : "_os") + floatTag(s.outScale) : "") +
              (s.gate != 0 ? "_gate" + str(s.gate) : "");
   s.dtypes = std::string(tag(s.a)) +
              (q4         ? "_wq4g" + str(s.group)
@@ -143,7 +142,8 @@ KernelInstance int4Gemv(const StepView &v, const LinearSpec &s) {
           str(s.group) + ", " + str(tmax) + ", " + str(rows) + ", " + str(warps) + ", " +
           bool01(s.accumulate) + ", " + bool01(s.bias) + ", " + bool01(s.f.has(kNorm)) + ", " +
           bool01(s.f.has(kSwiGlu)) + s.gateArg + ">(args, " + floatLiteral(s.eps) +
-          (s.gammaOffset != 0.0f ? ", " + floatLiteral(s.gammaOffset) : "") + ")");
+          (s.gammaOffset != 0.0f || s.outScale != 1.0f ? ", " + floatLiteral(s.gammaOffset) : "") +
+          (s.outScale != 1.0f ? ", " + floatLiteral(s.outScale) : "") + ")");
   k.launch.block = {static_cast<uint32_t>(warps * 32), 1, 1};
   k.launch.grid = {static_cast<uint32_t>(ceilDiv(s.n, warps * rows)), 1, 1};
   return k;
@@ -246,6 +246,7 @@ Expected<KernelInstance> int8Linear(const StepView &v, const LinearForm &f) {
   s.bias = f.has(kBias);
   s.biasType = s.bias ? v.weightDType(f.bias()) : DType::F32;
   s.accumulate = f.has(kAccumulate);
+  s.outScale = p.output_scale;
   s.maxTokens = v.shape.maxTokens;
   if (const fb::NormParamsT *n = p.prologue.get()) {
     s.norm = true;

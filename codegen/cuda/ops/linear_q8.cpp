@@ -27,12 +27,15 @@ Expected<KernelInstance> q8LinearKernel(const Q8LinearShape &s) {
                     (s.gammaType != DType::F32 ? std::string("_g") + tag(s.gammaType) : "")
               : "") +
       (s.gated && s.gate != 0 ? "_gate" + str(s.gate) : "");
+  // The scale only when set: kernels of models without one stay as they were.
+  const std::string scaleArg = s.outScale != 1.0f ? ", " + floatLiteral(s.outScale) : "";
   KernelInstance k;
   k.name = "llmc_" + family + std::string(tiled ? "tiles" : "gemv") + "_" + tag(s.activation) +
            "_wq8g" + str(s.groupSize) + (s.halfScales ? "h" : "") +
            (s.output != s.activation ? std::string("_o") + tag(s.output) : "") + "_n" + str(s.n) +
            "_k" + str(s.k) + "_t" + str(tmax) + (s.bias ? std::string("_bias") + tag(s.biasType) : "") +
-           (s.accumulate ? "_acc" : "") + fused;
+           (s.accumulate ? "_acc" : "") + fused +
+           (s.outScale != 1.0f ? "_os" + floatTag(s.outScale) : "");
   k.source = translationUnit(
       k.name,
       std::string(s.norm ? "RMSNorm + " : "") + "int8 Linear [" + str(s.n) + ", " + str(s.k) +
@@ -47,8 +50,8 @@ Expected<KernelInstance> q8LinearKernel(const Q8LinearShape &s) {
           (s.norm || s.gated
                ? ", " + bool01(s.norm) + ", " + bool01(s.gated) + ", " + str(s.gate) + ", " +
                      deviceType(s.gammaType) + ">(args, " + floatLiteral(s.eps) + ", " +
-                     floatLiteral(s.gammaOffset) + ")"
-               : ">(args)"));
+                     floatLiteral(s.gammaOffset) + scaleArg + ")"
+               : ">(args" + (s.outScale != 1.0f ? ", 0.0f, 0.0f" + scaleArg : "") + ")"));
   k.launch.block = {static_cast<uint32_t>(warps * 32), 1, 1};
   k.launch.grid = {static_cast<uint32_t>(ceilDiv(s.n, warps * rows)), 1, 1};
   if (tiled) {

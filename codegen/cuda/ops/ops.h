@@ -107,6 +107,7 @@ struct Q8LinearShape {
   bool bias = false;          // weights: qweight, scales (, bias)
   DType biasType = DType::F32;
   bool accumulate = false;    // out += ...
+  float outScale = 1.0f;      // LinearParams.output_scale: out (+)= outScale * (x . W^T + bias)
   int64_t maxTokens = 0;      // decode programs: T <= maxTokens; 0: any T (tiles of 16)
   // The fused forms (LinearParams): an RMSNorm prologue (weights gamma,
   // qweight, scales), a gated epilogue (qweight [2N, .]: gate rows, then up).

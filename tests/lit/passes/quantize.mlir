@@ -117,3 +117,35 @@ func.func @mixed(%x: tensor<?x64xf32>) -> (tensor<?x64xf32>, tensor<?x32xf32>) {
   %yb = llm.linear %x, %b : tensor<?x64xf32>, tensor<32x64xf32> -> tensor<?x32xf32>
   return %ya, %yb : tensor<?x64xf32>, tensor<?x32xf32>
 }
+
+// -----
+
+// Tests that a whole-row llm.layer_norm is a sink: its weight and bias are
+// both renamed (they divide by the scales of the group it feeds, here a
+// parallel block's q and fc1), while a grouped one (per-head) is none.
+
+// REPORT: remark: llm-quantize: awq group 32: 3 linear weights -> int4 (49152 B -> 7680 B); 1 of 2 linear groups scaled, 2 weights renamed
+// AWQ-LABEL: func.func @layer_norm_sink
+// AWQ-DAG: llm.weight "ln.weight.awq_scaled" : tensor<64xf32>
+// AWQ-DAG: llm.weight "ln.bias.awq_scaled" : tensor<64xf32>
+// AWQ-DAG: llm.weight "grouped.weight" : tensor<64xf32>
+// SCALES-LABEL: func.func @layer_norm_sink
+// SCALES-DAG: llm.weight "ln.weight.awq_scaled" : tensor<64xf32>
+// SCALES-DAG: llm.weight "ln.bias.awq_scaled" : tensor<64xf32>
+// SCALES-DAG: llm.weight "q.weight.awq_scaled" : tensor<64x64xf32>
+// SCALES-DAG: llm.weight "fc1.weight.awq_scaled" : tensor<64x64xf32>
+// SCALES-DAG: llm.weight "o.weight" : tensor<64x64xf32>
+func.func @layer_norm_sink(%h: tensor<?x64xf32>) -> (tensor<?x64xf32>, tensor<?x64xf32>, tensor<?x64xf32>) {
+  %w = llm.weight "ln.weight" : tensor<64xf32>
+  %b = llm.weight "ln.bias" : tensor<64xf32>
+  %x = llm.layer_norm %h, %w, %b eps 1.0e-5 : tensor<?x64xf32>, tensor<64xf32>, tensor<64xf32> -> tensor<?x64xf32>
+  %wq = llm.weight "q.weight" : tensor<64x64xf32>
+  %q = llm.linear %x, %wq : tensor<?x64xf32>, tensor<64x64xf32> -> tensor<?x64xf32>
+  %wf = llm.weight "fc1.weight" : tensor<64x64xf32>
+  %f = llm.linear %x, %wf : tensor<?x64xf32>, tensor<64x64xf32> -> tensor<?x64xf32>
+  %wg = llm.weight "grouped.weight" : tensor<64xf32>
+  %g = llm.layer_norm %h, %wg eps 1.0e-5 group 16 : tensor<?x64xf32>, tensor<64xf32> -> tensor<?x64xf32>
+  %wo = llm.weight "o.weight" : tensor<64x64xf32>
+  %o = llm.linear %g, %wo : tensor<?x64xf32>, tensor<64x64xf32> -> tensor<?x64xf32>
+  return %q, %f, %o : tensor<?x64xf32>, tensor<?x64xf32>, tensor<?x64xf32>
+}
