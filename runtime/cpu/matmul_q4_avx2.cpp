@@ -189,7 +189,8 @@ template <int R, int TT, Groups G> struct Avx2Tile {
     }
     int64_t first = 0;
     if constexpr (G != Groups::Mixed)
-      first = chunks(p, geo, n0, t0, acc);
+      if (p.xq.chunkScales != nullptr) // else every pair one at a time
+        first = chunks(p, geo, n0, t0, acc);
     pairsFrom(p, geo, n0, t0, first, acc);
     float dots[R][TT];
     LLMC_Q4_UNROLL
