@@ -1,5 +1,7 @@
 #include "cpu/attention.h"
 
+#include "cpu/attention_kernels.h"
+#include "cpu/isa.h"
 #include "cpu/simd.h"
 #include "kernels/common/online_softmax.h"
 #include "kernels/common/rope.h"
@@ -90,6 +92,10 @@ void attendGroup(const detail::IsaOps &ops, const AttentionBatch &b, const kv::K
   std::fill(acc, acc + group * dim, 0.0f);
   std::fill(state, state + group, hd::softmaxEmpty());
   const int64_t kvStride = cache.kvHeads * dim;
+#if defined(__x86_64__)
+  // The AVX2 block kernels: the bits of the ops.dot / ops.axpy calls below.
+  const bool blockKernels = activeIsa() == Isa::Avx2 && detail::attentionKernelsFit(dim);
+#endif
   // Block by block from the window's first block; `start` is the first
   // visible position of each (the window may begin inside the first block).
   for (int64_t start = firstPosition; start <= lastPosition; start = (start / bs + 1) * bs) {
@@ -101,10 +107,19 @@ void attendGroup(const detail::IsaOps &ops, const AttentionBatch &b, const kv::K
       const float *q = qGroup + g * dim;
       float *s = scores + g * bs;
       float blockMax = -INFINITY;
-      for (int64_t j = 0; j < count; ++j) {
-        s[j] = hd::softCap(b.scale * ops.dot(q, keys + j * kvStride, dim), softcap);
-        blockMax = std::max(blockMax, s[j]);
-      }
+#if defined(__x86_64__)
+      if (blockKernels) {
+        detail::attentionScoresAvx2(q, keys, kvStride, count, dim, s);
+        for (int64_t j = 0; j < count; ++j) {
+          s[j] = hd::softCap(b.scale * s[j], softcap);
+          blockMax = std::max(blockMax, s[j]);
+        }
+      } else
+#endif
+        for (int64_t j = 0; j < count; ++j) {
+          s[j] = hd::softCap(b.scale * ops.dot(q, keys + j * kvStride, dim), softcap);
+          blockMax = std::max(blockMax, s[j]);
+        }
       hd::SoftmaxState blockState{blockMax, 0.0f};
       for (int64_t j = 0; j < count; ++j) {
         s[j] = hd::expF(s[j] - blockMax);
@@ -113,6 +128,13 @@ void attendGroup(const detail::IsaOps &ops, const AttentionBatch &b, const kv::K
       hd::SoftmaxMerge merged = hd::softmaxMerge(state[g], blockState);
       state[g] = merged.state;
       float *a = acc + g * dim;
+#if defined(__x86_64__)
+      if (blockKernels) {
+        detail::attentionAccumulateAvx2(a, merged.scaleA, s, merged.scaleB, values, kvStride,
+                                        count, dim);
+        continue;
+      }
+#endif
       ops.scale(merged.scaleA, a, dim);
       for (int64_t j = 0; j < count; ++j)
         ops.axpy(s[j] * merged.scaleB, values + j * kvStride, a, dim);

@@ -62,31 +62,40 @@ void matmulQ4(ThreadPool &pool, const float *x, int64_t tokens, const Q4Matrix &
   QuantizeFn quantize = detail::quantizeQ8Scalar;
   RowsFn rows = detail::matmulQ4RowsScalar;
   int64_t lanes = 8;
+  bool chunked = false; // the AVX2 kernel reads chunkScales
 #if defined(__x86_64__)
   if (activeIsa() != Isa::Scalar) {
     quantize = detail::quantizeQ8Avx2;
     rows = detail::matmulQ4RowsAvx2;
+    chunked = true;
   }
   if (activeIsa() == Isa::Avx512 && detail::hasAvx512Vnni()) {
     rows = detail::matmulQ4RowsAvx512Vnni;
     lanes = 16;
+    chunked = false;
   }
 #endif
   // x quantized once per call, split over tokens for prefill.
   const int64_t pairs = detail::q8Pairs(w.cols), groups = hd::q4NumGroups(w.cols, w.groupSize);
   thread_local std::vector<int8_t> values;
-  thread_local std::vector<float> scales, groupSums;
+  thread_local std::vector<float> scales, groupSums, chunkScales;
   values.resize(tokens * pairs * detail::kQ8PairBytes);
   scales.resize(tokens * pairs * lanes);
   groupSums.resize(tokens * groups);
+  if (chunked)
+    chunkScales.resize(tokens * detail::q8Chunks(w.cols) * 8);
   // Pointers, not the vectors: a worker naming a thread_local gets its own.
-  problem.xq = {values.data(), scales.data(), groupSums.data(), pairs, lanes};
+  problem.xq = {values.data(), scales.data(), groupSums.data(), pairs, lanes,
+                chunked ? chunkScales.data() : nullptr};
   int8_t *valuesOut = values.data();
   float *scalesOut = scales.data(), *sumsOut = groupSums.data();
+  float *chunksOut = chunked ? chunkScales.data() : nullptr;
   pool.parallelFor(
       tokens,
       [&](int64_t b, int64_t e) {
         quantize(x, w.cols, w.groupSize, lanes, b, e, valuesOut, scalesOut, sumsOut);
+        if (chunksOut != nullptr)
+          detail::chunkQ8Scales(scalesOut, pairs, b, e, chunksOut);
       },
       std::max<int64_t>(1, 16384 / w.cols));
   pool.parallelFor(w.rows, [&](int64_t b, int64_t e) { rows(problem, b, e); }, grain);
@@ -104,6 +113,21 @@ bool hasAvx512Vnni() {
 #else
   return false;
 #endif
+}
+
+void chunkQ8Scales(const float *scales, int64_t pairs, int64_t tokenBegin, int64_t tokenEnd,
+                   float *chunkScales) {
+  const int64_t chunks = (pairs + kQ8ChunkPairs - 1) / kQ8ChunkPairs;
+  for (int64_t t = tokenBegin; t < tokenEnd; ++t) {
+    const float *s = scales + t * pairs * 8;
+    float *out = chunkScales + t * chunks * 8;
+    for (int64_t c = 0; c < chunks; ++c)
+      for (int64_t i = 0; i < kQ8ChunkPairs; ++i) {
+        const int64_t q = kQ8ChunkPairs * c + i;
+        out[8 * c + i] = q < pairs ? s[8 * q] : 0.0f;
+        out[8 * c + 4 + i] = q < pairs ? s[8 * q + 4] : 0.0f;
+      }
+  }
 }
 
 // The reference quantizer; quantizeQ8Avx2 gives the same bytes and floats.

@@ -73,7 +73,23 @@ struct Q8Activations {
   const float *groupSums; // [tokens, groups]: sum_{b in g} d[b] * sum(xq[b])
   int64_t pairs;          // q8Pairs(K)
   int64_t scaleLanes;     // 8 (AVX2, scalar) or 16 (AVX-512)
+  // [tokens, q8Chunks(K), 8] for the AVX2 kernel, else null: the d of the
+  // blocks of pairs 4c .. 4c + 3 (a "chunk", 256 columns), the even blocks
+  // 8c, 8c + 2, 8c + 4, 8c + 6 in lanes 0..3 and the odd ones in 4..7, so
+  // that one in-lane broadcast (vpermilps) gives pair 4c + i's scale lanes.
+  const float *chunkScales = nullptr;
 };
+
+// Pairs per chunk of chunkScales, and chunks per row (the last may be partial).
+constexpr int64_t kQ8ChunkPairs = 4;
+inline int64_t q8Chunks(int64_t cols) {
+  return (q8Pairs(cols) + kQ8ChunkPairs - 1) / kQ8ChunkPairs;
+}
+
+// chunkScales of tokens [tokenBegin, tokenEnd) from scales (scaleLanes 8);
+// lanes of blocks past the last pair are 0.
+void chunkQ8Scales(const float *scales, int64_t pairs, int64_t tokenBegin, int64_t tokenEnd,
+                   float *chunkScales);
 
 // What the per-ISA row kernels share: the problem and its quantized x.
 struct Q4Problem {

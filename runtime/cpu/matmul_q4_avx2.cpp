@@ -61,29 +61,103 @@ LLMC_Q4_AVX2 float quantizeBlock(const float *x, int64_t n, int8_t *pair, float 
   return d * static_cast<float>(sum);
 }
 
-// The integer tile: R packed rows x TT tokens, one pair of Q8 blocks (64
-// columns, 32 bytes of nibbles) per step. The low nibbles of the pair's 32
-// bytes are the even columns of its two blocks, the high nibbles the odd
-// ones, as in the Q8 layout, so two vpmaddubsw and one vpmaddwd give the
-// 32-bit dot products of each block in lanes 0..3 and 4..7 (at most
-// 4 x 15 x 127 per 16-bit lane: no saturation), scaled in f32 by the
-// group scale times the block's d.
+// The 32-bit dot products of one pair of Q8 blocks of a row (lo, hi: its
+// 32 bytes' low and high nibbles) with x's pair (64 bytes), as f32: block
+// 2p's partial sums in lanes 0..3, block 2p + 1's in 4..7. The low nibbles
+// are the even columns of both blocks, the high nibbles the odd ones, as in
+// the Q8 layout, so two vpmaddubsw and one vpmaddwd suffice (at most
+// 4 x 15 x 127 per 16-bit lane: no saturation).
+LLMC_Q4_AVX2 inline __m256 pairDot(__m256i lo, __m256i hi, const int8_t *x) {
+  const __m256i *v = reinterpret_cast<const __m256i *>(x);
+  const __m256i d16 = _mm256_add_epi16(_mm256_maddubs_epi16(lo, _mm256_loadu_si256(v)),
+                                       _mm256_maddubs_epi16(hi, _mm256_loadu_si256(v + 1)));
+  return _mm256_cvtepi32_ps(_mm256_madd_epi16(d16, _mm256_set1_epi16(1)));
+}
+
+// The nibbles of a full pair's 32 bytes.
+LLMC_Q4_AVX2 inline void pairNibbles(const hd::u32 *words, __m256i &lo, __m256i &hi) {
+  const __m256i low4 = _mm256_set1_epi8(0x0f);
+  const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i *>(words));
+  lo = _mm256_and_si256(v, low4);
+  hi = _mm256_and_si256(_mm256_srli_epi16(v, 4), low4);
+}
+
+// The integer tile: R packed rows x TT tokens; each pair of Q8 blocks (64
+// columns, 32 bytes of nibbles) adds pairDot times the group scale times the
+// block's d into 8 f32 lanes per row and token. Pairs go 4 at a time
+// ("chunks", 256 columns) where a pair's blocks share the group pattern of
+// the chunk (G a multiple of 32 but not Mixed): the chunk's group scales are
+// converted and multiplied by x's d once (8 lanes, Q8Activations::chunkScales)
+// and each pair takes its lanes with one vpermilps, instead of converting a
+// scale and multiplying per pair; the products and their order are the same,
+// so both ways give the same bits. The pairs after the last whole chunk (and
+// every pair for Mixed groups) go one at a time.
 template <int R, int TT, Groups G> struct Avx2Tile {
-  LLMC_Q4_AVX2 static void run(const Q4Problem &p, const Rows &geo, int64_t n0, int64_t t0) {
+  using Acc = __m256[R][TT];
+
+  // Pair 4c + I of chunk c, with the chunk's scales (lanes of chunkScales).
+  template <int I>
+  LLMC_Q4_AVX2 static void chunkPair(const Q4Problem &p, const Rows &geo, int64_t n0,
+                                     const int8_t *xv, int64_t xStride, int64_t c,
+                                     const __m256 (&scale)[R][TT], Acc &acc) {
+    const int64_t q = kQ8ChunkPairs * c + I;
+    LLMC_Q4_UNROLL
+    for (int r = 0; r < R; ++r) {
+      __m256i lo, hi;
+      pairNibbles(p.w.qweight + (n0 + r) * geo.words + 8 * q, lo, hi);
+      LLMC_Q4_UNROLL
+      for (int t = 0; t < TT; ++t)
+        acc[r][t] = _mm256_fmadd_ps(pairDot(lo, hi, xv + t * xStride + q * kQ8PairBytes),
+                                    _mm256_permute_ps(scale[r][t], I * 0x55), acc[r][t]);
+    }
+  }
+
+  // The whole chunks of the rows; returns the pairs they cover.
+  LLMC_Q4_AVX2 static int64_t chunks(const Q4Problem &p, const Rows &geo, int64_t n0, int64_t t0,
+                                     Acc &acc) {
+    const Q8Activations &xq = p.xq;
+    const int64_t xStride = xq.pairs * kQ8PairBytes, cStride = q8Chunks(p.w.cols) * 8;
+    const int8_t *xv = xq.values + t0 * xStride;
+    const float *xd = xq.chunkScales + t0 * cStride;
+    const int64_t whole = geo.fullPairs / kQ8ChunkPairs;
+    for (int64_t c = 0; c < whole; ++c) {
+      // Decode tiles prefetch the next tile's chunk (two lines per row): the
+      // rows are short streams the hardware prefetcher ramps up on late.
+      if constexpr (TT == 1 && R == 4) {
+        LLMC_Q4_UNROLL
+        for (int r = 0; r < R; ++r) {
+          const char *next = reinterpret_cast<const char *>(
+              p.w.qweight + (n0 + R + r) * geo.words + 8 * kQ8ChunkPairs * c);
+          _mm_prefetch(next, _MM_HINT_T0);
+          _mm_prefetch(next + 64, _MM_HINT_T0);
+        }
+      }
+      __m256 scale[R][TT];
+      LLMC_Q4_UNROLL
+      for (int r = 0; r < R; ++r) {
+        const __m256 s = chunkScales<G>(p.w.scales + (n0 + r) * geo.groups, c, p.w.groupSize);
+        LLMC_Q4_UNROLL
+        for (int t = 0; t < TT; ++t)
+          scale[r][t] = _mm256_mul_ps(s, _mm256_loadu_ps(xd + t * cStride + 8 * c));
+      }
+      chunkPair<0>(p, geo, n0, xv, xStride, c, scale, acc);
+      chunkPair<1>(p, geo, n0, xv, xStride, c, scale, acc);
+      chunkPair<2>(p, geo, n0, xv, xStride, c, scale, acc);
+      chunkPair<3>(p, geo, n0, xv, xStride, c, scale, acc);
+    }
+    return whole * kQ8ChunkPairs;
+  }
+
+  // Pairs [first, pairs) one at a time.
+  LLMC_Q4_AVX2 static void pairsFrom(const Q4Problem &p, const Rows &geo, int64_t n0, int64_t t0,
+                                     int64_t first, Acc &acc) {
     const Q8Activations &xq = p.xq;
     const int64_t xStride = xq.pairs * kQ8PairBytes, sStride = xq.pairs * 8;
     const int8_t *xv = xq.values + t0 * xStride;
     const float *xs = xq.scales + t0 * sStride;
-    const __m256i low4 = _mm256_set1_epi8(0x0f), ones = _mm256_set1_epi16(1);
-    __m256 acc[R][TT];
-    LLMC_Q4_UNROLL
-    for (int r = 0; r < R; ++r) {
-      LLMC_Q4_UNROLL
-      for (int t = 0; t < TT; ++t)
-        acc[r][t] = _mm256_setzero_ps();
-    }
+    const __m256i low4 = _mm256_set1_epi8(0x0f);
     PairGroups groups(p.w.groupSize);
-    for (int64_t q = 0; q < xq.pairs; ++q) {
+    for (int64_t q = first; q < xq.pairs; ++q) {
       const bool full = q < geo.fullPairs; // else the row's last 4 words
       groups.advanceTo(q);
       LLMC_Q4_UNROLL
@@ -97,15 +171,27 @@ template <int R, int TT, Groups G> struct Avx2Tile {
         const __m256 s = pairScales<G>(p.w.scales + (n0 + r) * geo.groups, groups, full);
         LLMC_Q4_UNROLL
         for (int t = 0; t < TT; ++t) {
-          const __m256i *x = reinterpret_cast<const __m256i *>(xv + t * xStride + q * kQ8PairBytes);
-          const __m256i d16 = _mm256_add_epi16(_mm256_maddubs_epi16(lo, _mm256_loadu_si256(x)),
-                                               _mm256_maddubs_epi16(hi, _mm256_loadu_si256(x + 1)));
-          const __m256 dot = _mm256_cvtepi32_ps(_mm256_madd_epi16(d16, ones));
           const __m256 scale = _mm256_mul_ps(s, _mm256_loadu_ps(xs + t * sStride + 8 * q));
-          acc[r][t] = _mm256_fmadd_ps(dot, scale, acc[r][t]);
+          acc[r][t] = _mm256_fmadd_ps(pairDot(lo, hi, xv + t * xStride + q * kQ8PairBytes),
+                                      scale, acc[r][t]);
         }
       }
     }
+  }
+
+  LLMC_Q4_AVX2 static void run(const Q4Problem &p, const Rows &geo, int64_t n0, int64_t t0) {
+    Acc acc;
+    LLMC_Q4_UNROLL
+    for (int r = 0; r < R; ++r) {
+      LLMC_Q4_UNROLL
+      for (int t = 0; t < TT; ++t)
+        acc[r][t] = _mm256_setzero_ps();
+    }
+    int64_t first = 0;
+    if constexpr (G != Groups::Mixed)
+      if (p.xq.chunkScales != nullptr) // else every pair one at a time
+        first = chunks(p, geo, n0, t0, acc);
+    pairsFrom(p, geo, n0, t0, first, acc);
     float dots[R][TT];
     LLMC_Q4_UNROLL
     for (int r = 0; r < R; ++r) {

@@ -50,10 +50,16 @@ struct Rows {
 
 // Which groups the two blocks of a pair (columns 64p .. 64p + 63) read.
 enum class Groups {
-  PerBlock, // G = 32: blocks 2p and 2p + 1 are groups 2p and 2p + 1
-  PerPair,  // 64 | G: both in group 64p / G
-  Mixed,    // other multiples of 32 (96, 160, ...): either
+  PerBlock,   // G = 32: blocks 2p and 2p + 1 are groups 2p and 2p + 1
+  PerPair,    // G = 64: both in group p
+  TwoPairs,   // G = 128: both in group p / 2
+  PerChunk,   // 256 | G: the 4 pairs of a chunk (256 columns) in one group
+  PairsOther, // other multiples of 64 (192, 320, ...): both in group 64p / G
+  Mixed,      // other multiples of 32 (96, 160, ...): either
 };
+
+// Whether both blocks of a pair always share a group.
+constexpr bool pairInOneGroup(Groups g) { return g != Groups::PerBlock && g != Groups::Mixed; }
 
 // The groups of blocks 2p and 2p + 1 (columns 64p and 64p + 32), kept by
 // counting rather than dividing per pair.
@@ -82,12 +88,45 @@ LLMC_Q4_AVX2 inline __m256 pairScales(const uint16_t *scales, const PairGroups &
     const __m128 two = _mm_cvtph_ps(_mm_cvtsi32_si128(static_cast<int>(both)));
     return _mm256_permutevar8x32_ps(_mm256_castps128_ps256(two),
                                     _mm256_setr_epi32(0, 0, 0, 0, 1, 1, 1, 1));
-  } else if constexpr (G == Groups::PerPair) {
+  } else if constexpr (pairInOneGroup(G)) {
     return _mm256_set1_ps(halfToFloat(scales[groups.first]));
   } else {
     const int64_t second = full ? groups.second : groups.first;
     return _mm256_set_m128(_mm_set1_ps(halfToFloat(scales[second])),
                            _mm_set1_ps(halfToFloat(scales[groups.first])));
+  }
+}
+
+// The group scales of chunk c (pairs 4c .. 4c + 3, all in the row) of a
+// row in the lane order of Q8Activations::chunkScales: pair 4c + i's even
+// block in lane i, its odd block in lane 4 + i. Reads only groups the chunk
+// covers. Not for Groups::Mixed.
+template <Groups G>
+LLMC_Q4_AVX2 inline __m256 chunkScales(const uint16_t *scales, int64_t c, int64_t groupSize) {
+  if constexpr (G == Groups::PerBlock) { // groups 8c .. 8c + 7, deinterleaved
+    const __m256 eight =
+        _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i *>(scales + 8 * c)));
+    return _mm256_permutevar8x32_ps(eight, _mm256_setr_epi32(0, 2, 4, 6, 1, 3, 5, 7));
+  } else if constexpr (G == Groups::PerPair) { // groups 4c .. 4c + 3, twice
+    const __m128 four =
+        _mm_cvtph_ps(_mm_loadl_epi64(reinterpret_cast<const __m128i *>(scales + 4 * c)));
+    return _mm256_set_m128(four, four);
+  } else if constexpr (G == Groups::TwoPairs) { // groups 2c, 2c + 1
+    uint32_t both;
+    std::memcpy(&both, scales + 2 * c, sizeof(both));
+    const __m128 two = _mm_cvtph_ps(_mm_cvtsi32_si128(static_cast<int>(both)));
+    return _mm256_permutevar8x32_ps(_mm256_castps128_ps256(two),
+                                    _mm256_setr_epi32(0, 0, 1, 1, 0, 0, 1, 1));
+  } else if constexpr (G == Groups::PerChunk) {
+    return _mm256_set1_ps(halfToFloat(scales[c * 256 / groupSize]));
+  } else {
+    static_assert(G == Groups::PairsOther, "no chunk scales for Groups::Mixed");
+    const int64_t q = kQ8ChunkPairs * c;
+    const __m128 four = _mm_setr_ps(
+        halfToFloat(scales[64 * q / groupSize]), halfToFloat(scales[64 * (q + 1) / groupSize]),
+        halfToFloat(scales[64 * (q + 2) / groupSize]),
+        halfToFloat(scales[64 * (q + 3) / groupSize]));
+    return _mm256_set_m128(four, four);
   }
 }
 
@@ -183,10 +222,17 @@ LLMC_Q4_AVX2 void tiledRowsFor(const Q4Problem &p, int64_t rowBegin, int64_t row
 // tiledRowsFor with the group pattern of p.w.groupSize.
 template <template <int, int, Groups> class Tile, int DecodeR, int PrefillR>
 LLMC_Q4_AVX2 void tiledRows(const Q4Problem &p, int64_t rowBegin, int64_t rowEnd) {
-  if (p.w.groupSize == 32)
+  const int64_t g = p.w.groupSize;
+  if (g == 32)
     return tiledRowsFor<Tile, Groups::PerBlock, DecodeR, PrefillR>(p, rowBegin, rowEnd);
-  if (p.w.groupSize % 64 == 0)
+  if (g == 64)
     return tiledRowsFor<Tile, Groups::PerPair, DecodeR, PrefillR>(p, rowBegin, rowEnd);
+  if (g == 128)
+    return tiledRowsFor<Tile, Groups::TwoPairs, DecodeR, PrefillR>(p, rowBegin, rowEnd);
+  if (g % 256 == 0)
+    return tiledRowsFor<Tile, Groups::PerChunk, DecodeR, PrefillR>(p, rowBegin, rowEnd);
+  if (g % 64 == 0)
+    return tiledRowsFor<Tile, Groups::PairsOther, DecodeR, PrefillR>(p, rowBegin, rowEnd);
   tiledRowsFor<Tile, Groups::Mixed, DecodeR, PrefillR>(p, rowBegin, rowEnd);
 }
 

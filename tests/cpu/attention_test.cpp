@@ -4,6 +4,8 @@
 // and soft-capping against an explicitly masked reference, with every slot
 // before a step's window poisoned (so a read outside the window shows).
 #include "cpu/attention.h"
+#include "cpu/attention_kernels.h"
+#include "cpu/simd.h"
 #include "common/compare.h"
 #include "kv/window_retention.h"
 #include "test_util.h"
@@ -298,3 +300,46 @@ TEST(PagedAttention, ReleasingOutOfWindowBlocksLeavesOutputsUnchanged) {
 
 } // namespace
 } // namespace llmc::cpu
+
+#if defined(__x86_64__)
+namespace llmc::cpu {
+namespace {
+
+// The AVX2 block kernels against the per-position IsaOps calls they replace
+// (dotAvx2; scaleAvx2 then axpyAvx2 per position): the same bits, for head
+// sizes with and without a last 8 / a last partial 64, and block lengths
+// off the 4-key step.
+TEST(PagedAttention, Avx2BlockKernelsGiveTheBitsOfTheOpsCalls) {
+  if (!isaSupported(Isa::Avx2))
+    GTEST_SKIP() << "no AVX2 on this CPU";
+  const detail::IsaOps &ops = detail::kAvx2Ops;
+  std::mt19937 rng(11);
+  for (int64_t dim : {8, 24, 64, 72, 128, 136})
+    for (int64_t count : {1, 3, 4, 7, 16}) {
+      const int64_t stride = 3 * dim + 8; // rows of other kv heads between positions
+      const std::vector<float> q = test::randomFloats(rng, dim);
+      const std::vector<float> keys = test::randomFloats(rng, count * stride);
+      const std::vector<float> values = test::randomFloats(rng, count * stride);
+      const std::vector<float> weights = test::randomFloats(rng, count, 0.0f, 1.0f);
+      const std::vector<float> start = test::randomFloats(rng, dim);
+      ASSERT_TRUE(detail::attentionKernelsFit(dim));
+      std::vector<float> dots(count);
+      detail::attentionScoresAvx2(q.data(), keys.data(), stride, count, dim, dots.data());
+      for (int64_t j = 0; j < count; ++j)
+        ASSERT_EQ(dots[j], ops.dot(q.data(), keys.data() + j * stride, dim))
+            << "dim " << dim << " count " << count << " key " << j;
+      std::vector<float> got = start, want = start;
+      detail::attentionAccumulateAvx2(got.data(), 0.75f, weights.data(), 0.5f, values.data(),
+                                      stride, count, dim);
+      ops.scale(0.75f, want.data(), dim);
+      for (int64_t j = 0; j < count; ++j)
+        ops.axpy(weights[j] * 0.5f, values.data() + j * stride, want.data(), dim);
+      for (int64_t i = 0; i < dim; ++i)
+        ASSERT_EQ(got[i], want[i]) << "dim " << dim << " count " << count << " feature " << i;
+    }
+  EXPECT_FALSE(detail::attentionKernelsFit(12));
+}
+
+} // namespace
+} // namespace llmc::cpu
+#endif

@@ -205,6 +205,50 @@ TEST(MatmulQ4Q8, EveryIsaMatchesTheExactNumerics) {
   }
 }
 
+// The AVX2 kernel's chunked pairs (4 pairs, 256 columns, per step, for every
+// group pattern but Mixed) and the single pairs after them: K with whole
+// chunks only, with 1-3 pairs after them, with a half pair at the end;
+// rows and tokens off the tile sizes; every group-size mode (32, 64, 128,
+// 256 | G, other 64 | G, and Mixed for contrast).
+TEST(MatmulQ4Q8, ChunkedPairsMatchTheExactNumerics) {
+  ThreadPool pool(2);
+  const Case cases[] = {
+      {1, 13, 256, 32},  {1, 9, 768, 32},   {2, 6, 800, 32},   {3, 5, 544, 32},
+      {1, 11, 1000, 64}, {5, 7, 768, 64},   {1, 4, 320, 64},   {1, 10, 2048, 128},
+      {4, 6, 928, 128},  {1, 5, 1312, 256}, {2, 3, 1536, 512}, {1, 9, 960, 192},
+      {3, 5, 1100, 320}, {1, 6, 1056, 96},  {6, 5, 2080, 32},  {1, 17, 4096, 32},
+  };
+  uint32_t seed = 200;
+  for (Isa isa : supportedIsas()) {
+    ScopedIsa scoped(isa);
+    for (const Case &c : cases) {
+      checkCase(pool, c, false, 0.0f, seed++);
+      checkCase(pool, c, true, 1.0f, seed++);
+    }
+  }
+}
+
+// chunkQ8Scales regroups the per-pair scale lanes: pair 4c + i's blocks in
+// lanes i and 4 + i of chunk c, zeros past the last pair.
+TEST(Q8Quantize, ChunkScalesRegroupThePairScales) {
+  for (int64_t pairs : {1, 3, 4, 5, 12, 13}) {
+    const int64_t tokens = 2, chunks = (pairs + 3) / 4;
+    std::vector<float> scales(tokens * pairs * 8);
+    for (size_t i = 0; i < scales.size(); ++i)
+      scales[i] = static_cast<float>(i / 4 + 1); // one value per block
+    std::vector<float> out(tokens * chunks * 8, -1.0f);
+    detail::chunkQ8Scales(scales.data(), pairs, 0, tokens, out.data());
+    for (int64_t t = 0; t < tokens; ++t)
+      for (int64_t c = 0; c < chunks; ++c)
+        for (int64_t i = 0; i < 4; ++i) {
+          const int64_t q = 4 * c + i;
+          const float *lanes = out.data() + (t * chunks + c) * 8;
+          ASSERT_EQ(lanes[i], q < pairs ? scales[(t * pairs + q) * 8] : 0.0f) << pairs;
+          ASSERT_EQ(lanes[4 + i], q < pairs ? scales[(t * pairs + q) * 8 + 4] : 0.0f) << pairs;
+        }
+  }
+}
+
 TEST(MatmulQ4Q8, LargeLayersSplitOverThreads) {
   ThreadPool pool(4);
   for (Isa isa : supportedIsas()) {

@@ -1,0 +1,110 @@
+// Microbenchmark (not a test): the int4 linear layer (matmulQ4) on the 110M
+// Llama's shapes, timed by the calling thread's CPU time with one thread, so
+// that other processes on a loaded machine disturb it much less than wall
+// time. Usage: bench_q4_cputime [tokens, default 1] [group size, default 32]
+//
+// "l2" reuses one matrix; "dram" cycles through copies spanning 256 MiB, as
+// a decode step streams its weights. Prints G weights (x tokens) per CPU
+// second, best of 7 trials.
+#include "cpu/matmul_q4.h"
+#include "kernels/common/half.h"
+#include "kernels/common/q4_layout.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <ctime>
+#include <random>
+#include <vector>
+
+namespace {
+
+using llmc::ThreadPool;
+using llmc::cpu::Q4Matrix;
+
+double threadSeconds() {
+  timespec ts{};
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return static_cast<double>(ts.tv_sec) + 1e-9 * static_cast<double>(ts.tv_nsec);
+}
+
+// Copies of one random [n, k] matrix in the plan layout, back to back.
+struct Copies {
+  int64_t n, k, g, count;
+  std::vector<llmc::hd::u32> words;
+  std::vector<uint16_t> scales, zeros;
+
+  Copies(int64_t rows, int64_t cols, int64_t group, size_t budget)
+      : n(rows), k(cols), g(group) {
+    const int64_t w = llmc::hd::q4WordsPerRow(k), groups = llmc::hd::q4NumGroups(k, g);
+    const size_t bytes = static_cast<size_t>(n * (4 * w + 4 * groups));
+    count = std::max<int64_t>(1, static_cast<int64_t>(budget / bytes));
+    std::mt19937 rng(7);
+    words.resize(count * n * w);
+    for (auto &v : words)
+      v = rng();
+    for (int64_t i = 0; i < count * n * groups; ++i) {
+      scales.push_back(llmc::hd::f32ToF16(0.01f + 0.001f * static_cast<float>(i % 7)));
+      zeros.push_back(llmc::hd::f32ToF16(static_cast<float>(i % 16)));
+    }
+  }
+  Q4Matrix matrix(int64_t c) const {
+    const int64_t w = llmc::hd::q4WordsPerRow(k), groups = llmc::hd::q4NumGroups(k, g);
+    return {words.data() + c * n * w, scales.data() + c * n * groups,
+            zeros.data() + c * n * groups, n, k, g};
+  }
+};
+
+// Best G weight-token products per CPU second over 7 trials of >= 0.05 s.
+double measure(ThreadPool &pool, const Copies &m, int64_t tokens, bool cycle) {
+  std::vector<float> x(tokens * m.k), y(tokens * m.n);
+  std::mt19937 rng(3);
+  std::normal_distribution<float> normal;
+  for (float &v : x)
+    v = normal(rng);
+  int64_t next = 0;
+  auto once = [&] {
+    llmc::cpu::matmulQ4(pool, x.data(), tokens, m.matrix(cycle ? next++ % m.count : 0), nullptr,
+                        0.0f, y.data());
+  };
+  once();
+  double best = 0;
+  for (int trial = 0; trial < 7; ++trial) {
+    int64_t calls = 0;
+    const double start = threadSeconds();
+    double spent = 0;
+    do {
+      once();
+      ++calls;
+      spent = threadSeconds() - start;
+    } while (spent < 0.05);
+    best = std::max(best, static_cast<double>(calls * m.n * m.k * tokens) / spent / 1e9);
+  }
+  return best;
+}
+
+} // namespace
+
+int main(int argc, char **argv) {
+  const int64_t tokens = argc > 1 ? std::atoll(argv[1]) : 1;
+  const int64_t group = argc > 2 ? std::atoll(argv[2]) : 32;
+  if (tokens < 1 || !llmc::hd::q4ValidGroupSize(group)) {
+    std::fprintf(stderr, "error: usage: bench_q4_cputime [tokens >= 1] [group size, 32k]\n");
+    return 1;
+  }
+  ThreadPool pool(1);
+  struct Shape {
+    int64_t n, k;
+  };
+  std::printf("%-14s %6s %4s %12s %12s\n", "N x K", "tokens", "G", "l2 Gw/s", "dram Gw/s");
+  for (Shape s : {Shape{2304, 768}, Shape{768, 768}, Shape{4096, 768}, Shape{768, 2048},
+                  Shape{32000, 768}}) {
+    const Copies hot(s.n, s.k, group, 0), cold(s.n, s.k, group, size_t(256) << 20);
+    const double l2 = measure(pool, hot, tokens, false);
+    const double dram = tokens == 1 ? measure(pool, cold, tokens, true) : 0.0;
+    std::printf("%5lld x %-6lld %6lld %4lld %12.2f %12.2f\n", static_cast<long long>(s.n),
+                static_cast<long long>(s.k), static_cast<long long>(tokens),
+                static_cast<long long>(group), l2, dram);
+  }
+  return 0;
+}
