@@ -109,11 +109,6 @@ struct KnownClass {
 // no modeling code of their own (remote code only), so nothing to check
 // llmc's logits against (docs/architectures.md).
 constexpr KnownClass kUnverifiedClasses[] = {
-    {"ExaoneForCausalLM",
-     "EXAONE 3.x: transformers 5.24 has no ExaoneForCausalLM (it runs model_type \"exaone\" "
-     "as LlamaForCausalLM after renaming transformer.h.N.attn.attention.* and "
-     "mlp.c_fc_0/c_fc_1/c_proj at load), and llmc reads neither those tensor names nor the "
-     "config's num_layers / layer_norm_epsilon / activation_function"},
     {"InternLM2ForCausalLM",
      "transformers 5.24 has no InternLM2 code (remote code only; InternLM3 is "
      "LlamaForCausalLM there), so its packed wqkv layout has no reference to check against"},
