@@ -6,6 +6,7 @@
 #include "models/gemma2.h"
 #include "models/gemma3.h"
 #include "models/granite.h"
+#include "models/internlm2.h"
 #include "models/layer_norm_family.h"
 #include "models/llama.h"
 #include "models/phi3.h"
@@ -35,6 +36,7 @@ const std::vector<const Architecture *> &registry() {
       &graniteForCausalLM(),
       &phi3ForCausalLM(),
       &exaoneForCausalLM(),
+      &internLm2ForCausalLM(),
   };
   return table;
 }

@@ -105,15 +105,6 @@ struct KnownClass {
   const char *needs;
 };
 
-// Classes llmc could build but has no reference for: transformers 5.24 has
-// no modeling code of their own (remote code only), so nothing to check
-// llmc's logits against (docs/architectures.md).
-constexpr KnownClass kUnverifiedClasses[] = {
-    {"InternLM2ForCausalLM",
-     "transformers 5.24 has no InternLM2 code (remote code only; InternLM3 is "
-     "LlamaForCausalLM there), so its packed wqkv layout has no reference to check against"},
-};
-
 constexpr const char *kMoe = "mixture-of-experts MLPs (a router picks experts per token)";
 constexpr const char *kMla = "multi-head latent attention (MLA: keys and values through a "
                              "low-rank latent) and mixture-of-experts MLPs";
@@ -189,10 +180,6 @@ Status checkUnsupportedFeatures(const Json &hf, const std::string &className,
 
 Status explainUnsupportedClass(const Json &hf, const std::string &className,
                                const std::string &source, const std::string &supportedList) {
-  if (const KnownClass *unverified = findIn(kUnverifiedClasses, className))
-    return Status::error(source + ": architectures[0] '" + className + "' is recognised, but " +
-                         "llmc does not build it: no Hugging Face reference exists to check it " +
-                         "against (" + unverified->needs + "); " + supportedList);
   const KnownClass *known = findIn(kKnownClasses, className);
   std::string needs;
   if (known != nullptr) {

@@ -112,13 +112,6 @@ TEST(UnsupportedFeature, Alibi) {
             {"'position_embedding_type'", "ALiBi", "rest of MistralForCausalLM"});
 }
 
-// InternLM2: recognised, but there is no transformers reference to check
-// llmc against.
-TEST(UnsupportedFeature, ClassesWithoutAHuggingFaceReference) {
-  expectHas(refusal(config("InternLM2ForCausalLM", "")),
-            {"'InternLM2ForCausalLM' is recognised", "no Hugging Face reference", "wqkv"});
-}
-
 TEST(UnsupportedFeature, UnknownClassWithoutFeaturesKeepsThePlainMessage) {
   std::string message = refusal(config("GPT2LMHeadModel", ""));
   EXPECT_EQ(message.rfind("config.json: architectures[0] 'GPT2LMHeadModel' is not supported; "

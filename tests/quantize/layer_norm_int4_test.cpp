@@ -74,7 +74,9 @@ TEST(LayerNormInt4, RtnPlansOfEveryFamilyRunNearTheFloatModel) {
                              {"phi", 1 + 1 + 2},        // qkv, dense, fc1, fc2
                              {"gpt-neox", 1 + 1 + 2},   // qkv parts, dense, h_to_4h, 4h_to_h
                              // Llama under published names: the renamed tensors.
-                             {"exaone3", 1 + 1 + 2}};   // q/k/v, out_proj, c_fc_0+1, c_proj
+                             {"exaone3", 1 + 1 + 2},    // q/k/v, out_proj, c_fc_0+1, c_proj
+                             {"internlm2", 1 + 1 + 2},  // wqkv parts, wo, w1+w3, w2
+                             {"internlm2-bias", 1 + 1 + 2}};
   double yardstick = 0;
   for (const Family &f : families) {
     SCOPED_TRACE(f.name);
@@ -174,7 +176,8 @@ std::string calibrationText() {
 // HF logits test covers: it fits the calibration rows, not this prompt.)
 TEST(LayerNormInt4, AwqAndGptqPlansOfEveryFamilyRunNearTheFloatModel) {
   const std::string calib = calibrationText();
-  for (const char *family : {"stablelm", "starcoder2", "cohere", "phi", "gpt-neox", "exaone3"}) {
+  for (const char *family :
+       {"stablelm", "starcoder2", "cohere", "phi", "gpt-neox", "exaone3", "internlm2"}) {
     SCOPED_TRACE(family);
     const std::string dir = test::scratchDir(std::string("ln-calibrated-") + family);
     BuildOptions options;
