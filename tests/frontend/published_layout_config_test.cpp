@@ -446,5 +446,56 @@ TEST(DerivedTensors, InternLm2SplitFollowsTheGroupedLayout) {
   }
 }
 
+// A checkpoint of the published layout that lacks or misshapes a tensor is
+// refused naming the published tensor (what the user's files hold), never
+// the Llama name it is read as.
+TEST(WeightCheck, PublishedLayoutsNameThePublishedTensors) {
+  struct Case {
+    Json config;
+    std::string missing, misshaped;
+  };
+  Json exaone = exaone3Config(), internlm = internLm2Config();
+  for (Json *json : {&exaone, &internlm}) {
+    (*json)["hidden_size"] = 64;
+    (*json)["intermediate_size"] = 32;
+    (*json)["num_attention_heads"] = 4;
+    (*json)["num_key_value_heads"] = 2;
+    (*json)["vocab_size"] = 96;
+    (*json)["bos_token_id"] = 1;
+    (*json)["eos_token_id"] = 2;
+    (*json)["pad_token_id"] = 0;
+  }
+  exaone["num_layers"] = 2;
+  internlm["num_hidden_layers"] = 2;
+  const Case cases[] = {
+      {exaone, "transformer.h.1.ln_2.weight", "transformer.h.0.attn.attention.k_proj.weight"},
+      {internlm, "model.layers.1.ffn_norm.weight", "model.layers.0.attention.wqkv.weight"}};
+  const std::string dir = test::scratchDir("published-weight-check");
+  for (const Case &c : cases) {
+    ModelConfig config = parseOk(c.config);
+    SCOPED_TRACE(config.architecture);
+    const Architecture &arch = *findArchitecture(config.architecture);
+    for (bool misshape : {false, true}) {
+      std::vector<test::FakeTensor> tensors;
+      for (const TensorSpec &spec : arch.expectedTensors(config)) {
+        if (!misshape && spec.name == c.missing)
+          continue;
+        std::vector<int64_t> shape = spec.shape;
+        if (misshape && spec.name == c.misshaped)
+          shape[0] += 1;
+        tensors.push_back({spec.name, shape});
+      }
+      const std::string path = dir + "/" + config.architecture + ".safetensors";
+      test::writeSafetensors(path, tensors);
+      auto weights = WeightSet::openFiles({path});
+      ASSERT_TRUE(weights.isOk()) << weights.message();
+      Status status = checkWeights(config, *weights, nullptr, "config.json");
+      ASSERT_FALSE(status.isOk());
+      const std::string &named = misshape ? c.misshaped : c.missing;
+      EXPECT_NE(status.message().find(named), std::string::npos) << status.message();
+    }
+  }
+}
+
 } // namespace
 } // namespace llmc
