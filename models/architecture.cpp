@@ -1,10 +1,12 @@
 #include "models/architecture.h"
 
+#include "models/exaone.h"
 #include "models/exaone4.h"
 #include "models/gemma.h"
 #include "models/gemma2.h"
 #include "models/gemma3.h"
 #include "models/granite.h"
+#include "models/internlm2.h"
 #include "models/layer_norm_family.h"
 #include "models/llama.h"
 #include "models/phi3.h"
@@ -33,6 +35,8 @@ const std::vector<const Architecture *> &registry() {
       &gptNeoXForCausalLM(),
       &graniteForCausalLM(),
       &phi3ForCausalLM(),
+      &exaoneForCausalLM(),
+      &internLm2ForCausalLM(),
   };
   return table;
 }
@@ -44,6 +48,14 @@ const Architecture *findArchitecture(std::string_view name) {
     if (arch->name() == name)
       return arch;
   return nullptr;
+}
+
+std::string configKey(const Architecture &arch, const Json &hf, const std::string &canonical) {
+  for (const ConfigAlias &alias : arch.configAliases())
+    if (canonical == alias.canonical &&
+        (findField(hf, alias.published) != nullptr || findField(hf, canonical.c_str()) == nullptr))
+      return alias.published;
+  return canonical;
 }
 
 std::vector<TensorSpec> graphTensors(const Architecture &arch, const ModelConfig &config) {

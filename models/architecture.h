@@ -44,6 +44,14 @@ struct DerivedTensor {
   std::vector<Piece> pieces;
 };
 
+// A config.json name that a family's published checkpoints spell
+// differently from the name the shared reader uses (transformers'
+// attribute_map): EXAONE 3.x writes `num_layers` for `num_hidden_layers`.
+struct ConfigAlias {
+  const char *published; // e.g. "num_layers"
+  const char *canonical; // e.g. "num_hidden_layers"
+};
+
 class Architecture {
 public:
   virtual ~Architecture() = default;
@@ -57,6 +65,11 @@ public:
   // (e.g. sliding-window attention). `source` names the file in errors.
   virtual Status applyConfig(const Json &hfConfig, const std::string &source,
                              ModelConfig &config) const = 0;
+
+  // The names this family's configs may spell differently (none for most).
+  // The shared reader reads the published name where the config has it; the
+  // family checks the two against each other (a config with both).
+  virtual std::vector<ConfigAlias> configAliases() const { return {}; }
 
   // Every tensor `config` needs, with its shape. Plain data: no file access.
   virtual std::vector<TensorSpec> expectedTensors(const ModelConfig &config) const = 0;
@@ -79,6 +92,11 @@ public:
 // The tensors the graph of `config` reads, with their shapes: expectedTensors
 // with each derived tensor's sources replaced by the derived tensors.
 std::vector<TensorSpec> graphTensors(const Architecture &arch, const ModelConfig &config);
+
+// The key `hf` gives `canonical` under: `arch`'s published alias of it
+// unless `hf` has only `canonical` (so a missing field is named as the
+// family publishes it), else `canonical` itself.
+std::string configKey(const Architecture &arch, const Json &hf, const std::string &canonical);
 
 // The architecture named `name`, or nullptr when it is not supported.
 const Architecture *findArchitecture(std::string_view name);

@@ -12,8 +12,7 @@
 //     all (q and k reach attention unrotated); with `sliding_window` null
 //     every layer is global and rotated;
 //   - tie_word_embeddings defaults to false, rms_norm_eps to 1e-5.
-// ExaoneForCausalLM (EXAONE 3.x) is another class with no modeling code in
-// transformers; models/unsupported_features.cpp refuses it by name.
+// ExaoneForCausalLM (EXAONE 3.x) is another class: models/exaone.h.
 #pragma once
 
 #include "models/architecture.h"

@@ -105,20 +105,6 @@ struct KnownClass {
   const char *needs;
 };
 
-// Classes llmc could build but has no reference for: transformers 5.24 has
-// no modeling code of their own (remote code only), so nothing to check
-// llmc's logits against (docs/architectures.md).
-constexpr KnownClass kUnverifiedClasses[] = {
-    {"ExaoneForCausalLM",
-     "EXAONE 3.x: transformers 5.24 has no ExaoneForCausalLM (it runs model_type \"exaone\" "
-     "as LlamaForCausalLM after renaming transformer.h.N.attn.attention.* and "
-     "mlp.c_fc_0/c_fc_1/c_proj at load), and llmc reads neither those tensor names nor the "
-     "config's num_layers / layer_norm_epsilon / activation_function"},
-    {"InternLM2ForCausalLM",
-     "transformers 5.24 has no InternLM2 code (remote code only; InternLM3 is "
-     "LlamaForCausalLM there), so its packed wqkv layout has no reference to check against"},
-};
-
 constexpr const char *kMoe = "mixture-of-experts MLPs (a router picks experts per token)";
 constexpr const char *kMla = "multi-head latent attention (MLA: keys and values through a "
                              "low-rank latent) and mixture-of-experts MLPs";
@@ -194,10 +180,6 @@ Status checkUnsupportedFeatures(const Json &hf, const std::string &className,
 
 Status explainUnsupportedClass(const Json &hf, const std::string &className,
                                const std::string &source, const std::string &supportedList) {
-  if (const KnownClass *unverified = findIn(kUnverifiedClasses, className))
-    return Status::error(source + ": architectures[0] '" + className + "' is recognised, but " +
-                         "llmc does not build it: no Hugging Face reference exists to check it " +
-                         "against (" + unverified->needs + "); " + supportedList);
   const KnownClass *known = findIn(kKnownClasses, className);
   std::string needs;
   if (known != nullptr) {

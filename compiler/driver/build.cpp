@@ -164,6 +164,10 @@ Expected<mlir::OwningOpRef<mlir::ModuleOp>> buildModelGraph(mlir::MLIRContext &c
   // Llama-layout families with per-layer RoPE (models/gemma3.h, models/exaone4.h).
   if (arch == "Gemma3ForCausalLM" || arch == "Exaone4ForCausalLM")
     return buildLlamaGraph(context, config, options);
+  // Llama under other tensor names, read through derivedTensors (models/exaone.h,
+  // models/internlm2.h).
+  if (arch == "ExaoneForCausalLM" || arch == "InternLM2ForCausalLM")
+    return buildLlamaGraph(context, config, options);
   if (findLayerNormFamily(arch) != nullptr)
     return buildLayerNormGraph(context, config, options);
   return Status::error("internal: architecture '" + arch +

@@ -16,7 +16,22 @@ uint64_t rowBytes(const TensorView &t) {
   return elements * dtypeSize(t.dtype);
 }
 
+// A derived tensor that is one source tensor whole, of the same shape, is a
+// second name of the source's bytes: no copy (EXAONE 3.x renames every
+// tensor of a multi-gigabyte checkpoint).
+bool isWholeSource(const DerivedTensor &d, const TensorView *src) {
+  return d.pieces.size() == 1 && src != nullptr && d.pieces[0].begin == 0 && src->shape == d.shape;
+}
+
 Status addOne(const DerivedTensor &d, WeightSet &weights) {
+  if (!d.pieces.empty()) {
+    const TensorView *src = weights.find(d.pieces[0].source);
+    if (isWholeSource(d, src)) {
+      TensorView view = *src;
+      view.name = d.name;
+      return weights.addAlias(std::move(view));
+    }
+  }
   std::vector<uint8_t> bytes;
   const TensorView *first = nullptr;
   for (const DerivedTensor::Piece &piece : d.pieces) {

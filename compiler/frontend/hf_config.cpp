@@ -79,11 +79,13 @@ Expected<double> requirePositive(const Json &object, const char *key, const std:
   return readPositive(object, key, 0.0, where);
 }
 
-Status readSizes(const Json &hf, const std::string &source, ModelConfig &c) {
+Status readSizes(const Json &hf, const Architecture &arch, const std::string &source,
+                 ModelConfig &c) {
   LLMC_ASSIGN_OR_RETURN(c.hiddenSize, readSize(hf, "hidden_size", kMaxHiddenSize, source));
   LLMC_ASSIGN_OR_RETURN(c.intermediateSize,
                         readSize(hf, "intermediate_size", kMaxIntermediateSize, source));
-  LLMC_ASSIGN_OR_RETURN(c.numLayers, readSize(hf, "num_hidden_layers", kMaxLayers, source));
+  const std::string layersKey = configKey(arch, hf, "num_hidden_layers");
+  LLMC_ASSIGN_OR_RETURN(c.numLayers, readSize(hf, layersKey.c_str(), kMaxLayers, source));
   LLMC_ASSIGN_OR_RETURN(c.numHeads, readSize(hf, "num_attention_heads", kMaxHeads, source));
   LLMC_ASSIGN_OR_RETURN(c.vocabSize, readSize(hf, "vocab_size", kMaxVocabSize, source));
   LLMC_ASSIGN_OR_RETURN(c.maxPositionEmbeddings,
@@ -389,11 +391,14 @@ Expected<std::vector<int64_t>> readTokenIds(const Json &hf, const char *key, int
   return ids;
 }
 
-Status readMisc(const Json &hf, const std::string &source, ModelConfig &c) {
+Status readMisc(const Json &hf, const Architecture &arch, const std::string &source,
+                ModelConfig &c) {
   LLMC_ASSIGN_OR_RETURN(c.modelType, optionalString(hf, "model_type", "", source));
-  LLMC_ASSIGN_OR_RETURN(c.rmsNormEps, readPositive(hf, "rms_norm_eps", 1e-6, source));
+  const std::string epsKey = configKey(arch, hf, "rms_norm_eps");
+  LLMC_ASSIGN_OR_RETURN(c.rmsNormEps, readPositive(hf, epsKey.c_str(), 1e-6, source));
   // The family decides what the activation means (and which field names it).
-  LLMC_ASSIGN_OR_RETURN(c.hiddenAct, optionalString(hf, "hidden_act", "silu", source));
+  const std::string actKey = configKey(arch, hf, "hidden_act");
+  LLMC_ASSIGN_OR_RETURN(c.hiddenAct, optionalString(hf, actKey.c_str(), "silu", source));
   // transformers >= 4.56 writes "dtype" where older versions wrote "torch_dtype".
   const char *dtypeKey = findField(hf, "torch_dtype") ? "torch_dtype" : "dtype";
   LLMC_ASSIGN_OR_RETURN(c.torchDtype, optionalString(hf, dtypeKey, "", source));
@@ -411,10 +416,10 @@ Expected<ModelConfig> parseHfConfig(const Json &hf, const std::string &source) {
   LLMC_ASSIGN_OR_RETURN(const Architecture *arch, readArchitecture(hf, source));
   ModelConfig config;
   config.architecture = std::string(arch->name());
-  LLMC_RETURN_IF_ERROR(readSizes(hf, source, config));
+  LLMC_RETURN_IF_ERROR(readSizes(hf, *arch, source, config));
   LLMC_RETURN_IF_ERROR(readHeads(hf, source, config));
   LLMC_RETURN_IF_ERROR(readRope(hf, source, config));
-  LLMC_RETURN_IF_ERROR(readMisc(hf, source, config));
+  LLMC_RETURN_IF_ERROR(readMisc(hf, *arch, source, config));
   LLMC_RETURN_IF_ERROR(arch->applyConfig(hf, source, config));
   if (config.slidingAttentionRope && config.layerRopes.empty())
     return fieldError(source, "rope_parameters",

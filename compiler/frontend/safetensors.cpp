@@ -373,6 +373,15 @@ Status WeightSet::addDerived(TensorView view, std::vector<uint8_t> bytes) {
   return Status::ok();
 }
 
+Status WeightSet::addAlias(TensorView view) {
+  if (byName_.count(view.name))
+    return Status::error("tensor '" + view.name + "' is already in the checkpoint (" +
+                         byName_.at(view.name).file + "); it cannot also be derived");
+  std::string name = view.name;
+  byName_.emplace(std::move(name), std::move(view));
+  return Status::ok();
+}
+
 const TensorView *WeightSet::find(const std::string &name) const {
   auto it = byName_.find(name);
   return it == byName_.end() ? nullptr : &it->second;

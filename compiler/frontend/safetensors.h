@@ -92,6 +92,10 @@ public:
   // Adds a tensor made at import from others (derived_tensors.h): `view`'s
   // data is set to `bytes`, which the set keeps. Rejects a name already there.
   Status addDerived(TensorView view, std::vector<uint8_t> bytes);
+  // Adds `view` as a second name of bytes the set already holds (a derived
+  // tensor that is one stored tensor whole: EXAONE 3.x's renamed tensors).
+  // Rejects a name already there.
+  Status addAlias(TensorView view);
   uint64_t totalBytes() const;
   const std::vector<SafetensorsFile> &files() const { return files_; }
 

@@ -154,6 +154,11 @@ INSTANTIATE_TEST_SUITE_P(
         Family{"gemma3", {"rms_norm", "norm_groups"}, "llmc_rms_norm_"},
         Family{"exaone4", {"rms_norm", "norm_groups"}, "llmc_rms_norm_"},
         Family{"phi3-longrope-short", {"longrope", "attention_factor"}, "llmc_attention_"},
+        // Llama under published names: EXAONE 3.5's renamed tensors with llama3 RoPE,
+        // InternLM2's wqkv split at import with dynamic NTK.
+        // (Their RMSNorms fuse into the next Linear, as Llama's.)
+        Family{"exaone35-tied", {}, "llmc_attention_"},
+        Family{"internlm2", {"dynamic"}, "llmc_attention_"},
         // int4 and int8 weights beside LayerNorm, partial rotary and a Logits bias.
         Family{"phi", {"layer_norm", "partial_rotary", "logit_bias"}, "llmc_linear_q4_", "rtn",
                "phi_rtn"},

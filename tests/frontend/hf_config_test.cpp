@@ -160,7 +160,7 @@ TEST(HfConfigError, UnknownArchitectureListsSupported) {
             "Gemma2ForCausalLM, Gemma3ForCausalLM, Qwen3ForCausalLM, Olmo2ForCausalLM, "
             "Exaone4ForCausalLM, StableLmForCausalLM, "
             "Starcoder2ForCausalLM, CohereForCausalLM, PhiForCausalLM, GPTNeoXForCausalLM, "
-            "GraniteForCausalLM, Phi3ForCausalLM");
+            "GraniteForCausalLM, Phi3ForCausalLM, ExaoneForCausalLM, InternLM2ForCausalLM");
 }
 
 TEST(HfConfigError, ArchitecturesMustHaveOneElement) {

@@ -112,16 +112,6 @@ TEST(UnsupportedFeature, Alibi) {
             {"'position_embedding_type'", "ALiBi", "rest of MistralForCausalLM"});
 }
 
-// EXAONE 3.x and InternLM2: recognised, but there is no transformers
-// reference to check llmc against.
-TEST(UnsupportedFeature, ClassesWithoutAHuggingFaceReference) {
-  expectHas(refusal(config("ExaoneForCausalLM", "")),
-            {"'ExaoneForCausalLM' is recognised", "no Hugging Face reference", "EXAONE 3",
-             "transformer.h.N.attn.attention"});
-  expectHas(refusal(config("InternLM2ForCausalLM", "")),
-            {"'InternLM2ForCausalLM' is recognised", "no Hugging Face reference", "wqkv"});
-}
-
 TEST(UnsupportedFeature, UnknownClassWithoutFeaturesKeepsThePlainMessage) {
   std::string message = refusal(config("GPT2LMHeadModel", ""));
   EXPECT_EQ(message.rfind("config.json: architectures[0] 'GPT2LMHeadModel' is not supported; "

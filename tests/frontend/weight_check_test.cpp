@@ -32,7 +32,7 @@ TEST(Architecture, RegistryNamesEveryFamily) {
             "Gemma2ForCausalLM, Gemma3ForCausalLM, Qwen3ForCausalLM, Olmo2ForCausalLM, "
             "Exaone4ForCausalLM, StableLmForCausalLM, "
             "Starcoder2ForCausalLM, CohereForCausalLM, PhiForCausalLM, GPTNeoXForCausalLM, "
-            "GraniteForCausalLM, Phi3ForCausalLM");
+            "GraniteForCausalLM, Phi3ForCausalLM, ExaoneForCausalLM, InternLM2ForCausalLM");
   for (const std::string &name : supportedArchitectureNames())
     EXPECT_EQ(findArchitecture(name)->name(), name);
   EXPECT_EQ(findArchitecture("GPT2LMHeadModel"), nullptr);

@@ -375,5 +375,19 @@ INSTANTIATE_TEST_SUITE_P(PerLayerRopeFamilies, HfLogits,
                          ::testing::Values("gemma3", "exaone4"),
                          [](const auto &info) { return std::string(info.param); });
 
+// Checkpoints under their publishers' config and tensor names: EXAONE 3.x
+// (Llama as transformers 5.24 reads LG's layout; 3.0's untied form and
+// 3.5's tied one with llama3 RoPE) and InternLM2 (packed wqkv; reference:
+// InternLM's remote code; GQA with dynamic NTK past its 64 positions, and
+// MQA with biases, linear RoPE, tied).
+INSTANTIATE_TEST_SUITE_P(PublishedLayouts, HfLogits,
+                         ::testing::Values("exaone3", "exaone35-tied", "internlm2",
+                                           "internlm2-bias"),
+                         [](const auto &info) {
+                           std::string name = info.param;
+                           std::replace(name.begin(), name.end(), '-', '_');
+                           return name;
+                         });
+
 } // namespace
 } // namespace llmc

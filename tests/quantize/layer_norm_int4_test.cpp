@@ -1,7 +1,8 @@
 // `llmc build --quantize rtn` on each LayerNorm family's reference checkpoint
-// (tests/data/hf: StableLM, Starcoder2, Cohere, Phi, GPT-NeoX): every
-// projection becomes an int4 GEMM (GPT-NeoX's split q/k/v parts included,
-// their biases kept), the plan runs on the CPU engine, and its prefill logits
+// (tests/data/hf: StableLM, Starcoder2, Cohere, Phi, GPT-NeoX), and of the
+// families read under their publishers' tensor names (EXAONE 3.x, InternLM2):
+// every projection becomes an int4 GEMM (GPT-NeoX's and InternLM2's split
+// q/k/v parts included, their biases kept), the plan runs on the CPU engine, and its prefill logits
 // move from the float plan's no more than those of the Llama-layout
 // references (qwen2, llama-plain) do under the same RTN: a dropped bias or a
 // wrong split moves them by far more.
@@ -71,7 +72,11 @@ TEST(LayerNormInt4, RtnPlansOfEveryFamilyRunNearTheFloatModel) {
                              {"starcoder2", 1 + 1 + 2}, // qkv, o, c_fc, c_proj
                              {"cohere", 1 + 1 + 2},     // qkv, o, gate+up, down
                              {"phi", 1 + 1 + 2},        // qkv, dense, fc1, fc2
-                             {"gpt-neox", 1 + 1 + 2}};  // qkv parts, dense, h_to_4h, 4h_to_h
+                             {"gpt-neox", 1 + 1 + 2},   // qkv parts, dense, h_to_4h, 4h_to_h
+                             // Llama under published names: the renamed tensors.
+                             {"exaone3", 1 + 1 + 2},    // q/k/v, out_proj, c_fc_0+1, c_proj
+                             {"internlm2", 1 + 1 + 2},  // wqkv parts, wo, w1+w3, w2
+                             {"internlm2-bias", 1 + 1 + 2}};
   double yardstick = 0;
   for (const Family &f : families) {
     SCOPED_TRACE(f.name);
@@ -171,7 +176,8 @@ std::string calibrationText() {
 // HF logits test covers: it fits the calibration rows, not this prompt.)
 TEST(LayerNormInt4, AwqAndGptqPlansOfEveryFamilyRunNearTheFloatModel) {
   const std::string calib = calibrationText();
-  for (const char *family : {"stablelm", "starcoder2", "cohere", "phi", "gpt-neox"}) {
+  for (const char *family :
+       {"stablelm", "starcoder2", "cohere", "phi", "gpt-neox", "exaone3", "internlm2"}) {
     SCOPED_TRACE(family);
     const std::string dir = test::scratchDir(std::string("ln-calibrated-") + family);
     BuildOptions options;

@@ -125,12 +125,16 @@ TEST(QuantizeBuild, FoldingAwqScalesKeepsTheFunction) {
 // Calibration runs every family the CPU executor runs, so AWQ folds scales
 // in Gemma (whose (1 + w) norms are no sinks: (1 + w) / s is no 1 + w / s;
 // o_proj's and down_proj's scales fold into v_proj and up_proj) and in Phi
-// (LayerNorm, a parallel attention + MLP block, biased v_proj): the folded
-// float plans compute the same logits.
+// (LayerNorm, a parallel attention + MLP block, biased v_proj), and in the
+// families whose tensors are renamed or split at import (EXAONE 3.x's norm,
+// an alias of the checkpoint's ln_1; InternLM2's v_proj bias, cut out of
+// wqkv's): the folded float plans compute the same logits.
 TEST(QuantizeBuild, FoldingAwqScalesKeepsTheFunctionOfGemmaAndPhi) {
   for (auto [family, scaled] :
        {std::pair<const char *, const char *>{"gemma", "model.layers.0.self_attn.v_proj.weight"},
-        {"phi", "model.layers.0.self_attn.v_proj.bias"}}) {
+        {"phi", "model.layers.0.self_attn.v_proj.bias"},
+        {"exaone3", "model.layers.0.input_layernorm.weight"},
+        {"internlm2-bias", "model.layers.0.self_attn.v_proj.bias"}}) {
     SCOPED_TRACE(family);
     BuildOptions reference = qwen2(std::string(family) + "-f32");
     reference.input = test::testDataPath(std::string("hf/") + family);

@@ -10,6 +10,9 @@ repository root:
     pip install transformers safetensors numpy
     python3 tests/data/hf/generate.py            # every model
     python3 tests/data/hf/generate.py gemma2 ... # only these
+    # InternLM2's reference is InternLM's remote code, kept outside the
+    # repository (tests/data/hf/internlm2/README.md):
+    python3 tests/data/hf/generate.py --internlm2-code DIR internlm2 internlm2-bias
 
 Last run with: torch 2.15.0 (PyPI wheel, run on the CPU), transformers 5.24.0,
 safetensors 0.8.0, Python 3.11.7; transformers 5 writes rope settings as
@@ -50,16 +53,21 @@ with another seed (see MIN_MARGIN), so that identical greedy ids are a fair
 demand.
 """
 
+import importlib
 import json
 import math
+import re
 import shutil
 import sys
+import types
 from pathlib import Path
 
 import safetensors
+import safetensors.torch
 import torch
 import transformers
-from transformers import (AutoModelForCausalLM, CohereConfig, CohereForCausalLM, Exaone4Config,
+from transformers import (AutoModelForCausalLM, CohereConfig, CohereForCausalLM, ExaoneConfig,
+                          Exaone4Config,
                           Exaone4ForCausalLM, Gemma2Config, Gemma2ForCausalLM, Gemma3ForCausalLM,
                           Gemma3TextConfig, GemmaConfig, GemmaForCausalLM, GPTNeoXConfig,
                           GPTNeoXForCausalLM, GraniteConfig, GraniteForCausalLM, LlamaConfig,
@@ -286,7 +294,7 @@ def models():
             **NEW_BASE | dict(rope_theta=10000.0,
                               rope_scaling=dict(rope_type="dynamic", factor=2.0))),
             legacy_rope={"type": "dynamic", "factor": 2.0}),
-    } | long_models() | later_models()
+    } | long_models() | later_models() | published_models()
 
 
 def long_prompt(length, seed):
@@ -464,10 +472,11 @@ def draw(name, spec, seed):
 
 
 def generate(name, spec, first_seed):
+    draw_one = getattr(spec, "draw", None) or draw
     for attempt in range(MAX_DRAWS):
         seed = first_seed + attempt * SEED_STRIDE
         out, (logits, decode_ids, min_margin, drift), (logits16, decode_ids16, min_margin16, _) = \
-            draw(name, spec, seed)
+            draw_one(name, spec, seed)
         change = min(min_row_change(logits), min_row_change(logits16))
         if min_margin >= MIN_MARGIN and min_margin16 >= MIN_MARGIN_BF16 and \
                 change >= MIN_ROW_CHANGE:
@@ -524,9 +533,224 @@ def later_models():
     }
 
 
+
+# --- Published layouts: checkpoints saved as their makers publish them
+# (config names, tensor names), with references from the code that reads
+# that form. Their Spec has its own draw().
+
+class PublishedSpec:
+    """A checkpoint written under its published config and tensor names.
+    build() makes the randomized model's module (canonical names),
+    tensors(model) gives its state under the published names, and load(out)
+    reads the files back the way the family's reference code does."""
+
+    def __init__(self, config_json, build, tensors, load, length_dependent=False):
+        self.config_json = config_json
+        self.build = build
+        self.tensors = tensors
+        self.load = load
+        self.length_dependent = length_dependent
+        self.prompt = IDS
+        self.keep_last = None
+        self.norm_center = 1.0
+        self.config = None
+
+    def draw(self, name, spec, seed):
+        torch.manual_seed(seed)
+        model = self.build()
+        randomize(model, seed, self.norm_center)
+        out = HERE / name
+        shutil.rmtree(out, ignore_errors=True)
+        out.mkdir()
+        (out / "config.json").write_text(json.dumps(self.config_json, indent=2, sort_keys=True)
+                                         + "\n")
+        safetensors.torch.save_file(self.tensors(model), str(out / "model.safetensors"),
+                                    metadata={"format": "pt"})
+        (out / "model.safetensors").chmod(0o644)
+        shutil.copyfile(TOKENIZER, out / "tokenizer.json")
+        # The references come from the files as written (what llmc reads).
+        f32 = run(self.load(out), self.prompt, self.keep_last, self.length_dependent)
+        model = self.load(out)
+        round_matrices_to_bf16(model)
+        bf16 = run(model, self.prompt, self.keep_last, self.length_dependent)
+        return out, f32, bf16
+
+
+# EXAONE 3.x as LG publishes it: transformers 5.24 reads model_type "exaone"
+# as LlamaForCausalLM and renames these tensors at load (conversion_mapping.py
+# "exaone"); this is the inverse, Llama name -> published name, in order.
+EXAONE_RENAMES = [
+    (r"^model\.embed_tokens\.", "transformer.wte."),
+    (r"^model\.layers\.", "transformer.h."),
+    (r"^model\.norm\.", "transformer.ln_f."),
+    (r"\.self_attn\.o_proj\.", ".attn.attention.out_proj."),
+    (r"\.self_attn\.", ".attn.attention."),
+    (r"\.input_layernorm\.", ".ln_1."),
+    (r"\.post_attention_layernorm\.", ".ln_2."),
+    (r"\.mlp\.gate_proj\.", ".mlp.c_fc_0."),
+    (r"\.mlp\.up_proj\.", ".mlp.c_fc_1."),
+    (r"\.mlp\.down_proj\.", ".mlp.c_proj."),
+]
+
+
+def exaone_config(**fields):
+    """config.json in the form of LGAI-EXAONE's (EXAONE-3.0-7.8B-Instruct,
+    EXAONE-3.5-2.4B-Instruct): num_layers, layer_norm_epsilon,
+    activation_function, top-level rope_theta and rope_scaling, their
+    auto_map (whose remote code transformers 5.24 does not need)."""
+    return {
+        "architectures": ["ExaoneForCausalLM"], "model_type": "exaone",
+        "auto_map": {"AutoConfig": "configuration_exaone.ExaoneConfig",
+                     "AutoModelForCausalLM": "modeling_exaone.ExaoneForCausalLM",
+                     "AutoModelForSequenceClassification":
+                         "modeling_exaone.ExaoneForSequenceClassification"},
+        "activation_function": "silu", "attention_dropout": 0.0, "embed_dropout": 0.0,
+        "bos_token_id": 0, "eos_token_id": 1, "pad_token_id": None,
+        "hidden_size": 64, "intermediate_size": 128, "num_layers": 2,
+        "num_attention_heads": 4, "num_key_value_heads": 2,
+        "initializer_range": 0.02, "layer_norm_epsilon": 1e-5,
+        "max_position_embeddings": 256, "rope_scaling": None, "rope_theta": 500000.0,
+        "tie_word_embeddings": False, "torch_dtype": "float32", "use_cache": True,
+        "vocab_size": VOCAB,
+    } | fields
+
+
+def exaone_spec(config_json):
+    def build():
+        # A deep copy: the config class rewrites rope_scaling in place.
+        hf = ExaoneConfig.from_dict(json.loads(json.dumps(
+            {k: v for k, v in config_json.items() if k not in ("architectures", "auto_map")})))
+        hf._attn_implementation = "eager"
+        model = AutoModelForCausalLM.from_config(hf).to(torch.float32).eval()
+        model.tie_weights()
+        return model
+
+    def tensors(model):
+        published = {}
+        for name, tensor in model.state_dict().items():
+            if name == "lm_head.weight" and config_json["tie_word_embeddings"]:
+                continue
+            for pattern, replacement in EXAONE_RENAMES:
+                name = re.sub(pattern, replacement, name)
+            published[name] = tensor.contiguous().clone()
+        return published
+
+    def load_strict(out):
+        # Every published tensor must reach the model through transformers'
+        # renaming: a missing one would be left at its random init.
+        model, info = AutoModelForCausalLM.from_pretrained(
+            out, dtype=torch.float32, attn_implementation="eager", output_loading_info=True)
+        assert type(model).__name__ == "LlamaForCausalLM", type(model)
+        assert not any(info.values()), f"{out}: loading left {info}"
+        return model.eval()
+
+    return PublishedSpec(config_json, build, tensors, load_strict)
+
+
+# InternLM2 has no class in transformers: its reference is InternLM's own
+# remote code (modeling_internlm2.py + configuration_internlm2.py of the
+# internlm2 / internlm2_5 hub repositories), kept outside this repository
+# and passed as --internlm2-code DIR (tests/data/hf/internlm2/README.md says
+# which files and what was patched for transformers 5.24).
+INTERNLM2_CODE = None
+
+
+def internlm2_modules():
+    """The remote code as a package (modeling imports .configuration_internlm2)."""
+    if INTERNLM2_CODE is None:
+        raise RuntimeError("the InternLM2 fixtures need --internlm2-code DIR (the folder with "
+                           "modeling_internlm2.py and configuration_internlm2.py)")
+    if "internlm2_remote" not in sys.modules:
+        package = types.ModuleType("internlm2_remote")
+        package.__path__ = [str(INTERNLM2_CODE)]
+        sys.modules["internlm2_remote"] = package
+    return (importlib.import_module("internlm2_remote.configuration_internlm2"),
+            importlib.import_module("internlm2_remote.modeling_internlm2"))
+
+
+def internlm2_config(**fields):
+    """config.json in the form of internlm/internlm2_5-7b-chat's: packed wqkv
+    (`bias`), legacy rope_scaling {"type", "factor"}, its auto_map."""
+    return {
+        "architectures": ["InternLM2ForCausalLM"], "model_type": "internlm2",
+        "attn_implementation": "eager",
+        "auto_map": {"AutoConfig": "configuration_internlm2.InternLM2Config",
+                     "AutoModelForCausalLM": "modeling_internlm2.InternLM2ForCausalLM",
+                     "AutoModel": "modeling_internlm2.InternLM2ForCausalLM"},
+        "bias": False, "bos_token_id": 0, "eos_token_id": 1, "pad_token_id": None,
+        "hidden_act": "silu", "hidden_size": 64, "initializer_range": 0.02,
+        "intermediate_size": 128, "max_position_embeddings": 256,
+        "num_attention_heads": 4, "num_hidden_layers": 2, "num_key_value_heads": 2,
+        "pretraining_tp": 1, "rms_norm_eps": 1e-5, "rope_scaling": None, "rope_theta": 1000000,
+        "tie_word_embeddings": False, "torch_dtype": "float32", "use_cache": True,
+        "vocab_size": VOCAB,
+    } | fields
+
+
+def internlm2_spec(config_json):
+    fields = {k: v for k, v in config_json.items()
+              if k not in ("architectures", "auto_map", "model_type", "torch_dtype")}
+    tied = config_json["tie_word_embeddings"]
+
+    def make(config_fields):
+        configuration, modeling = internlm2_modules()
+        # A deep copy: transformers 5 rewrites rope_scaling in place.
+        config = configuration.InternLM2Config(**json.loads(json.dumps(config_fields)))
+        return modeling.InternLM2ForCausalLM(config).to(torch.float32).eval()
+
+    def tensors(model):
+        return {name: tensor.contiguous().clone() for name, tensor in model.state_dict().items()
+                if not (tied and name == "output.weight")}
+
+    def load(out):
+        model = make(json.loads((out / "config.json").read_text()))
+        state = safetensors.torch.load_file(str(out / "model.safetensors"))
+        missing, unexpected = model.load_state_dict(state, strict=False)
+        assert not unexpected and missing == (["output.weight"] if tied else []), \
+            f"{out}: missing {missing}, unexpected {unexpected}"
+        assert not tied or model.output.weight.data_ptr() == \
+            model.model.tok_embeddings.weight.data_ptr(), "output.weight is not tied"
+        return model
+
+    rope = config_json["rope_scaling"] or {}
+    return PublishedSpec(config_json, lambda: make(fields), tensors, load,
+                         length_dependent=rope.get("type") == "dynamic")
+
+
+def published_models():
+    """Appended last, so that every other seed stays put."""
+    return {
+        # EXAONE 3.0 (7.8B's form): untied lm_head, no rope scaling, theta 500000.
+        "exaone3": exaone_spec(exaone_config()),
+        # EXAONE 3.5 (2.4B's form): tied embeddings, llama3 rope scaling
+        # (factor 8 over an original 256 of 1024 positions, as llama3-rope).
+        "exaone35-tied": exaone_spec(exaone_config(
+            tie_word_embeddings=True, max_position_embeddings=1024,
+            rope_scaling={"factor": 8.0, "high_freq_factor": 4.0, "low_freq_factor": 1.0,
+                          "original_max_position_embeddings": 256, "rope_type": "llama3"})),
+        # InternLM2.5 (7B's form): GQA 4/2 packed into wqkv per kv head, no
+        # biases, dynamic NTK (factor 2) with max_position_embeddings 64, so
+        # that the decode past position 64 grows the base every step.
+        "internlm2": internlm2_spec(internlm2_config(
+            max_position_embeddings=64, rope_scaling={"type": "dynamic", "factor": 2.0})),
+        # InternLM2Config's own defaults: biases on wqkv and wo; here with
+        # multi-query attention (4 q heads per kv head), linear RoPE scaling
+        # (factor 2) and tied embeddings.
+        "internlm2-bias": internlm2_spec(internlm2_config(
+            bias=True, num_key_value_heads=1, tie_word_embeddings=True,
+            rope_scaling={"type": "linear", "factor": 2.0})),
+    }
+
+
 def main():
+    global INTERNLM2_CODE
     torch.use_deterministic_algorithms(True)
-    only = set(sys.argv[1:])
+    args = sys.argv[1:]
+    if "--internlm2-code" in args:
+        at = args.index("--internlm2-code")
+        INTERNLM2_CODE = Path(args[at + 1]).resolve()
+        del args[at:at + 2]
+    only = set(args)
     table = models()
     unknown = only - table.keys()
     if unknown:
