@@ -4,7 +4,8 @@ from the exact logits of the same bf16-rounded matrices: a diagnostic for
 docs/architectures.md "The bf16 tolerance", run BY HAND (never in CI) with
 the torch + transformers of generate.py, from the repository root:
 
-    python3 tests/data/hf/precision.py [--llmc DIR] [--settings] [name ...]
+    python3 tests/data/hf/precision.py [--llmc DIR] [--settings attn|all]
+        [--islands] [--exact-cache DIR] [--json FILE] [name ...]
 
 The exact value is transformers run in float64 on the bf16-rounded matrices
 (generate.round_matrices_to_bf16), with the f32 islands transformers keeps
@@ -21,7 +22,11 @@ committed reference file, for transformers in f32 under each setting a user
 may pick without changing the math (--settings: eager or sdpa attention, one
 thread or all, oneDNN on or off), and with --llmc DIR (written by
 `LLMC_HF_DUMP_DIR=DIR hf_logits_golden_test --gtest_filter='*Bf16*'`)
-max |llmc - f64| and max |llmc - ref|.
+max |llmc - f64|, max |llmc - ref| and llmc against each setting's rows.
+--islands adds, per kind of op, float64 with only that op in f32
+(f32_island): which rounding the reference's distance comes from. The
+float64 forward of a 2100-token fixture takes minutes: --exact-cache keeps
+its rows for the next run.
 """
 
 import argparse
