@@ -5,7 +5,7 @@ docs/architectures.md "The bf16 tolerance", run BY HAND (never in CI) with
 the torch + transformers of generate.py, from the repository root:
 
     python3 tests/data/hf/precision.py [--llmc DIR] [--settings attn|all]
-        [--islands] [--exact-cache DIR] [--json FILE] [name ...]
+        [--islands] [--layers] [--exact-cache DIR] [--json FILE] [name ...]
 
 The exact value is transformers run in float64 on the bf16-rounded matrices
 (generate.round_matrices_to_bf16), with the f32 islands transformers keeps
@@ -23,6 +23,7 @@ may pick without changing the math (--settings: eager or sdpa attention, one
 thread or all, oneDNN on or off), and with --llmc DIR (written by
 `LLMC_HF_DUMP_DIR=DIR hf_logits_golden_test --gtest_filter='*Bf16*'`)
 max |llmc - f64|, max |llmc - ref| and llmc against each setting's rows.
+--layers adds transformers' relative f32 error per module, layer by layer.
 --islands adds, per kind of op, float64 with only that op in f32
 (f32_island): which rounding the reference's distance comes from. The
 float64 forward of a 2100-token fixture takes minutes: --exact-cache keeps
@@ -198,6 +199,33 @@ def setting(threads, mkldnn):
         torch.set_num_threads(before)
 
 
+def module_outputs(model, ids):
+    """Every decoder layer's, its norms', attention's and MLP's output, the
+    final norm's and the lm_head's, of one forward over `ids`, as float64."""
+    out, hooks = {}, []
+    for n, m in model.named_modules():
+        layer = n.startswith("model.layers.") and n.count(".") <= 3
+        if layer or n in ("model.norm", "model.final_layernorm", "lm_head"):
+            def keep(module, args, o, n=n):
+                out[n] = f64((o[0] if isinstance(o, tuple) else o).detach())
+            hooks.append(m.register_forward_hook(keep))
+    with torch.no_grad():
+        model(torch.tensor([ids]), use_cache=False)
+    for h in hooks:
+        h.remove()
+    return out
+
+
+def layer_errors(name, meta):
+    """Per module: max |f32 - float64| over one forward over the prompt and
+    the decode ids, relative to the module's largest float64 output."""
+    ids = meta["ids"] + meta["decode_ids_bf16"]
+    with float64_everywhere():
+        exact_out = module_outputs(load_bf16(name, torch.float64, "eager"), ids)
+    f32_out = module_outputs(load_bf16(name, torch.float32, "eager"), ids)
+    return {n: ((f32_out[n] - e).abs().max() / e.abs().max()).item() for n, e in exact_out.items()}
+
+
 def f32_rows(name, meta, attn, threads, mkldnn):
     with setting(threads, mkldnn):
         model = load_bf16(name, torch.float32, attn)
@@ -225,6 +253,8 @@ def main():
     parser.add_argument("--islands", action="store_true",
                         help="also float64 with one kind of op in f32 (f32_island), and "
                              "float64 with sdpa attention (a check of the exact value)")
+    parser.add_argument("--layers", action="store_true",
+                        help="also transformers' f32 error per module (layer_errors)")
     parser.add_argument("--exact-cache", type=Path,
                         help="keep the float64 rows here (<name>.f64) and reuse them")
     parser.add_argument("--json", type=Path, help="write every figure here")
@@ -275,8 +305,14 @@ def main():
             ours = read_rows(dump, shape)
             fig["llmc_f64"] = worst(ours, f64)
             fig["llmc_ref"] = worst(ours, ref)
+        if args.layers:
+            layers = layer_errors(name, meta)
+            fig["layers"] = layers
+            print(name + " relative f32 error per module: " +
+                  ", ".join(f"{n} {e:.1e}" for n, e in layers.items()))
         figures[name] = fig
-        print(name + ": " + ", ".join(f"{k} {v[0]:.3g} (row {v[1]})" for k, v in fig.items()),
+        print(name + ": " + ", ".join(f"{k} {v[0]:.3g} (row {v[1]})" for k, v in fig.items()
+                                      if k != "layers"),
               flush=True)
     if args.json:
         args.json.write_text(json.dumps(figures, indent=1) + "\n")
