@@ -47,8 +47,7 @@ import generate
 
 HERE = generate.HERE
 # The real conversions, for the f32 islands (float64_everywhere replaces them).
-TO, FLOAT, SOFTMAX, LINEAR, MATMUL = torch.Tensor.to, torch.Tensor.float, F.softmax, F.linear, \
-    torch.matmul
+TO, SOFTMAX, LINEAR, MATMUL = torch.Tensor.to, F.softmax, F.linear, torch.matmul
 
 
 @contextlib.contextmanager
