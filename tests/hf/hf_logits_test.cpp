@@ -5,7 +5,7 @@
 //   - f32 plans: every position's logits within 1e-4 of transformers' over
 //     the prefill, token by token, and over 64 greedy decode steps after
 //     the prefill, with identical greedy ids;
-//   - bf16 plans: within 5e-5 (see kBf16Tolerance) of transformers run in
+//   - bf16 plans: within 2e-5 or 5e-5 (see kBf16Tolerance) of transformers run in
 //     f32 on the same bf16-rounded matrices (logits-bf16.f32), greedy ids
 //     identical too.
 #include "common/compare.h"
@@ -20,18 +20,32 @@
 #include <cstdio>
 #include <cstdlib>
 #include <map>
+#include <set>
+#include <string>
 
 namespace llmc {
 namespace {
 
 constexpr double kF32Tolerance = 1e-4;
 // Issue #12 asks for 2e-5. Both sides compute in f32 on the same bf16
-// matrices, so what is left is f32 summation order, and that alone is of
-// this size: transformers' own cached decode and its one-pass forward over
-// the same tokens differ by up to 3.4e-5 on these fixtures (generate.py
-// prints it as "cache drift"). Measured here: 3.09e-5 (qwen2-window) and
-// 2.38e-5 (llama-linear); every other fixture under 2e-5.
-constexpr double kBf16Tolerance = 5e-5;
+// matrices, so what is left is f32 rounding order, and that alone is of
+// this size: against float64 on the same matrices transformers' own f32
+// reference is off by up to 5.0e-5 (phi3-longrope-long) and llmc by up to
+// 4.5e-5 (long-dynamic), and llmc's distance to the reference moves by up to
+// 46% between its scalar, AVX2 and AVX-512 summation orders (measured in
+// docs/architectures.md "The bf16 tolerance", tests/data/hf/precision.py).
+// So 2e-5 holds for the fixtures below, whose worst over those three orders
+// is under 1.8e-5; every other one (new fixtures included, until measured)
+// keeps 5e-5.
+constexpr double kBf16Tolerance = 2e-5;
+constexpr double kBf16NoiseTolerance = 5e-5;
+double bf16ToleranceFor(const std::string &name) {
+  static const std::set<std::string> kWithin2e5 = {
+      "qwen2", "llama-linear-legacy", "llama-dynamic", "llama-dynamic-legacy", "gemma", "gemma2",
+      "mistral-window", "olmo2", "llama-yarn-legacy", "qwen3", "granite", "starcoder2", "stablelm",
+      "cohere", "phi", "gpt-neox", "gemma3", "exaone4"};
+  return kWithin2e5.count(name) ? kBf16Tolerance : kBf16NoiseTolerance;
+}
 
 // HF's reference for one plan dtype. Rows [0, prefillRows.size()) are the
 // prefill of `ids` at positions prefillRows (every position, or the last few
@@ -277,7 +291,7 @@ TEST_P(HfLogits, Bf16PlanMatchesHfOnBf16RoundedMatrices) {
   ASSERT_NE(engine, nullptr);
   std::vector<float> ours;
   report("bf16 prefill + 64 greedy steps", ref16.rows(), prefillThenDecode(*engine, ref16, &ours),
-         kBf16Tolerance);
+         bf16ToleranceFor(GetParam()));
   dumpRows(GetParam(), "bf16", ours);
 }
 
