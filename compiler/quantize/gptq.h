@@ -40,6 +40,7 @@ struct GptqOptions {
   bool actOrder = false;
   double dampening = 0.01;  // added to H's diagonal: this times its mean
   bool rangeSearch = true;  // per (row, group) range shrink, see below
+  bool refitScales = true;  // per (row, group) scale refit under H after rounding, see below
   int64_t blockSize = 128;  // columns per lazy batch (rounded to whole groups)
 };
 
