@@ -580,7 +580,13 @@ TEST(QuantizeBuild, OptionErrorsNameTheOption) {
   EXPECT_NE(failure([](BuildOptions &o) {
               o.quantize = "rtn";
               o.noGptqRangeSearch = true;
-            }).find("--no-gptq-range-search apply to --quantize gptq only"),
+            }).find("--no-gptq-range-search and --no-gptq-refit apply to --quantize gptq only"),
+            std::string::npos);
+  EXPECT_NE(failure([](BuildOptions &o) {
+              o.quantize = "awq";
+              o.calibFile = "x.txt";
+              o.noGptqRefit = true;
+            }).find("--no-gptq-refit apply to --quantize gptq only"),
             std::string::npos);
   EXPECT_NE(failure([](BuildOptions &o) {
               o.quantize = "awq";
