@@ -134,7 +134,8 @@ std::map<fb::WeightFormat, int> linearSteps(const std::string &path) {
 
 // down_proj of both layers int8, layer 0's o_proj float, the rest GPTQ int4
 // (G = 32); RTN likewise. Each plan holds the three kinds, says so under -v,
-// and is nearer the float logits than its method's all-int4 plan.
+// and is nearer the float logits than its method's all-int4 plan; with
+// every linear int8 but one int4 o_proj (and one float), a quarter as far.
 TEST(MixedQuantize, MixedPlansHoldEachFormatAndBeatAllInt4) {
   BuildOptions reference = qwen2("f32");
   ASSERT_TRUE(build(reference).isOk());
@@ -183,10 +184,26 @@ TEST(MixedQuantize, MixedPlansHoldEachFormatAndBeatAllInt4) {
     for (float v : b)
       ASSERT_TRUE(std::isfinite(v));
     const double int4Error = relativeError(a, want), mixedError = relativeError(b, want);
-    std::printf("%s: relative logit error all int4 %.4f, mixed %.4f\n", method.c_str(), int4Error,
-                mixedError);
+
+    BuildOptions mostlyInt8 = int4;
+    mostlyInt8.output = test::scratchDir("mixed-" + method + "-int8") + "/mostly-int8.plan";
+    mostlyInt8.mixed = "mlp=int8,self_attn=int8,o_proj@0=float,o_proj@1=int4";
+    status = build(mostlyInt8);
+    ASSERT_TRUE(status.isOk()) << status.message();
+    steps = linearSteps(mostlyInt8.output);
+    EXPECT_EQ(steps[fb::WeightFormat::Q4], 1);
+    EXPECT_EQ(steps[fb::WeightFormat::Dense], 1);
+    EXPECT_GT(steps[fb::WeightFormat::Q8], 0);
+    const std::vector<float> c = logitsOf(mostlyInt8.output);
+    ASSERT_EQ(c.size(), want.size());
+    const double nearError = relativeError(c, want);
+    std::printf("%s: relative logit error all int4 %.4f, down_proj int8 %.4f, all int8 but one "
+                "int4 o_proj %.4f\n",
+                method.c_str(), int4Error, mixedError, nearError);
     EXPECT_GT(mixedError, 0.0);
     EXPECT_LT(mixedError, int4Error);
+    EXPECT_GT(nearError, 0.0);
+    EXPECT_LT(nearError, 0.25 * int4Error); // measured 0.098x (GPTQ), 0.147x (RTN)
   }
 }
 
