@@ -198,51 +198,68 @@ double dotF(const float *a, const double *b, int64_t n) {
   return (s0 + s1) + (s2 + s3);
 }
 
-// The scale refit of one row (gptq.h): w [cols] the row's original weights,
-// q [cols] its stored values 0..15, codes [groups] its codings (scales
-// updated in place), h [cols, cols] the dampened Hessian. With e = w - d the
-// row's error and t = q - zero on group g, moving g's scale by delta changes
-// e^T H e by -2 delta t^T (H e)_g + delta^2 t^T H_gg t: the best delta is
-// t^T (H e)_g / t^T H_gg t, kept when its f16 rounding still gains.
-void refitRow(const float *w, const uint8_t *q, hd::Q4Code *codes, int64_t cols,
-              int64_t groupSize, const std::vector<float> &h) {
+// The scale refit (gptq.h) of a tile of rows: w [count, cols] their
+// original weights, q [count, cols] their stored values 0..15, codes
+// [count, groups] their codings (scales updated in place), h [cols, cols]
+// the dampened Hessian. Per row, with e = w - d its error and t = q - zero
+// on group g, moving g's scale by delta changes e^T H e by
+// -2 delta t^T (H e)_g + delta^2 t^T H_gg t: the best delta is
+// t^T (H e)_g / t^T H_gg t, kept when its f16 rounding still gains. The
+// rows of a tile share each pass over h (H e of every row, then each
+// group's update of it), so h is read from memory once per tile.
+void refitTile(const float *w, const uint8_t *q, hd::Q4Code *codes, int64_t count, int64_t cols,
+               int64_t groupSize, const std::vector<float> &h) {
   const int64_t groups = hd::q4NumGroups(cols, groupSize);
-  std::vector<double> e(cols), he(cols), t(groupSize);
-  for (int64_t k = 0; k < cols; ++k) {
-    const hd::Q4Code &c = codes[k / groupSize];
-    e[k] = static_cast<double>(w[k]) -
-           static_cast<double>((static_cast<float>(q[k]) - c.zeroF) * c.scaleF);
-  }
-  for (int64_t i = 0; i < cols; ++i)
-    he[i] = dotF(h.data() + i * cols, e.data(), cols);
-  for (int64_t g = 0; g < groups; ++g) {
-    hd::Q4Code &code = codes[g];
-    const int64_t c0 = g * groupSize, n = std::min(groupSize, cols - c0);
-    double tHe = 0, tHt = 0;
-    for (int64_t k = 0; k < n; ++k)
-      t[k] = static_cast<double>(q[c0 + k]) - code.zeroF;
-    for (int64_t k = 0; k < n; ++k) {
-      tHe += t[k] * he[c0 + k];
-      tHt += t[k] * dotF(h.data() + (c0 + k) * cols + c0, t.data(), n);
+  std::vector<double> e(count * cols), he(count * cols), t(groupSize), steps(count * groupSize);
+  for (int64_t r = 0; r < count; ++r)
+    for (int64_t k = 0; k < cols; ++k) {
+      const hd::Q4Code &c = codes[r * groups + k / groupSize];
+      e[r * cols + k] =
+          static_cast<double>(w[r * cols + k]) -
+          static_cast<double>((static_cast<float>(q[r * cols + k]) - c.zeroF) * c.scaleF);
     }
-    if (!(tHt > 0.0))
-      continue;
-    const double best = code.scaleF + tHe / tHt;
-    if (!(best > 0.0))
-      continue; // positive scales only: the coding's order of values stays
-    const uint16_t bits = hd::f32ToF16(static_cast<float>(best));
-    const float rounded = hd::f16ToF32(bits);
-    const double delta = static_cast<double>(rounded) - code.scaleF;
-    if (!(rounded > 0.0f) || !std::isfinite(rounded) || !(2 * delta * tHe - delta * delta * tHt > 0))
-      continue;
-    code.scale = bits;
-    code.scaleF = rounded;
+  for (int64_t i = 0; i < cols; ++i)
+    for (int64_t r = 0; r < count; ++r)
+      he[r * cols + i] = dotF(h.data() + i * cols, e.data() + r * cols, cols);
+  for (int64_t g = 0; g < groups; ++g) {
+    const int64_t c0 = g * groupSize, n = std::min(groupSize, cols - c0);
+    std::fill(steps.begin(), steps.end(), 0.0);
+    for (int64_t r = 0; r < count; ++r) {
+      hd::Q4Code &code = codes[r * groups + g];
+      const uint8_t *qr = q + r * cols + c0;
+      double tHe = 0, tHt = 0;
+      for (int64_t k = 0; k < n; ++k)
+        t[k] = static_cast<double>(qr[k]) - code.zeroF;
+      for (int64_t k = 0; k < n; ++k) {
+        tHe += t[k] * he[r * cols + c0 + k];
+        tHt += t[k] * dotF(h.data() + (c0 + k) * cols + c0, t.data(), n);
+      }
+      if (!(tHt > 0.0))
+        continue;
+      const double best = code.scaleF + tHe / tHt;
+      if (!(best > 0.0))
+        continue; // positive scales only: the coding's order of values stays
+      const uint16_t bits = hd::f32ToF16(static_cast<float>(best));
+      const float rounded = hd::f16ToF32(bits);
+      const double delta = static_cast<double>(rounded) - code.scaleF;
+      if (!(rounded > 0.0f) || !std::isfinite(rounded) ||
+          !(2 * delta * tHe - delta * delta * tHt > 0))
+        continue;
+      code.scale = bits;
+      code.scaleF = rounded;
+      for (int64_t k = 0; k < n; ++k)
+        steps[r * groupSize + k] = delta * t[k];
+    }
     for (int64_t k = 0; k < n; ++k) {
-      e[c0 + k] -= delta * t[k];
       const float *hk = h.data() + (c0 + k) * cols; // H symmetric: column c0 + k
-      const double step = delta * t[k];
-      for (int64_t i = 0; i < cols; ++i)
-        he[i] -= step * hk[i];
+      for (int64_t r = 0; r < count; ++r) {
+        const double step = steps[r * groupSize + k];
+        if (step == 0.0)
+          continue;
+        double *her = he.data() + r * cols;
+        for (int64_t i = 0; i < cols; ++i)
+          her[i] -= step * hk[i];
+      }
     }
   }
 }
@@ -358,9 +375,8 @@ Expected<Q4Tensor> gptqQuantize(ThreadPool &pool, const float *w, int64_t rows, 
           tile[r * cols + j] = source[(r0 + r) * cols + order[j]];
       quantizeTile(job, tile.data(), count, codes.data() + r0 * groups, q.data());
       if (options.refitScales)
-        for (int64_t r = 0; r < count; ++r)
-          refitRow(source.data() + (r0 + r) * cols, q.data() + r * cols,
-                   codes.data() + (r0 + r) * groups, cols, groupSize, dampened);
+        refitTile(source.data() + r0 * cols, q.data(), codes.data() + r0 * groups, count, cols,
+                  groupSize, dampened);
       for (int64_t r = 0; r < count; ++r)
         packRow(q.data() + r * cols, codes.data() + (r0 + r) * groups, cols, groups,
                 out.qweight.data() + (r0 + r) * words, out.scales.data() + (r0 + r) * groups,
