@@ -129,7 +129,7 @@ private:
 };
 
 struct Counts {
-  int64_t quantized = 0, groups = 0, scaledGroups = 0, renamed = 0;
+  int64_t quantized = 0, groups = 0, scaledGroups = 0, renamed = 0, keptFloat = 0;
   uint64_t floatBytes = 0, q4Bytes = 0;
 };
 
@@ -175,11 +175,16 @@ llvm::DenseSet<mlir::Operation *> foldScales(const std::vector<LinearGroup> &gro
   return scaledLinears;
 }
 
-void quantizeLinears(mlir::func::FuncOp func, int64_t groupSize, WeightRewriter &rewriter,
+void quantizeLinears(mlir::func::FuncOp func, int64_t groupSize,
+                     const std::vector<std::string> &floatWeights, WeightRewriter &rewriter,
                      Counts &counts) {
   func.walk([&](llm::LinearOp linear) {
     if (!hasFloatWeight(linear))
       return;
+    if (llvm::is_contained(floatWeights, weightName(linear.getWeight()))) {
+      ++counts.keptFloat;
+      return;
+    }
     auto type = cast<mlir::RankedTensorType>(linear.getWeight().getType());
     auto q4 =
         llm::Q4Type::get(linear.getContext(), type.getDimSize(0), type.getDimSize(1), groupSize);
@@ -199,6 +204,8 @@ std::string summarize(const QuantizeConfig &config, const Counts &c) {
             std::to_string(c.floatBytes) + " B -> " + std::to_string(c.q4Bytes) + " B)";
   else
     text += "weights kept in float (scales only)";
+  if (c.keptFloat > 0)
+    text += ", " + std::to_string(c.keptFloat) + " kept in float for --mixed";
   if (config.method == QuantizeMethod::Awq)
     text += "; " + std::to_string(c.scaledGroups) + " of " + std::to_string(c.groups) +
             " linear groups scaled, " + std::to_string(c.renamed) + " weights renamed";
@@ -212,6 +219,7 @@ public:
     method = quantizeMethodName(config.method);
     groupSize = config.groupSize;
     scalesOnly = config.scalesOnly;
+    floatWeights_ = config.floatWeights;
   }
 
   void runOnOperation() override {
@@ -231,6 +239,7 @@ public:
     }
     config.groupSize = groupSize;
     config.scalesOnly = scalesOnly;
+    config.floatWeights = floatWeights_;
     if (config.scalesOnly && config.method != QuantizeMethod::Awq) {
       getOperation().emitError() << "llm-quantize: scales-only needs method=awq";
       return signalPassFailure();
@@ -243,7 +252,7 @@ public:
       if (config.method == QuantizeMethod::Awq)
         foldScales(groups, rewriter, config.scalesOnly, counts);
       if (!config.scalesOnly)
-        quantizeLinears(func, config.groupSize, rewriter, counts);
+        quantizeLinears(func, config.groupSize, config.floatWeights, rewriter, counts);
     });
     rewriter.eraseUnused();
     std::string text = summarize(config, counts);
@@ -255,6 +264,7 @@ public:
 
 private:
   std::string *summary_ = nullptr; // not owned; null when run from llm-opt
+  std::vector<std::string> floatWeights_; // QuantizeConfig::floatWeights (none from llm-opt)
 };
 
 } // namespace

@@ -98,6 +98,10 @@ struct QuantizeConfig {
   // AWQ scales folded, weights left in float (the test that folding keeps
   // the function): no !llm.q4, scaled weights renamed instead.
   bool scalesOnly = false;
+  // Float weight names of linears the pass leaves in float: a mixed plan's
+  // int8 and float linears (compiler/quantize/mixed.h; int8 comes after
+  // lowering).
+  std::vector<std::string> floatWeights;
 };
 
 // llm-quantize with `config`, writing a one-line summary into `*summary`.

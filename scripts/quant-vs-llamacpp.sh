@@ -31,6 +31,9 @@
 #   --ctx N         window (default 512)
 #   --groups LIST   int4 group sizes (default 32,64,128)
 #   --methods LIST  llmc methods: rtn,awq,gptq,int8 (default all)
+#   --mixed RECIPE  also a mixed plan: --dtype f16 --quantize gptq --group-size 32
+#                   --mixed RECIPE (docs/quantization.md, "Mixed precision"); repeatable,
+#                   plans mixed1, mixed2, ... in the order given
 #   --work DIR      GGUFs, plans, logs ($TMPDIR/llmc-quant-vs-llamacpp; reused: delete to redo)
 # Environment: PYTHON runs the converter and reads GGUFs (torch, numpy,
 # safetensors, sentencepiece and llama.cpp's gguf-py); LLMC, LLMRUN.
@@ -40,6 +43,7 @@ SHARED="$ROOT/../shared"
 MODEL="$SHARED/models/stories260k" TEXT="$SHARED/text/tinystories_valid_excerpt_small.txt"
 CALIB="$SHARED/text/tinystories_train_excerpt.txt" CTX=512 GROUP_SIZES=32,64,128 METHODS=rtn,awq,gptq,int8
 WORK="${TMPDIR:-/tmp}/llmc-quant-vs-llamacpp" LCPP="${LLAMA_CPP_BUILD:-}"
+MIXED=()
 die() { echo "error: $*" >&2; exit 1; }
 while (($#)); do
   case "$1" in
@@ -50,6 +54,7 @@ while (($#)); do
     --groups) GROUP_SIZES="$2"; shift 2 ;;
     --methods) METHODS="$2"; shift 2 ;;
     --work) WORK="$2"; shift 2 ;;
+    --mixed) MIXED+=("$2"); shift 2 ;;
     -h|--help) sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
     -*) die "unknown option $1 (see --help)" ;;
     *) LCPP="$1"; shift ;;
@@ -144,6 +149,13 @@ for m in "${methods[@]}"; do
   done
 done
 
+for i in "${!MIXED[@]}"; do
+  name="mixed$((i + 1))"
+  echo "llmc-recipe $name ${MIXED[$i]}" >>"$RESULTS"
+  build_plan "$name" --dtype f16 --quantize gptq --group-size 32 --calib "$CALIB" \
+    --mixed "${MIXED[$i]}" || true
+done
+
 # --- The table.
 "$PYTHON" - "$RESULTS" "$WORK" "$MODEL" "$CTX" <<'PY'
 import glob, json, os, re, sys
@@ -174,6 +186,8 @@ for line in open(results):
             llmc[name]["linear_bytes"] = int(summary.group(2))
     elif tag in ("llmc-failed", "llmc-absent"):
         notes.append("%s: %s" % (name, rest))
+    elif tag == "llmc-recipe":
+        notes.append("%s: --dtype f16 --quantize gptq --group-size 32 --mixed %s" % (name, rest))
 
 
 def gguf_types(path):
@@ -212,7 +226,9 @@ for name in sorted(llmc, key=order):
     r = llmc[name]
     if "second-half" not in r:
         continue
-    lin = "%.3f" % (r["linear_bytes"] / linear_params) if "linear_bytes" in r and linear_params else (
+    # A mixed plan's summary line counts its int4 linears only: no linear-layer figure.
+    lin = "-" if name.startswith("mixed") else "%.3f" % (r["linear_bytes"] / linear_params) if (
+        "linear_bytes" in r and linear_params) else (
         "%.3f" % (r["bytes"] / params) if name == "f32" else "-")  # f32: every weight alike
     print("| llmc | %s | %.3f | %s | %.4f | %.4f |" % (name, r["bytes"] / params, lin,
                                                      r["second-half"]["ppl"], r["llmc"]["ppl"]))
@@ -224,5 +240,5 @@ print()
 for q, used in types.items():
     print("llama.cpp %s tensor types (2-D tensors): %s" % (q, used))
 for n in notes:
-    print("not run: " + n)
+    print(n if n.startswith("mixed") else "not run: " + n)
 PY

@@ -155,6 +155,11 @@ int main(int argc, char **argv) {
       "--group-size", options.groupSize,
       "int4 input columns per f16 scale and zero point: 32, 64 or 128 (default); int8: 0 (a "
       "scale per output channel, the default) or a multiple of 32 (f16 scales)");
+  build->add_option("--mixed", options.mixed,
+                    "Mixed precision (with --quantize gptq or rtn): comma-separated rules "
+                    "NAME[@LAYERS]=int4|int8|float, NAME a part of a linear's weight name, "
+                    "LAYERS N, A-B or A-; the last matching rule wins, e.g. "
+                    "down_proj=int8,v_proj@0-3=int8");
   build->add_flag("--quantize-lm-head", options.quantizeLmHead,
                   "Quantize the lm_head (a tied embedding's copy) too: int4 round to nearest "
                   "in --group-size groups, or int8 with --quantize int8 (CPU programs only)");
@@ -175,6 +180,8 @@ int main(int argc, char **argv) {
                   "GPTQ: quantize columns by decreasing activation energy");
   build->add_flag("--no-gptq-range-search", options.noGptqRangeSearch,
                   "GPTQ: each group keeps its full range (no shrink search)");
+  build->add_flag("--no-gptq-refit", options.noGptqRefit,
+                  "GPTQ: keep the scales the columns were rounded with (no refit under H)");
   build->add_flag("--allow-nonfinite-weights", options.allowNonFiniteWeights,
                   "Build even when weights hold NaN or Inf values (warn instead of refusing)");
 

@@ -389,6 +389,8 @@ std::string provenanceOptions(const BuildOptions &o) {
         << " --calib-tokens " << o.calibTokens;
     if (o.awqClip)
       s << " --awq-clip";
+    if (!o.mixed.empty())
+      s << " --mixed " << o.mixed;
     if (o.quantizeLmHead)
       s << " --quantize-lm-head";
   }
@@ -564,6 +566,10 @@ Status runBuild(const BuildOptions &options, const BuildReporter &reporter) {
 
   // --- int8 (W8A16): the Linear matrices of the lowered plan (quantize/int8.h).
   std::vector<std::vector<uint8_t>> int8Storage; // the new tensors' bytes, until written
+  if (!options.mixed.empty()) { // --mixed: the linears its recipe names int8
+    LLMC_ASSIGN_OR_RETURN(std::string line, quantizeMixedInt8(quantized, contents, int8Storage));
+    reporter.info("quantize: " + line);
+  }
   if (options.quantize == "int8") { // GPU programs follow from the quantized CPU program
     ThreadPool pool(0);
     LLMC_ASSIGN_OR_RETURN(int matrices,
@@ -611,6 +617,15 @@ Status runBuild(const BuildOptions &options, const BuildReporter &reporter) {
        << (contents.meta.synthetic ? ", synthetic" : "") << ", metadata "
        << formatBytes(written.metadataSize) << ") in " << seconds << " s";
   reporter.info(done.str());
+  if (!options.mixed.empty() && quantized.parameters > 0) {
+    char perWeight[32];
+    std::snprintf(perWeight, sizeof(perWeight), "%.3f",
+                  static_cast<double>(written.weightsSize) /
+                      static_cast<double>(quantized.parameters));
+    reporter.info("quantize: mixed plan weights " + std::to_string(written.weightsSize) +
+                  " B for " + std::to_string(quantized.parameters) + " parameters, " + perWeight +
+                  " B per weight");
+  }
   return Status::ok();
 }
 

@@ -48,6 +48,8 @@ struct BuildOptions {
   std::optional<double> gptqDampening; // --gptq-dampening: times H's mean diagonal (default 0.003)
   bool gptqActOrder = false;          // --gptq-act-order: GPTQ columns by decreasing H[k][k]
   bool noGptqRangeSearch = false;     // --no-gptq-range-search: GPTQ groups keep their full range
+  bool noGptqRefit = false;           // --no-gptq-refit: GPTQ keeps the scales it rounded with
+  std::string mixed;                  // --mixed: per-linear int4/int8/float recipe (quantize/mixed.h)
   bool quantizeLmHead = false;        // --quantize-lm-head: the vocabulary projection too
                                       //   (int4 RTN or int8, quantize/lm_head.h)
   bool awqScalesOnly = false;         // tests: fold AWQ scales, keep float weights

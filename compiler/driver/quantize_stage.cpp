@@ -6,6 +6,7 @@
 #include "kernels/common/synthetic.h"
 #include "quantize/calibration.h"
 #include "quantize/calibration_model.h"
+#include "quantize/int8.h"
 #include "support/mapped_file.h"
 
 #include <mlir/Dialect/Func/IR/FuncOps.h>
@@ -20,10 +21,68 @@
 namespace llmc {
 namespace {
 
+// --mixed: int4 of rtn or gptq beside int8 and float linears.
+Status checkMixedOptions(const BuildOptions &o) {
+  if (o.mixed.empty())
+    return Status::ok();
+  if (o.quantize != "rtn" && o.quantize != "gptq")
+    return Status::error("--mixed mixes int4 linears of --quantize rtn or gptq with int8 and "
+                         "float ones; " +
+                         (o.quantize.empty() ? std::string("give --quantize gptq (or rtn)")
+                          : o.quantize == "awq"
+                              ? std::string("AWQ's scales fold from one linear into another, "
+                                            "which a mixed plan does not do yet: use gptq")
+                              : "--quantize " + o.quantize + " has no int4 linears to mix"));
+  if (o.syntheticSeed)
+    return Status::error("--mixed needs checkpoint weights (its int8 linears are rounded from "
+                         "them), not --synthetic-weights");
+  return Status::ok();
+}
+
+// Each float linear's format under the recipe, in program order; every rule
+// must name at least one linear (a misspelt name is an error, not a no-op).
+Expected<std::vector<std::pair<std::string, quant::LinearFormat>>>
+linearFormats(mlir::func::FuncOp forward, const quant::MixedRecipe &recipe,
+              const std::string &text) {
+  std::vector<std::pair<std::string, quant::LinearFormat>> formats;
+  std::vector<bool> used(recipe.rules.size(), false);
+  forward.walk([&](llm::LinearOp linear) {
+    auto weight = linear.getWeight().getDefiningOp<llm::WeightOp>();
+    if (!weight || !llvm::isa<mlir::RankedTensorType>(weight.getType()))
+      return;
+    const std::string name = weight.getName().str();
+    for (size_t r = 0; r < recipe.rules.size(); ++r)
+      used[r] = used[r] || recipe.rules[r].matches(name);
+    formats.emplace_back(name, recipe.formatOf(name));
+  });
+  for (size_t r = 0; r < recipe.rules.size(); ++r)
+    if (!used[r])
+      return Status::error("--mixed " + text + ": rule " + std::to_string(r + 1) + " ('" +
+                           recipe.rules[r].component +
+                           "') matches no linear of this model; its linears' weights are named "
+                           "like '" +
+                           (formats.empty() ? std::string("?") : formats.front().first) + "'");
+  return formats;
+}
+
+// Elements of the IR's weights (each name once): the parameters a plan's
+// bytes per weight divide by.
+uint64_t weightElements(mlir::ModuleOp module) {
+  uint64_t elements = 0;
+  std::set<std::string> seen;
+  module.walk([&](llm::WeightOp op) {
+    auto type = llvm::dyn_cast<mlir::RankedTensorType>(op.getType());
+    if (type && seen.insert(op.getName().str()).second)
+      elements += static_cast<uint64_t>(type.getNumElements());
+  });
+  return elements;
+}
+
 Status checkOptions(const BuildOptions &o) {
+  LLMC_RETURN_IF_ERROR(checkMixedOptions(o));
   if (o.quantize.empty()) {
     if (!o.calibFile.empty() || o.awqClip || o.noAwqClip || o.noAwqScales || o.awqNormScales ||
-        o.gptqActOrder || o.noGptqRangeSearch || o.gptqDampening)
+        o.gptqActOrder || o.noGptqRangeSearch || o.noGptqRefit || o.gptqDampening)
       return Status::error("--calib and the --awq-* and --gptq-* options need --quantize awq or "
                            "gptq");
     return Status::ok();
@@ -37,7 +96,7 @@ Status checkOptions(const BuildOptions &o) {
                            " for int8 is not 0 (a scale per output channel) or a positive "
                            "multiple of 32");
     if (!o.calibFile.empty() || o.awqClip || o.noAwqClip || o.noAwqScales || o.awqNormScales ||
-        o.gptqActOrder || o.noGptqRangeSearch || o.gptqDampening)
+        o.gptqActOrder || o.noGptqRangeSearch || o.noGptqRefit || o.gptqDampening)
       return Status::error("--calib and the --awq-* and --gptq-* options do not apply to "
                            "--quantize int8");
     if (o.syntheticSeed)
@@ -63,9 +122,9 @@ Status checkOptions(const BuildOptions &o) {
     return Status::error("--no-awq-scales and --awq-norm-scales contradict each other; give one");
   if (o.noAwqScales && o.noAwqClip)
     return Status::error("--no-awq-scales with --no-awq-clip leaves plain RTN; use --quantize rtn");
-  if (o.quantize != "gptq" && (o.gptqActOrder || o.noGptqRangeSearch))
-    return Status::error("--gptq-act-order and --no-gptq-range-search apply to --quantize gptq "
-                         "only");
+  if (o.quantize != "gptq" && (o.gptqActOrder || o.noGptqRangeSearch || o.noGptqRefit))
+    return Status::error("--gptq-act-order, --no-gptq-range-search and --no-gptq-refit apply to "
+                         "--quantize gptq only");
   if (o.quantize != "gptq" && o.gptqDampening)
     return Status::error("--gptq-dampening applies to --quantize gptq only");
   if (o.gptqDampening && !(*o.gptqDampening > 0.0 && *o.gptqDampening <= 1.0))
@@ -227,11 +286,20 @@ Expected<QuantizeOutcome> prepareQuantization(mlir::ModuleOp module, const Weigh
                                               const BuildReporter &reporter) {
   LLMC_RETURN_IF_ERROR(checkOptions(options));
   QuantizeOutcome outcome;
+  outcome.parameters = weightElements(module);
   if (options.quantize.empty() || options.quantize == "int8") // int8: after lowering
     return outcome;
   auto forward = module.lookupSymbol<mlir::func::FuncOp>("forward");
   if (!forward)
     return Status::error("the module has no func.func @forward");
+  if (!options.mixed.empty()) {
+    LLMC_ASSIGN_OR_RETURN(outcome.mixed, quant::parseMixedRecipe(options.mixed));
+    LLMC_ASSIGN_OR_RETURN(outcome.linearFormats,
+                          linearFormats(forward, outcome.mixed, options.mixed));
+    for (const auto &[name, format] : outcome.linearFormats)
+      if (format != quant::LinearFormat::Int4)
+        outcome.config.floatWeights.push_back(name);
+  }
   outcome.config.method = options.quantize == "awq"    ? QuantizeMethod::Awq
                           : options.quantize == "gptq" ? QuantizeMethod::Gptq
                                                        : QuantizeMethod::Rtn;
@@ -285,6 +353,7 @@ Expected<QuantizeOutcome> prepareQuantization(mlir::ModuleOp module, const Weigh
   if (options.gptqDampening)
     settings.gptqDampening = *options.gptqDampening;
   settings.gptqRangeSearch = !options.noGptqRangeSearch;
+  settings.gptqRefitScales = !options.noGptqRefit;
   settings.fixedAlpha = options.awqFixedAlpha;
   if (options.noAwqScales)
     settings.fixedAlpha = 0.0f; // s = 1 everywhere: nothing folds, the clipping search decides
@@ -322,7 +391,48 @@ std::vector<std::string> describeQuantization(const QuantizeOutcome &outcome) {
             ratio(g.rtnWeightError, g.weightNorm) + ")";
     lines.push_back(line);
   }
+  for (const auto &[name, format] : outcome.linearFormats)
+    lines.push_back("mixed:      " + name + ": " + quant::linearFormatName(format));
   return lines;
+}
+
+Expected<std::string> quantizeMixedInt8(const QuantizeOutcome &outcome, PlanContents &plan,
+                                        std::vector<std::vector<uint8_t>> &storage) {
+  // A plan tensor's name is its weight's, or "a+b+c" for a fused matrix.
+  auto formatOfTensor = [&](const std::string &tensorName) -> Expected<quant::LinearFormat> {
+    std::vector<std::string> parts;
+    for (size_t begin = 0;;) {
+      const size_t end = tensorName.find('+', begin);
+      parts.push_back(tensorName.substr(begin, end == std::string::npos ? end : end - begin));
+      if (end == std::string::npos)
+        break;
+      begin = end + 1;
+    }
+    const quant::LinearFormat first = outcome.mixed.formatOf(parts.front());
+    for (const std::string &part : parts)
+      if (outcome.mixed.formatOf(part) != first)
+        return Status::error("--mixed: '" + parts.front() + "' is " +
+                             quant::linearFormatName(first) + " and '" + part + "' is " +
+                             quant::linearFormatName(outcome.mixed.formatOf(part)) +
+                             ", but the fusion passes made one matrix of them; give them one "
+                             "format, or build with --no-fuse qkv,swiglu");
+    return first;
+  };
+  ThreadPool pool(0);
+  LLMC_ASSIGN_OR_RETURN(
+      int matrices,
+      quant::quantizePlanLinearsQ8(pool, plan, /*groupSize=*/0, storage,
+                                   [&](const std::string &name) -> Expected<bool> {
+                                     LLMC_ASSIGN_OR_RETURN(quant::LinearFormat format,
+                                                           formatOfTensor(name));
+                                     return format == quant::LinearFormat::Int8;
+                                   }));
+  int counts[3] = {0, 0, 0};
+  for (const auto &entry : outcome.linearFormats)
+    ++counts[static_cast<int>(entry.second)];
+  return "mixed " + outcome.mixed.text + ": " + std::to_string(counts[0]) + " linears int4, " +
+         std::to_string(counts[1]) + " int8 (per output channel, " + std::to_string(matrices) +
+         " plan matrices), " + std::to_string(counts[2]) + " float";
 }
 
 } // namespace llmc

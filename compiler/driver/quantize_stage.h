@@ -10,6 +10,7 @@
 #include "lower_to_plan.h"
 #include "passes/Quantize.h"
 #include "quantize/awq.h"
+#include "quantize/mixed.h"
 #include "quantize/weight_table.h"
 #include "tokenizer/tokenizer.h"
 
@@ -25,6 +26,11 @@ struct QuantizeOutcome {
   QuantizeConfig config; // for createLlmQuantize
   std::string detail;    // for the stage line: errors, calibration size
   std::vector<quant::GroupReport> groups;
+  // --mixed: the recipe and, in program order, each float linear's weight
+  // name and format (int8 and float ones stay float in the IR).
+  quant::MixedRecipe mixed;
+  std::vector<std::pair<std::string, quant::LinearFormat>> linearFormats;
+  uint64_t parameters = 0; // elements of the IR's weights before quantization
   // The float weights the IR names (checkpoint views, or synthetic weights
   // materialized) and the tensors the stage derived from them.
   std::unique_ptr<quant::WeightTable> source, derived;
@@ -42,5 +48,12 @@ Expected<QuantizeOutcome> prepareQuantization(mlir::ModuleOp module, const Weigh
 
 // The -v lines: one per group (alpha, output and weight errors) and the totals.
 std::vector<std::string> describeQuantization(const QuantizeOutcome &outcome);
+
+// --mixed, after lowering: the matrices the recipe names int8 become int8
+// (quantize/int8.h, per output channel); a fused matrix whose parts differ
+// (q_proj int8, k_proj float) is an error naming them. Returns the info
+// line: the count of linears per format.
+Expected<std::string> quantizeMixedInt8(const QuantizeOutcome &outcome, PlanContents &plan,
+                                        std::vector<std::vector<uint8_t>> &storage);
 
 } // namespace llmc

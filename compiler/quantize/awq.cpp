@@ -540,6 +540,7 @@ private:
     options.actOrder = settings_.actOrder;
     options.dampening = settings_.gptqDampening;
     options.rangeSearch = settings_.gptqRangeSearch;
+    options.refitScales = settings_.gptqRefitScales;
     auto q = gptqQuantize(pool_, stored.data(), w.rows, w.cols, act->gram, options);
     if (!q)
       return q.status().withContext("weight '" + name + "'");

@@ -41,6 +41,7 @@ struct QuantizeSettings {
   bool normScales = false;
   bool actOrder = false;           // GPTQ: --gptq-act-order
   bool gptqRangeSearch = true;     // GPTQ: off with --no-gptq-range-search
+  bool gptqRefitScales = true;     // GPTQ: off with --no-gptq-refit
   double gptqDampening = 0.003;    // GPTQ: times the mean of H's diagonal (--gptq-dampening)
   int gridPoints = 20;             // alphas 0, 1/20, ..., 19/20
   std::optional<float> fixedAlpha; // tests: use this alpha, no search

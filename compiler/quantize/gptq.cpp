@@ -183,6 +183,87 @@ void packRow(const uint8_t *q, const hd::Q4Code *codes, int64_t cols, int64_t gr
   }
 }
 
+// sum a[i] * b[i] of floats, accumulated in double.
+double dotF(const float *a, const double *b, int64_t n) {
+  double s0 = 0, s1 = 0, s2 = 0, s3 = 0;
+  int64_t i = 0;
+  for (; i + 4 <= n; i += 4) {
+    s0 += a[i] * b[i];
+    s1 += a[i + 1] * b[i + 1];
+    s2 += a[i + 2] * b[i + 2];
+    s3 += a[i + 3] * b[i + 3];
+  }
+  for (; i < n; ++i)
+    s0 += a[i] * b[i];
+  return (s0 + s1) + (s2 + s3);
+}
+
+// The scale refit (gptq.h) of a tile of rows: w [count, cols] their
+// original weights, q [count, cols] their stored values 0..15, codes
+// [count, groups] their codings (scales updated in place), h [cols, cols]
+// the dampened Hessian. Per row, with e = w - d its error and t = q - zero
+// on group g, moving g's scale by delta changes e^T H e by
+// -2 delta t^T (H e)_g + delta^2 t^T H_gg t: the best delta is
+// t^T (H e)_g / t^T H_gg t, kept when its f16 rounding still gains. The
+// rows of a tile share each pass over h (H e of every row, then each
+// group's update of it), so h is read from memory once per tile.
+void refitTile(const float *w, const uint8_t *q, hd::Q4Code *codes, int64_t count, int64_t cols,
+               int64_t groupSize, const std::vector<float> &h) {
+  const int64_t groups = hd::q4NumGroups(cols, groupSize);
+  std::vector<double> e(count * cols), he(count * cols), t(groupSize), steps(count * groupSize);
+  for (int64_t r = 0; r < count; ++r)
+    for (int64_t k = 0; k < cols; ++k) {
+      const hd::Q4Code &c = codes[r * groups + k / groupSize];
+      e[r * cols + k] =
+          static_cast<double>(w[r * cols + k]) -
+          static_cast<double>((static_cast<float>(q[r * cols + k]) - c.zeroF) * c.scaleF);
+    }
+  for (int64_t i = 0; i < cols; ++i)
+    for (int64_t r = 0; r < count; ++r)
+      he[r * cols + i] = dotF(h.data() + i * cols, e.data() + r * cols, cols);
+  for (int64_t g = 0; g < groups; ++g) {
+    const int64_t c0 = g * groupSize, n = std::min(groupSize, cols - c0);
+    std::fill(steps.begin(), steps.end(), 0.0);
+    for (int64_t r = 0; r < count; ++r) {
+      hd::Q4Code &code = codes[r * groups + g];
+      const uint8_t *qr = q + r * cols + c0;
+      double tHe = 0, tHt = 0;
+      for (int64_t k = 0; k < n; ++k)
+        t[k] = static_cast<double>(qr[k]) - code.zeroF;
+      for (int64_t k = 0; k < n; ++k) {
+        tHe += t[k] * he[r * cols + c0 + k];
+        tHt += t[k] * dotF(h.data() + (c0 + k) * cols + c0, t.data(), n);
+      }
+      if (!(tHt > 0.0))
+        continue;
+      const double best = code.scaleF + tHe / tHt;
+      if (!(best > 0.0))
+        continue; // positive scales only: the coding's order of values stays
+      const uint16_t bits = hd::f32ToF16(static_cast<float>(best));
+      const float rounded = hd::f16ToF32(bits);
+      const double delta = static_cast<double>(rounded) - code.scaleF;
+      if (!(rounded > 0.0f) || !std::isfinite(rounded) ||
+          !(2 * delta * tHe - delta * delta * tHt > 0))
+        continue;
+      code.scale = bits;
+      code.scaleF = rounded;
+      for (int64_t k = 0; k < n; ++k)
+        steps[r * groupSize + k] = delta * t[k];
+    }
+    for (int64_t k = 0; k < n; ++k) {
+      const float *hk = h.data() + (c0 + k) * cols; // H symmetric: column c0 + k
+      for (int64_t r = 0; r < count; ++r) {
+        const double step = steps[r * groupSize + k];
+        if (step == 0.0)
+          continue;
+        double *her = he.data() + r * cols;
+        for (int64_t i = 0; i < cols; ++i)
+          her[i] -= step * hk[i];
+      }
+    }
+  }
+}
+
 } // namespace
 
 Expected<std::vector<double>> inverseHessianFactor(ThreadPool &pool, std::vector<double> hessian,
@@ -245,6 +326,18 @@ Expected<Q4Tensor> gptqQuantize(ThreadPool &pool, const float *w, int64_t rows, 
                         inverseHessianFactor(pool, std::move(permuted), cols, options.dampening));
   const std::vector<float> u(u64.begin(), u64.end());
   u64 = {};
+  // The refit's H + damp I, in the original column order (dead inputs: 1).
+  std::vector<float> dampened;
+  if (options.refitScales) {
+    double mean = 0;
+    for (int64_t k = 0; k < cols; ++k)
+      mean += dead[k] ? 1.0 : hessian[k * cols + k];
+    mean /= static_cast<double>(cols);
+    dampened.assign(hessian.begin(), hessian.end());
+    for (int64_t k = 0; k < cols; ++k)
+      dampened[k * cols + k] = static_cast<float>(
+          (dead[k] ? 1.0 : hessian[k * cols + k]) + options.dampening * mean);
+  }
 
   std::vector<float> source(w, w + rows * cols);
   for (int64_t n = 0; n < rows; ++n)
@@ -281,6 +374,9 @@ Expected<Q4Tensor> gptqQuantize(ThreadPool &pool, const float *w, int64_t rows, 
         for (int64_t j = 0; j < cols; ++j)
           tile[r * cols + j] = source[(r0 + r) * cols + order[j]];
       quantizeTile(job, tile.data(), count, codes.data() + r0 * groups, q.data());
+      if (options.refitScales)
+        refitTile(source.data() + r0 * cols, q.data(), codes.data() + r0 * groups, count, cols,
+                  groupSize, dampened);
       for (int64_t r = 0; r < count; ++r)
         packRow(q.data() + r * cols, codes.data() + (r0 + r) * groups, cols, groups,
                 out.qweight.data() + (r0 + r) * words, out.scales.data() + (r0 + r) * groups,

@@ -24,6 +24,14 @@
 // energy first); groups still cover contiguous columns, as the plan layout
 // requires, so their codings are fixed from the unquantized weights before
 // the first column ("static groups").
+//
+// Scale refit (refitScales): once a row's values 0..15 are fixed, each
+// group's scale is re-solved, zero point kept (the plan stores integral
+// zeros), to minimize the row's output error (w - d)^T (H + damp I) (w - d)
+// against the row's original weights w, d the dequantized row, one group at
+// a time with the others held (one pass in column order). A new scale is
+// kept only when its f16 rounding lowers that error, so the refit never
+// raises the layer's error on the calibration inputs.
 #pragma once
 
 #include "quantize/q4_quantize.h"
@@ -40,6 +48,7 @@ struct GptqOptions {
   bool actOrder = false;
   double dampening = 0.01;  // added to H's diagonal: this times its mean
   bool rangeSearch = true;  // per (row, group) range shrink, see below
+  bool refitScales = true;  // per (row, group) scale refit under H after rounding, see above
   int64_t blockSize = 128;  // columns per lazy batch (rounded to whole groups)
 };
 

@@ -157,7 +157,8 @@ Expected<std::vector<float>> sourceValues(const WeightSource &source, const std:
 } // namespace
 
 Expected<int> quantizePlanLinearsQ8(ThreadPool &pool, PlanContents &plan, int64_t groupSize,
-                                    std::vector<std::vector<uint8_t>> &storage) {
+                                    std::vector<std::vector<uint8_t>> &storage,
+                                    const Q8Selection &selected) {
   if (!hd::q8ValidGroupSize(groupSize))
     return Status::error("--group-size " + std::to_string(groupSize) +
                          " for int8 is not 0 (a scale per output channel) or a positive "
@@ -180,6 +181,11 @@ Expected<int> quantizePlanLinearsQ8(ThreadPool &pool, PlanContents &plan, int64_
     if (linearUses[t] == 0 || otherUses[t] != 0)
       continue;
     fb::TensorT &tensor = *tensors[t];
+    if (selected) {
+      LLMC_ASSIGN_OR_RETURN(bool chosen, selected(tensor.name));
+      if (!chosen)
+        continue;
+    }
     if (tensor.shape.size() != 2)
       return Status::error("int8 weight '" + tensor.name + "': a Linear matrix must be 2-D");
     const int64_t rows = tensor.shape[0], cols = tensor.shape[1];

@@ -13,6 +13,8 @@
 #include "support/thread_pool.h"
 
 #include <cstdint>
+#include <functional>
+#include <string>
 #include <vector>
 
 namespace llmc::quant {
@@ -52,7 +54,12 @@ std::vector<float> dequantizeQ8(const Q8Tensor &q);
 // float IR, so fused q/k/v and gate/up matrices are quantized whole (rows
 // are independent: the same as quantizing each part). The new bytes live in
 // `storage` until the plan is written. Returns the count of matrices.
+// `selected`, when given, picks the matrices by tensor name (a fused one is
+// named "q+k+v", quantize/mixed.h's --mixed plans) and may fail; the others
+// stay float.
+using Q8Selection = std::function<Expected<bool>(const std::string &tensorName)>;
 Expected<int> quantizePlanLinearsQ8(ThreadPool &pool, PlanContents &plan, int64_t groupSize,
-                                    std::vector<std::vector<uint8_t>> &storage);
+                                    std::vector<std::vector<uint8_t>> &storage,
+                                    const Q8Selection &selected = nullptr);
 
 } // namespace llmc::quant

@@ -113,6 +113,7 @@ TEST(Gptq, BeatsRoundToNearestOnTheLayerOutput) {
         options.groupSize = group;
         options.actOrder = actOrder;
         options.rangeSearch = rangeSearch;
+        options.refitScales = rangeSearch; // without both: the codings checked below
         const std::string what = "group " + std::to_string(group) +
                                  (actOrder ? " act-order" : "") +
                                  (rangeSearch ? " range search" : "");
@@ -138,6 +139,56 @@ TEST(Gptq, BeatsRoundToNearestOnTheLayerOutput) {
             ASSERT_EQ(q->scales[n * groups], rtn.scales[n * groups]) << what;
         }
       }
+}
+
+// The scale refit keeps every stored value and zero point, changes some
+// scales, and never raises the row errors (w - d)^T (H + damp I) (w - d) it
+// minimizes (in order and act-order, ragged last group at 64 and 128).
+TEST(Gptq, ScaleRefitLowersTheDampenedErrorAndKeepsTheCodes) {
+  ThreadPool pool(2);
+  const int64_t rows = 21, cols = 160, tokens = 400;
+  std::vector<float> x = correlatedInputs(tokens, cols, 17);
+  std::vector<float> h = gram(x, tokens, cols);
+  std::vector<float> w = randomWeights(rows * cols, 19);
+  double mean = 0;
+  for (int64_t k = 0; k < cols; ++k)
+    mean += h[k * cols + k] / cols;
+  for (int64_t group : {32, 64, 128})
+    for (bool actOrder : {false, true}) {
+      const std::string what = "group " + std::to_string(group) + (actOrder ? " act-order" : "");
+      quant::GptqOptions options;
+      options.groupSize = group;
+      options.actOrder = actOrder;
+      options.refitScales = false;
+      auto plain = quant::gptqQuantize(pool, w.data(), rows, cols, h, options);
+      options.refitScales = true;
+      auto refit = quant::gptqQuantize(pool, w.data(), rows, cols, h, options);
+      ASSERT_TRUE(plain.isOk()) << plain.message();
+      ASSERT_TRUE(refit.isOk()) << refit.message();
+      EXPECT_EQ(plain->qweight, refit->qweight) << what;
+      EXPECT_EQ(plain->zeros, refit->zeros) << what;
+      EXPECT_NE(plain->scales, refit->scales) << what;
+      const std::vector<float> a = quant::dequantizeQ4(*plain), b = quant::dequantizeQ4(*refit);
+      for (int64_t n = 0; n < rows; ++n) {
+        auto dampenedError = [&](const std::vector<float> &d) {
+          double sum = 0;
+          for (int64_t i = 0; i < cols; ++i)
+            for (int64_t j = 0; j < cols; ++j)
+              sum += (double(w[n * cols + i]) - d[n * cols + i]) *
+                     (double(h[i * cols + j]) + (i == j ? options.dampening * mean : 0.0)) *
+                     (double(w[n * cols + j]) - d[n * cols + j]);
+          return sum;
+        };
+        const double before = dampenedError(a), after = dampenedError(b);
+        ASSERT_TRUE(std::isfinite(after)) << what;
+        EXPECT_LE(after, before * (1 + 1e-6)) << what << ", row " << n;
+      }
+      const double plainErr = outputError(x, tokens, w, a, rows, cols);
+      const double refitErr = outputError(x, tokens, w, b, rows, cols);
+      std::printf("%s: output error without refit %.4e, with %.4e\n", what.c_str(), plainErr,
+                  refitErr);
+      EXPECT_LT(refitErr, plainErr) << what;
+    }
 }
 
 TEST(Gptq, InputsThatWereAlwaysZeroQuantizeToZero) {

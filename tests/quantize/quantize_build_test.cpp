@@ -590,7 +590,8 @@ TEST(QuantizeBuild, OptionErrorsNameTheOption) {
               o.quantize = "awq";
               o.calibFile = "x.txt";
               o.gptqActOrder = true;
-            }).find("--gptq-act-order and --no-gptq-range-search apply to --quantize gptq only"),
+            }).find("--gptq-act-order, --no-gptq-range-search and --no-gptq-refit apply to "
+                    "--quantize gptq only"),
             std::string::npos);
   EXPECT_NE(failure([](BuildOptions &o) {
               o.quantize = "awq";
@@ -656,7 +657,13 @@ TEST(QuantizeBuild, OptionErrorsNameTheOption) {
   EXPECT_NE(failure([](BuildOptions &o) {
               o.quantize = "rtn";
               o.noGptqRangeSearch = true;
-            }).find("--no-gptq-range-search apply to --quantize gptq only"),
+            }).find("--no-gptq-range-search and --no-gptq-refit apply to --quantize gptq only"),
+            std::string::npos);
+  EXPECT_NE(failure([](BuildOptions &o) {
+              o.quantize = "awq";
+              o.calibFile = "x.txt";
+              o.noGptqRefit = true;
+            }).find("--no-gptq-refit apply to --quantize gptq only"),
             std::string::npos);
   EXPECT_NE(failure([](BuildOptions &o) {
               o.quantize = "awq";

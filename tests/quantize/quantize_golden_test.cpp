@@ -115,9 +115,8 @@ TEST(QuantizeGolden, Group128OrderingOnStories260k) {
   auto f32 = buildAndLoad(stories("f32-128"));
   auto rtn = buildAndLoad(quantized("rtn", 128));
   auto awq = buildAndLoad(quantized("awq", 128));
-  BuildOptions gptqOptions = quantized("gptq", 128);
-  gptqOptions.calibTokens = 1 << 20; // the whole excerpt, about 100k tokens
-  auto gptq = buildAndLoad(gptqOptions);
+  BuildOptions gptqOptions = quantized("gptq", 128); // 32768 tokens (the whole excerpt,
+  auto gptq = buildAndLoad(gptqOptions);             // 100,707, reads 56.5%: 3x the work)
   BuildOptions actOrderOptions = quantized("gptq", 128);
   actOrderOptions.output = test::scratchDir("quantize-golden-gptq-act") + "/gptq-act.plan";
   actOrderOptions.gptqActOrder = true;
@@ -132,20 +131,20 @@ TEST(QuantizeGolden, Group128OrderingOnStories260k) {
   // As the issue counts it: the share of RTN's perplexity increase removed.
   const double recovered = (std::exp(r) - std::exp(g)) / (std::exp(r) - std::exp(f));
   std::printf("group 128: NLL f32 %.4f, RTN %.4f, AWQ %.4f, GPTQ %.4f (%.1f%% of RTN's "
-              "perplexity loss recovered), GPTQ act-order (32768 tokens) %.4f\n",
+              "perplexity loss recovered; 32768 tokens), GPTQ act-order %.4f\n",
               f, r, a, g, 100 * recovered, o);
   EXPECT_LT(f, g);
   EXPECT_LT(g, a);
   EXPECT_LE(a, r);
   EXPECT_LT(o, r);
-  EXPECT_GE(recovered, 0.55); // measured 55.4% (dampening 0.003; 54.5% at 0.01)
+  EXPECT_GE(recovered, 0.565); // measured 56.69% (56.60% without the scale refit)
 }
 
 // Issue 19's goal at the default options (8192 calibration tokens, G =
 // 128; docs/quantization.md, "AWQ's scales where they fold into a linear"):
-// measured AWQ 51.2% of RTN's perplexity loss recovered, GPTQ 51.0%, the
-// clipping search alone 47.5%, the reference recipe (--awq-norm-scales)
-// 42.7%; before, AWQ 39.7% and GPTQ 45.1%.
+// measured AWQ 51.2% of RTN's perplexity loss recovered, GPTQ 51.4% (51.0%
+// before its scale refit), the clipping search alone 47.5%, the reference
+// recipe (--awq-norm-scales) 42.7%; before, AWQ 39.7% and GPTQ 45.1%.
 TEST(QuantizeGolden, DefaultsRecoverHalfOfRtnLossOnStories260k) {
   LLMC_REQUIRE_SHARED("models/stories260k/model.safetensors");
   LLMC_REQUIRE_SHARED("text/tinystories_train_excerpt.txt");
@@ -182,7 +181,8 @@ TEST(QuantizeGolden, DefaultsRecoverHalfOfRtnLossOnStories260k) {
               "%.4f (%.1f%%), AWQ --awq-norm-scales %.4f (%.1f%%), GPTQ %.4f (%.1f%%)\n",
               f, r, a, 100 * share(a), c, 100 * share(c), n, 100 * share(n), g, 100 * share(g));
   EXPECT_GE(share(a), 0.51);
-  EXPECT_GE(share(g), 0.505);
+  EXPECT_GE(share(g), 0.514);
+  EXPECT_LE(g, a); // GPTQ at least as much as AWQ (issue 19), by 0.0018 PPL here
   EXPECT_GE(share(c), 0.47);
   EXPECT_LT(a, c); // the scales that fold into a linear help ...
   EXPECT_LT(a, n); // ... and those after an RMSNorm do not, here
