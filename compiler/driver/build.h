@@ -48,6 +48,10 @@ struct BuildOptions {
   std::optional<double> gptqDampening; // --gptq-dampening: times H's mean diagonal (default 0.003)
   bool gptqActOrder = false;          // --gptq-act-order: GPTQ columns by decreasing H[k][k]
   bool noGptqRangeSearch = false;     // --no-gptq-range-search: GPTQ groups keep their full range
+  // --sequential-calib / --no-sequential-calib: AWQ/GPTQ calibrate each
+  // layer on the outputs of the already quantized ones (unset: the default,
+  // docs/quantization.md "Streaming calibration").
+  std::optional<bool> sequentialCalibration;
   bool quantizeLmHead = false;        // --quantize-lm-head: the vocabulary projection too
                                       //   (int4 RTN or int8, quantize/lm_head.h)
   bool awqScalesOnly = false;         // tests: fold AWQ scales, keep float weights

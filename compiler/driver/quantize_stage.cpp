@@ -21,6 +21,9 @@ namespace llmc {
 namespace {
 
 Status checkOptions(const BuildOptions &o) {
+  if (o.sequentialCalibration && o.quantize != "awq" && o.quantize != "gptq")
+    return Status::error("--sequential-calib and --no-sequential-calib apply to --quantize awq or "
+                         "gptq only");
   if (o.quantize.empty()) {
     if (!o.calibFile.empty() || o.awqClip || o.noAwqClip || o.noAwqScales || o.awqNormScales ||
         o.gptqActOrder || o.noGptqRangeSearch || o.gptqDampening)
@@ -167,22 +170,24 @@ Status checkGramMemory(const std::vector<LinearGroup> &groups, const BuildOption
   return Status::error(std::string(text) + "; use --quantize awq or rtn for this model");
 }
 
-// Tokenizes --calib and runs the model over it (quant::calibrate).
-Expected<std::vector<quant::GroupActivations>>
-runCalibration(quant::CalibrationModel &model, const std::vector<LinearGroup> &groups,
-               const Tokenizer &tokenizer, const quant::CalibrationOptions &calib,
-               const BuildOptions &options, ThreadPool &pool, const quant::Progress &progress,
-               std::string *detail) {
+// The ids of --calib, and the line that says what calibration used.
+Expected<std::vector<int32_t>> calibrationIds(const Tokenizer &tokenizer,
+                                              const quant::CalibrationOptions &calib,
+                                              const BuildOptions &options, std::string *detail) {
   LLMC_ASSIGN_OR_RETURN(std::string text, readTextFile(options.calibFile));
   LLMC_ASSIGN_OR_RETURN(std::vector<int32_t> ids, tokenizer.tryEncode(text, false));
-  auto activations =
-      quant::calibrate(model, groups, ids, tokenizer.bosId(), calib, pool, progress);
-  if (!activations)
-    return activations.status().withContext(options.calibFile);
   *detail = "calibrated on " +
             std::to_string(std::min<int64_t>(static_cast<int64_t>(ids.size()), calib.maxTokens)) +
             " tokens of " + options.calibFile;
-  return activations;
+  return ids;
+}
+
+std::string phaseTimes(const quant::PhaseTimes &t, QuantizeMethod method) {
+  char text[160];
+  std::snprintf(text, sizeof(text), "calibration %.1f s, %s %.1f s, %s %.1f s", t.calibration,
+                method == QuantizeMethod::Awq ? "AWQ search" : "measuring", t.search,
+                method == QuantizeMethod::Gptq ? "GPTQ" : "packing int4", t.packing);
+  return text;
 }
 
 // Totals over groups, weighted by their norms: sum(err) / sum(norm).
@@ -258,12 +263,12 @@ Expected<QuantizeOutcome> prepareQuantization(mlir::ModuleOp module, const Weigh
       reporter.taskProgress(task, done, total);
   };
   std::vector<LinearGroup> groups = findLinearGroups(forward);
-  std::vector<quant::GroupActivations> activations;
   std::unique_ptr<quant::CalibrationModel> model;
+  quant::CalibrationOptions calib;
+  std::vector<int32_t> calibIds;
   if (outcome.config.method == QuantizeMethod::Gptq)
     LLMC_RETURN_IF_ERROR(checkGramMemory(groups, options));
   if (outcome.config.method != QuantizeMethod::Rtn) {
-    quant::CalibrationOptions calib;
     calib.maxTokens = options.calibTokens;
     calib.window = std::min<int64_t>(512, maxSeqLen);
     calib.meanSkipsFirstRow = tokenizer.bosId().has_value();
@@ -274,8 +279,7 @@ Expected<QuantizeOutcome> prepareQuantization(mlir::ModuleOp module, const Weigh
     LLMC_ASSIGN_OR_RETURN(
         model, quant::CalibrationModel::create(forward, *outcome.source, pool,
                                                  std::max(calib.window, calib.sampleRows)));
-    LLMC_ASSIGN_OR_RETURN(activations, runCalibration(*model, groups, tokenizer, calib, options,
-                                                      pool, progress, &outcome.detail));
+    LLMC_ASSIGN_OR_RETURN(calibIds, calibrationIds(tokenizer, calib, options, &outcome.detail));
   }
   quant::QuantizeSettings settings;
   settings.config = outcome.config;
@@ -288,10 +292,21 @@ Expected<QuantizeOutcome> prepareQuantization(mlir::ModuleOp module, const Weigh
   settings.fixedAlpha = options.awqFixedAlpha;
   if (options.noAwqScales)
     settings.fixedAlpha = 0.0f; // s = 1 everywhere: nothing folds, the clipping search decides
-  LLMC_ASSIGN_OR_RETURN(outcome.groups,
-                        quant::quantizeGroups(groups, activations.empty() ? nullptr : &activations,
-                                              model.get(), *outcome.source, settings, pool,
-                                              *outcome.derived, progress));
+  settings.sequential = options.sequentialCalibration.value_or(false);
+  if (model) {
+    quant::PhaseTimes times;
+    auto reports = quant::calibrateAndQuantize(groups, *model, calibIds, tokenizer.bosId(), calib,
+                                               *outcome.source, settings, pool, *outcome.derived,
+                                               progress, &times);
+    if (!reports)
+      return reports.status().withContext(options.calibFile);
+    outcome.groups = std::move(*reports);
+    outcome.detail += " (" + phaseTimes(times, outcome.config.method) + ")";
+  } else {
+    LLMC_ASSIGN_OR_RETURN(outcome.groups,
+                          quant::quantizeGroups(groups, nullptr, nullptr, *outcome.source,
+                                                settings, pool, *outcome.derived, progress));
+  }
   Totals totals(outcome.groups);
   std::string errors = "weight error " + ratio(totals.weight, totals.weightNorm);
   if (outcome.config.method != QuantizeMethod::Rtn)
