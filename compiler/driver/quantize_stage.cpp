@@ -81,6 +81,17 @@ Status checkOptions(const BuildOptions &o) {
   return Status::ok();
 }
 
+// Whether `data` points into one of the checkpoint's file mappings (not a
+// tensor derived at import, which lives on the heap).
+bool inFileMapping(const WeightSet &weights, const uint8_t *data) {
+  for (const SafetensorsFile &file : weights.files()) {
+    const auto *begin = static_cast<const uint8_t *>(file.mapping().data());
+    if (data >= begin && data < begin + file.mapping().size())
+      return true;
+  }
+  return false;
+}
+
 // The float weights the IR names: views of the checkpoint, or the values
 // the runtime would generate for a --synthetic-weights plan.
 Expected<std::unique_ptr<quant::WeightTable>>
@@ -99,17 +110,18 @@ collectSourceWeights(mlir::ModuleOp module, const WeightSet *weights, uint64_t s
         status = Status::error("weight '" + name + "' is not in the checkpoint");
         return;
       }
-      table->addView(name, t->data, t->dtype, shape);
+      table->addView(name, t->data, t->dtype, shape, inFileMapping(*weights, t->data));
       return;
     }
+    // Generated when calibration reaches it (quant::WeightTable::addGenerated).
     fb::SyntheticInitT init = syntheticInitFor(name, type.getRank(), syntheticSeed);
-    std::vector<float> values(type.getNumElements());
-    for (size_t i = 0; i < values.size(); ++i)
-      values[i] = init.kind == fb::SyntheticKind::Normal
-                      ? init.std * hd::syntheticNormal(init.seed, i)
-                  : init.kind == fb::SyntheticKind::Ones ? 1.0f
-                                                         : 0.0f;
-    table->addOwned(name, std::move(values), shape);
+    table->addGenerated(name, shape, [init](float *values, uint64_t count) {
+      for (uint64_t i = 0; i < count; ++i)
+        values[i] = init.kind == fb::SyntheticKind::Normal
+                        ? init.std * hd::syntheticNormal(init.seed, i)
+                    : init.kind == fb::SyntheticKind::Ones ? 1.0f
+                                                           : 0.0f;
+    });
   });
   if (!status)
     return status;

@@ -644,6 +644,9 @@ calibrateAndQuantize(const std::vector<LinearGroup> &groups, CalibrationModel &m
   for (int64_t i = 0; i < segments.numSegments(); ++i) {
     const std::vector<size_t> &members = segments.groupsOf(i);
     const bool twoPasses = settings.sequential && !members.empty() && segments.segment(i).output;
+    // The segment's float weights are resident while it is worked on.
+    const std::vector<std::string> weights = model.weightsOf(segments.segment(i));
+    source.acquire(weights);
     auto start = std::chrono::steady_clock::now();
     LLMC_ASSIGN_OR_RETURN(std::vector<GroupActivations> stats,
                           segments.collect(i, !twoPasses, passProgress));
@@ -665,6 +668,7 @@ calibrateAndQuantize(const std::vector<LinearGroup> &groups, CalibrationModel &m
     if (settings.sequential)
       ++passesDone;
     effective.clear();
+    source.release(weights);
   }
   if (progress)
     progress(task, total, total);

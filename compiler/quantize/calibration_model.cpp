@@ -63,7 +63,8 @@ Expected<ModelConfig> configOf(mlir::func::FuncOp forward) {
 // dtype, such as a bf16 bias the ops read as f32, or a tensor of several
 // parts) converted into `owned`.
 Expected<const void *> tensorBytes(fb::TensorT &tensor, const WeightSource &source,
-                                   std::vector<std::vector<uint8_t>> &owned) {
+                                   std::vector<std::vector<uint8_t>> &owned,
+                                   const std::function<void(const void *)> &fill) {
   const DType want = static_cast<DType>(tensor.dtype);
   const bool floatSource =
       source.dtype == DType::F32 || source.dtype == DType::F16 || source.dtype == DType::BF16;
@@ -80,6 +81,7 @@ Expected<const void *> tensorBytes(fb::TensorT &tensor, const WeightSource &sour
   for (const WeightSource &part : source.parts.empty() ? single : source.parts) {
     if (part.data == nullptr)
       return Status::error("internal: calibration weight '" + tensor.name + "' has no data");
+    fill(part.data); // the values are read now
     LLMC_RETURN_IF_ERROR(convertElements(part.data, part.dtype, out, want, part.elements));
     out += part.elements * dtypeSize(want);
   }
@@ -145,9 +147,22 @@ Status CalibrationModel::State::lower(const WeightTable &table) {
   options.tokenizerJson = "{}";
   options.kvBlockSize = kBlockSize;
   options.llmcVersion = "calibration";
-  options.resolveWeight = [&table](const std::string &name) -> Expected<WeightSource> {
-    LLMC_ASSIGN_OR_RETURN(const WeightEntry *e, table.get(name));
+  // The entries as they are: a generated tensor is written only when a
+  // segment that reads it runs (WeightTable::acquire), or here when it has to
+  // be converted.
+  std::map<const void *, std::string> nameOf;
+  options.resolveWeight = [&table,
+                           &nameOf](const std::string &name) -> Expected<WeightSource> {
+    const WeightEntry *e = table.peek(name);
+    if (e == nullptr)
+      return Status::error("weight '" + name + "' is not in the checkpoint");
+    nameOf[e->data] = name;
     return WeightSource{static_cast<const uint8_t *>(e->data), e->dtype, e->elements(), {}};
+  };
+  auto fill = [&table, &nameOf](const void *data) {
+    auto it = nameOf.find(data);
+    if (it != nameOf.end())
+      table.acquire({it->second});
   };
   auto lowered = lowerToPlan(module, options);
   if (!lowered)
@@ -157,7 +172,7 @@ Status CalibrationModel::State::lower(const WeightTable &table) {
   for (size_t i = 0; i < contents.meta.tensors.size(); ++i) {
     LLMC_ASSIGN_OR_RETURN(const void *bytes,
                           tensorBytes(*contents.meta.tensors[i], contents.sources[i],
-                                      ownedTensors));
+                                      ownedTensors, fill));
     views.push_back(bytes);
   }
   // One CPU program is all calibration runs.
