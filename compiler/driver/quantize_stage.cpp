@@ -162,22 +162,30 @@ Status checkMaterializable(mlir::ModuleOp module, const BuildOptions &options) {
                        "with the weights generated at load time");
 }
 
-// GPTQ keeps X^T X [K, K] f32 per group until the group is rounded: refuse
-// (rather than be killed for memory) when those would not fit.
-Status checkGramMemory(const std::vector<LinearGroup> &groups, const BuildOptions &options) {
+// GPTQ keeps X^T X [K, K] f32 per group of the segment being calibrated
+// (quant::calibrationSegments) until the group is rounded: refuse (rather
+// than be killed for memory) when one segment's would not fit.
+Status checkGramMemory(const std::vector<LinearGroup> &groups,
+                       const quant::CalibrationModel &model, const BuildOptions &options) {
   uint64_t limit = options.materializeLimitBytes;
   if (limit == 0)
     limit = static_cast<uint64_t>(sysconf(_SC_PHYS_PAGES)) *
             static_cast<uint64_t>(sysconf(_SC_PAGE_SIZE));
+  LLMC_ASSIGN_OR_RETURN(std::vector<std::vector<size_t>> segments,
+                        quant::calibrationSegments(groups, model));
   uint64_t bytes = 0;
-  for (const LinearGroup &g : groups)
-    bytes += 4 * static_cast<uint64_t>(g.cols) * static_cast<uint64_t>(g.cols);
+  for (const std::vector<size_t> &members : segments) {
+    uint64_t segment = 0;
+    for (size_t g : members)
+      segment += 4 * static_cast<uint64_t>(groups[g].cols) * static_cast<uint64_t>(groups[g].cols);
+    bytes = std::max(bytes, segment);
+  }
   if (bytes <= limit / 2)
     return Status::ok();
-  char text[160];
+  char text[200];
   std::snprintf(text, sizeof(text),
-                "--quantize gptq keeps X^T X per linear group: %.1f GB of f32, more than half "
-                "of the %.1f GB of memory here",
+                "--quantize gptq keeps X^T X per linear group of the part of the model being "
+                "calibrated: %.1f GB of f32, more than half of the %.1f GB of memory here",
                 static_cast<double>(bytes) / 1e9, static_cast<double>(limit) / 1e9);
   return Status::error(std::string(text) + "; use --quantize awq or rtn for this model");
 }
@@ -278,8 +286,6 @@ Expected<QuantizeOutcome> prepareQuantization(mlir::ModuleOp module, const Weigh
   std::unique_ptr<quant::CalibrationModel> model;
   quant::CalibrationOptions calib;
   std::vector<int32_t> calibIds;
-  if (outcome.config.method == QuantizeMethod::Gptq)
-    LLMC_RETURN_IF_ERROR(checkGramMemory(groups, options));
   if (outcome.config.method != QuantizeMethod::Rtn) {
     calib.maxTokens = options.calibTokens;
     calib.window = std::min<int64_t>(512, maxSeqLen);
@@ -291,6 +297,8 @@ Expected<QuantizeOutcome> prepareQuantization(mlir::ModuleOp module, const Weigh
     LLMC_ASSIGN_OR_RETURN(
         model, quant::CalibrationModel::create(forward, *outcome.source, pool,
                                                  std::max(calib.window, calib.sampleRows)));
+    if (outcome.config.method == QuantizeMethod::Gptq)
+      LLMC_RETURN_IF_ERROR(checkGramMemory(groups, *model, options));
     LLMC_ASSIGN_OR_RETURN(calibIds, calibrationIds(tokenizer, calib, options, &outcome.detail));
   }
   quant::QuantizeSettings settings;

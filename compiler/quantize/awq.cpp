@@ -613,6 +613,13 @@ std::vector<mlir::Value> blockOutputs(const std::vector<LinearGroup> &groups) {
 
 } // namespace
 
+Expected<std::vector<std::vector<size_t>>>
+calibrationSegments(const std::vector<LinearGroup> &groups, const CalibrationModel &model) {
+  LLMC_ASSIGN_OR_RETURN(SegmentedCalibration::Plan plan,
+                        SegmentedCalibration::plan(model, groups, blockOutputs(groups)));
+  return std::move(plan.groupsOf);
+}
+
 Expected<std::vector<GroupReport>>
 calibrateAndQuantize(const std::vector<LinearGroup> &groups, CalibrationModel &model,
                      const std::vector<int32_t> &ids, std::optional<int32_t> bos,

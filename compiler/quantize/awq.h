@@ -103,4 +103,9 @@ calibrateAndQuantize(const std::vector<LinearGroup> &groups, CalibrationModel &m
                      const QuantizeSettings &settings, ThreadPool &pool, WeightTable &out,
                      const Progress &progress = nullptr, PhaseTimes *times = nullptr);
 
+// The groups (indices into `groups`) of each segment calibrateAndQuantize
+// works on, in order: what it holds the statistics of at one time.
+Expected<std::vector<std::vector<size_t>>>
+calibrationSegments(const std::vector<LinearGroup> &groups, const CalibrationModel &model);
+
 } // namespace llmc::quant

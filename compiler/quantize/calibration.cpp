@@ -180,14 +180,24 @@ SegmentedCalibration::create(CalibrationModel &model, const std::vector<LinearGr
   if (ids.size() < 2)
     return Status::error("the calibration text has " + std::to_string(ids.size()) +
                          " tokens; AWQ needs at least 2 (a few thousand is typical)");
-  if (blockOutputs.size() != groups.size())
-    return Status::error("internal: " + std::to_string(blockOutputs.size()) +
-                         " block outputs for " + std::to_string(groups.size()) + " groups");
   SegmentedCalibration c(model, groups, options, pool);
   c.windows_ = makeWindows(ids, bos, options.maxTokens, options.window);
   for (const auto &w : c.windows_)
     c.totalRows_ += static_cast<int64_t>(w.size());
   c.rows_.resize(c.windows_.size());
+  LLMC_ASSIGN_OR_RETURN(Plan cuts, plan(model, groups, blockOutputs));
+  c.segments_ = std::move(cuts.segments);
+  c.groupsOf_ = std::move(cuts.groupsOf);
+  return c;
+}
+
+Expected<SegmentedCalibration::Plan>
+SegmentedCalibration::plan(const CalibrationModel &model, const std::vector<LinearGroup> &groups,
+                           const std::vector<mlir::Value> &blockOutputs) {
+  if (blockOutputs.size() != groups.size())
+    return Status::error("internal: " + std::to_string(blockOutputs.size()) +
+                         " block outputs for " + std::to_string(groups.size()) + " groups");
+  Plan c;
   // Each group's steps [lo, hi]: its input's producer (or sink) .. its last
   // linear or block output. No cut may fall inside one.
   auto stepOfValue = [&](mlir::Value v) {
@@ -227,15 +237,15 @@ SegmentedCalibration::create(CalibrationModel &model, const std::vector<LinearGr
       segment.input = cuts[k - 1].value;
     if (k < cuts.size())
       segment.output = cuts[k].value;
-    c.segments_.push_back(segment);
-    c.groupsOf_.emplace_back();
+    c.segments.push_back(segment);
+    c.groupsOf.emplace_back();
     for (size_t g = 0; g < groups.size(); ++g)
       if (segment.firstStep <= spans[g].first && spans[g].second < segment.endStep)
-        c.groupsOf_.back().push_back(g);
+        c.groupsOf.back().push_back(g);
   }
   for (size_t g = 0; g < groups.size(); ++g) {
     int64_t homes = 0;
-    for (const auto &members : c.groupsOf_)
+    for (const auto &members : c.groupsOf)
       homes += std::count(members.begin(), members.end(), g);
     if (homes != 1)
       return Status::error("internal: group " + groups[g].label() + " falls in " +

@@ -81,6 +81,14 @@ public:
          const std::vector<mlir::Value> &blockOutputs, const std::vector<int32_t> &ids,
          std::optional<int32_t> bos, const CalibrationOptions &options, ThreadPool &pool);
 
+  // Where create() cuts the model: the segments and the groups of each.
+  struct Plan {
+    std::vector<CalibrationModel::Segment> segments;
+    std::vector<std::vector<size_t>> groupsOf;
+  };
+  static Expected<Plan> plan(const CalibrationModel &model, const std::vector<LinearGroup> &groups,
+                             const std::vector<mlir::Value> &blockOutputs);
+
   int64_t numSegments() const { return static_cast<int64_t>(segments_.size()); }
   const CalibrationModel::Segment &segment(int64_t i) const { return segments_[i]; }
   // The groups (indices into `groups`) whose work lies in segment i, in order.
