@@ -174,6 +174,12 @@ int main(int argc, char **argv) {
   build->add_flag("--awq-norm-scales", options.awqNormScales,
                   "AWQ: search the scales of q/k/v and gate/up (after an RMSNorm) too, as the "
                   "reference does; by default only o_proj's and down_proj's");
+  build->add_flag_callback(
+      "--sequential-calib", [&options] { options.sequentialCalibration = true; },
+      "AWQ/GPTQ: calibrate each layer on the outputs of the quantized earlier layers");
+  build->add_flag_callback(
+      "--no-sequential-calib", [&options] { options.sequentialCalibration = false; },
+      "AWQ/GPTQ: calibrate every layer on the float model's activations");
   build->add_option("--gptq-dampening", options.gptqDampening,
                     "GPTQ: added to the Hessian's diagonal, times its mean (default 0.003)");
   build->add_flag("--gptq-act-order", options.gptqActOrder,

@@ -50,6 +50,10 @@ struct BuildOptions {
   bool noGptqRangeSearch = false;     // --no-gptq-range-search: GPTQ groups keep their full range
   bool noGptqRefit = false;           // --no-gptq-refit: GPTQ keeps the scales it rounded with
   std::string mixed;                  // --mixed: per-linear int4/int8/float recipe (quantize/mixed.h)
+  // --sequential-calib / --no-sequential-calib: AWQ/GPTQ calibrate each
+  // layer on the outputs of the already quantized ones (unset: the default,
+  // docs/quantization.md "Streaming calibration").
+  std::optional<bool> sequentialCalibration;
   bool quantizeLmHead = false;        // --quantize-lm-head: the vocabulary projection too
                                       //   (int4 RTN or int8, quantize/lm_head.h)
   bool awqScalesOnly = false;         // tests: fold AWQ scales, keep float weights

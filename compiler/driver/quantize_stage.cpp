@@ -80,6 +80,9 @@ uint64_t weightElements(mlir::ModuleOp module) {
 
 Status checkOptions(const BuildOptions &o) {
   LLMC_RETURN_IF_ERROR(checkMixedOptions(o));
+  if (o.sequentialCalibration && o.quantize != "awq" && o.quantize != "gptq")
+    return Status::error("--sequential-calib and --no-sequential-calib apply to --quantize awq or "
+                         "gptq only");
   if (o.quantize.empty()) {
     if (!o.calibFile.empty() || o.awqClip || o.noAwqClip || o.noAwqScales || o.awqNormScales ||
         o.gptqActOrder || o.noGptqRangeSearch || o.noGptqRefit || o.gptqDampening)
@@ -137,6 +140,17 @@ Status checkOptions(const BuildOptions &o) {
   return Status::ok();
 }
 
+// Whether `data` points into one of the checkpoint's file mappings (not a
+// tensor derived at import, which lives on the heap).
+bool inFileMapping(const WeightSet &weights, const uint8_t *data) {
+  for (const SafetensorsFile &file : weights.files()) {
+    const auto *begin = static_cast<const uint8_t *>(file.mapping().data());
+    if (data >= begin && data < begin + file.mapping().size())
+      return true;
+  }
+  return false;
+}
+
 // The float weights the IR names: views of the checkpoint, or the values
 // the runtime would generate for a --synthetic-weights plan.
 Expected<std::unique_ptr<quant::WeightTable>>
@@ -155,17 +169,18 @@ collectSourceWeights(mlir::ModuleOp module, const WeightSet *weights, uint64_t s
         status = Status::error("weight '" + name + "' is not in the checkpoint");
         return;
       }
-      table->addView(name, t->data, t->dtype, shape);
+      table->addView(name, t->data, t->dtype, shape, inFileMapping(*weights, t->data));
       return;
     }
+    // Generated when calibration reaches it (quant::WeightTable::addGenerated).
     fb::SyntheticInitT init = syntheticInitFor(name, type.getRank(), syntheticSeed);
-    std::vector<float> values(type.getNumElements());
-    for (size_t i = 0; i < values.size(); ++i)
-      values[i] = init.kind == fb::SyntheticKind::Normal
-                      ? init.std * hd::syntheticNormal(init.seed, i)
-                  : init.kind == fb::SyntheticKind::Ones ? 1.0f
-                                                         : 0.0f;
-    table->addOwned(name, std::move(values), shape);
+    table->addGenerated(name, shape, [init](float *values, uint64_t count) {
+      for (uint64_t i = 0; i < count; ++i)
+        values[i] = init.kind == fb::SyntheticKind::Normal
+                        ? init.std * hd::syntheticNormal(init.seed, i)
+                    : init.kind == fb::SyntheticKind::Ones ? 1.0f
+                                                           : 0.0f;
+    });
   });
   if (!status)
     return status;
@@ -206,42 +221,52 @@ Status checkMaterializable(mlir::ModuleOp module, const BuildOptions &options) {
                        "with the weights generated at load time");
 }
 
-// GPTQ keeps X^T X [K, K] f32 per group until the group is rounded: refuse
-// (rather than be killed for memory) when those would not fit.
-Status checkGramMemory(const std::vector<LinearGroup> &groups, const BuildOptions &options) {
+// GPTQ keeps X^T X [K, K] f32 per group of the segment being calibrated
+// (quant::calibrationSegments) until the group is rounded: refuse (rather
+// than be killed for memory) when one segment's would not fit.
+Status checkGramMemory(const std::vector<LinearGroup> &groups,
+                       const quant::CalibrationModel &model, const BuildOptions &options) {
   uint64_t limit = options.materializeLimitBytes;
   if (limit == 0)
     limit = static_cast<uint64_t>(sysconf(_SC_PHYS_PAGES)) *
             static_cast<uint64_t>(sysconf(_SC_PAGE_SIZE));
+  LLMC_ASSIGN_OR_RETURN(std::vector<std::vector<size_t>> segments,
+                        quant::calibrationSegments(groups, model));
   uint64_t bytes = 0;
-  for (const LinearGroup &g : groups)
-    bytes += 4 * static_cast<uint64_t>(g.cols) * static_cast<uint64_t>(g.cols);
+  for (const std::vector<size_t> &members : segments) {
+    uint64_t segment = 0;
+    for (size_t g : members)
+      segment += 4 * static_cast<uint64_t>(groups[g].cols) * static_cast<uint64_t>(groups[g].cols);
+    bytes = std::max(bytes, segment);
+  }
   if (bytes <= limit / 2)
     return Status::ok();
-  char text[160];
+  char text[200];
   std::snprintf(text, sizeof(text),
-                "--quantize gptq keeps X^T X per linear group: %.1f GB of f32, more than half "
-                "of the %.1f GB of memory here",
+                "--quantize gptq keeps X^T X per linear group of the part of the model being "
+                "calibrated: %.1f GB of f32, more than half of the %.1f GB of memory here",
                 static_cast<double>(bytes) / 1e9, static_cast<double>(limit) / 1e9);
   return Status::error(std::string(text) + "; use --quantize awq or rtn for this model");
 }
 
-// Tokenizes --calib and runs the model over it (quant::calibrate).
-Expected<std::vector<quant::GroupActivations>>
-runCalibration(quant::CalibrationModel &model, const std::vector<LinearGroup> &groups,
-               const Tokenizer &tokenizer, const quant::CalibrationOptions &calib,
-               const BuildOptions &options, ThreadPool &pool, const quant::Progress &progress,
-               std::string *detail) {
+// The ids of --calib, and the line that says what calibration used.
+Expected<std::vector<int32_t>> calibrationIds(const Tokenizer &tokenizer,
+                                              const quant::CalibrationOptions &calib,
+                                              const BuildOptions &options, std::string *detail) {
   LLMC_ASSIGN_OR_RETURN(std::string text, readTextFile(options.calibFile));
   LLMC_ASSIGN_OR_RETURN(std::vector<int32_t> ids, tokenizer.tryEncode(text, false));
-  auto activations =
-      quant::calibrate(model, groups, ids, tokenizer.bosId(), calib, pool, progress);
-  if (!activations)
-    return activations.status().withContext(options.calibFile);
   *detail = "calibrated on " +
             std::to_string(std::min<int64_t>(static_cast<int64_t>(ids.size()), calib.maxTokens)) +
             " tokens of " + options.calibFile;
-  return activations;
+  return ids;
+}
+
+std::string phaseTimes(const quant::PhaseTimes &t, QuantizeMethod method) {
+  char text[160];
+  std::snprintf(text, sizeof(text), "calibration %.1f s, %s %.1f s, %s %.1f s", t.calibration,
+                method == QuantizeMethod::Awq ? "AWQ search" : "measuring", t.search,
+                method == QuantizeMethod::Gptq ? "GPTQ" : "packing int4", t.packing);
+  return text;
 }
 
 // Totals over groups, weighted by their norms: sum(err) / sum(norm).
@@ -326,12 +351,10 @@ Expected<QuantizeOutcome> prepareQuantization(mlir::ModuleOp module, const Weigh
       reporter.taskProgress(task, done, total);
   };
   std::vector<LinearGroup> groups = findLinearGroups(forward);
-  std::vector<quant::GroupActivations> activations;
   std::unique_ptr<quant::CalibrationModel> model;
-  if (outcome.config.method == QuantizeMethod::Gptq)
-    LLMC_RETURN_IF_ERROR(checkGramMemory(groups, options));
+  quant::CalibrationOptions calib;
+  std::vector<int32_t> calibIds;
   if (outcome.config.method != QuantizeMethod::Rtn) {
-    quant::CalibrationOptions calib;
     calib.maxTokens = options.calibTokens;
     calib.window = std::min<int64_t>(512, maxSeqLen);
     calib.meanSkipsFirstRow = tokenizer.bosId().has_value();
@@ -342,8 +365,9 @@ Expected<QuantizeOutcome> prepareQuantization(mlir::ModuleOp module, const Weigh
     LLMC_ASSIGN_OR_RETURN(
         model, quant::CalibrationModel::create(forward, *outcome.source, pool,
                                                  std::max(calib.window, calib.sampleRows)));
-    LLMC_ASSIGN_OR_RETURN(activations, runCalibration(*model, groups, tokenizer, calib, options,
-                                                      pool, progress, &outcome.detail));
+    if (outcome.config.method == QuantizeMethod::Gptq)
+      LLMC_RETURN_IF_ERROR(checkGramMemory(groups, *model, options));
+    LLMC_ASSIGN_OR_RETURN(calibIds, calibrationIds(tokenizer, calib, options, &outcome.detail));
   }
   quant::QuantizeSettings settings;
   settings.config = outcome.config;
@@ -357,10 +381,21 @@ Expected<QuantizeOutcome> prepareQuantization(mlir::ModuleOp module, const Weigh
   settings.fixedAlpha = options.awqFixedAlpha;
   if (options.noAwqScales)
     settings.fixedAlpha = 0.0f; // s = 1 everywhere: nothing folds, the clipping search decides
-  LLMC_ASSIGN_OR_RETURN(outcome.groups,
-                        quant::quantizeGroups(groups, activations.empty() ? nullptr : &activations,
-                                              model.get(), *outcome.source, settings, pool,
-                                              *outcome.derived, progress));
+  settings.sequential = options.sequentialCalibration.value_or(false);
+  if (model) {
+    quant::PhaseTimes times;
+    auto reports = quant::calibrateAndQuantize(groups, *model, calibIds, tokenizer.bosId(), calib,
+                                               *outcome.source, settings, pool, *outcome.derived,
+                                               progress, &times);
+    if (!reports)
+      return reports.status().withContext(options.calibFile);
+    outcome.groups = std::move(*reports);
+    outcome.detail += " (" + phaseTimes(times, outcome.config.method) + ")";
+  } else {
+    LLMC_ASSIGN_OR_RETURN(outcome.groups,
+                          quant::quantizeGroups(groups, nullptr, nullptr, *outcome.source,
+                                                settings, pool, *outcome.derived, progress));
+  }
   Totals totals(outcome.groups);
   std::string errors = "weight error " + ratio(totals.weight, totals.weightNorm);
   if (outcome.config.method != QuantizeMethod::Rtn)

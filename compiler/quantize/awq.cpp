@@ -8,8 +8,10 @@
 #include <llvm/ADT/DenseSet.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <limits>
+#include <map>
 
 namespace llmc::quant {
 namespace {
@@ -325,6 +327,29 @@ public:
     return Status::ok();
   }
 
+  // Searches, then packs, the groups `gs` (whose sinks are among them),
+  // timing each phase into `times`.
+  Status quantizeSubset(const std::vector<size_t> &gs, PhaseTimes &times) {
+    auto start = std::chrono::steady_clock::now();
+    auto lap = [&start] {
+      auto now = std::chrono::steady_clock::now();
+      double seconds = std::chrono::duration<double>(now - start).count();
+      start = now;
+      return seconds;
+    };
+    for (size_t g : gs)
+      LLMC_RETURN_IF_ERROR(search(g));
+    times.search += lap();
+    for (size_t g : gs)
+      LLMC_RETURN_IF_ERROR(materialize(g));
+    times.packing += lap();
+    return Status::ok();
+  }
+
+  // materialize() stores each linear's effective weights [N, K] here, by
+  // weight name (null: not kept).
+  void keepEffectiveWeights(std::map<std::string, Matrix> *effective) { effective_ = effective; }
+
   std::vector<GroupReport> takeReports() { return std::move(reports_); }
 
 private:
@@ -450,6 +475,8 @@ private:
     std::vector<Matrix> eff;
     for (size_t l = 0; l < weights.size(); ++l) {
       LLMC_ASSIGN_OR_RETURN(Matrix e, materializeLinear(g, group.linears[l], weights[l], colScale));
+      if (effective_ != nullptr)
+        (*effective_)[weightName(llm::LinearOp(group.linears[l]).getWeight())] = e;
       report.weightNorm += squaredNorm(weights[l].values);
       report.weightError += squaredDistance(e.values, weights[l].values);
       report.rtnWeightError +=
@@ -557,6 +584,7 @@ private:
   std::vector<GroupReport> reports_;
   std::vector<std::vector<float>> scales_;           // per group, on its sink channels
   llvm::DenseMap<mlir::Operation *, size_t> sinkOf_; // sink linear -> the group it absorbs
+  std::map<std::string, Matrix> *effective_ = nullptr;
 };
 
 } // namespace
@@ -573,6 +601,93 @@ quantizeGroups(const std::vector<LinearGroup> &groups,
                          " groups, " + std::to_string(groups.size()) + " expected");
   GroupQuantizer quantizer(groups, activations, model, source, settings, pool, out);
   LLMC_RETURN_IF_ERROR(quantizer.run(progress));
+  return quantizer.takeReports();
+}
+
+namespace {
+
+double secondsSince(std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
+// Each group's block output (blockOutput), where the model measures it.
+std::vector<mlir::Value> blockOutputs(const std::vector<LinearGroup> &groups) {
+  std::vector<mlir::Value> outputs;
+  for (const LinearGroup &group : groups)
+    outputs.push_back(blockOutput(group));
+  return outputs;
+}
+
+} // namespace
+
+Expected<std::vector<std::vector<size_t>>>
+calibrationSegments(const std::vector<LinearGroup> &groups, const CalibrationModel &model) {
+  LLMC_ASSIGN_OR_RETURN(SegmentedCalibration::Plan plan,
+                        SegmentedCalibration::plan(model, groups, blockOutputs(groups)));
+  return std::move(plan.groupsOf);
+}
+
+Expected<std::vector<GroupReport>>
+calibrateAndQuantize(const std::vector<LinearGroup> &groups, CalibrationModel &model,
+                     const std::vector<int32_t> &ids, std::optional<int32_t> bos,
+                     const CalibrationOptions &calibration, const WeightTable &source,
+                     const QuantizeSettings &settings, ThreadPool &pool, WeightTable &out,
+                     const Progress &progress, PhaseTimes *times) {
+  LLMC_ASSIGN_OR_RETURN(SegmentedCalibration segments,
+                        SegmentedCalibration::create(model, groups, blockOutputs(groups), ids,
+                                                     bos, calibration, pool));
+  // One entry per group; only the current segment's are filled.
+  std::vector<GroupActivations> activations(groups.size());
+  GroupQuantizer quantizer(groups, &activations, &model, source, settings, pool, out);
+  std::map<std::string, Matrix> effective;
+  if (settings.sequential)
+    quantizer.keepEffectiveWeights(&effective);
+  PhaseTimes phases;
+  const std::string task = settings.config.method == QuantizeMethod::Awq    ? "AWQ"
+                           : settings.config.method == QuantizeMethod::Gptq ? "GPTQ"
+                                                                            : "RTN";
+  // One bar over every segment's passes over the windows.
+  const uint64_t perPass = static_cast<uint64_t>(segments.totalRows());
+  const uint64_t total = perPass * static_cast<uint64_t>(segments.numSegments()) *
+                         (settings.sequential ? 2 : 1);
+  uint64_t passesDone = 0;
+  auto passProgress = [&](const std::string &, uint64_t done, uint64_t) {
+    if (progress)
+      progress(task, passesDone * perPass + done, total);
+  };
+  for (int64_t i = 0; i < segments.numSegments(); ++i) {
+    const std::vector<size_t> &members = segments.groupsOf(i);
+    const bool twoPasses = settings.sequential && !members.empty() && segments.segment(i).output;
+    // The segment's float weights are resident while it is worked on.
+    const std::vector<std::string> weights = model.weightsOf(segments.segment(i));
+    source.acquire(weights);
+    auto start = std::chrono::steady_clock::now();
+    LLMC_ASSIGN_OR_RETURN(std::vector<GroupActivations> stats,
+                          segments.collect(i, !twoPasses, passProgress));
+    ++passesDone;
+    phases.calibration += secondsSince(start);
+    for (size_t k = 0; k < members.size(); ++k)
+      activations[members[k]] = std::move(stats[k]);
+    LLMC_RETURN_IF_ERROR(quantizer.quantizeSubset(members, phases));
+    for (size_t g : members)
+      activations[g] = GroupActivations();
+    if (twoPasses) {
+      start = std::chrono::steady_clock::now();
+      CalibrationModel::WeightOverrides overrides;
+      for (const auto &[name, m] : effective)
+        overrides[name] = {m.values.data(), DType::F32, m.rows, m.cols};
+      LLMC_RETURN_IF_ERROR(segments.advance(i, overrides, passProgress));
+      phases.calibration += secondsSince(start);
+    }
+    if (settings.sequential)
+      ++passesDone;
+    effective.clear();
+    source.release(weights);
+  }
+  if (progress)
+    progress(task, total, total);
+  if (times != nullptr)
+    *times = phases;
   return quantizer.takeReports();
 }
 

@@ -43,6 +43,10 @@ struct QuantizeSettings {
   bool gptqRangeSearch = true;     // GPTQ: off with --no-gptq-range-search
   bool gptqRefitScales = true;     // GPTQ: off with --no-gptq-refit
   double gptqDampening = 0.003;    // GPTQ: times the mean of H's diagonal (--gptq-dampening)
+  // Calibrate each segment on the outputs of the already quantized ones
+  // (GPTQ's sequential mode; AWQ: the scaled and clipped ones), not on the
+  // float model's (calibrateAndQuantize).
+  bool sequential = false;
   int gridPoints = 20;             // alphas 0, 1/20, ..., 19/20
   std::optional<float> fixedAlpha; // tests: use this alpha, no search
 };
@@ -76,5 +80,33 @@ quantizeGroups(const std::vector<LinearGroup> &groups,
                const std::vector<GroupActivations> *activations, CalibrationModel *model,
                const WeightTable &source, const QuantizeSettings &settings, ThreadPool &pool,
                WeightTable &out, const Progress &progress = nullptr);
+
+// Wall seconds spent per phase by calibrateAndQuantize (`llmc build` prints them).
+struct PhaseTimes {
+  double calibration = 0; // running the segments over the windows
+  double search = 0;      // AWQ's scale search, or measuring the RTN errors
+  double packing = 0;     // clipping, GPTQ and packing int4
+};
+
+// quantizeGroups on a model calibrated one segment at a time
+// (SegmentedCalibration): per segment, its groups' statistics, their search
+// and packing, then the rows of the next segment, from the float segment in
+// the same pass or (settings.sequential) from a second pass of the segment
+// with the weights the plan will compute with. The statistics of one
+// segment are held at a time (GPTQ's X^T X: those of one half layer), and
+// each segment's float weights are resident only while it is worked on
+// (WeightTable::acquire / release). Without `sequential` the result is
+// quantizeGroups' on calibrate()'s statistics, bit for bit.
+Expected<std::vector<GroupReport>>
+calibrateAndQuantize(const std::vector<LinearGroup> &groups, CalibrationModel &model,
+                     const std::vector<int32_t> &ids, std::optional<int32_t> bos,
+                     const CalibrationOptions &calibration, const WeightTable &source,
+                     const QuantizeSettings &settings, ThreadPool &pool, WeightTable &out,
+                     const Progress &progress = nullptr, PhaseTimes *times = nullptr);
+
+// The groups (indices into `groups`) of each segment calibrateAndQuantize
+// works on, in order: what it holds the statistics of at one time.
+Expected<std::vector<std::vector<size_t>>>
+calibrationSegments(const std::vector<LinearGroup> &groups, const CalibrationModel &model);
 
 } // namespace llmc::quant

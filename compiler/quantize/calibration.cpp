@@ -1,8 +1,10 @@
 #include "quantize/calibration.h"
 
 #include "cpu/matmul.h"
+#include "ir/LlmOps.h"
 
 #include <llvm/ADT/DenseMap.h>
+#include <llvm/ADT/STLExtras.h>
 
 #include <algorithm>
 #include <cmath>
@@ -168,6 +170,142 @@ calibrate(CalibrationModel &model, const std::vector<LinearGroup> &groups,
   if (progress)
     progress("calibrating", totalRows, totalRows);
   return collector.finish();
+}
+
+Expected<SegmentedCalibration>
+SegmentedCalibration::create(CalibrationModel &model, const std::vector<LinearGroup> &groups,
+                             const std::vector<mlir::Value> &blockOutputs,
+                             const std::vector<int32_t> &ids, std::optional<int32_t> bos,
+                             const CalibrationOptions &options, ThreadPool &pool) {
+  if (ids.size() < 2)
+    return Status::error("the calibration text has " + std::to_string(ids.size()) +
+                         " tokens; AWQ needs at least 2 (a few thousand is typical)");
+  SegmentedCalibration c(model, groups, options, pool);
+  c.windows_ = makeWindows(ids, bos, options.maxTokens, options.window);
+  for (const auto &w : c.windows_)
+    c.totalRows_ += static_cast<int64_t>(w.size());
+  c.rows_.resize(c.windows_.size());
+  LLMC_ASSIGN_OR_RETURN(Plan cuts, plan(model, groups, blockOutputs));
+  c.segments_ = std::move(cuts.segments);
+  c.groupsOf_ = std::move(cuts.groupsOf);
+  return c;
+}
+
+Expected<SegmentedCalibration::Plan>
+SegmentedCalibration::plan(const CalibrationModel &model, const std::vector<LinearGroup> &groups,
+                           const std::vector<mlir::Value> &blockOutputs) {
+  if (blockOutputs.size() != groups.size())
+    return Status::error("internal: " + std::to_string(blockOutputs.size()) +
+                         " block outputs for " + std::to_string(groups.size()) + " groups");
+  Plan c;
+  // Each group's steps [lo, hi]: its input's producer (or sink) .. its last
+  // linear or block output. No cut may fall inside one.
+  auto stepOfValue = [&](mlir::Value v) {
+    mlir::Operation *op = v ? v.getDefiningOp() : nullptr;
+    return op == nullptr ? int64_t{-1} : model.stepOf(op);
+  };
+  std::vector<std::pair<int64_t, int64_t>> spans;
+  int64_t last = -1;
+  for (size_t g = 0; g < groups.size(); ++g) {
+    int64_t lo = stepOfValue(groups[g].input), hi = lo;
+    if (groups[g].sinkOp != nullptr)
+      lo = std::min(lo, model.stepOf(groups[g].sinkOp));
+    for (llm::LinearOp linear : groups[g].linears)
+      hi = std::max(hi, model.stepOf(linear.getOperation()));
+    hi = std::max(hi, stepOfValue(blockOutputs[g]));
+    if (lo < 0)
+      return Status::error("internal: group " + groups[g].label() + " outside the program");
+    spans.push_back({lo, hi});
+    last = std::max(last, hi);
+  }
+  if (groups.empty())
+    return c;
+  std::vector<CalibrationModel::Cut> cuts;
+  for (const CalibrationModel::Cut &cut : model.cuts()) {
+    if (cut.step > last)
+      break;
+    if (llvm::none_of(spans, [&](const auto &span) {
+          return span.first < cut.step && cut.step <= span.second;
+        }))
+      cuts.push_back(cut);
+  }
+  for (size_t k = 0; k <= cuts.size(); ++k) {
+    CalibrationModel::Segment segment;
+    segment.firstStep = k == 0 ? 0 : cuts[k - 1].step;
+    segment.endStep = k == cuts.size() ? last + 1 : cuts[k].step;
+    if (k > 0)
+      segment.input = cuts[k - 1].value;
+    if (k < cuts.size())
+      segment.output = cuts[k].value;
+    c.segments.push_back(segment);
+    c.groupsOf.emplace_back();
+    for (size_t g = 0; g < groups.size(); ++g)
+      if (segment.firstStep <= spans[g].first && spans[g].second < segment.endStep)
+        c.groupsOf.back().push_back(g);
+  }
+  for (size_t g = 0; g < groups.size(); ++g) {
+    int64_t homes = 0;
+    for (const auto &members : c.groupsOf)
+      homes += std::count(members.begin(), members.end(), g);
+    if (homes != 1)
+      return Status::error("internal: group " + groups[g].label() + " falls in " +
+                           std::to_string(homes) + " calibration segments");
+  }
+  return c;
+}
+
+Status SegmentedCalibration::runWindows(int64_t i, const std::vector<mlir::Value> &observed,
+                                        const CalibrationModel::Observer &observe,
+                                        const std::function<void(int64_t)> &windowDone,
+                                        bool keepOutputs,
+                                        const CalibrationModel::WeightOverrides &overrides,
+                                        const Progress &progress) {
+  if (i != next_ || i >= numSegments())
+    return Status::error("internal: calibration segment " + std::to_string(i) + " out of order");
+  const CalibrationModel::Segment &segment = segments_[i];
+  int64_t done = 0;
+  for (size_t w = 0; w < windows_.size(); ++w) {
+    if (progress)
+      progress("calibrating", done, totalRows_);
+    LLMC_ASSIGN_OR_RETURN(std::vector<float> out,
+                          model_->runSegment(segment, windows_[w],
+                                             segment.input ? rows_[w].data() : nullptr, observed,
+                                             observe, overrides));
+    if (keepOutputs)
+      rows_[w] = std::move(out);
+    if (windowDone)
+      windowDone(static_cast<int64_t>(windows_[w].size()));
+    done += static_cast<int64_t>(windows_[w].size());
+  }
+  if (progress)
+    progress("calibrating", totalRows_, totalRows_);
+  if (keepOutputs)
+    ++next_;
+  return Status::ok();
+}
+
+Expected<std::vector<GroupActivations>>
+SegmentedCalibration::collect(int64_t i, bool advance, const Progress &progress) {
+  std::vector<LinearGroup> groups;
+  std::vector<mlir::Value> inputs;
+  for (size_t g : groupsOf(i)) {
+    groups.push_back((*groups_)[g]);
+    inputs.push_back((*groups_)[g].input);
+  }
+  Collector collector(groups, static_cast<int64_t>(windows_.size()), options_, *pool_);
+  LLMC_RETURN_IF_ERROR(runWindows(
+      i, inputs,
+      [&](mlir::Value v, const float *data, int64_t rows, int64_t width) {
+        collector.observe(v, data, rows, width);
+      },
+      [&](int64_t rows) { collector.nextWindow(rows); }, advance, {}, progress));
+  return collector.finish();
+}
+
+Status SegmentedCalibration::advance(int64_t i,
+                                     const CalibrationModel::WeightOverrides &overrides,
+                                     const Progress &progress) {
+  return runWindows(i, {}, nullptr, nullptr, true, overrides, progress);
 }
 
 } // namespace llmc::quant

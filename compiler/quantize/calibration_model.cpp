@@ -63,7 +63,8 @@ Expected<ModelConfig> configOf(mlir::func::FuncOp forward) {
 // dtype, such as a bf16 bias the ops read as f32, or a tensor of several
 // parts) converted into `owned`.
 Expected<const void *> tensorBytes(fb::TensorT &tensor, const WeightSource &source,
-                                   std::vector<std::vector<uint8_t>> &owned) {
+                                   std::vector<std::vector<uint8_t>> &owned,
+                                   const std::function<void(const void *)> &fill) {
   const DType want = static_cast<DType>(tensor.dtype);
   const bool floatSource =
       source.dtype == DType::F32 || source.dtype == DType::F16 || source.dtype == DType::BF16;
@@ -80,6 +81,7 @@ Expected<const void *> tensorBytes(fb::TensorT &tensor, const WeightSource &sour
   for (const WeightSource &part : source.parts.empty() ? single : source.parts) {
     if (part.data == nullptr)
       return Status::error("internal: calibration weight '" + tensor.name + "' has no data");
+    fill(part.data); // the values are read now
     LLMC_RETURN_IF_ERROR(convertElements(part.data, part.dtype, out, want, part.elements));
     out += part.elements * dtypeSize(want);
   }
@@ -145,9 +147,22 @@ Status CalibrationModel::State::lower(const WeightTable &table) {
   options.tokenizerJson = "{}";
   options.kvBlockSize = kBlockSize;
   options.llmcVersion = "calibration";
-  options.resolveWeight = [&table](const std::string &name) -> Expected<WeightSource> {
-    LLMC_ASSIGN_OR_RETURN(const WeightEntry *e, table.get(name));
+  // The entries as they are: a generated tensor is written only when a
+  // segment that reads it runs (WeightTable::acquire), or here when it has to
+  // be converted.
+  std::map<const void *, std::string> nameOf;
+  options.resolveWeight = [&table,
+                           &nameOf](const std::string &name) -> Expected<WeightSource> {
+    const WeightEntry *e = table.peek(name);
+    if (e == nullptr)
+      return Status::error("weight '" + name + "' is not in the checkpoint");
+    nameOf[e->data] = name;
     return WeightSource{static_cast<const uint8_t *>(e->data), e->dtype, e->elements(), {}};
+  };
+  auto fill = [&table, &nameOf](const void *data) {
+    auto it = nameOf.find(data);
+    if (it != nameOf.end())
+      table.acquire({it->second});
   };
   auto lowered = lowerToPlan(module, options);
   if (!lowered)
@@ -157,7 +172,7 @@ Status CalibrationModel::State::lower(const WeightTable &table) {
   for (size_t i = 0; i < contents.meta.tensors.size(); ++i) {
     LLMC_ASSIGN_OR_RETURN(const void *bytes,
                           tensorBytes(*contents.meta.tensors[i], contents.sources[i],
-                                      ownedTensors));
+                                      ownedTensors, fill));
     views.push_back(bytes);
   }
   // One CPU program is all calibration runs.
@@ -280,6 +295,104 @@ CalibrationModel::CalibrationModel(std::unique_ptr<State> state) : state_(std::m
 CalibrationModel::~CalibrationModel() = default;
 
 int64_t CalibrationModel::numSteps() const { return state_->exec->program().steps()->size(); }
+
+int64_t CalibrationModel::stepOf(mlir::Operation *op) const {
+  auto it = state_->stepOf.find(op);
+  return it == state_->stepOf.end() ? -1 : it->second;
+}
+
+// A value is live across the boundary before step b when its producer runs
+// before b (the tokens: before step 0) and a reader at or after b (the
+// return: after every step). A boundary with one live F32 value is a cut.
+std::vector<CalibrationModel::Cut> CalibrationModel::cuts() const {
+  const State &s = *state_;
+  const int64_t steps = numSteps();
+  std::vector<int64_t> live(steps + 1, 0);
+  std::vector<std::pair<int64_t, int64_t>> spans; // per value: (first boundary, last boundary]
+  std::vector<mlir::Value> values;
+  for (const auto &[value, buffer] : s.bufferOf) {
+    mlir::Operation *producer = value.getDefiningOp();
+    const int64_t defined = producer == nullptr ? -1 : stepOf(producer);
+    int64_t lastRead = defined;
+    for (mlir::Operation *user : value.getUsers()) {
+      const int64_t step = stepOf(user);
+      lastRead = std::max(lastRead, step < 0 ? steps : step);
+    }
+    // Live across boundaries defined + 1 .. lastRead.
+    for (int64_t b = defined + 1; b <= std::min(lastRead, steps); ++b)
+      ++live[b];
+    spans.push_back({defined, lastRead});
+    values.push_back(value);
+  }
+  std::vector<Cut> result;
+  const auto &buffers = *s.exec->program().buffers();
+  for (int64_t b = 1; b < steps; ++b) {
+    if (live[b] != 1)
+      continue;
+    for (size_t v = 0; v < values.size(); ++v)
+      if (spans[v].first < b && b <= spans[v].second) {
+        if (buffers.Get(s.bufferOf.lookup(values[v]))->dtype() == fb::DType::F32)
+          result.push_back({b, values[v]});
+        break;
+      }
+  }
+  return result;
+}
+
+std::vector<std::string> CalibrationModel::weightsOf(const Segment &segment) const {
+  std::vector<std::string> names;
+  for (mlir::Operation &op : state_->forward.getBody().front()) {
+    const int64_t step = stepOf(&op);
+    if (step < segment.firstStep || step >= segment.endStep)
+      continue;
+    for (mlir::Value operand : op.getOperands())
+      if (auto weight = operand.getDefiningOp<llm::WeightOp>()) {
+        std::string name = weight.getName().str();
+        if (std::find(names.begin(), names.end(), name) == names.end())
+          names.push_back(std::move(name));
+      }
+  }
+  return names;
+}
+
+Expected<std::vector<float>>
+CalibrationModel::runSegment(const Segment &segment, const std::vector<int32_t> &tokens,
+                             const float *inputRows, const std::vector<mlir::Value> &values,
+                             const Observer &observe, const WeightOverrides &overrides) {
+  State &s = *state_;
+  const int64_t rows = static_cast<int64_t>(tokens.size());
+  LLMC_RETURN_IF_ERROR(s.checkWindow(tokens));
+  if (segment.firstStep < 0 || segment.endStep <= segment.firstStep ||
+      segment.endStep > numSteps() || (segment.firstStep > 0) != static_cast<bool>(segment.input) ||
+      (segment.input && inputRows == nullptr))
+    return Status::error("internal: calibration segment [" + std::to_string(segment.firstStep) +
+                         ", " + std::to_string(segment.endStep) + ") without its input");
+  s.tokens = tokens;
+  LLMC_RETURN_IF_ERROR(s.setSequences({rows}, rows));
+  llvm::DenseSet<mlir::Value> wanted(values.begin(), values.end());
+  CpuRunHooks hooks;
+  hooks.firstStep = segment.firstStep;
+  hooks.endStep = segment.endStep;
+  if (segment.input)
+    hooks.seeds.push_back({s.bufferOf.lookup(segment.input), inputRows});
+  if (!wanted.empty())
+    hooks.observe = [&](uint32_t step, int input, int, const float *data, int64_t n,
+                        int64_t width) {
+      for (const auto &[operand, value] : s.firstReads[step])
+        if (operand == input && wanted.count(value))
+          observe(value, data, n, width);
+    };
+  for (const auto &[name, matrix] : overrides)
+    hooks.overrides.push_back({name, matrix});
+  LLMC_RETURN_IF_ERROR(s.runProgram(&hooks));
+  if (!segment.output)
+    return std::vector<float>();
+  auto buffer = s.bufferOf.find(segment.output);
+  if (buffer == s.bufferOf.end())
+    return Status::error("internal: a segment output the program does not compute");
+  const float *y = s.exec->buffer(buffer->second);
+  return std::vector<float>(y, y + rows * widthOf(segment.output));
+}
 
 Expected<std::unique_ptr<CalibrationModel>> CalibrationModel::create(mlir::func::FuncOp forward,
                                                                      const WeightTable &weights,

@@ -66,6 +66,42 @@ public:
                                         const std::vector<int64_t> &sequenceLengths,
                                         mlir::Value target, const WeightOverrides &overrides = {});
 
+  // A place where the program can be cut: the steps from `step` on read
+  // nothing the earlier steps computed but `value` (and weights and the
+  // positions). In a decoder these are the residual stream between layers
+  // and between a layer's attention and MLP halves.
+  struct Cut {
+    int64_t step = 0;
+    mlir::Value value;
+  };
+  // Every cut, in program order (each value's buffer is F32).
+  std::vector<Cut> cuts() const;
+  // The step an op of @forward runs as; -1 for the weights and the return.
+  int64_t stepOf(mlir::Operation *op) const;
+
+  // A range of steps [firstStep, endStep) between two cuts (or from the
+  // start: `input` empty, the range reads the tokens).
+  struct Segment {
+    int64_t firstStep = 0, endStep = 0;
+    mlir::Value input;  // the cut the range starts at; empty: step 0, the tokens
+    mlir::Value output; // the value the next range reads; empty: none
+  };
+  // The names of the weights the segment's steps read.
+  std::vector<std::string> weightsOf(const Segment &segment) const;
+
+  // Runs one window through `segment`: `tokens` at positions 0 .. T-1 of a
+  // fresh sequence, and when the segment starts at a cut `inputRows` [T,
+  // width] as that cut's value (the rows the previous segment returned).
+  // Reports each of `values` whose first reader is in the segment, as
+  // observe() does, and returns the segment's output [T, width] (empty when
+  // it has none). `overrides` as for runSlice.
+  Expected<std::vector<float>> runSegment(const Segment &segment,
+                                          const std::vector<int32_t> &tokens,
+                                          const float *inputRows,
+                                          const std::vector<mlir::Value> &values,
+                                          const Observer &observe,
+                                          const WeightOverrides &overrides = {});
+
   // Steps of the lowered program (tests).
   int64_t numSteps() const;
 

@@ -21,6 +21,7 @@
 #include "plan/plan_fixture.h"
 #include "quantize/calibration_model.h"
 #include "quantize/q4_quantize.h"
+#include "support/mapped_file.h"
 
 #include <mlir/Dialect/Func/IR/FuncOps.h>
 #include <mlir/IR/MLIRContext.h>
@@ -670,6 +671,38 @@ TEST(QuantizeBuild, OptionErrorsNameTheOption) {
               o.calibFile = "/nonexistent/calib.txt";
             }).find("/nonexistent/calib.txt"),
             std::string::npos);
+}
+
+// --sequential-calib (quantize/awq.h, calibrateAndQuantize): AWQ and GPTQ
+// build with it, each a plan other than without it (layer 1 is calibrated
+// on the int4 layer 0); with RTN, int8 or no --quantize it is an error that
+// names the option.
+TEST(QuantizeBuild, SequentialCalibrationAppliesToAwqAndGptq) {
+  for (const std::string method : {"awq", "gptq"}) {
+    std::vector<std::string> plans;
+    for (bool sequential : {false, true}) {
+      BuildOptions options = qwen2(method + (sequential ? "-sequential" : "-float-inputs"));
+      options.quantize = method;
+      options.calibFile = calibrationFile();
+      options.sequentialCalibration = sequential;
+      Status built = build(options);
+      ASSERT_TRUE(built.isOk()) << built.message();
+      plans.push_back(options.output);
+    }
+    auto a = readTextFile(plans[0]), b = readTextFile(plans[1]);
+    ASSERT_TRUE(a.isOk() && b.isOk());
+    EXPECT_EQ(a->size(), b->size());
+    EXPECT_NE(*a, *b) << method;
+  }
+  for (const std::string method : {"rtn", "int8", ""}) {
+    BuildOptions options = qwen2("sequential-" + method);
+    options.quantize = method;
+    options.sequentialCalibration = true;
+    EXPECT_NE(build(options).message().find("--sequential-calib and --no-sequential-calib apply "
+                                            "to --quantize awq or gptq only"),
+              std::string::npos)
+        << method;
+  }
 }
 
 } // namespace
