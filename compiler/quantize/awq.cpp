@@ -321,6 +321,11 @@ public:
       if (progress)
         progress(packing, g, groups_.size());
       LLMC_RETURN_IF_ERROR(materialize(g));
+      // Without a calibration model nothing reads the group's float
+      // weights again: their pages go back (an RTN build of a checkpoint
+      // keeps one group's resident, not the model's).
+      if (model_ == nullptr)
+        source_.release(weightNames(g));
     }
     if (progress)
       progress(packing, groups_.size(), groups_.size());
@@ -412,6 +417,13 @@ private:
                      effectiveWeights(pool_, applyScales(w, s, {}), w.rows, w.cols,
                                       settings_.config.groupSize, s, {}, true)});
     return eff;
+  }
+
+  std::vector<std::string> weightNames(size_t g) const {
+    std::vector<std::string> names;
+    for (llm::LinearOp linear : groups_[g].linears)
+      names.push_back(weightName(linear.getWeight()));
+    return names;
   }
 
   Expected<std::vector<Matrix>> loadGroup(size_t g) {
@@ -644,9 +656,11 @@ calibrateAndQuantize(const std::vector<LinearGroup> &groups, CalibrationModel &m
   const uint64_t total = perPass * static_cast<uint64_t>(segments.numSegments()) *
                          (settings.sequential ? 2 : 1);
   uint64_t passesDone = 0;
+  // The last segment's search and packing come after its last pass: the
+  // bar is full only at the end.
   auto passProgress = [&](const std::string &, uint64_t done, uint64_t) {
     if (progress)
-      progress(task, passesDone * perPass + done, total);
+      progress(task, std::min(passesDone * perPass + done, total - 1), total);
   };
   for (int64_t i = 0; i < segments.numSegments(); ++i) {
     const std::vector<size_t> &members = segments.groupsOf(i);
