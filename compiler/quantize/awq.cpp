@@ -442,6 +442,8 @@ private:
     GroupReport &report = reports_[g];
     report.scaled = scaled(g);
     scales_[g].assign(group.sinkChannels, 1.0f);
+    if (activations_ == nullptr || (*activations_)[g].sampleRows == 0)
+      return Status::ok(); // RTN: nothing to search or measure (probe), no weights to read
     LLMC_ASSIGN_OR_RETURN(std::vector<Matrix> weights, loadGroup(g));
     LLMC_ASSIGN_OR_RETURN(std::unique_ptr<Probe> p, probe(g, weights));
     if (!p)
