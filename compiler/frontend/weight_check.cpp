@@ -2,6 +2,9 @@
 
 #include "models/architecture.h"
 
+#include <sys/mman.h>
+#include <unistd.h>
+
 #include <cstring>
 #include <set>
 
@@ -134,6 +137,24 @@ uint64_t countNonFinite(const TensorView &tensor) {
   }
 }
 
+// Hands the whole pages of a tensor that lies in one of the checkpoint's
+// read-only file mappings back to the OS (read again from the file when
+// next touched): the check reads every weight once, and a build that
+// calibrates or quantizes layer by layer should not keep them all resident.
+void releaseMappedPages(const WeightSet &weights, const TensorView &t) {
+  for (const SafetensorsFile &file : weights.files()) {
+    const uint8_t *begin = file.mapping().data();
+    if (t.data < begin || t.data + t.byteSize > begin + file.mapping().size())
+      continue;
+    const auto page = static_cast<uintptr_t>(sysconf(_SC_PAGESIZE));
+    const uintptr_t first = (reinterpret_cast<uintptr_t>(t.data) + page - 1) / page * page;
+    const uintptr_t end = (reinterpret_cast<uintptr_t>(t.data) + t.byteSize) / page * page;
+    if (end > first)
+      madvise(reinterpret_cast<void *>(first), end - first, MADV_DONTNEED);
+    return;
+  }
+}
+
 std::vector<std::string> findNonFiniteWeights(const ModelConfig &config, const WeightSet &weights) {
   std::vector<std::string> found;
   const Architecture *arch = findArchitecture(config.architecture);
@@ -147,6 +168,7 @@ std::vector<std::string> findNonFiniteWeights(const ModelConfig &config, const W
       found.push_back(t->file + ": tensor '" + spec.name + "' holds " + std::to_string(bad) +
                       " NaN/Inf values (of " + std::to_string(t->byteSize / dtypeSize(t->dtype)) +
                       ")");
+    releaseMappedPages(weights, *t);
   }
   return found;
 }

@@ -321,6 +321,11 @@ public:
       if (progress)
         progress(packing, g, groups_.size());
       LLMC_RETURN_IF_ERROR(materialize(g));
+      // Without a calibration model nothing reads the group's float
+      // weights again: their pages go back (an RTN build of a checkpoint
+      // keeps one group's resident, not the model's).
+      if (model_ == nullptr)
+        source_.release(weightNames(g));
     }
     if (progress)
       progress(packing, groups_.size(), groups_.size());
@@ -414,6 +419,13 @@ private:
     return eff;
   }
 
+  std::vector<std::string> weightNames(size_t g) const {
+    std::vector<std::string> names;
+    for (llm::LinearOp linear : groups_[g].linears)
+      names.push_back(weightName(linear.getWeight()));
+    return names;
+  }
+
   Expected<std::vector<Matrix>> loadGroup(size_t g) {
     std::vector<Matrix> weights;
     for (llm::LinearOp linear : groups_[g].linears) {
@@ -430,6 +442,8 @@ private:
     GroupReport &report = reports_[g];
     report.scaled = scaled(g);
     scales_[g].assign(group.sinkChannels, 1.0f);
+    if (activations_ == nullptr || (*activations_)[g].sampleRows == 0)
+      return Status::ok(); // RTN: nothing to search or measure (probe), no weights to read
     LLMC_ASSIGN_OR_RETURN(std::vector<Matrix> weights, loadGroup(g));
     LLMC_ASSIGN_OR_RETURN(std::unique_ptr<Probe> p, probe(g, weights));
     if (!p)
@@ -651,9 +665,11 @@ calibrateAndQuantize(const std::vector<LinearGroup> &groups, CalibrationModel &m
   const uint64_t total = perPass * static_cast<uint64_t>(segments.numSegments()) *
                          (settings.sequential ? 2 : 1);
   uint64_t passesDone = 0;
+  // The last segment's search and packing come after its last pass: the
+  // bar is full only at the end.
   auto passProgress = [&](const std::string &, uint64_t done, uint64_t) {
     if (progress)
-      progress(task, passesDone * perPass + done, total);
+      progress(task, std::min(passesDone * perPass + done, total - 1), total);
   };
   for (int64_t i = 0; i < segments.numSegments(); ++i) {
     const std::vector<size_t> &members = segments.groupsOf(i);

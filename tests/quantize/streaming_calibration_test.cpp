@@ -315,6 +315,36 @@ TEST(StreamingCalibration, HoldsOneSegmentsWeightsAtATime) {
   }
 }
 
+// RTN (no calibration model) releases each group's float weights once it
+// is packed: at most the largest group's are resident at a time, none at
+// the end, and the int4 parts are those from the checkpoint's views.
+TEST(StreamingCalibration, RtnHoldsOneGroupsWeightsAtATime) {
+  Tiny m;
+  ASSERT_TRUE(m.module);
+  ThreadPool pool(2);
+  std::vector<LinearGroup> groups = findLinearGroups(m.forward());
+  quant::QuantizeSettings settings;
+  settings.config.method = QuantizeMethod::Rtn;
+  settings.config.groupSize = 32;
+  quant::WeightTable fromGenerated, fromViews;
+  auto a = quant::quantizeGroups(groups, nullptr, nullptr, m.generated, settings, pool,
+                                 fromGenerated);
+  ASSERT_TRUE(a.isOk()) << a.message();
+  auto b = quant::quantizeGroups(groups, nullptr, nullptr, m.views, settings, pool, fromViews);
+  ASSERT_TRUE(b.isOk()) << b.message();
+  uint64_t largestGroup = 0;
+  for (const LinearGroup &group : groups) {
+    uint64_t bytes = 0;
+    for (llm::LinearOp linear : group.linears)
+      bytes += m.generated.peek(weightName(linear))->elements() * sizeof(float);
+    largestGroup = std::max(largestGroup, bytes);
+  }
+  EXPECT_LE(m.generated.peakGeneratedResidentBytes(), largestGroup);
+  EXPECT_EQ(m.generated.generatedResidentBytes(), 0u);
+  for (const LinearGroup &group : groups)
+    EXPECT_EQ(packedGroup(fromGenerated, group), packedGroup(fromViews, group));
+}
+
 // A generated tensor: reserved, written on first read or acquire, dropped
 // by release, written again (the same values) on the next read.
 TEST(StreamingCalibration, GeneratedWeightsAreWrittenOnDemand) {
