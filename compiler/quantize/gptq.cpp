@@ -11,18 +11,19 @@
 namespace llmc::quant {
 namespace {
 
-// sum a[i] * b[i], four accumulators (no fast-math here to reassociate).
-double dot(const double *a, const double *b, int64_t n) {
+// sum a[i] * b[i] in double (a of doubles or floats), four accumulators
+// (no fast-math here to reassociate).
+template <typename A> double dot(const A *a, const double *b, int64_t n) {
   double s0 = 0, s1 = 0, s2 = 0, s3 = 0;
   int64_t i = 0;
   for (; i + 4 <= n; i += 4) {
-    s0 += a[i] * b[i];
-    s1 += a[i + 1] * b[i + 1];
-    s2 += a[i + 2] * b[i + 2];
-    s3 += a[i + 3] * b[i + 3];
+    s0 += double(a[i]) * b[i];
+    s1 += double(a[i + 1]) * b[i + 1];
+    s2 += double(a[i + 2]) * b[i + 2];
+    s3 += double(a[i + 3]) * b[i + 3];
   }
   for (; i < n; ++i)
-    s0 += a[i] * b[i];
+    s0 += double(a[i]) * b[i];
   return (s0 + s1) + (s2 + s3);
 }
 
@@ -183,21 +184,6 @@ void packRow(const uint8_t *q, const hd::Q4Code *codes, int64_t cols, int64_t gr
   }
 }
 
-// sum a[i] * b[i] of floats, accumulated in double.
-double dotF(const float *a, const double *b, int64_t n) {
-  double s0 = 0, s1 = 0, s2 = 0, s3 = 0;
-  int64_t i = 0;
-  for (; i + 4 <= n; i += 4) {
-    s0 += a[i] * b[i];
-    s1 += a[i + 1] * b[i + 1];
-    s2 += a[i + 2] * b[i + 2];
-    s3 += a[i + 3] * b[i + 3];
-  }
-  for (; i < n; ++i)
-    s0 += a[i] * b[i];
-  return (s0 + s1) + (s2 + s3);
-}
-
 // The scale refit (gptq.h) of a tile of rows: w [count, cols] their
 // original weights, q [count, cols] their stored values 0..15, codes
 // [count, groups] their codings (scales updated in place), h [cols, cols]
@@ -220,7 +206,7 @@ void refitTile(const float *w, const uint8_t *q, hd::Q4Code *codes, int64_t coun
     }
   for (int64_t i = 0; i < cols; ++i)
     for (int64_t r = 0; r < count; ++r)
-      he[r * cols + i] = dotF(h.data() + i * cols, e.data() + r * cols, cols);
+      he[r * cols + i] = dot(h.data() + i * cols, e.data() + r * cols, cols);
   for (int64_t g = 0; g < groups; ++g) {
     const int64_t c0 = g * groupSize, n = std::min(groupSize, cols - c0);
     std::fill(steps.begin(), steps.end(), 0.0);
@@ -232,7 +218,7 @@ void refitTile(const float *w, const uint8_t *q, hd::Q4Code *codes, int64_t coun
         t[k] = static_cast<double>(qr[k]) - code.zeroF;
       for (int64_t k = 0; k < n; ++k) {
         tHe += t[k] * he[r * cols + c0 + k];
-        tHt += t[k] * dotF(h.data() + (c0 + k) * cols + c0, t.data(), n);
+        tHt += t[k] * dot(h.data() + (c0 + k) * cols + c0, t.data(), n);
       }
       if (!(tHt > 0.0))
         continue;
