@@ -4,6 +4,7 @@
 // int4, int8 and float Linear steps as the recipe says and compute nearer
 // the float logits than the all-int4 plan of the same method.
 #include "common/test_paths.h"
+#include "tiny_qwen2.h"
 #include "driver/build.h"
 #include "engine/engine.h"
 #include "plan/plan.h"
@@ -65,24 +66,11 @@ TEST(MixedRecipe, BadRulesAreNamed) {
 }
 
 std::string calibrationFile() {
-  static std::string path;
-  if (path.empty()) {
-    path = test::scratchDir("mixed-calib") + "/calib.txt";
-    std::ofstream out(path);
-    for (int i = 0; i < 40; ++i)
-      out << "The quick brown fox " << i << " jumps over the lazy dog; a cat naps in the sun. ";
-  }
+  static const std::string path = test::calibrationTextFile("mixed-calib");
   return path;
 }
 
-BuildOptions qwen2(const std::string &plan) {
-  BuildOptions options;
-  options.input = test::testDataPath("hf/qwen2");
-  options.output = test::scratchDir("mixed-" + plan) + "/" + plan + ".plan";
-  options.dtype = "f32";
-  options.targets = "cpu";
-  return options;
-}
+BuildOptions qwen2(const std::string &plan) { return test::tinyQwen2Build("mixed", plan); }
 
 Status build(const BuildOptions &options, std::vector<std::string> *lines = nullptr) {
   BuildReporter reporter;

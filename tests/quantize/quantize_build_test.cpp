@@ -5,6 +5,7 @@
 // the float model with their dequantized weights, and bad options are named.
 #include "common/compare.h"
 #include "common/test_paths.h"
+#include "tiny_qwen2.h"
 #include "cpu/backend/loaded_weights.h"
 #include "cpu/matmul_q4.h"
 #include "driver/build.h"
@@ -42,24 +43,11 @@ namespace {
 const std::vector<int32_t> kPrompt = {0, 421, 17, 256, 3, 98, 511, 77, 140, 302, 5, 64, 64, 200};
 
 std::string calibrationFile() {
-  static std::string path;
-  if (path.empty()) {
-    path = test::scratchDir("quantize-calib") + "/calib.txt";
-    std::ofstream out(path);
-    for (int i = 0; i < 40; ++i)
-      out << "The quick brown fox " << i << " jumps over the lazy dog; a cat naps in the sun. ";
-  }
+  static const std::string path = test::calibrationTextFile("quantize-calib");
   return path;
 }
 
-BuildOptions qwen2(const std::string &plan) {
-  BuildOptions options;
-  options.input = test::testDataPath("hf/qwen2");
-  options.output = test::scratchDir("quantize-" + plan) + "/" + plan + ".plan";
-  options.dtype = "f32";
-  options.targets = "cpu";
-  return options;
-}
+BuildOptions qwen2(const std::string &plan) { return test::tinyQwen2Build("quantize", plan); }
 
 Status build(const BuildOptions &options) {
   BuildReporter quiet;

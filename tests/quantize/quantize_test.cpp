@@ -5,6 +5,7 @@
 // tiny Qwen2 (tests/data/hf), its slices and weight overrides.
 #include "common/compare.h"
 #include "common/test_paths.h"
+#include "tiny_qwen2.h"
 #include "frontend/model_spec.h"
 #include "frontend/weight_check.h"
 #include "kernels/common/q4_layout.h"
@@ -174,30 +175,14 @@ func.func @forward(%h: tensor<?x64xf32>) -> tensor<?x64xf32> {
 
 // The tiny Qwen2 of tests/data/hf as the quantizer sees it: its @forward,
 // its weights in a table (views of the safetensors).
-struct TinyQwen2 {
-  mlir::MLIRContext context;
-  mlir::OwningOpRef<mlir::ModuleOp> module;
+struct TinyQwen2 : test::TinyQwen2Graph {
   quant::WeightTable table;
-  std::optional<WeightSet> weights;
   std::vector<int32_t> ids;
   std::vector<float> expected; // transformers' logits [ids, 512]
 
   TinyQwen2() {
-    const std::string dir = test::testDataPath("hf/qwen2");
-    auto spec = loadModelSpec(dir);
-    EXPECT_TRUE(spec.isOk()) << spec.message();
-    auto opened = openModelWeights(*spec);
-    EXPECT_TRUE(opened.isOk()) << opened.message();
-    if (!spec.isOk() || !opened.isOk())
+    if (!module)
       return;
-    weights = std::move(*opened);
-    context.loadDialect<llm::LlmDialect, mlir::func::FuncDialect>();
-    auto built =
-        buildLlamaGraph(context, spec->config, GraphOptions{mlir::Float32Type::get(&context)});
-    EXPECT_TRUE(built.isOk()) << built.message();
-    if (!built.isOk())
-      return;
-    module = std::move(*built);
     for (const auto &[name, t] : weights->all())
       table.addView(name, t.data, t.dtype, t.shape);
     auto json = readTextFile(dir + "/logits.json");
@@ -213,7 +198,6 @@ struct TinyQwen2 {
       expected.assign(f, f + golden->size() / sizeof(float));
     }
   }
-  mlir::func::FuncOp forward() { return module->lookupSymbol<mlir::func::FuncOp>("forward"); }
 };
 
 // The calibration model (the CPU executor on the -O0 lowering) runs the

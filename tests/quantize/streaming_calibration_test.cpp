@@ -5,6 +5,7 @@
 // equal to quantizeGroups' on them, the sequential mode, and the memory
 // bound: generated weights are resident one segment at a time.
 #include "common/test_paths.h"
+#include "tiny_qwen2.h"
 #include "frontend/model_spec.h"
 #include "frontend/weight_check.h"
 #include "lower_to_plan.h"
@@ -28,29 +29,13 @@ namespace {
 
 // The tiny Qwen2's @forward and its weights: views of the safetensors, or
 // (generated) the same values written on demand through addGenerated.
-struct Tiny {
-  mlir::MLIRContext context;
-  mlir::OwningOpRef<mlir::ModuleOp> module;
-  std::optional<WeightSet> weights;
+struct Tiny : test::TinyQwen2Graph {
   quant::WeightTable views, generated;
   uint64_t generatedBytes = 0;
 
   Tiny() {
-    const std::string dir = test::testDataPath("hf/qwen2");
-    auto spec = loadModelSpec(dir);
-    EXPECT_TRUE(spec.isOk()) << spec.message();
-    auto opened = openModelWeights(*spec);
-    EXPECT_TRUE(opened.isOk()) << opened.message();
-    if (!spec.isOk() || !opened.isOk())
+    if (!module)
       return;
-    weights = std::move(*opened);
-    context.loadDialect<llm::LlmDialect, mlir::func::FuncDialect>();
-    auto built =
-        buildLlamaGraph(context, spec->config, GraphOptions{mlir::Float32Type::get(&context)});
-    EXPECT_TRUE(built.isOk()) << built.message();
-    if (!built.isOk())
-      return;
-    module = std::move(*built);
     for (const auto &[name, t] : weights->all()) {
       EXPECT_EQ(t.dtype, DType::F32) << name;
       views.addView(name, t.data, t.dtype, t.shape);
@@ -61,7 +46,6 @@ struct Tiny {
       generatedBytes += t.byteSize;
     }
   }
-  mlir::func::FuncOp forward() { return module->lookupSymbol<mlir::func::FuncOp>("forward"); }
 };
 
 std::vector<int32_t> calibrationIds(int64_t count) {
