@@ -3,6 +3,7 @@
 // safetensors writer (zero-filled data).
 #pragma once
 
+#include "frontend/model_spec.h"
 #include "support/json.h"
 
 #include <gtest/gtest.h>
@@ -178,6 +179,26 @@ inline void expectNames(const std::string &message, const std::string &file,
   EXPECT_NE(message.find(file), std::string::npos) << "file '" << file << "' not in: " << message;
   EXPECT_NE(message.find(field), std::string::npos)
       << "field '" << field << "' not in: " << message;
+}
+
+// Parses `json` as config.json, expecting success (a failure is a test failure
+// and gives a default config).
+inline ModelConfig parseOk(const Json &json) {
+  auto config = parseHfConfig(json, "config.json");
+  EXPECT_TRUE(config.isOk()) << config.message();
+  return config.isOk() ? *config : ModelConfig{};
+}
+
+// Parses `json` expecting an error that starts with "config.json: " and names
+// `field`; returns the message ("" when it parsed).
+inline std::string parseError(const Json &json, const std::string &field) {
+  auto config = parseHfConfig(json, "config.json");
+  EXPECT_FALSE(config.isOk()) << "expected an error naming '" << field << "'";
+  if (config.isOk())
+    return "";
+  EXPECT_EQ(config.message().rfind("config.json: ", 0), 0u) << config.message();
+  expectNames(config.message(), "config.json", field);
+  return config.message();
 }
 
 } // namespace llmc::test

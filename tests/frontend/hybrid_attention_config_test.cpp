@@ -12,21 +12,8 @@
 namespace llmc {
 namespace {
 
-ModelConfig parseOk(const Json &json) {
-  auto config = parseHfConfig(json, "config.json");
-  EXPECT_TRUE(config.isOk()) << config.message();
-  return config.isOk() ? *config : ModelConfig{};
-}
-
-std::string parseError(const Json &json, const std::string &field) {
-  auto config = parseHfConfig(json, "config.json");
-  EXPECT_FALSE(config.isOk()) << "expected an error naming '" << field << "'";
-  if (config.isOk())
-    return "";
-  EXPECT_EQ(config.message().rfind("config.json: ", 0), 0u) << config.message();
-  test::expectNames(config.message(), "config.json", field);
-  return config.message();
-}
+using test::parseError;
+using test::parseOk;
 
 // A gemma-3-1b-style config.json in transformers 4.5x's spelling: rope_theta
 // for the global layers, rope_local_base_freq for the sliding ones,

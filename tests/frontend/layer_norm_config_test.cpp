@@ -76,22 +76,8 @@ Json pythiaConfig() {
     "bos_token_id": 0, "eos_token_id": 0, "torch_dtype": "float16"})");
 }
 
-ModelConfig parseOk(const Json &json) {
-  auto config = parseHfConfig(json, "config.json");
-  EXPECT_TRUE(config.isOk()) << config.message();
-  return config.isOk() ? *config : ModelConfig{};
-}
-
-// Parses `json` expecting an error that starts with "config.json: " and names `field`.
-std::string parseError(const Json &json, const std::string &field) {
-  auto config = parseHfConfig(json, "config.json");
-  EXPECT_FALSE(config.isOk()) << "expected an error naming '" << field << "'";
-  if (config.isOk())
-    return "";
-  EXPECT_EQ(config.message().rfind("config.json: ", 0), 0u) << config.message();
-  expectNames(config.message(), "config.json", field);
-  return config.message();
-}
+using test::parseError;
+using test::parseOk;
 
 const TensorSpec *findSpec(const std::vector<TensorSpec> &specs, const std::string &name) {
   auto it =
