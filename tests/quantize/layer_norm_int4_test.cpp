@@ -9,6 +9,7 @@
 #include "common/test_paths.h"
 #include "driver/build.h"
 #include "engine/engine.h"
+#include "prefill_logits.h"
 #include "plan/plan.h"
 
 #include <gtest/gtest.h>
@@ -23,7 +24,7 @@
 namespace llmc {
 namespace {
 
-const std::vector<int32_t> kPrompt = {0, 421, 17, 256, 3, 98, 511, 77, 140, 302, 5, 64, 64, 200};
+using test::prefillLogits;
 
 struct Family {
   const char *name;
@@ -34,19 +35,6 @@ Status build(const BuildOptions &options) {
   BuildReporter quiet;
   quiet.info = quiet.warning = quiet.verbose = quiet.ir = [](const std::string &) {};
   return runBuild(options, quiet);
-}
-
-std::vector<float> prefillLogits(const std::string &plan) {
-  auto engine = Engine::load(plan, EngineOptions{});
-  EXPECT_TRUE(engine.isOk()) << engine.message();
-  if (!engine.isOk())
-    return {};
-  SequenceId seq = (*engine)->addSequence();
-  auto logits = (*engine)->step({{seq, kPrompt}}, /*allLogits=*/true);
-  EXPECT_TRUE(logits.isOk()) << logits.message();
-  if (!logits.isOk())
-    return {};
-  return std::vector<float>(*logits, *logits + kPrompt.size() * (*engine)->vocabSize());
 }
 
 int q4Linears(const std::string &path) {

@@ -7,6 +7,7 @@
 #include "tiny_qwen2.h"
 #include "driver/build.h"
 #include "engine/engine.h"
+#include "prefill_logits.h"
 #include "plan/plan.h"
 #include "quantize/mixed.h"
 
@@ -83,20 +84,7 @@ Status build(const BuildOptions &options, std::vector<std::string> *lines = null
   return runBuild(options, reporter);
 }
 
-const std::vector<int32_t> kPrompt = {0, 421, 17, 256, 3, 98, 511, 77, 140, 302, 5, 64, 64, 200};
-
-std::vector<float> logitsOf(const std::string &plan) {
-  auto engine = Engine::load(plan, EngineOptions{});
-  EXPECT_TRUE(engine.isOk()) << engine.message();
-  if (!engine.isOk())
-    return {};
-  SequenceId seq = (*engine)->addSequence();
-  auto logits = (*engine)->step({{seq, kPrompt}}, /*allLogits=*/true);
-  EXPECT_TRUE(logits.isOk()) << logits.message();
-  if (!logits.isOk())
-    return {};
-  return std::vector<float>(*logits, *logits + kPrompt.size() * (*engine)->vocabSize());
-}
+using test::prefillLogits;
 
 double relativeError(const std::vector<float> &got, const std::vector<float> &want) {
   double err = 0.0, norm = 0.0;
@@ -127,7 +115,7 @@ std::map<fb::WeightFormat, int> linearSteps(const std::string &path) {
 TEST(MixedQuantize, MixedPlansHoldEachFormatAndBeatAllInt4) {
   BuildOptions reference = qwen2("f32");
   ASSERT_TRUE(build(reference).isOk());
-  const std::vector<float> want = logitsOf(reference.output);
+  const std::vector<float> want = prefillLogits(reference.output);
   ASSERT_FALSE(want.empty());
   for (const std::string method : {"gptq", "rtn"}) {
     SCOPED_TRACE(method);
@@ -166,7 +154,7 @@ TEST(MixedQuantize, MixedPlansHoldEachFormatAndBeatAllInt4) {
     EXPECT_TRUE(has("11 linears int4, 2 int8 (per output channel, 2 plan matrices), 1 float"));
     EXPECT_TRUE(has("B per weight"));
 
-    const std::vector<float> a = logitsOf(int4.output), b = logitsOf(mixed.output);
+    const std::vector<float> a = prefillLogits(int4.output), b = prefillLogits(mixed.output);
     ASSERT_EQ(a.size(), want.size());
     ASSERT_EQ(b.size(), want.size());
     for (float v : b)
@@ -182,7 +170,7 @@ TEST(MixedQuantize, MixedPlansHoldEachFormatAndBeatAllInt4) {
     EXPECT_EQ(steps[fb::WeightFormat::Q4], 1);
     EXPECT_EQ(steps[fb::WeightFormat::Dense], 1);
     EXPECT_GT(steps[fb::WeightFormat::Q8], 0);
-    const std::vector<float> c = logitsOf(mostlyInt8.output);
+    const std::vector<float> c = prefillLogits(mostlyInt8.output);
     ASSERT_EQ(c.size(), want.size());
     const double nearError = relativeError(c, want);
     std::printf("%s: relative logit error all int4 %.4f, down_proj int8 %.4f, all int8 but one "

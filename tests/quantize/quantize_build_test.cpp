@@ -10,6 +10,7 @@
 #include "cpu/matmul_q4.h"
 #include "driver/build.h"
 #include "engine/engine.h"
+#include "prefill_logits.h"
 #include "frontend/model_spec.h"
 #include "frontend/weight_check.h"
 #include "ir/LlmOps.h"
@@ -40,7 +41,7 @@
 namespace llmc {
 namespace {
 
-const std::vector<int32_t> kPrompt = {0, 421, 17, 256, 3, 98, 511, 77, 140, 302, 5, 64, 64, 200};
+using test::prefillLogits;
 
 std::string calibrationFile() {
   static const std::string path = test::calibrationTextFile("quantize-calib");
@@ -53,20 +54,6 @@ Status build(const BuildOptions &options) {
   BuildReporter quiet;
   quiet.info = quiet.warning = quiet.verbose = quiet.ir = [](const std::string &) {};
   return runBuild(options, quiet);
-}
-
-// Logits [prompt, V] of one prefill step.
-std::vector<float> logitsOf(const std::string &plan) {
-  auto engine = Engine::load(plan, EngineOptions{});
-  EXPECT_TRUE(engine.isOk()) << engine.message();
-  if (!engine.isOk())
-    return {};
-  SequenceId seq = (*engine)->addSequence();
-  auto logits = (*engine)->step({{seq, kPrompt}}, /*allLogits=*/true);
-  EXPECT_TRUE(logits.isOk()) << logits.message();
-  if (!logits.isOk())
-    return {};
-  return std::vector<float>(*logits, *logits + kPrompt.size() * (*engine)->vocabSize());
 }
 
 std::vector<float> tensorValues(const std::string &planPath, const std::string &name) {
@@ -104,7 +91,7 @@ TEST(QuantizeBuild, FoldingAwqScalesKeepsTheFunction) {
   EXPECT_GT(test::maxAbsDiff(ratio, one).maxAbs, 0.1);
   EXPECT_TRUE(test::allFinite(ratio.data(), ratio.size()));
 
-  std::vector<float> a = logitsOf(reference.output), b = logitsOf(folded.output);
+  std::vector<float> a = prefillLogits(reference.output), b = prefillLogits(folded.output);
   ASSERT_EQ(a.size(), b.size());
   ASSERT_FALSE(a.empty());
   EXPECT_TRUE(test::allClose(a, b, 1e-5))
@@ -142,7 +129,7 @@ TEST(QuantizeBuild, FoldingAwqScalesKeepsTheFunctionOfGemmaAndPhi) {
     ASSERT_EQ(original.size(), divided.size());
     ASSERT_FALSE(original.empty());
     EXPECT_NE(original, divided);
-    std::vector<float> a = logitsOf(reference.output), b = logitsOf(folded.output);
+    std::vector<float> a = prefillLogits(reference.output), b = prefillLogits(folded.output);
     ASSERT_EQ(a.size(), b.size());
     ASSERT_FALSE(a.empty());
     EXPECT_TRUE(test::allClose(a, b, 1e-5))
@@ -214,7 +201,7 @@ TEST(QuantizeBuild, FoldingAwqScalesIntoLayerNormsKeepsTheFunction) {
       EXPECT_TRUE(test::allClose(restored, original, 1e-6));
       EXPECT_NE(b, bs);
     }
-    std::vector<float> a = logitsOf(reference.output), c = logitsOf(folded.output);
+    std::vector<float> a = prefillLogits(reference.output), c = prefillLogits(folded.output);
     ASSERT_EQ(a.size(), c.size());
     ASSERT_FALSE(a.empty());
     EXPECT_TRUE(test::allClose(a, c, 1e-5))
@@ -273,7 +260,7 @@ std::vector<float> dequantizedModelLogits(const std::string &planPath, int64_t g
   EXPECT_TRUE(model.isOk()) << model.message();
   if (!model.isOk())
     return {};
-  auto logits = (*model)->run(kPrompt);
+  auto logits = (*model)->run(test::kQuantizePrompt);
   EXPECT_TRUE(logits.isOk()) << logits.message();
   return logits.isOk() ? *logits : std::vector<float>();
 }
@@ -319,7 +306,7 @@ TEST(QuantizeBuild, Int4PlansComputeTheDequantizedModel) {
     // f32 x in the int4 kernels (W4A16), as in the float model; their
     // default int8 x is checked in tests/cpu/matmul_q4_test.cpp.
     cpu::setQ4ExactActivationsForTesting(true);
-    std::vector<float> got = logitsOf(options.output);
+    std::vector<float> got = prefillLogits(options.output);
     cpu::setQ4ExactActivationsForTesting(false);
     std::vector<float> expected = dequantizedModelLogits(options.output, group);
     ASSERT_EQ(got.size(), expected.size());
@@ -365,7 +352,7 @@ TEST(QuantizeBuild, FusedInt4PlansMatchTheUnfusedOnes) {
               plan->findTensor("model.layers.0.self_attn.q_proj+model.layers.0.self_attn.k_proj+"
                                "model.layers.0.self_attn.v_proj.scales") -
                   1);
-    std::vector<float> a = logitsOf(fused.output), b = logitsOf(unfused.output);
+    std::vector<float> a = prefillLogits(fused.output), b = prefillLogits(unfused.output);
     ASSERT_EQ(a.size(), b.size());
     ASSERT_FALSE(a.empty());
     EXPECT_TRUE(test::allClose(a, b, 0.0)) << name;
@@ -380,7 +367,7 @@ TEST(QuantizeBuild, FusedInt4PlansMatchTheUnfusedOnes) {
 TEST(QuantizeBuild, Int8PlansAreNearTheFloatPlan) {
   BuildOptions reference = qwen2("int8-reference");
   ASSERT_TRUE(build(reference).isOk());
-  const std::vector<float> want = logitsOf(reference.output);
+  const std::vector<float> want = prefillLogits(reference.output);
   ASSERT_FALSE(want.empty());
   auto relativeError = [&](const std::vector<float> &got) {
     double err = 0.0, norm = 0.0;
@@ -394,7 +381,7 @@ TEST(QuantizeBuild, Int8PlansAreNearTheFloatPlan) {
   rtn.quantize = "rtn";
   rtn.groupSize = 32;
   ASSERT_TRUE(build(rtn).isOk());
-  const std::vector<float> int4 = logitsOf(rtn.output);
+  const std::vector<float> int4 = prefillLogits(rtn.output);
   ASSERT_EQ(int4.size(), want.size());
   const double int4Error = relativeError(int4);
   EXPECT_GT(int4Error, 0.0);
@@ -421,7 +408,7 @@ TEST(QuantizeBuild, Int8PlansAreNearTheFloatPlan) {
     const int embed = plan->findTensor("model.embed_tokens.weight");
     ASSERT_GE(embed, 0);
     EXPECT_EQ(plan->meta().tensors()->Get(embed)->dtype(), fb::DType::F32);
-    std::vector<float> got = logitsOf(options.output);
+    std::vector<float> got = prefillLogits(options.output);
     ASSERT_EQ(got.size(), want.size());
     for (float v : got)
       ASSERT_TRUE(std::isfinite(v));
@@ -486,7 +473,7 @@ TEST(QuantizeBuild, SyntheticRtnPlansGenerateWhatRtnStores) {
     ++checked;
   }
   EXPECT_EQ(checked, 2 * 7);
-  for (float v : logitsOf(options.output))
+  for (float v : prefillLogits(options.output))
     ASSERT_TRUE(std::isfinite(v));
 }
 
