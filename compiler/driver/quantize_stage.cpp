@@ -188,16 +188,7 @@ collectSourceWeights(mlir::ModuleOp module, const WeightSet *weights, uint64_t s
 }
 
 // The f32 bytes collectSourceWeights would allocate for generated weights.
-uint64_t syntheticFloatBytes(mlir::ModuleOp module) {
-  uint64_t bytes = 0;
-  std::set<std::string> seen;
-  module.walk([&](llm::WeightOp op) {
-    auto type = llvm::dyn_cast<mlir::RankedTensorType>(op.getType());
-    if (type && seen.insert(op.getName().str()).second)
-      bytes += 4 * static_cast<uint64_t>(type.getNumElements());
-  });
-  return bytes;
-}
+uint64_t syntheticFloatBytes(mlir::ModuleOp module) { return 4 * weightElements(module); }
 
 // AWQ on synthetic weights materializes them as f32 to calibrate: refuse
 // (rather than be killed for memory) when they would not fit.
