@@ -342,7 +342,7 @@ Status loadMutated(const std::function<void(fb::PlanT &)> &mutate, bool bf16 = f
   plan->meta().UnPackTo(&contents.meta);
   for (const auto &t : contents.meta.tensors) {
     uint64_t elements = t->size / dtypeSize(static_cast<DType>(t->dtype));
-    contents.sources.push_back({nullptr, static_cast<DType>(t->dtype), elements});
+    contents.sources.push_back({nullptr, static_cast<DType>(t->dtype), elements, {}});
   }
   mutate(contents.meta);
   std::string path = test::scratchDir("cuda-mutated") + "/mutated.plan";

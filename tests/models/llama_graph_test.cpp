@@ -213,7 +213,11 @@ TEST_F(LlamaGraphTest, NoBiasByDefault) {
 
 TEST_F(LlamaGraphTest, Llama3ScalingReachesEveryRope) {
   ModelConfig config = gqaConfig();
-  config.ropeScaling = {RopeScaling::Kind::Llama3, 8.0, 1.0, 4.0, 8192};
+  config.ropeScaling.kind = RopeScaling::Kind::Llama3;
+  config.ropeScaling.factor = 8.0;
+  config.ropeScaling.lowFreqFactor = 1.0;
+  config.ropeScaling.highFreqFactor = 4.0;
+  config.ropeScaling.originalMaxPositionEmbeddings = 8192;
   ASSERT_TRUE(build(config));
   auto ropes = ops<llm::RopeOp>();
   ASSERT_EQ(ropes.size(), 4u); // q and k in each of 2 layers

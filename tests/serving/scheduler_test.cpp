@@ -248,7 +248,7 @@ TEST(Scheduler, PresenceAndFrequencyPenaltiesShiftTheGreedyChoice) {
   p.sampling.presencePenalty = 1.5f;
   p.sampling.frequencyPenalty = 0.5f;
   p.sampling.logprobs = 20;
-  s->add(p);
+  ASSERT_TRUE(s->add(p));
   std::map<int32_t, int> counts;
   int changed = 0, events = 0, exact = 0;
   test::drain(*s, [&](const serving::TokenEvent &e) {
