@@ -3,7 +3,7 @@
 #include "ir/LlmOps.h"
 #include "kernels/common/q4_layout.h"
 #include "kernels/common/q8_layout.h"
-#include "kernels/common/synthetic.h"
+#include "plan/synthetic_float.h"
 #include "quantize/calibration.h"
 #include "quantize/calibration_model.h"
 #include "quantize/int8.h"
@@ -176,10 +176,7 @@ collectSourceWeights(mlir::ModuleOp module, const WeightSet *weights, uint64_t s
     fb::SyntheticInitT init = syntheticInitFor(name, type.getRank(), syntheticSeed);
     table->addGenerated(name, shape, [init](float *values, uint64_t count) {
       for (uint64_t i = 0; i < count; ++i)
-        values[i] = init.kind == fb::SyntheticKind::Normal
-                        ? init.std * hd::syntheticNormal(init.seed, i)
-                    : init.kind == fb::SyntheticKind::Ones ? 1.0f
-                                                           : 0.0f;
+        values[i] = syntheticFloat(init.kind, init.std, init.seed, i);
     });
   });
   if (!status)

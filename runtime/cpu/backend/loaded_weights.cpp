@@ -3,6 +3,7 @@
 #include "kernels/common/half.h"
 #include "kernels/common/q4_rtn.h"
 #include "plan/plan_format.h"
+#include "plan/synthetic_float.h"
 
 #include <algorithm>
 #include <cstdlib>
@@ -15,18 +16,7 @@ void LoadedWeights::FreeAligned::operator()(uint8_t *p) const { std::free(p); }
 void fillSynthetic(const fb::SyntheticInit &init, DType dtype, uint64_t first, uint64_t count,
                    void *out) {
   for (uint64_t i = 0; i < count; ++i) {
-    float value = 0.0f;
-    switch (init.kind()) {
-    case fb::SyntheticKind::Normal:
-      value = init.std() * hd::syntheticNormal(init.seed(), first + i);
-      break;
-    case fb::SyntheticKind::Ones:
-      value = 1.0f;
-      break;
-    default: // Zeros (the Q4 kinds go to fillSyntheticQ4)
-      value = 0.0f;
-      break;
-    }
+    const float value = syntheticFloat(init.kind(), init.std(), init.seed(), first + i);
     switch (dtype) {
     case DType::F16:
       static_cast<uint16_t *>(out)[i] = hd::f32ToF16(value);
