@@ -10,20 +10,26 @@
 
 #include <cstdio>
 #include <memory>
+#include <mutex>
 #include <string>
 
 namespace llmc {
 
 // More threads than cores only make them wait for each other at every step:
 // --threads is capped to the cores this process may run on, with a warning.
+// The warning is printed once: parseArgs runs an option's validators twice
+// (its argument check before CLI11's parse, then the parse).
 inline std::string capThreadsToCores(const std::string &value) {
   const int cores = availableCores();
   if (std::stoll(value) <= cores)
     return value;
-  std::fprintf(stderr,
-               "warning: --threads %s is more than the %d cores this process may run on; "
-               "using %d\n",
-               value.c_str(), cores, cores);
+  static std::once_flag warned;
+  std::call_once(warned, [&] {
+    std::fprintf(stderr,
+                 "warning: --threads %s is more than the %d cores this process may run on; "
+                 "using %d\n",
+                 value.c_str(), cores, cores);
+  });
   return std::to_string(cores);
 }
 

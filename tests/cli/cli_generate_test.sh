@@ -58,6 +58,7 @@ CORES="$(python3 -c 'import os; print(len(os.sched_getaffinity(0)))')"
 "$LLMRUN" "$P" -p "Hi" -n 1 -t $((CORES + 3)) -q >/dev/null 2>"$WORK/t.err" || fail "-t past the cores"
 grep -q "warning: --threads $((CORES + 3)) is more than the $CORES cores this process may run on; using $CORES" \
   "$WORK/t.err" || fail "threads warning: $(cat "$WORK/t.err")"
+[[ $(grep -c "warning: --threads" "$WORK/t.err") == 1 ]] || fail "threads warning not once: $(cat "$WORK/t.err")"
 
 # Unknown flags: the nearest known one, errors in the order given.
 set +e
