@@ -203,6 +203,9 @@ template <int R, int TT, Groups G> struct Avx2Tile {
   }
 };
 
+// Tokens per prefill tile.
+constexpr int kPrefillTokens = 8;
+
 } // namespace
 
 LLMC_Q4_AVX2 void quantizeQ8Avx2(const float *x, int64_t cols, int64_t groupSize,
@@ -232,7 +235,7 @@ LLMC_Q4_AVX2 void quantizeQ8Avx2(const float *x, int64_t cols, int64_t groupSize
 // compilers keep each token's x for both and spill accumulators (16 ymm);
 // measured 10% slower.
 LLMC_Q4_AVX2 void matmulQ4RowsAvx2(const Q4Problem &p, int64_t rowBegin, int64_t rowEnd) {
-  tiledRows<Avx2Tile, 4, 1>(p, rowBegin, rowEnd);
+  tiledRows<Avx2Tile, 4, 1, kPrefillTokens>(p, rowBegin, rowEnd);
 }
 
 } // namespace llmc::cpu::detail

@@ -22,6 +22,8 @@ namespace llmc::cpu::detail::q4x86 {
 
 // Rows of a 16-row block share a tile loop; 16 rows of K = 4096 are 32 KiB.
 constexpr int64_t kBlockRows = 16;
+// Tokens per prefill panel: 64 tokens of K = 768 are 48 KiB of Q8 x.
+constexpr int64_t kTokenPanel = 64;
 
 LLMC_Q4_AVX2 inline float hsum(__m256 v) {
   __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
@@ -175,65 +177,69 @@ LLMC_Q4_AVX2 void storeTile(const Q4Problem &p, const Rows &geo, int64_t n0, int
   }
 }
 
-// One tile of R rows x `tokens` (1..4) tokens from token t0.
-template <template <int, int, Groups> class Tile, int R, Groups G>
+// One tile of R rows x min(tokens, TT) tokens from token t0.
+template <template <int, int, Groups> class Tile, int R, Groups G, int TT>
 LLMC_Q4_AVX2 inline void runTokens(const Q4Problem &p, const Rows &geo, int64_t n0, int64_t t0,
                                    int64_t tokens) {
-  switch (tokens < 4 ? tokens : 4) {
-  case 1:
-    return Tile<R, 1, G>::run(p, geo, n0, t0);
-  case 2:
-    return Tile<R, 2, G>::run(p, geo, n0, t0);
-  case 3:
-    return Tile<R, 3, G>::run(p, geo, n0, t0);
-  default:
-    return Tile<R, 4, G>::run(p, geo, n0, t0);
-  }
+  if constexpr (TT > 1)
+    if (tokens < TT)
+      return runTokens<Tile, R, G, TT - 1>(p, geo, n0, t0, tokens);
+  Tile<R, TT, G>::run(p, geo, n0, t0);
 }
 
 // Rows [rowBegin, rowEnd) of y with Tile<R, TT, G>::run(p, geo, n0, t0):
 // 16-row blocks, and in each, tiles of DecodeR rows for one token, or of
-// PrefillR rows x up to 4 tokens, so that a block's packed rows and a tile's
-// x stay in L1 while the tiles walk over every token.
-template <template <int, int, Groups> class Tile, Groups G, int DecodeR, int PrefillR>
+// PrefillR rows x up to PrefillT tokens, so that a block's packed rows and
+// a tile's x stay in L1 while the tiles walk over every token.
+template <template <int, int, Groups> class Tile, Groups G, int DecodeR, int PrefillR,
+          int PrefillT>
 LLMC_Q4_AVX2 void tiledRowsFor(const Q4Problem &p, int64_t rowBegin, int64_t rowEnd) {
   const Rows geo(p.w);
-  for (int64_t b = rowBegin; b < rowEnd; b += kBlockRows) {
-    const int64_t end = b + kBlockRows < rowEnd ? b + kBlockRows : rowEnd;
-    if (p.tokens == 1) {
+  if (p.tokens == 1) {
+    for (int64_t b = rowBegin; b < rowEnd; b += kBlockRows) {
+      const int64_t end = b + kBlockRows < rowEnd ? b + kBlockRows : rowEnd;
       int64_t n = b;
       for (; n + DecodeR <= end; n += DecodeR)
         Tile<DecodeR, 1, G>::run(p, geo, n, 0);
       for (; n < end; ++n)
         Tile<1, 1, G>::run(p, geo, n, 0);
-      continue;
     }
-    for (int64_t t0 = 0; t0 < p.tokens; t0 += 4) {
-      const int64_t left = p.tokens - t0;
-      int64_t n = b;
-      for (; n + PrefillR <= end; n += PrefillR)
-        runTokens<Tile, PrefillR, G>(p, geo, n, t0, left);
-      for (; n < end; ++n)
-        runTokens<Tile, 1, G>(p, geo, n, t0, left);
+    return;
+  }
+  // Panels of kTokenPanel tokens outermost: a panel's Q8 x stays in L2
+  // while the rows stream past it.
+  for (int64_t panel = 0; panel < p.tokens; panel += kTokenPanel) {
+    const int64_t panelEnd = panel + kTokenPanel < p.tokens ? panel + kTokenPanel : p.tokens;
+    for (int64_t b = rowBegin; b < rowEnd; b += kBlockRows) {
+      const int64_t end = b + kBlockRows < rowEnd ? b + kBlockRows : rowEnd;
+      for (int64_t t0 = panel; t0 < panelEnd; t0 += PrefillT) {
+        const int64_t left = panelEnd - t0;
+        int64_t n = b;
+        for (; n + PrefillR <= end; n += PrefillR)
+          runTokens<Tile, PrefillR, G, PrefillT>(p, geo, n, t0, left);
+        for (; n < end; ++n)
+          runTokens<Tile, 1, G, PrefillT>(p, geo, n, t0, left);
+      }
     }
   }
 }
 
 // tiledRowsFor with the group pattern of p.w.groupSize.
-template <template <int, int, Groups> class Tile, int DecodeR, int PrefillR>
+template <template <int, int, Groups> class Tile, int DecodeR, int PrefillR, int PrefillT>
 LLMC_Q4_AVX2 void tiledRows(const Q4Problem &p, int64_t rowBegin, int64_t rowEnd) {
   const int64_t g = p.w.groupSize;
   if (g == 32)
-    return tiledRowsFor<Tile, Groups::PerBlock, DecodeR, PrefillR>(p, rowBegin, rowEnd);
+    return tiledRowsFor<Tile, Groups::PerBlock, DecodeR, PrefillR, PrefillT>(p, rowBegin, rowEnd);
   if (g == 64)
-    return tiledRowsFor<Tile, Groups::PerPair, DecodeR, PrefillR>(p, rowBegin, rowEnd);
+    return tiledRowsFor<Tile, Groups::PerPair, DecodeR, PrefillR, PrefillT>(p, rowBegin, rowEnd);
   if (g == 128)
-    return tiledRowsFor<Tile, Groups::TwoPairs, DecodeR, PrefillR>(p, rowBegin, rowEnd);
+    return tiledRowsFor<Tile, Groups::TwoPairs, DecodeR, PrefillR, PrefillT>(p, rowBegin, rowEnd);
   if (g % 256 == 0)
-    return tiledRowsFor<Tile, Groups::PerChunk, DecodeR, PrefillR>(p, rowBegin, rowEnd);
+    return tiledRowsFor<Tile, Groups::PerChunk, DecodeR, PrefillR, PrefillT>(p, rowBegin, rowEnd);
   if (g % 64 == 0)
-    return tiledRowsFor<Tile, Groups::PairsOther, DecodeR, PrefillR>(p, rowBegin, rowEnd);
-  tiledRowsFor<Tile, Groups::Mixed, DecodeR, PrefillR>(p, rowBegin, rowEnd);
+    return tiledRowsFor<Tile, Groups::PairsOther, DecodeR, PrefillR, PrefillT>(p, rowBegin,
+                                                                              rowEnd);
+  tiledRowsFor<Tile, Groups::Mixed, DecodeR, PrefillR, PrefillT>(p, rowBegin, rowEnd);
 }
 
 } // namespace llmc::cpu::detail::q4x86

@@ -15,6 +15,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <cstring>
 #include <random>
 #include <vector>
 
@@ -246,6 +247,57 @@ TEST(Q8Quantize, ChunkScalesRegroupThePairScales) {
           ASSERT_EQ(lanes[i], q < pairs ? scales[(t * pairs + q) * 8] : 0.0f) << pairs;
           ASSERT_EQ(lanes[4 + i], q < pairs ? scales[(t * pairs + q) * 8 + 4] : 0.0f) << pairs;
         }
+  }
+}
+
+uint32_t bitsOf(float v) {
+  uint32_t bits;
+  std::memcpy(&bits, &v, sizeof(bits));
+  return bits;
+}
+
+// Every token of a T-token call has the bits of a T = 1 call (the decode
+// tile), whatever tile (rows x tokens), token panel or row block covers it:
+// T across the prefill tile (8 tokens on AVX2) and the 64-token panels,
+// N off the 16-row blocks and 4-row tiles, K with whole chunks, single pairs
+// and a half pair, every group pattern; and a slice of rows (other block
+// and tile boundaries) has the whole matrix's bits.
+TEST(MatmulQ4Q8, EveryTileGivesTheDecodeBits) {
+  ThreadPool pool(1);
+  const Case cases[] = {
+      {9, 37, 800, 32},  {21, 19, 768, 64}, {70, 21, 544, 32}, {13, 6, 1056, 96},
+      {8, 17, 2080, 128}, {130, 5, 256, 32}, {3, 23, 1312, 256}, {17, 9, 960, 192},
+  };
+  uint32_t seed = 500;
+  for (Isa isa : supportedIsas()) {
+    ScopedIsa scoped(isa);
+    for (const Case &c : cases) {
+      std::mt19937 rng(seed++);
+      RandomQ4 w(rng, c.n, c.k, c.groupSize);
+      const std::vector<float> x = randomX(rng, c.tokens * c.k);
+      std::vector<float> all(c.tokens * c.n), one(c.n);
+      matmulQ4(pool, x.data(), c.tokens, w.matrix(), nullptr, 0.0f, all.data());
+      for (int64_t t = 0; t < c.tokens; ++t) {
+        matmulQ4(pool, x.data() + t * c.k, 1, w.matrix(), nullptr, 0.0f, one.data());
+        for (int64_t n = 0; n < c.n; ++n)
+          ASSERT_EQ(bitsOf(all[t * c.n + n]), bitsOf(one[n]))
+              << isaName(isa) << " T=" << c.tokens << " N=" << c.n << " K=" << c.k
+              << " G=" << c.groupSize << " t=" << t << " n=" << n;
+      }
+      const int64_t first = 3, groups = hd::q4NumGroups(c.k, c.groupSize);
+      Q4Matrix slice = w.matrix();
+      slice.qweight += first * hd::q4WordsPerRow(c.k);
+      slice.scales += first * groups;
+      slice.zeros += first * groups;
+      slice.rows -= first;
+      std::vector<float> part(c.tokens * slice.rows);
+      matmulQ4(pool, x.data(), c.tokens, slice, nullptr, 0.0f, part.data());
+      for (int64_t t = 0; t < c.tokens; ++t)
+        for (int64_t n = 0; n < slice.rows; ++n)
+          ASSERT_EQ(bitsOf(part[t * slice.rows + n]), bitsOf(all[t * c.n + first + n]))
+              << isaName(isa) << " T=" << c.tokens << " N=" << c.n << " K=" << c.k
+              << " row " << first + n << " t=" << t;
+    }
   }
 }
 
