@@ -7,6 +7,9 @@
 // sizes 32, 64, 96 and 128. The AVX-512 VNNI kernel runs where the CPU has it.
 #include "cpu/isa.h"
 #include "cpu/matmul_q4.h"
+#if defined(__x86_64__)
+#include "cpu/matmul_q4_x86.h"
+#endif
 #include "kernels/common/q4_layout.h"
 #include "test_util.h"
 
@@ -17,6 +20,7 @@
 #include <cstdio>
 #include <cstring>
 #include <random>
+#include <string>
 #include <vector>
 
 namespace llmc::cpu {
@@ -300,6 +304,42 @@ TEST(MatmulQ4Q8, EveryTileGivesTheDecodeBits) {
     }
   }
 }
+
+#if defined(__x86_64__)
+// hsum8 (the AVX2 epilogue's 8 sums at once) against hsum, one vector at a
+// time, on lanes of mixed magnitudes (where the order of the additions shows).
+LLMC_Q4_AVX2 bool hsum8MatchesHsum(std::mt19937 &rng, std::string &why) {
+  std::uniform_real_distribution<float> unit(-1.0f, 1.0f);
+  std::uniform_int_distribution<int> exponent(-20, 20);
+  alignas(32) float lanes[8][8];
+  for (auto &vector : lanes)
+    for (float &lane : vector)
+      lane = std::ldexp(unit(rng), exponent(rng));
+  __m256 v[8];
+  for (int i = 0; i < 8; ++i)
+    v[i] = _mm256_load_ps(lanes[i]);
+  float got[8];
+  detail::q4x86::hsum8(v, got);
+  for (int i = 0; i < 8; ++i)
+    if (bitsOf(got[i]) != bitsOf(detail::q4x86::hsum(v[i]))) {
+      why = "vector " + std::to_string(i) + ": " + std::to_string(got[i]) + " vs " +
+            std::to_string(detail::q4x86::hsum(v[i]));
+      return false;
+    }
+  return true;
+}
+
+TEST(MatmulQ4Q8, Hsum8HasTheBitsOfHsum) {
+  const std::vector<Isa> isas = supportedIsas();
+  if (std::find(isas.begin(), isas.end(), Isa::Avx2) == isas.end())
+    GTEST_SKIP() << "no AVX2 on this CPU";
+  std::mt19937 rng(61);
+  for (int trial = 0; trial < 1000; ++trial) {
+    std::string why;
+    ASSERT_TRUE(hsum8MatchesHsum(rng, why)) << "trial " << trial << ", " << why;
+  }
+}
+#endif
 
 TEST(MatmulQ4Q8, LargeLayersSplitOverThreads) {
   ThreadPool pool(4);
