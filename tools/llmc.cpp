@@ -160,9 +160,12 @@ int main(int argc, char **argv) {
                     "NAME[@LAYERS]=int4|int8|float, NAME a part of a linear's weight name, "
                     "LAYERS N, A-B or A-; the last matching rule wins, e.g. "
                     "down_proj=int8,v_proj@0-3=int8");
-  build->add_flag("--quantize-lm-head", options.quantizeLmHead,
-                  "Quantize the lm_head (a tied embedding's copy) too: int4 round to nearest "
-                  "in --group-size groups, or int8 with --quantize int8 (CPU programs only)");
+  std::string lmHead;
+  CLI::Option *lmHeadOption = build->add_flag(
+      "--quantize-lm-head{plan}", lmHead,
+      "Quantize the lm_head (a tied embedding's copy) too: int4 round to nearest in "
+      "--group-size groups, or int8 with --quantize int8; =int8 or =int4 choose (int8 in an "
+      "int4 plan: a scale per output channel). CPU programs only");
   build->add_option("--calib", options.calibFile, "AWQ/GPTQ calibration text (UTF-8)");
   build->add_option("--calib-tokens", options.calibTokens,
                     "Calibration tokens AWQ/GPTQ read from --calib (default 8192)");
@@ -194,6 +197,10 @@ int main(int argc, char **argv) {
   if (int code = llmc::cli::parseArgs(app, argc, argv); code >= 0)
     return checkStdout(code);
 
+  if (lmHeadOption->count() > 0) {
+    options.quantizeLmHead = true;
+    options.lmHeadFormat = lmHead == "plan" ? "" : lmHead; // runBuild names a bad one
+  }
   if (options.quantize == "int8" && groupSizeOption->count() == 0)
     options.groupSize = 0; // int8: a scale per output channel unless asked otherwise
   if (!emit.empty()) {

@@ -2,6 +2,7 @@
 #include "cli_common.h"
 #include "llmrun_commands.h"
 #include "ops/op_table.h"
+#include "ops/operands.h"
 #include "ops/rope.h"
 #include "plan/plan.h"
 #include "tokenizer/tokenizer.h"
@@ -95,6 +96,29 @@ nlohmann::json describe(const Plan &plan, const Tokenizer &tokenizer) {
                         {"activation_bytes_written_per_token", activationBytesPerToken(*p)}});
   }
   j["programs"] = programs;
+  // The vocabulary projection of the first program's head step: its storage
+  // (Dense, or Q4 / Q8 from `llmc build --quantize-lm-head`) and bytes.
+  if (meta.programs()->size() > 0)
+    for (const fb::Step *step : *meta.programs()->Get(0)->steps()) {
+      const fb::LogitsParams *lp = step->params_as_LogitsParams();
+      if (lp == nullptr)
+        continue;
+      const int first = ops::logitsMatrix(*lp), parts = ops::matrixParts(lp->weights());
+      uint64_t bytes = 0;
+      std::string dtype;
+      for (int i = first; i < first + parts && i < static_cast<int>(step->weights()->size());
+           ++i) {
+        const fb::Tensor *t = meta.tensors()->Get(step->weights()->Get(i));
+        bytes += t->size();
+        if (i == first)
+          dtype = fb::EnumNameDType(t->dtype());
+      }
+      j["lm_head"] = {{"weights", fb::EnumNameWeightFormat(lp->weights())},
+                      {"group_size", lp->group_size()},
+                      {"dtype", dtype},
+                      {"bytes", bytes}};
+      break;
+    }
   nlohmann::json modules = nlohmann::json::array();
   if (meta.modules())
     for (const fb::KernelModule *mod : *meta.modules())
@@ -198,6 +222,17 @@ void printText(const nlohmann::json &j) {
     for (const auto &[name, count] : p["kernels"].items())
       kernels += " " + name + " x" + std::to_string(count.get<int>());
     std::printf("  kernels  %s\n", kernels.c_str());
+  }
+  if (j.contains("lm_head")) {
+    const auto &h = j["lm_head"];
+    const std::string format = h["weights"].get<std::string>();
+    const long long group = h["group_size"].get<long long>();
+    std::string storage = format == "Q4"   ? "int4 in groups of " + std::to_string(group)
+                          : format == "Q8" ? (group > 0 ? "int8 in groups of " +
+                                                              std::to_string(group)
+                                                        : std::string("int8 per output channel"))
+                                           : h["dtype"].get<std::string>();
+    std::printf("lm head     %s, %llu B\n", storage.c_str(), h["bytes"].get<unsigned long long>());
   }
   for (const auto &mod : j["modules"])
     std::printf("module      %s: %llu bytes, %llu functions\n",

@@ -8,6 +8,7 @@
 #include "frontend/model_spec.h"
 #include "frontend/safetensors.h"
 #include "frontend/weight_check.h"
+#include "kernels/common/q4_layout.h"
 #include "ir/LlmOps.h"
 #include "lower_to_plan.h"
 #include "models/layer_norm_family.h"
@@ -392,11 +393,17 @@ std::string provenanceOptions(const BuildOptions &o) {
     if (!o.mixed.empty())
       s << " --mixed " << o.mixed;
     if (o.quantizeLmHead)
-      s << " --quantize-lm-head";
+      s << " --quantize-lm-head" << (o.lmHeadFormat.empty() ? "" : "=" + o.lmHeadFormat);
   }
   if (o.allowNonFiniteWeights)
     s << " --allow-nonfinite-weights";
   return s.str().substr(1);
+}
+
+// Whether --quantize-lm-head makes the head int8: asked for, or by default
+// in an int8 plan.
+bool lmHeadIsInt8(const BuildOptions &o) {
+  return o.lmHeadFormat == "int8" || (o.lmHeadFormat.empty() && o.quantize == "int8");
 }
 
 } // namespace
@@ -407,9 +414,25 @@ Status runBuild(const BuildOptions &options, const BuildReporter &reporter) {
   if (options.quantizeLmHead && options.quantize.empty())
     return Status::error("--quantize-lm-head quantizes the lm_head like the linear layers: give "
                          "--quantize rtn, awq, gptq or int8 too");
-  if (options.quantizeLmHead && options.quantize == "int8" && options.syntheticSeed)
-    return Status::error("--quantize-lm-head with --quantize int8 needs checkpoint weights, not "
-                         "--synthetic-weights");
+  if (!options.lmHeadFormat.empty() && options.lmHeadFormat != "int4" &&
+      options.lmHeadFormat != "int8")
+    return Status::error("--quantize-lm-head=" + options.lmHeadFormat +
+                         ": the head's format must be int4 or int8");
+  if (!options.lmHeadFormat.empty() && !options.quantizeLmHead)
+    return Status::error("internal: lmHeadFormat '" + options.lmHeadFormat +
+                         "' without quantizeLmHead");
+  const bool int8Head = lmHeadIsInt8(options);
+  if (options.quantizeLmHead && !int8Head && options.quantize == "int8" &&
+      !hd::q4ValidGroupSize(options.groupSize))
+    return Status::error("--quantize-lm-head=int4 with --quantize int8: the head's int4 groups "
+                         "come from --group-size, which is " + std::to_string(options.groupSize) +
+                         "; give --group-size 32, 64 or 128");
+  if (options.quantizeLmHead && int8Head && options.syntheticSeed)
+    return Status::error("--quantize-lm-head" +
+                         std::string(options.lmHeadFormat.empty() ? " with --quantize int8"
+                                                                  : "=int8") +
+                         " needs checkpoint weights, not --synthetic-weights (use int4, or a "
+                         "checkpoint)");
 
   // --- import: spec, weights, tokenizer, IR.
   SpecOptions specOptions;
@@ -593,13 +616,21 @@ Status runBuild(const BuildOptions &options, const BuildReporter &reporter) {
                        "weights)");
     targets.gpu.clear();
     ThreadPool pool(0);
-    const bool int8 = options.quantize == "int8";
+    const bool int8 = int8Head;
+    // int4 plans' --group-size is the int4 one: their int8 head has a scale
+    // per output channel (f32), as --quantize int8 by default.
+    const int64_t headGroup = int8 && options.quantize != "int8" ? 0 : options.groupSize;
     LLMC_ASSIGN_OR_RETURN(
         quant::LmHeadQuantization head,
         quant::quantizePlanLmHead(pool, contents,
-                                  int8 ? fb::WeightFormat::Q8 : fb::WeightFormat::Q4,
-                                  options.groupSize, int8Storage));
-    reporter.info("quantize: lm_head " + std::string(int8 ? "int8" : "int4 RTN") + ", " +
+                                  int8 ? fb::WeightFormat::Q8 : fb::WeightFormat::Q4, headGroup,
+                                  int8Storage));
+    reporter.info("quantize: lm_head " +
+                  std::string(int8 ? (headGroup > 0 ? "int8 in groups of " +
+                                                          std::to_string(headGroup)
+                                                    : "int8 per output channel")
+                                   : "int4 RTN") +
+                  ", " +
                   std::to_string(head.matrices) + " matrix (" + std::to_string(head.floatBytes) +
                   " B -> " + std::to_string(head.quantizedBytes) + " B), " +
                   std::to_string(head.steps) + " steps");

@@ -56,6 +56,10 @@ struct BuildOptions {
   std::optional<bool> sequentialCalibration;
   bool quantizeLmHead = false;        // --quantize-lm-head: the vocabulary projection too
                                       //   (int4 RTN or int8, quantize/lm_head.h)
+  // --quantize-lm-head=int4|int8: the head's format; "" (the bare flag): the
+  // plan's, int8 for --quantize int8, else int4 in --group-size groups. An
+  // int8 head of an int4 plan has a scale per output channel.
+  std::string lmHeadFormat;
   bool awqScalesOnly = false;         // tests: fold AWQ scales, keep float weights
   std::optional<float> awqFixedAlpha; // tests: this alpha instead of the search
   // Most bytes `--synthetic-weights --quantize awq` may materialize as f32

@@ -88,7 +88,7 @@ template <int R, int TT, Groups G> struct Avx512Tile {
 // 4 rows per decode tile, 2 rows x 4 tokens for prefill (8 accumulators,
 // each token's x and scales, a row's nibbles and scales: 22 of 32 zmm).
 LLMC_Q4_AVX512 void matmulQ4RowsAvx512Vnni(const Q4Problem &p, int64_t rowBegin, int64_t rowEnd) {
-  tiledRows<Avx512Tile, 4, 2>(p, rowBegin, rowEnd);
+  tiledRows<Avx512Tile, 4, 2, 4>(p, rowBegin, rowEnd);
 }
 
 } // namespace llmc::cpu::detail

@@ -22,12 +22,33 @@ namespace llmc::cpu::detail::q4x86 {
 
 // Rows of a 16-row block share a tile loop; 16 rows of K = 4096 are 32 KiB.
 constexpr int64_t kBlockRows = 16;
+// Tokens per prefill panel: 64 tokens of K = 768 are 48 KiB of Q8 x.
+constexpr int64_t kTokenPanel = 64;
 
 LLMC_Q4_AVX2 inline float hsum(__m256 v) {
   __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
   s = _mm_add_ps(s, _mm_movehl_ps(s, s));
   s = _mm_add_ss(s, _mm_movehdup_ps(s));
   return _mm_cvtss_f32(s);
+}
+
+// hsum of each of v[0..7] into out[0..7], each with the bits of hsum(v[i])
+// ((v0 + v4) + (v2 + v6)) + ((v1 + v5) + (v3 + v7)), in 23 instructions
+// instead of 8 x 6: the halves of two vectors at a time, then a 4 x 4
+// transpose in each 128-bit lane.
+LLMC_Q4_AVX2 inline void hsum8(const __m256 *v, float *out) {
+  __m256 s[4]; // s[j]: the 4 half sums of v[2j] (low lane) and v[2j + 1] (high)
+  LLMC_Q4_UNROLL
+  for (int j = 0; j < 4; ++j)
+    s[j] = _mm256_add_ps(_mm256_permute2f128_ps(v[2 * j], v[2 * j + 1], 0x20),
+                         _mm256_permute2f128_ps(v[2 * j], v[2 * j + 1], 0x31));
+  const __m256 t0 = _mm256_unpacklo_ps(s[0], s[1]), t1 = _mm256_unpackhi_ps(s[0], s[1]);
+  const __m256 t2 = _mm256_unpacklo_ps(s[2], s[3]), t3 = _mm256_unpackhi_ps(s[2], s[3]);
+  // Lane i of r[c]: half sum c of v[2i] (low lane) or v[2i - 7] (high).
+  const __m256 r0 = _mm256_shuffle_ps(t0, t2, 0x44), r1 = _mm256_shuffle_ps(t0, t2, 0xee);
+  const __m256 r2 = _mm256_shuffle_ps(t1, t3, 0x44), r3 = _mm256_shuffle_ps(t1, t3, 0xee);
+  const __m256 sums = _mm256_add_ps(_mm256_add_ps(r0, r2), _mm256_add_ps(r1, r3));
+  _mm256_storeu_ps(out, _mm256_permutevar8x32_ps(sums, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7)));
 }
 
 LLMC_Q4_AVX2 inline float halfToFloat(uint16_t h) { return _cvtsh_ss(h); }
@@ -175,65 +196,124 @@ LLMC_Q4_AVX2 void storeTile(const Q4Problem &p, const Rows &geo, int64_t n0, int
   }
 }
 
-// One tile of R rows x `tokens` (1..4) tokens from token t0.
-template <template <int, int, Groups> class Tile, int R, Groups G>
+// storeTile from the tile's 8-lane accumulators: their sums and those of
+// the zero-point term go through hsum8, 8 at a time (the same bits).
+template <int R, int TT>
+LLMC_Q4_AVX2 void storeTileLanes(const Q4Problem &p, const Rows &geo, int64_t n0, int64_t t0,
+                                 const __m256 (&acc)[R][TT]) {
+  constexpr int kOut = R * TT, kPadded = (2 * kOut + 7) / 8 * 8;
+  __m256 v[kPadded]; // the dots' lanes, then the zero-point terms'
+  LLMC_Q4_UNROLL
+  for (int r = 0; r < R; ++r)
+    LLMC_Q4_UNROLL
+    for (int t = 0; t < TT; ++t)
+      v[r * TT + t] = acc[r][t];
+  const float *sums = p.xq.groupSums + t0 * geo.groups;
+  const int64_t vectorGroups = geo.groups / 8 * 8;
+  LLMC_Q4_UNROLL
+  for (int r = 0; r < R; ++r) {
+    const uint16_t *scales = p.w.scales + (n0 + r) * geo.groups;
+    const uint16_t *zeros = p.w.zeros + (n0 + r) * geo.groups;
+    __m256 *z = v + kOut + r * TT;
+    LLMC_Q4_UNROLL
+    for (int t = 0; t < TT; ++t)
+      z[t] = _mm256_setzero_ps();
+    for (int64_t g = 0; g < vectorGroups; g += 8) {
+      const __m256 s =
+          _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i *>(scales + g)));
+      const __m256 zr =
+          _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i *>(zeros + g)));
+      const __m256 sz = _mm256_mul_ps(s, zr);
+      LLMC_Q4_UNROLL
+      for (int t = 0; t < TT; ++t)
+        z[t] = _mm256_fmadd_ps(sz, _mm256_loadu_ps(sums + t * geo.groups + g), z[t]);
+    }
+  }
+  for (int i = 2 * kOut; i < kPadded; ++i)
+    v[i] = _mm256_setzero_ps();
+  float h[kPadded];
+  for (int i = 0; i < kPadded; i += 8)
+    hsum8(v + i, h + i);
+  LLMC_Q4_UNROLL
+  for (int r = 0; r < R; ++r) {
+    const uint16_t *scales = p.w.scales + (n0 + r) * geo.groups;
+    const uint16_t *zeros = p.w.zeros + (n0 + r) * geo.groups;
+    float *zeroes = h + kOut + r * TT;
+    for (int64_t g = vectorGroups; g < geo.groups; ++g) { // as storeTile's scalar tail
+      const float sz = halfToFloat(scales[g]) * halfToFloat(zeros[g]);
+      LLMC_Q4_UNROLL
+      for (int t = 0; t < TT; ++t)
+        zeroes[t] += sz * sums[t * geo.groups + g];
+    }
+    LLMC_Q4_UNROLL
+    for (int t = 0; t < TT; ++t)
+      storeQ4Output(p, t0 + t, n0 + r, h[r * TT + t] - zeroes[t]);
+  }
+}
+
+// One tile of R rows x min(tokens, TT) tokens from token t0.
+template <template <int, int, Groups> class Tile, int R, Groups G, int TT>
 LLMC_Q4_AVX2 inline void runTokens(const Q4Problem &p, const Rows &geo, int64_t n0, int64_t t0,
                                    int64_t tokens) {
-  switch (tokens < 4 ? tokens : 4) {
-  case 1:
-    return Tile<R, 1, G>::run(p, geo, n0, t0);
-  case 2:
-    return Tile<R, 2, G>::run(p, geo, n0, t0);
-  case 3:
-    return Tile<R, 3, G>::run(p, geo, n0, t0);
-  default:
-    return Tile<R, 4, G>::run(p, geo, n0, t0);
-  }
+  if constexpr (TT > 1)
+    if (tokens < TT)
+      return runTokens<Tile, R, G, TT - 1>(p, geo, n0, t0, tokens);
+  Tile<R, TT, G>::run(p, geo, n0, t0);
 }
 
 // Rows [rowBegin, rowEnd) of y with Tile<R, TT, G>::run(p, geo, n0, t0):
 // 16-row blocks, and in each, tiles of DecodeR rows for one token, or of
-// PrefillR rows x up to 4 tokens, so that a block's packed rows and a tile's
-// x stay in L1 while the tiles walk over every token.
-template <template <int, int, Groups> class Tile, Groups G, int DecodeR, int PrefillR>
+// PrefillR rows x up to PrefillT tokens, so that a block's packed rows and
+// a tile's x stay in L1 while the tiles walk over every token.
+template <template <int, int, Groups> class Tile, Groups G, int DecodeR, int PrefillR,
+          int PrefillT>
 LLMC_Q4_AVX2 void tiledRowsFor(const Q4Problem &p, int64_t rowBegin, int64_t rowEnd) {
   const Rows geo(p.w);
-  for (int64_t b = rowBegin; b < rowEnd; b += kBlockRows) {
-    const int64_t end = b + kBlockRows < rowEnd ? b + kBlockRows : rowEnd;
-    if (p.tokens == 1) {
+  if (p.tokens == 1) {
+    for (int64_t b = rowBegin; b < rowEnd; b += kBlockRows) {
+      const int64_t end = b + kBlockRows < rowEnd ? b + kBlockRows : rowEnd;
       int64_t n = b;
       for (; n + DecodeR <= end; n += DecodeR)
         Tile<DecodeR, 1, G>::run(p, geo, n, 0);
       for (; n < end; ++n)
         Tile<1, 1, G>::run(p, geo, n, 0);
-      continue;
     }
-    for (int64_t t0 = 0; t0 < p.tokens; t0 += 4) {
-      const int64_t left = p.tokens - t0;
-      int64_t n = b;
-      for (; n + PrefillR <= end; n += PrefillR)
-        runTokens<Tile, PrefillR, G>(p, geo, n, t0, left);
-      for (; n < end; ++n)
-        runTokens<Tile, 1, G>(p, geo, n, t0, left);
+    return;
+  }
+  // Panels of kTokenPanel tokens outermost: a panel's Q8 x stays in L2
+  // while the rows stream past it.
+  for (int64_t panel = 0; panel < p.tokens; panel += kTokenPanel) {
+    const int64_t panelEnd = panel + kTokenPanel < p.tokens ? panel + kTokenPanel : p.tokens;
+    for (int64_t b = rowBegin; b < rowEnd; b += kBlockRows) {
+      const int64_t end = b + kBlockRows < rowEnd ? b + kBlockRows : rowEnd;
+      for (int64_t t0 = panel; t0 < panelEnd; t0 += PrefillT) {
+        const int64_t left = panelEnd - t0;
+        int64_t n = b;
+        for (; n + PrefillR <= end; n += PrefillR)
+          runTokens<Tile, PrefillR, G, PrefillT>(p, geo, n, t0, left);
+        for (; n < end; ++n)
+          runTokens<Tile, 1, G, PrefillT>(p, geo, n, t0, left);
+      }
     }
   }
 }
 
 // tiledRowsFor with the group pattern of p.w.groupSize.
-template <template <int, int, Groups> class Tile, int DecodeR, int PrefillR>
+template <template <int, int, Groups> class Tile, int DecodeR, int PrefillR, int PrefillT>
 LLMC_Q4_AVX2 void tiledRows(const Q4Problem &p, int64_t rowBegin, int64_t rowEnd) {
   const int64_t g = p.w.groupSize;
   if (g == 32)
-    return tiledRowsFor<Tile, Groups::PerBlock, DecodeR, PrefillR>(p, rowBegin, rowEnd);
+    return tiledRowsFor<Tile, Groups::PerBlock, DecodeR, PrefillR, PrefillT>(p, rowBegin, rowEnd);
   if (g == 64)
-    return tiledRowsFor<Tile, Groups::PerPair, DecodeR, PrefillR>(p, rowBegin, rowEnd);
+    return tiledRowsFor<Tile, Groups::PerPair, DecodeR, PrefillR, PrefillT>(p, rowBegin, rowEnd);
   if (g == 128)
-    return tiledRowsFor<Tile, Groups::TwoPairs, DecodeR, PrefillR>(p, rowBegin, rowEnd);
+    return tiledRowsFor<Tile, Groups::TwoPairs, DecodeR, PrefillR, PrefillT>(p, rowBegin, rowEnd);
   if (g % 256 == 0)
-    return tiledRowsFor<Tile, Groups::PerChunk, DecodeR, PrefillR>(p, rowBegin, rowEnd);
+    return tiledRowsFor<Tile, Groups::PerChunk, DecodeR, PrefillR, PrefillT>(p, rowBegin, rowEnd);
   if (g % 64 == 0)
-    return tiledRowsFor<Tile, Groups::PairsOther, DecodeR, PrefillR>(p, rowBegin, rowEnd);
-  tiledRowsFor<Tile, Groups::Mixed, DecodeR, PrefillR>(p, rowBegin, rowEnd);
+    return tiledRowsFor<Tile, Groups::PairsOther, DecodeR, PrefillR, PrefillT>(p, rowBegin,
+                                                                              rowEnd);
+  tiledRowsFor<Tile, Groups::Mixed, DecodeR, PrefillR, PrefillT>(p, rowBegin, rowEnd);
 }
 
 } // namespace llmc::cpu::detail::q4x86

@@ -3,13 +3,18 @@
 // plan layout of kernels/common/q8_layout.h.
 //
 // Numerics: the activations stay f32 (no activation quantization: the
-// near-lossless option next to int4's W4A8); every weight is dequantized
-// to f32 exactly as hd::q8Dequant does (q * scale, one rounding) and the
-// products are summed in f32:
+// near-lossless option next to int4's W4A8); the scalar and AVX-512 paths
+// dequantize every weight to f32 exactly as hd::q8Dequant does (q * scale,
+// one rounding) and sum the products in f32:
 //   y[t, n] = sum_k (q[n, k] * scale[n, k / G]) * x[t, k],
 // so a plan whose float weights were fake-quantized computes the same up to
-// the order of the f32 additions. Scalar, AVX2 and AVX-512 paths, chosen at
-// run time, tiles of rows x tokens; rows split over the thread pool.
+// the order of the f32 additions. The AVX2 path takes each group's scale out
+// of its sum, y[t, n] = sum_g scale[n, g] * sum_{k in g} q[n, k] * x[t, k]
+// (a multiply per group instead of per weight: decode of a 32000 x 768
+// head is then bandwidth-bound), the same within f32 rounding, and the same
+// bits for a row whatever the token count or tile. Scalar, AVX2 and AVX-512
+// paths, chosen at run time, tiles of rows x tokens; rows split over the
+// thread pool.
 #pragma once
 
 #include "support/status.h"

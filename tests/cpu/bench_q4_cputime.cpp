@@ -2,19 +2,24 @@
 // Llama's shapes, timed by the calling thread's CPU time with one thread, so
 // that other processes on a loaded machine disturb it much less than wall
 // time. Usage: bench_q4_cputime [tokens, default 1] [group size, default 32]
+// [int8]; with "int8", the int8 layer (matmulQ8, a scale per output channel:
+// an LM head of --quantize-lm-head=int8) on the same shapes instead.
 //
 // "l2" reuses one matrix; "dram" cycles through copies spanning 256 MiB, as
 // a decode step streams its weights. Prints G weights (x tokens) per CPU
 // second, best of 7 trials.
 #include "cpu/matmul_q4.h"
+#include "cpu/matmul_q8.h"
 #include "kernels/common/half.h"
 #include "kernels/common/q4_layout.h"
+#include "kernels/common/q8_layout.h"
 
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <ctime>
 #include <random>
+#include <string>
 #include <vector>
 
 namespace {
@@ -55,18 +60,46 @@ struct Copies {
   }
 };
 
+// Copies of one random int8 [n, k] matrix, a f32 scale per row.
+struct Int8Copies {
+  int64_t n, k, count;
+  std::vector<int8_t> values;
+  std::vector<float> scales;
+
+  Int8Copies(int64_t rows, int64_t cols, size_t budget) : n(rows), k(cols) {
+    const int64_t rowBytes = llmc::hd::q8RowBytes(k);
+    count = std::max<int64_t>(1, static_cast<int64_t>(budget / size_t(n * (rowBytes + 4))));
+    std::mt19937 rng(7);
+    values.resize(count * n * rowBytes);
+    for (auto &v : values)
+      v = static_cast<int8_t>(rng() % 255 - 127);
+    for (int64_t i = 0; i < count * n; ++i)
+      scales.push_back(0.001f + 0.0001f * static_cast<float>(i % 7));
+  }
+  llmc::cpu::Q8Matrix matrix(int64_t c) const {
+    return {values.data() + c * n * llmc::hd::q8RowBytes(k), scales.data() + c * n, false, n, k, 0};
+  }
+};
+
+void multiply(ThreadPool &pool, const float *x, int64_t tokens, const Copies &m, int64_t c,
+              float *y) {
+  llmc::cpu::matmulQ4(pool, x, tokens, m.matrix(c), nullptr, 0.0f, y);
+}
+void multiply(ThreadPool &pool, const float *x, int64_t tokens, const Int8Copies &m, int64_t c,
+              float *y) {
+  llmc::cpu::matmulQ8(pool, x, tokens, m.matrix(c), nullptr, 0.0f, y);
+}
+
 // Best G weight-token products per CPU second over 7 trials of >= 0.05 s.
-double measure(ThreadPool &pool, const Copies &m, int64_t tokens, bool cycle) {
+template <typename Matrices>
+double measure(ThreadPool &pool, const Matrices &m, int64_t tokens, bool cycle) {
   std::vector<float> x(tokens * m.k), y(tokens * m.n);
   std::mt19937 rng(3);
   std::normal_distribution<float> normal;
   for (float &v : x)
     v = normal(rng);
   int64_t next = 0;
-  auto once = [&] {
-    llmc::cpu::matmulQ4(pool, x.data(), tokens, m.matrix(cycle ? next++ % m.count : 0), nullptr,
-                        0.0f, y.data());
-  };
+  auto once = [&] { multiply(pool, x.data(), tokens, m, cycle ? next++ % m.count : 0, y.data()); };
   once();
   double best = 0;
   for (int trial = 0; trial < 7; ++trial) {
@@ -88,6 +121,7 @@ double measure(ThreadPool &pool, const Copies &m, int64_t tokens, bool cycle) {
 int main(int argc, char **argv) {
   const int64_t tokens = argc > 1 ? std::atoll(argv[1]) : 1;
   const int64_t group = argc > 2 ? std::atoll(argv[2]) : 32;
+  const bool int8 = argc > 3 && std::string(argv[3]) == "int8";
   if (tokens < 1 || !llmc::hd::q4ValidGroupSize(group)) {
     std::fprintf(stderr, "error: usage: bench_q4_cputime [tokens >= 1] [group size, 32k]\n");
     return 1;
@@ -99,9 +133,16 @@ int main(int argc, char **argv) {
   std::printf("%-14s %6s %4s %12s %12s\n", "N x K", "tokens", "G", "l2 Gw/s", "dram Gw/s");
   for (Shape s : {Shape{2304, 768}, Shape{768, 768}, Shape{4096, 768}, Shape{768, 2048},
                   Shape{32000, 768}}) {
-    const Copies hot(s.n, s.k, group, 0), cold(s.n, s.k, group, size_t(256) << 20);
-    const double l2 = measure(pool, hot, tokens, false);
-    const double dram = tokens == 1 ? measure(pool, cold, tokens, true) : 0.0;
+    double l2 = 0.0, dram = 0.0;
+    if (int8) {
+      const Int8Copies hot(s.n, s.k, 0), cold(s.n, s.k, size_t(256) << 20);
+      l2 = measure(pool, hot, tokens, false);
+      dram = tokens == 1 ? measure(pool, cold, tokens, true) : 0.0;
+    } else {
+      const Copies hot(s.n, s.k, group, 0), cold(s.n, s.k, group, size_t(256) << 20);
+      l2 = measure(pool, hot, tokens, false);
+      dram = tokens == 1 ? measure(pool, cold, tokens, true) : 0.0;
+    }
     std::printf("%5lld x %-6lld %6lld %4lld %12.2f %12.2f\n", static_cast<long long>(s.n),
                 static_cast<long long>(s.k), static_cast<long long>(tokens),
                 static_cast<long long>(group), l2, dram);

@@ -7,6 +7,9 @@
 // sizes 32, 64, 96 and 128. The AVX-512 VNNI kernel runs where the CPU has it.
 #include "cpu/isa.h"
 #include "cpu/matmul_q4.h"
+#if defined(__x86_64__)
+#include "cpu/matmul_q4_x86.h"
+#endif
 #include "kernels/common/q4_layout.h"
 #include "test_util.h"
 
@@ -15,7 +18,9 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <cstring>
 #include <random>
+#include <string>
 #include <vector>
 
 namespace llmc::cpu {
@@ -248,6 +253,93 @@ TEST(Q8Quantize, ChunkScalesRegroupThePairScales) {
         }
   }
 }
+
+uint32_t bitsOf(float v) {
+  uint32_t bits;
+  std::memcpy(&bits, &v, sizeof(bits));
+  return bits;
+}
+
+// Every token of a T-token call has the bits of a T = 1 call (the decode
+// tile), whatever tile (rows x tokens), token panel or row block covers it:
+// T across the prefill tile (8 tokens on AVX2) and the 64-token panels,
+// N off the 16-row blocks and 4-row tiles, K with whole chunks, single pairs
+// and a half pair, every group pattern; and a slice of rows (other block
+// and tile boundaries) has the whole matrix's bits.
+TEST(MatmulQ4Q8, EveryTileGivesTheDecodeBits) {
+  ThreadPool pool(1);
+  const Case cases[] = {
+      {9, 37, 800, 32},  {21, 19, 768, 64}, {70, 21, 544, 32}, {13, 6, 1056, 96},
+      {8, 17, 2080, 128}, {130, 5, 256, 32}, {3, 23, 1312, 256}, {17, 9, 960, 192},
+  };
+  uint32_t seed = 500;
+  for (Isa isa : supportedIsas()) {
+    ScopedIsa scoped(isa);
+    for (const Case &c : cases) {
+      std::mt19937 rng(seed++);
+      RandomQ4 w(rng, c.n, c.k, c.groupSize);
+      const std::vector<float> x = randomX(rng, c.tokens * c.k);
+      std::vector<float> all(c.tokens * c.n), one(c.n);
+      matmulQ4(pool, x.data(), c.tokens, w.matrix(), nullptr, 0.0f, all.data());
+      for (int64_t t = 0; t < c.tokens; ++t) {
+        matmulQ4(pool, x.data() + t * c.k, 1, w.matrix(), nullptr, 0.0f, one.data());
+        for (int64_t n = 0; n < c.n; ++n)
+          ASSERT_EQ(bitsOf(all[t * c.n + n]), bitsOf(one[n]))
+              << isaName(isa) << " T=" << c.tokens << " N=" << c.n << " K=" << c.k
+              << " G=" << c.groupSize << " t=" << t << " n=" << n;
+      }
+      const int64_t first = 3, groups = hd::q4NumGroups(c.k, c.groupSize);
+      Q4Matrix slice = w.matrix();
+      slice.qweight += first * hd::q4WordsPerRow(c.k);
+      slice.scales += first * groups;
+      slice.zeros += first * groups;
+      slice.rows -= first;
+      std::vector<float> part(c.tokens * slice.rows);
+      matmulQ4(pool, x.data(), c.tokens, slice, nullptr, 0.0f, part.data());
+      for (int64_t t = 0; t < c.tokens; ++t)
+        for (int64_t n = 0; n < slice.rows; ++n)
+          ASSERT_EQ(bitsOf(part[t * slice.rows + n]), bitsOf(all[t * c.n + first + n]))
+              << isaName(isa) << " T=" << c.tokens << " N=" << c.n << " K=" << c.k
+              << " row " << first + n << " t=" << t;
+    }
+  }
+}
+
+#if defined(__x86_64__)
+// hsum8 (the AVX2 epilogue's 8 sums at once) against hsum, one vector at a
+// time, on lanes of mixed magnitudes (where the order of the additions shows).
+LLMC_Q4_AVX2 bool hsum8MatchesHsum(std::mt19937 &rng, std::string &why) {
+  std::uniform_real_distribution<float> unit(-1.0f, 1.0f);
+  std::uniform_int_distribution<int> exponent(-20, 20);
+  alignas(32) float lanes[8][8];
+  for (auto &vector : lanes)
+    for (float &lane : vector)
+      lane = std::ldexp(unit(rng), exponent(rng));
+  __m256 v[8];
+  for (int i = 0; i < 8; ++i)
+    v[i] = _mm256_load_ps(lanes[i]);
+  float got[8];
+  detail::q4x86::hsum8(v, got);
+  for (int i = 0; i < 8; ++i)
+    if (bitsOf(got[i]) != bitsOf(detail::q4x86::hsum(v[i]))) {
+      why = "vector " + std::to_string(i) + ": " + std::to_string(got[i]) + " vs " +
+            std::to_string(detail::q4x86::hsum(v[i]));
+      return false;
+    }
+  return true;
+}
+
+TEST(MatmulQ4Q8, Hsum8HasTheBitsOfHsum) {
+  const std::vector<Isa> isas = supportedIsas();
+  if (std::find(isas.begin(), isas.end(), Isa::Avx2) == isas.end())
+    GTEST_SKIP() << "no AVX2 on this CPU";
+  std::mt19937 rng(61);
+  for (int trial = 0; trial < 1000; ++trial) {
+    std::string why;
+    ASSERT_TRUE(hsum8MatchesHsum(rng, why)) << "trial " << trial << ", " << why;
+  }
+}
+#endif
 
 TEST(MatmulQ4Q8, LargeLayersSplitOverThreads) {
   ThreadPool pool(4);

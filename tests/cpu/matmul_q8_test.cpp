@@ -7,10 +7,18 @@
 #include "test_util.h"
 
 #include <cmath>
+#include <cstring>
 #include <limits>
 
 namespace llmc::cpu {
 namespace {
+
+// The bits of a float (NaN-proof equality).
+uint32_t bitsOf(float v) {
+  uint32_t bits;
+  std::memcpy(&bits, &v, sizeof(bits));
+  return bits;
+}
 
 // A random int8 [rows, cols] matrix in the plan layout (zero padding).
 struct TestQ8 {
@@ -109,6 +117,53 @@ TEST(MatmulQ8, IsasAgreeToRounding) {
     matmulQ8(pool, x.data(), tokens, w.m, nullptr, 0.0f, y.data());
     for (size_t i = 0; i < y.size(); ++i)
       ASSERT_NEAR(y[i], scalar[i], 2e-5f * (1.0f + std::fabs(scalar[i]))) << isaName(isa);
+  }
+}
+
+// A row's outputs do not depend on the other tokens of the call (decode
+// tiles, prefill tiles, the last odd token) nor on the row's place among the
+// tiles: T = 7 gives each token the bits of a T = 1 call, and a slice of
+// rows the bits of the whole matrix, on ragged shapes, per channel and
+// grouped (AVX2's per-group scale and decode prefetch paths).
+TEST(MatmulQ8, TokensAndRowSlicesGiveTheSameBits) {
+  ThreadPool pool(1);
+  std::mt19937 rng(83);
+  struct Shape {
+    int64_t rows, cols, group;
+  } shapes[] = {{37, 200, 0}, {22, 768, 0}, {13, 72, 32}, {9, 256, 128}, {11, 13, 0}};
+  for (Isa isa : test::supportedIsas()) {
+    test::ScopedIsa scoped(isa);
+    for (const Shape &s : shapes) {
+      TestQ8 w = randomQ8(rng, s.rows, s.cols, s.group, s.group > 0);
+      const int64_t tokens = 7;
+      std::vector<float> x = test::randomFloats(rng, tokens * s.cols, -2.0f, 2.0f);
+      std::vector<float> all(tokens * s.rows);
+      matmulQ8(pool, x.data(), tokens, w.m, nullptr, 0.0f, all.data());
+      for (int64_t t = 0; t < tokens; ++t) {
+        std::vector<float> one(s.rows);
+        matmulQ8(pool, x.data() + t * s.cols, 1, w.m, nullptr, 0.0f, one.data());
+        for (int64_t n = 0; n < s.rows; ++n)
+          ASSERT_EQ(bitsOf(one[n]), bitsOf(all[t * s.rows + n]))
+              << isaName(isa) << " [" << s.rows << ", " << s.cols << "] G " << s.group
+              << ", token " << t << ", row " << n;
+      }
+      // Rows 3 .. rows - 1 alone: other tile boundaries than in the whole.
+      Q8Matrix slice = w.m;
+      const int64_t first = 3, rowBytes = hd::q8RowBytes(s.cols);
+      const int64_t groups = hd::q8NumGroups(s.cols, s.group);
+      slice.qweight += first * rowBytes;
+      slice.scales = s.group > 0
+                         ? static_cast<const void *>(w.halfScales.data() + first * groups)
+                         : static_cast<const void *>(w.scales.data() + first * groups);
+      slice.rows -= first;
+      std::vector<float> part(tokens * slice.rows);
+      matmulQ8(pool, x.data(), tokens, slice, nullptr, 0.0f, part.data());
+      for (int64_t t = 0; t < tokens; ++t)
+        for (int64_t n = 0; n < slice.rows; ++n)
+          ASSERT_EQ(bitsOf(part[t * slice.rows + n]),
+                    bitsOf(all[t * s.rows + first + n]))
+              << isaName(isa) << " [" << s.rows << ", " << s.cols << "] row " << first + n;
+    }
   }
 }
 
