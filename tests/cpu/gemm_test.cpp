@@ -92,6 +92,8 @@ const GemmCase kCases[] = {
     {40, 1, 300},    // N = 1
     {35, 4, 2100},   // K = 2100: three depth chunks of 704, 704, 692 (a 4-column tail)
     {33, 70, 1030},  // K = 1030: two depth chunks of 520 and 510 (a 6-column tail)
+    {34, 10, 1024},  // K = 1024: one chunk of all of K, x rows 4 KiB apart
+    {35, 7, 2048},   // K = 2048: three depth chunks of 688, 688, 672 (no tail)
 };
 
 TEST(PackedGemm, MatchesTheDecodeOrderReferenceBitForBit) {
