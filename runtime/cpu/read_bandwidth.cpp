@@ -54,8 +54,8 @@ __attribute__((target("avx2"))) uint64_t sumStreamsAvx2(const char *p, size_t li
       const __m256i b = _mm256_load_si256(reinterpret_cast<const __m256i *>(line + 32));
       sums[s] = _mm256_add_epi64(sums[s], _mm256_add_epi64(a, b));
     }
-  __m256i total = _mm256_add_epi64(_mm256_add_epi64(sums[0], sums[1]),
-                                   _mm256_add_epi64(sums[2], sums[3]));
+  __m256i total =
+      _mm256_add_epi64(_mm256_add_epi64(sums[0], sums[1]), _mm256_add_epi64(sums[2], sums[3]));
   return static_cast<uint64_t>(_mm256_extract_epi64(total, 0) + _mm256_extract_epi64(total, 1) +
                                _mm256_extract_epi64(total, 2) + _mm256_extract_epi64(total, 3));
 }
@@ -83,8 +83,8 @@ Expected<double> measureReadBandwidth(ThreadPool &pool, const ReadBandwidthOptio
     return Status::error("read bandwidth probe: buffer of " + std::to_string(options.bytes) +
                          " bytes is below one 64-byte line per stream (" +
                          std::to_string(kStreams) + " per thread, " + std::to_string(threads) +
-                         " threads): give at least " +
-                         std::to_string(threads * kStreams * kLine) + " bytes");
+                         " threads): give at least " + std::to_string(threads * kStreams * kLine) +
+                         " bytes");
   if (options.trials < 1)
     return Status::error("read bandwidth probe: trials is " + std::to_string(options.trials) +
                          ", must be at least 1");

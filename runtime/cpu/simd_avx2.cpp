@@ -194,10 +194,10 @@ constexpr int64_t kAvx2GemmTokens = 32;
 constexpr int64_t kAvx2GemmRowBlock = 120;
 
 // Decode (1-2 tokens): four runs of weight rows stream at once. Up to 31
-// tokens: each weight vector loaded serves four tokens. Prefill: the GEMM. Every output is
-// the same sum in the same order whatever the token count and the path (see
-// dotTile), so a prompt prefilled whole or in chunks, or a sequence decoded
-// alone or in a batch, gets the same bits.
+// tokens: each weight vector loaded serves four tokens. Prefill: the GEMM.
+// Every output is the same sum in the same order whatever the token count and
+// the path (see dotTile), so a prompt prefilled whole or in chunks, or a
+// sequence decoded alone or in a batch, gets the same bits.
 template <DType D> LLMC_AVX2 void rows(const MatmulProblem &p, int64_t rowBegin, int64_t rowEnd) {
   if (p.tokens >= kAvx2GemmTokens)
     packedGemm<Avx2Gemm, D>(p, rowBegin, rowEnd, 0, p.tokens);

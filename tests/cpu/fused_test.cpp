@@ -159,7 +159,8 @@ TEST(FusedKernels, MatmulArgmaxIsTheArgmaxOfTheLogits) {
 TEST(FusedKernels, DecodeBlocksKeepTheFirstBestAndTheUnfusedValues) {
   ThreadPool pool(2);
   std::mt19937 rng(17);
-  const int64_t k = 24, vocab = 1300, inter = 1100; // the first 1300 of 2200 rows are the vocabulary
+  // The first 1300 of the 2200 rows are the vocabulary.
+  const int64_t k = 24, vocab = 1300, inter = 1100;
   test::TestWeights w = test::makeWeights(rng, DType::F32, 2 * inter * k);
   for (int64_t tokens : {1, 2}) {
     std::vector<float> x = test::randomFloats(rng, tokens * k);
