@@ -11,8 +11,9 @@
 # 1-token prompt, which is what tg64 times) run one after the other, the order
 # flipping every round. Printed: llmc / llama.cpp ratios, each the median of the
 # per-round ratios, the medians of both, decode GB/s of weights read against the
-# machine's read bandwidth (`llmrun bench`'s probe: T threads summing a 1 GiB
-# buffer, best of 3, before and after the rounds) and the load average.
+# machine's read bandwidth (`llmrun bench`'s probe, runtime/cpu/read_bandwidth.h:
+# T threads reading a 1 GiB buffer in 4 prefetched AVX2 streams each, best of 5,
+# before and after the rounds) and the load average.
 #
 # Usage: scripts/bench-vs-llamacpp.sh [options] [LLAMA_CPP_BUILD_DIR]
 #   LLAMA_CPP_BUILD_DIR (or $LLAMA_CPP_BUILD): a llama.cpp CMake build with

@@ -13,8 +13,11 @@ namespace llmc::cpu {
 namespace {
 
 // Weight rows per block of the SwiGLU and argmax kernels: a tile of
-// tokens x kBlockRows products stays in L1/L2 next to the weights.
-constexpr int64_t kBlockRows = 64;
+// tokens x blockRows products stays in L1/L2 next to the weights. Decode (1-2
+// tokens) takes 512: the GEMV reads a block's rows as 4 sequential runs
+// (simd_avx2.cpp streamedRows), which read DRAM about 1.1-1.2x faster at 128
+// rows each than at 16 (docs/perf.md, "CPU decode GEMV and bandwidth probe").
+int64_t blockRows(int64_t tokens) { return tokens <= 2 ? 512 : 64; }
 
 // Rows [begin, begin + count) of w as a matrix of their own.
 WeightMatrix rowsOf(const WeightMatrix &w, int64_t begin, int64_t count) {
@@ -28,11 +31,11 @@ void product(const float *x, int64_t tokens, const WeightMatrix &rows, float *ti
   detail::activeOps().matmulRows(problem, 0, rows.rows);
 }
 
-// Blocks of kBlockRows weight rows, at least ~64 KiB of weights per chunk
+// Blocks of blockRows weight rows, at least ~64 KiB of weights per chunk
 // (matmul's rule) so that small layers do not wake every thread.
 int64_t blockGrain(const WeightMatrix &w, int64_t tokens) {
   const int64_t rowBytes = w.cols * static_cast<int64_t>(dtypeSize(w.dtype));
-  return 64 * 1024 / (rowBytes * tokens * kBlockRows) + 1;
+  return 64 * 1024 / (rowBytes * tokens * blockRows(tokens)) + 1;
 }
 
 } // namespace
@@ -68,18 +71,18 @@ void matmulSwigluQ4(ThreadPool &pool, const float *x, int64_t tokens, const Q4Ma
 
 void matmulSwiglu(ThreadPool &pool, const float *x, int64_t tokens, const WeightMatrix &w,
                   float *y, int gateKind) {
-  const int64_t inter = w.rows / 2;
-  const int64_t blocks = (inter + kBlockRows - 1) / kBlockRows;
+  const int64_t inter = w.rows / 2, perBlock = blockRows(tokens);
+  const int64_t blocks = (inter + perBlock - 1) / perBlock;
   pool.parallelFor(
       blocks,
       [&](int64_t begin, int64_t end) {
         thread_local std::vector<float> gate, up;
-        if (static_cast<int64_t>(gate.size()) < tokens * kBlockRows) {
-          gate.resize(tokens * kBlockRows);
-          up.resize(tokens * kBlockRows);
+        if (static_cast<int64_t>(gate.size()) < tokens * perBlock) {
+          gate.resize(tokens * perBlock);
+          up.resize(tokens * perBlock);
         }
         for (int64_t b = begin; b < end; ++b) {
-          const int64_t first = b * kBlockRows, count = std::min(kBlockRows, inter - first);
+          const int64_t first = b * perBlock, count = std::min(perBlock, inter - first);
           product(x, tokens, rowsOf(w, first, count), gate.data());
           product(x, tokens, rowsOf(w, inter + first, count), up.data());
           for (int64_t t = 0; t < tokens; ++t)
@@ -106,17 +109,18 @@ void matmulArgmax(ThreadPool &pool, const float *x, int64_t rows, const WeightMa
     float value;
     int32_t index;
   };
-  const int64_t blocks = (w.rows + kBlockRows - 1) / kBlockRows;
+  const int64_t perBlock = blockRows(rows);
+  const int64_t blocks = (w.rows + perBlock - 1) / perBlock;
   // One best per (block, row); merged in block order so the first index wins ties.
   std::vector<Best> best(blocks * rows, Best{-INFINITY, -1});
   pool.parallelFor(
       blocks,
       [&](int64_t begin, int64_t end) {
         thread_local std::vector<float> tile;
-        if (static_cast<int64_t>(tile.size()) < rows * kBlockRows)
-          tile.resize(rows * kBlockRows);
+        if (static_cast<int64_t>(tile.size()) < rows * perBlock)
+          tile.resize(rows * perBlock);
         for (int64_t b = begin; b < end; ++b) {
-          const int64_t first = b * kBlockRows, count = std::min(kBlockRows, w.rows - first);
+          const int64_t first = b * perBlock, count = std::min(perBlock, w.rows - first);
           product(x, rows, rowsOf(w, first, count), tile.data());
           for (int64_t r = 0; r < rows; ++r) {
             Best &mine = best[b * rows + r];

@@ -49,13 +49,14 @@ LLMC_AVX2 inline float hsum(__m256 v) {
 // then points at column kBegin): the lanes come from carry[R][TT][8] unless
 // kBegin is 0 and go back there unless kEnd is K, stored and loaded exactly,
 // so a depth split leaves every sum as it is.
-template <DType D, int R, int TT>
+//
+// Row r of the tile is output row n0 + r * rowStep (the decode streams take
+// rows far apart). Ahead > 0: each row's stream is prefetched Ahead bytes
+// in front of its loads, one line per 64 bytes.
+template <DType D, int R, int TT, int Ahead = 0>
 LLMC_AVX2 void dotTile(const MatmulProblem &p, const char *rows, int64_t rowBytes, int64_t n0,
-                       int64_t t0, int64_t kBegin = 0, int64_t kEnd = -1, float *carry = nullptr) {
-  // Decode tiles (4 rows) prefetch the next tile's rows: f16/bf16 rows are
-  // short streams (1.5 KiB at K = 768) that the hardware prefetcher ramps up
-  // on too late; +20-35% GB/s from DRAM, f32 unchanged (docs/perf.md).
-  constexpr bool kPrefetch = R == 4 && D != DType::F32;
+                       int64_t t0, int64_t kBegin = 0, int64_t kEnd = -1, float *carry = nullptr,
+                       int64_t rowStep = 1) {
   const int64_t k = p.w.cols, end = kEnd < 0 ? k : kEnd;
   const float *x = p.x + t0 * k;
   __m256 acc[R][TT];
@@ -69,10 +70,10 @@ LLMC_AVX2 void dotTile(const MatmulProblem &p, const char *rows, int64_t rowByte
     __m256 wv[R];
     for (int r = 0; r < R; ++r)
       wv[r] = load8<D>(rows + r * rowBytes, i - kBegin);
-    if constexpr (kPrefetch)
-      if (((i - kBegin) * dtypeSize(D)) % 64 == 0) // the next tile's rows, one line per row
+    if constexpr (Ahead > 0)
+      if (((i - kBegin) * dtypeSize(D)) % 64 == 0)
         for (int r = 0; r < R; ++r)
-          _mm_prefetch(rows + (R + r) * rowBytes + (i - kBegin) * dtypeSize(D), _MM_HINT_T0);
+          _mm_prefetch(rows + r * rowBytes + (i - kBegin) * dtypeSize(D) + Ahead, _MM_HINT_T0);
     for (int t = 0; t < TT; ++t) {
       const __m256 xv = _mm256_loadu_ps(x + t * k + i);
       for (int r = 0; r < R; ++r)
@@ -101,7 +102,7 @@ LLMC_AVX2 void dotTile(const MatmulProblem &p, const char *rows, int64_t rowByte
       float sum = sums[r][t];
       for (int64_t j = i; j < k; ++j) // tail of fewer than 8
         sum = std::fma(weightAt(row, D, j - kBegin), x[t * k + j], sum);
-      storeOutput(p, t0 + t, n0 + r, sum);
+      storeOutput(p, t0 + t, n0 + r * rowStep, sum);
     }
   }
 }
@@ -139,6 +140,28 @@ LLMC_AVX2 void tiledRows(const MatmulProblem &p, int64_t rowBegin, int64_t rowEn
   }
 }
 
+// Decode (1 or TT = 2 tokens): rows [rowBegin, rowEnd) in 4 equal runs, tile
+// j taking row j of each run. Rows are adjacent in memory, so each run is one
+// sequential stream and a tile reads 4 of them. Tiles of 4 adjacent rows
+// instead read 4 streams of one row each (1.5 KiB of bf16 at K = 768), too
+// short for the hardware prefetcher to ramp up on: 11-12 GB/s of f16/bf16
+// and 16 of f32 from DRAM on Zen 3 against 22-24 for the runs (docs/perf.md,
+// "CPU decode GEMV and bandwidth probe"). f16/bf16 runs prefetch 256 bytes
+// ahead, which helps short runs (the 64-row blocks of matmulSwiglu and
+// matmulArgmax) start. The order of each sum is dotTile's, as for any tile.
+template <DType D, int TT>
+LLMC_AVX2 void streamedRows(const MatmulProblem &p, int64_t rowBegin, int64_t rowEnd) {
+  constexpr int kStreams = 4, kAhead = D == DType::F32 ? 0 : 256;
+  const int64_t rowBytes = p.w.cols * static_cast<int64_t>(dtypeSize(D));
+  const char *weights = static_cast<const char *>(p.w.data);
+  const int64_t run = (rowEnd - rowBegin) / kStreams;
+  for (int64_t j = 0; j < run; ++j)
+    dotTile<D, kStreams, TT, kAhead>(p, weights + (rowBegin + j) * rowBytes, run * rowBytes,
+                                     rowBegin + j, 0, 0, -1, nullptr, run);
+  for (int64_t n = rowBegin + kStreams * run; n < rowEnd; ++n)
+    dotTile<D, 1, TT>(p, weights + n * rowBytes, rowBytes, n, 0);
+}
+
 // The prefill GEMM's AVX2 kernel (simd_gemm.h): 3 rows x 4 tokens, 12
 // accumulators; a k-step is 3 weight loads, 4 x loads and 12 FMAs.
 struct Avx2Gemm {
@@ -170,18 +193,20 @@ constexpr int64_t kAvx2GemmTokens = 32;
 // two L2 blocks of f32 rows of K = 768 or so.
 constexpr int64_t kAvx2GemmRowBlock = 120;
 
-// Decode (1-2 tokens): four weight rows stream at once. Up to 31 tokens: each
-// weight vector loaded serves four tokens. Prefill: the GEMM. Every output is
-// the same sum in the same order whatever the token count and the path (see
-// dotTile), so a prompt prefilled whole or in chunks, or a sequence decoded
-// alone or in a batch, gets the same bits.
+// Decode (1-2 tokens): four runs of weight rows stream at once. Up to 31
+// tokens: each weight vector loaded serves four tokens. Prefill: the GEMM.
+// Every output is the same sum in the same order whatever the token count and
+// the path (see dotTile), so a prompt prefilled whole or in chunks, or a
+// sequence decoded alone or in a batch, gets the same bits.
 template <DType D> LLMC_AVX2 void rows(const MatmulProblem &p, int64_t rowBegin, int64_t rowEnd) {
   if (p.tokens >= kAvx2GemmTokens)
     packedGemm<Avx2Gemm, D>(p, rowBegin, rowEnd, 0, p.tokens);
   else if (p.tokens >= 3)
     tiledRows<D, 2, 4>(p, rowBegin, rowEnd);
+  else if (p.tokens == 2)
+    streamedRows<D, 2>(p, rowBegin, rowEnd);
   else
-    tiledRows<D, 4, 2>(p, rowBegin, rowEnd);
+    streamedRows<D, 1>(p, rowBegin, rowEnd);
 }
 
 LLMC_AVX2 void matmulRowsAvx2(const MatmulProblem &p, int64_t rowBegin, int64_t rowEnd) {

@@ -5,6 +5,7 @@
 // copies spanning 1 GiB, so every pass streams from DRAM as decode does.
 #include "cpu/isa.h"
 #include "cpu/matmul.h"
+#include "cpu/read_bandwidth.h"
 #include "kernels/common/half.h"
 
 #include <algorithm>
@@ -13,10 +14,6 @@
 #include <cstdlib>
 #include <cstring>
 #include <vector>
-
-#if defined(__x86_64__)
-#include <immintrin.h>
-#endif
 
 namespace {
 
@@ -48,46 +45,10 @@ template <typename Fn> double measure(size_t bytes, const Fn &fn) {
   return best;
 }
 
-// Sums n 64-bit words (n a multiple of 4 * kStreams) read as kStreams
-// sequential streams at once: one stream per core underuses the memory
-// system (a GEMV tile also streams several weight rows at once).
-constexpr size_t kStreams = 8;
-
-#if defined(__x86_64__)
-__attribute__((target("avx2"))) uint64_t sumWords(const uint64_t *p, size_t n) {
-  const size_t length = n / kStreams;
-  __m256i sums[kStreams];
-  for (__m256i &s : sums)
-    s = _mm256_setzero_si256();
-  for (size_t i = 0; i + 4 <= length; i += 4)
-    for (size_t s = 0; s < kStreams; ++s)
-      sums[s] = _mm256_add_epi64(
-          sums[s], _mm256_load_si256(reinterpret_cast<const __m256i *>(p + s * length + i)));
-  __m256i total = _mm256_setzero_si256();
-  for (__m256i s : sums)
-    total = _mm256_add_epi64(total, s);
-  return static_cast<uint64_t>(_mm256_extract_epi64(total, 0) + _mm256_extract_epi64(total, 3));
-}
-#else
-uint64_t sumWords(const uint64_t *p, size_t n) {
-  uint64_t s = 0;
-  for (size_t i = 0; i < n; ++i)
-    s += p[i];
-  return s;
-}
-#endif
-
-volatile uint64_t gSink;
-
+// read: the probe llmrun bench reports (cpu/read_bandwidth.h; its own 1 GiB).
 void memoryBandwidth(ThreadPool &pool, char *buffer, double &read, double &copy) {
-  const size_t words = kGiB / 8;
-  const uint64_t *data = reinterpret_cast<const uint64_t *>(buffer);
-  read = measure(kGiB, [&] {
-    pool.parallelFor(
-        words,
-        [&](int64_t b, int64_t e) { gSink = sumWords(data + b, static_cast<size_t>(e - b)); },
-        1 << 20);
-  });
+  llmc::Expected<double> probe = llmc::cpu::measureReadBandwidth(pool);
+  read = probe ? *probe : 0.0;
   // Copy the first half onto the second: 512 MiB read + 512 MiB written.
   copy = measure(kGiB, [&] {
     pool.parallelFor(
@@ -139,8 +100,10 @@ int main(int argc, char **argv) {
     memoryBandwidth(pool, buffer, read, copy);
     std::printf("%-28s %8d %10s %10.1f\n", "memory read 1 GiB", t, "", read);
     std::printf("%-28s %8d %10s %10.1f\n", "memory copy 512 MiB (r+w)", t, "", copy);
-    for (Shape s : {Shape{768, 2048}, Shape{4096, 4096}})
-      for (DType dtype : {DType::F32, DType::BF16}) {
+    // The 110M's QKV, down projection and LM head (rows of 768 and 2048
+    // columns: short rows are where the GEMV's streams matter), and a 4096^2.
+    for (Shape s : {Shape{2304, 768}, Shape{768, 2048}, Shape{32000, 768}, Shape{4096, 4096}})
+      for (DType dtype : {DType::F32, DType::F16, DType::BF16}) {
         double hot = 0, cold = 0;
         gemv(pool, buffer, s, dtype, hot, cold);
         char name[64];

@@ -153,6 +153,40 @@ TEST(FusedKernels, MatmulArgmaxIsTheArgmaxOfTheLogits) {
   }
 }
 
+// Decode (1-2 tokens) takes blocks of 512 rows: a tie across blocks keeps
+// the first index, and the SwiGLU GEMM over several blocks and a partial one
+// equals the unfused sequence.
+TEST(FusedKernels, DecodeBlocksKeepTheFirstBestAndTheUnfusedValues) {
+  ThreadPool pool(2);
+  std::mt19937 rng(17);
+  // The first 1300 of the 2200 rows are the vocabulary.
+  const int64_t k = 24, vocab = 1300, inter = 1100;
+  test::TestWeights w = test::makeWeights(rng, DType::F32, 2 * inter * k);
+  for (int64_t tokens : {1, 2}) {
+    std::vector<float> x = test::randomFloats(rng, tokens * k);
+    for (int64_t i = 0; i < k; ++i) { // token 0's best logit at rows 600 and 1200
+      w.f32[600 * k + i] = 4.0f * x[i];
+      w.f32[1200 * k + i] = 4.0f * x[i];
+    }
+    for (cpu::Isa isa : test::supportedIsas()) {
+      test::ScopedIsa scoped(isa);
+      std::vector<float> logits(tokens * vocab);
+      matmul(pool, x.data(), tokens, w.matrix(vocab, k), nullptr, 0.0f, logits.data());
+      std::vector<int32_t> expected(tokens), got(tokens, -1);
+      argmax(logits.data(), tokens, vocab, expected.data());
+      matmulArgmax(pool, x.data(), tokens, w.matrix(vocab, k), got.data());
+      EXPECT_EQ(got, expected) << isaName(isa) << " T " << tokens;
+      EXPECT_EQ(got[0], 600) << isaName(isa) << " T " << tokens;
+      std::vector<float> gateUp(tokens * 2 * inter), unfused(tokens * inter), fused(tokens * inter);
+      const WeightMatrix stacked = w.matrix(2 * inter, k);
+      matmul(pool, x.data(), tokens, stacked, nullptr, 0.0f, gateUp.data());
+      swigluFused(pool, gateUp.data(), tokens, inter, unfused.data());
+      matmulSwiglu(pool, x.data(), tokens, stacked, fused.data());
+      ASSERT_EQ(fused, unfused) << isaName(isa) << " T " << tokens;
+    }
+  }
+}
+
 TEST(FusedKernels, MatmulArgmaxOfAllNanRowsIsZero) {
   ThreadPool pool(1);
   std::vector<float> w(8 * 4, NAN), x = {1, 2, 3, 4};

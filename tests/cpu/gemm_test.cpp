@@ -92,6 +92,8 @@ const GemmCase kCases[] = {
     {40, 1, 300},    // N = 1
     {35, 4, 2100},   // K = 2100: three depth chunks of 704, 704, 692 (a 4-column tail)
     {33, 70, 1030},  // K = 1030: two depth chunks of 520 and 510 (a 6-column tail)
+    {34, 10, 1024},  // K = 1024: one chunk of all of K, x rows 4 KiB apart
+    {35, 7, 2048},   // K = 2048: three depth chunks of 688, 688, 672 (no tail)
 };
 
 TEST(PackedGemm, MatchesTheDecodeOrderReferenceBitForBit) {
@@ -241,6 +243,54 @@ TEST(PackedGemm, MatmulGivesEveryTokenTheSameBitsWhateverTheTokenCount) {
                                     << dtypeName(dtype) << " chunks of " << chunk;
       }
     }
+  }
+}
+
+// Decode (1 and 2 tokens) reads rows in 4 runs (simd_avx2.cpp streamedRows):
+// every row count leaves a remainder of 0-3 rows after the runs, and a range
+// of rows (a thread's chunk) may start anywhere. Each output keeps the
+// reference's bits, and a range writes only its rows.
+TEST(PackedGemm, DecodeRunsOfRowsMatchTheReferenceBitForBit) {
+  const float poison = std::numeric_limits<float>::quiet_NaN();
+  uint32_t seed = 300;
+  for (Isa isa : test::supportedIsas()) {
+    test::ScopedIsa scoped(isa);
+    if (!packed())
+      continue; // the reference is the AVX2 order
+    for (DType dtype : test::kWeightDTypes)
+      for (int64_t tokens : {1, 2})
+        for (const GemmCase &shape : {GemmCase{0, 1, 9}, GemmCase{0, 7, 8}, GemmCase{0, 64, 300},
+                                      GemmCase{0, 129, 257}, GemmCase{0, 262, 768}}) {
+          const GemmCase c{tokens, shape.n, shape.k};
+          GemmData d = makeData(dtype, c, seed++);
+          const std::vector<float> expected = referenceAll(d, c, true, 0.0f);
+          const int64_t ranges[][2] = {{0, c.n}, {c.n / 3, c.n}, {1, c.n - c.n / 2}};
+          for (const auto &range : ranges) {
+            std::vector<float> y(c.tokens * c.n, poison);
+            const detail::MatmulProblem p{d.x.data(),    c.tokens, d.w.matrix(c.n, c.k),
+                                          d.bias.data(), 0.0f,     y.data()};
+            detail::activeOps().matmulRows(p, range[0], range[1]);
+            for (int64_t t = 0; t < c.tokens; ++t)
+              for (int64_t n = 0; n < c.n; ++n) {
+                const float got = y[t * c.n + n];
+                if (n >= range[0] && n < range[1])
+                  ASSERT_EQ(got, expected[t * c.n + n])
+                      << dtypeName(dtype) << " T=" << tokens << " N=" << c.n << " K=" << c.k
+                      << " rows " << range[0] << ".." << range[1] << " t=" << t << " n=" << n;
+                else
+                  ASSERT_TRUE(std::isnan(got)) << "wrote outside the rows at t=" << t << " n=" << n;
+              }
+          }
+          for (int threads : {1, 2}) {
+            ThreadPool pool(threads);
+            std::vector<float> y(c.tokens * c.n);
+            matmul(pool, d.x.data(), c.tokens, d.w.matrix(c.n, c.k), d.bias.data(), 0.0f,
+                   y.data());
+            test::Difference diff = test::maxAbsDiff(y, expected);
+            ASSERT_EQ(diff.maxAbs, 0.0) << diff.describe() << " " << dtypeName(dtype) << " T="
+                                        << tokens << " N=" << c.n << " threads " << threads;
+          }
+        }
   }
 }
 

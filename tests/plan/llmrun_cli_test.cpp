@@ -143,6 +143,19 @@ TEST_F(LlmrunCli, BenchRangeChecksItsSizeFlags) {
             std::string::npos)
       << run.err;
 }
+// --- bench's read-bandwidth probe (cpu/read_bandwidth.h) reports a figure.
+TEST_F(LlmrunCli, BenchReportsThePositiveReadBandwidthItMeasured) {
+  for (const char *threads : {"1", "2"}) {
+    Outcome run = llmrun("bench " + plan_ + " --device cpu --threads " + threads +
+                         " --prompt-len 2 --gen-len 2 --repeats 1 --json");
+    ASSERT_EQ(run.exitCode, 0) << run.err;
+    const size_t key = run.out.find("\"machine_read_gb_per_second\":");
+    ASSERT_NE(key, std::string::npos) << run.out;
+    const double gbs = std::strtod(run.out.c_str() + key + 29, nullptr);
+    EXPECT_GT(gbs, 0.0) << threads << " threads: " << run.out;
+  }
+}
+
 TEST_F(LlmrunCli, PerplexityRangeChecksCtx) {
   std::ofstream(dir_ + "/text.txt") << "abcabc";
   for (const char *ctx : {"0", "1", "16777217", "9223372036854775807"}) {

@@ -1,0 +1,122 @@
+#include "cpu/read_bandwidth.h"
+
+#include "cpu/isa.h"
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <cstdlib>
+#include <cstring>
+#include <memory>
+#include <string>
+
+#if defined(__x86_64__)
+#include <immintrin.h>
+#endif
+
+namespace llmc::cpu {
+namespace {
+
+// Streams per thread, and how far ahead each is prefetched: 4 streams with a
+// 256-byte prefetch read fastest of 1-16 streams and 0-2048 bytes on Zen 3
+// (docs/perf.md); the decode GEMV reads 4 runs of rows, as many.
+constexpr size_t kStreams = 4, kLine = 64, kAhead = 256;
+
+// Sums `lines` 64-byte lines of each of kStreams streams, `stride` bytes apart.
+uint64_t sumStreamsScalar(const char *p, size_t lines, size_t stride) {
+  uint64_t sums[kStreams] = {};
+  for (size_t i = 0; i < lines * kLine; i += kLine)
+    for (size_t s = 0; s < kStreams; ++s) {
+      const uint64_t *line = reinterpret_cast<const uint64_t *>(p + s * stride + i);
+      for (size_t w = 0; w < kLine / sizeof(uint64_t); ++w)
+        sums[s] += line[w];
+    }
+  uint64_t total = 0;
+  for (uint64_t s : sums)
+    total += s;
+  return total;
+}
+
+#if defined(__x86_64__)
+// Two 32-byte loads per line and stream; p and stride are 64-byte aligned.
+__attribute__((target("avx2"))) uint64_t sumStreamsAvx2(const char *p, size_t lines,
+                                                        size_t stride) {
+  __m256i sums[kStreams];
+  for (__m256i &s : sums)
+    s = _mm256_setzero_si256();
+  for (size_t i = 0; i < lines * kLine; i += kLine)
+#pragma GCC unroll 4
+    for (size_t s = 0; s < kStreams; ++s) {
+      const char *line = p + s * stride + i;
+      _mm_prefetch(line + kAhead, _MM_HINT_T0);
+      const __m256i a = _mm256_load_si256(reinterpret_cast<const __m256i *>(line));
+      const __m256i b = _mm256_load_si256(reinterpret_cast<const __m256i *>(line + 32));
+      sums[s] = _mm256_add_epi64(sums[s], _mm256_add_epi64(a, b));
+    }
+  __m256i total =
+      _mm256_add_epi64(_mm256_add_epi64(sums[0], sums[1]), _mm256_add_epi64(sums[2], sums[3]));
+  return static_cast<uint64_t>(_mm256_extract_epi64(total, 0) + _mm256_extract_epi64(total, 1) +
+                               _mm256_extract_epi64(total, 2) + _mm256_extract_epi64(total, 3));
+}
+#endif
+
+uint64_t sumStreams(const char *p, size_t lines, size_t stride) {
+#if defined(__x86_64__)
+  if (activeIsa() != Isa::Scalar) // AVX-512 CPUs run the AVX2 loop too
+    return sumStreamsAvx2(p, lines, stride);
+#endif
+  return sumStreamsScalar(p, lines, stride);
+}
+
+struct FreeDeleter {
+  void operator()(char *p) const { std::free(p); }
+};
+
+} // namespace
+
+Expected<double> measureReadBandwidth(ThreadPool &pool, const ReadBandwidthOptions &options) {
+  const size_t threads = static_cast<size_t>(pool.numThreads());
+  // One slice per thread, kStreams runs of whole lines each.
+  const size_t linesPerStream = options.bytes / (threads * kStreams * kLine);
+  if (linesPerStream == 0)
+    return Status::error("read bandwidth probe: buffer of " + std::to_string(options.bytes) +
+                         " bytes is below one 64-byte line per stream (" +
+                         std::to_string(kStreams) + " per thread, " + std::to_string(threads) +
+                         " threads): give at least " + std::to_string(threads * kStreams * kLine) +
+                         " bytes");
+  if (options.trials < 1)
+    return Status::error("read bandwidth probe: trials is " + std::to_string(options.trials) +
+                         ", must be at least 1");
+  const size_t stride = linesPerStream * kLine, slice = kStreams * stride;
+  // kAhead bytes past the end are prefetched, never read: allocated anyway.
+  std::unique_ptr<char, FreeDeleter> buffer(
+      static_cast<char *>(std::aligned_alloc(kLine, threads * slice + kAhead)));
+  if (!buffer)
+    return Status::error("read bandwidth probe: cannot allocate " +
+                         std::to_string(threads * slice + kAhead) + " bytes");
+  char *data = buffer.get();
+  // Each thread touches its own slice first (its pages come from its node).
+  pool.parallelFor(static_cast<int64_t>(threads), [&](int64_t b, int64_t e) {
+    std::memset(data + b * slice, 1, (e - b) * slice);
+  });
+  std::memset(data + threads * slice, 0, kAhead);
+  std::atomic<uint64_t> total{0};
+  double best = 0.0;
+  for (int trial = 0; trial < options.trials; ++trial) {
+    const auto start = std::chrono::steady_clock::now();
+    pool.parallelFor(static_cast<int64_t>(threads), [&](int64_t b, int64_t e) {
+      for (int64_t t = b; t < e; ++t)
+        total += sumStreams(data + t * slice, linesPerStream, stride);
+    });
+    const double seconds =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    best = std::max(best, static_cast<double>(threads * slice) / seconds / 1e9);
+  }
+  // The sums are used, so the loads stay: every byte is 1 (the tail 0).
+  if (total.load() == 0)
+    return Status::error("read bandwidth probe: the buffer read back as zeros");
+  return best;
+}
+
+} // namespace llmc::cpu

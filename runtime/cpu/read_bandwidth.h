@@ -1,0 +1,36 @@
+// The machine's read bandwidth from DRAM as the decode GEMV can use it: the
+// ceiling `llmrun bench` and bench_matmul compare decode's weight-read rate
+// against ("% of bandwidth").
+//
+// Each thread reads its own slice of a buffer far larger than the last-level
+// cache the way the decode GEMV reads weight rows (cpu/simd_avx2.cpp,
+// streamedRows): several sequential streams at once, full-width vector loads,
+// a software prefetch a few lines ahead in each stream. One stream of scalar
+// loads per thread, as the probe before it did, reads at about two thirds of
+// that on Zen 3 (docs/perf.md, "CPU decode GEMV and bandwidth probe"), so a
+// GEMV could show more than 100% of it.
+#pragma once
+
+#include "support/status.h"
+#include "support/thread_pool.h"
+
+#include <cstddef>
+
+namespace llmc::cpu {
+
+struct ReadBandwidthOptions {
+  // The buffer read by all threads together, 1 GiB: 32x the 32 MiB L3 of the
+  // Zen 3 this was measured on, so no trial is served from cache.
+  size_t bytes = size_t(1) << 30;
+  // Trials; the best is reported (on a shared machine the best trial is the
+  // least disturbed one).
+  int trials = 5;
+};
+
+// GB/s (1e9 bytes per second of wall time) of pool's threads reading
+// options.bytes, the best of options.trials. Allocates the buffer for the
+// call. Errors: bytes below one 64-byte line per stream per thread (the
+// number and the minimum named), trials below 1, or no memory for the buffer.
+Expected<double> measureReadBandwidth(ThreadPool &pool, const ReadBandwidthOptions &options = {});
+
+} // namespace llmc::cpu
