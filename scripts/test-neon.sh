@@ -42,6 +42,27 @@ cmake --build "$BUILD" -j "$JOBS" -- "${TESTS[@]}" >"$BUILD/build.log" 2>&1 || {
 }
 built=$(date +%s)
 
+# SDOT must appear only in the file that runs where the CPU has dotprod, and
+# that file must share no inline (weak) code with the rest, which could
+# otherwise link its Armv8.2 copy into the paths every CPU runs.
+dot_object=$(find "$BUILD" -name 'matmul_q4_neon_dot.cpp.o' | head -n 1)
+if [[ -z $dot_object ]]; then
+  echo "llmc test-neon: FAILED: no matmul_q4_neon_dot.cpp.o under $BUILD"
+  exit 1
+fi
+weak=$(aarch64-linux-gnu-nm -C "$dot_object" | grep -E ' [WwVv] ' || true)
+if [[ -n $weak ]]; then
+  printf '%s\n' "$weak"
+  echo "llmc test-neon: FAILED: matmul_q4_neon_dot.cpp defines weak symbols (above)"
+  exit 1
+fi
+while IFS= read -r object; do
+  if [[ $object != "$dot_object" ]] && aarch64-linux-gnu-objdump -d "$object" | grep -q $'\tsdot'; then
+    echo "llmc test-neon: FAILED: $object has SDOT instructions outside the dotprod kernel"
+    exit 1
+  fi
+done < <(find "$BUILD/CMakeFiles/llmc_cpu.dir" -name '*.o')
+
 # One CPU model's runs; prints a line per binary, and FAILED lines for
 # failures. cpu_neon_test must report what the kernels saw there.
 run_model() {
