@@ -19,6 +19,7 @@ PACKAGES=(
   libxxhash-dev
   libedit-dev
   libssl-dev
+  g++-aarch64-linux-gnu qemu-user
   libmlir-16-dev mlir-16-tools llvm-16-dev llvm-16-tools
 )
 

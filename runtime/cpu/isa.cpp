@@ -5,6 +5,9 @@
 #if defined(__x86_64__) || defined(__i386__)
 #include <cpuid.h>
 #endif
+#if defined(__aarch64__) && defined(__linux__)
+#include <sys/auxv.h>
+#endif
 
 namespace llmc::cpu {
 namespace {
@@ -27,6 +30,8 @@ Isa detectBestIsa() {
     return Isa::Avx512;
   if (avx2)
     return Isa::Avx2;
+#elif defined(__aarch64__)
+  return Isa::Neon; // Advanced SIMD is mandatory in AArch64 (and the kernels need nothing else)
 #endif
   return Isa::Scalar;
 }
@@ -41,6 +46,21 @@ std::atomic<Isa> &forcedIsa() {
   return isa;
 }
 
+bool detectDotProd() {
+#if defined(__aarch64__) && defined(__linux__)
+  // HWCAP_ASIMDDP is bit 20 of AT_HWCAP (asm/hwcap.h); spelled out for older headers.
+  constexpr unsigned long kHwcapAsimdDp = 1ul << 20;
+  return (getauxval(AT_HWCAP) & kHwcapAsimdDp) != 0;
+#else
+  return false;
+#endif
+}
+
+std::atomic<bool> &dotProdInUse() {
+  static std::atomic<bool> use{neonDotProdSupported()};
+  return use;
+}
+
 } // namespace
 
 const char *isaName(Isa isa) {
@@ -51,11 +71,27 @@ const char *isaName(Isa isa) {
     return "avx2";
   case Isa::Avx512:
     return "avx512";
+  case Isa::Neon:
+    return "neon";
   }
   return "?";
 }
 
-bool isaSupported(Isa isa) { return static_cast<int>(isa) <= static_cast<int>(bestIsa()); }
+// Within x86-64, AVX-512 CPUs (as detected) also run the AVX2 kernels.
+bool isaSupported(Isa isa) {
+  const Isa best = bestIsa();
+  switch (isa) {
+  case Isa::Scalar:
+    return true;
+  case Isa::Avx2:
+    return best == Isa::Avx2 || best == Isa::Avx512;
+  case Isa::Avx512:
+    return best == Isa::Avx512;
+  case Isa::Neon:
+    return best == Isa::Neon;
+  }
+  return false;
+}
 
 Isa activeIsa() { return forcedIsa().load(std::memory_order_relaxed); }
 
@@ -63,6 +99,20 @@ bool setIsaForTesting(Isa isa) {
   if (!isaSupported(isa))
     return false;
   forcedIsa().store(isa, std::memory_order_relaxed);
+  return true;
+}
+
+bool neonDotProdSupported() {
+  static const bool supported = detectDotProd();
+  return supported;
+}
+
+bool neonDotProdActive() { return dotProdInUse().load(std::memory_order_relaxed); }
+
+bool setNeonDotProdForTesting(bool use) {
+  if (use && !neonDotProdSupported())
+    return false;
+  dotProdInUse().store(use, std::memory_order_relaxed);
   return true;
 }
 

@@ -1,14 +1,20 @@
-// Which x86-64 vector instruction set the CPU kernels use. One binary runs on
-// any x86-64: kernels for wider ISAs are compiled with function-level target
-// attributes and chosen at run time from what the CPU reports.
+// Which vector instruction set the CPU kernels use. One binary runs on any
+// CPU of its architecture: on x86-64, kernels for wider ISAs are compiled
+// with function-level target attributes and chosen at run time from what the
+// CPU reports; on AArch64, Advanced SIMD (NEON) is part of the base
+// architecture, and only the int4 kernels' dot-product instructions
+// (SDOT, an optional extension) are chosen at run time.
 #pragma once
 
 namespace llmc::cpu {
 
+// The ISAs of both architectures; a CPU supports Scalar and those of its own
+// architecture only (isaSupported), so no order holds across them.
 enum class Isa {
   Scalar, // portable C++ (any CPU)
-  Avx2,   // AVX2 + FMA + F16C
-  Avx512, // AVX-512 F/BW/VL + AVX2 + FMA + F16C
+  Avx2,   // x86-64: AVX2 + FMA + F16C
+  Avx512, // x86-64: AVX-512 F/BW/VL + AVX2 + FMA + F16C
+  Neon,   // AArch64: Advanced SIMD; int4 uses SDOT where neonDotProdSupported()
 };
 
 const char *isaName(Isa isa);
@@ -23,5 +29,19 @@ Isa activeIsa();
 // changes nothing) when the CPU does not support it. Not thread-safe with
 // kernels running.
 bool setIsaForTesting(Isa isa);
+
+// Whether this AArch64 CPU has the Armv8.2 dot-product instructions
+// (getauxval(AT_HWCAP) & HWCAP_ASIMDDP). False on every other CPU.
+bool neonDotProdSupported();
+
+// Whether the NEON int4 kernels use SDOT now: neonDotProdSupported(), unless
+// a test turned it off.
+bool neonDotProdActive();
+
+// Test hook: with `use` false, the NEON int4 kernels take the widening
+// multiply-add path (SMULL/SADALP) that CPUs without dotprod run. Returns
+// false (and changes nothing) when `use` is true and the CPU lacks dotprod.
+// Not thread-safe with kernels running.
+bool setNeonDotProdForTesting(bool use);
 
 } // namespace llmc::cpu

@@ -75,6 +75,10 @@ void matmulQ4(ThreadPool &pool, const float *x, int64_t tokens, const Q4Matrix &
     chunked = false;
   }
 #endif
+#if defined(__aarch64__)
+  if (activeIsa() == Isa::Neon)
+    rows = detail::matmulQ4RowsNeon; // the scalar quantizer's layout, lanes 8
+#endif
   // x quantized once per call, split over tokens for prefill.
   const int64_t pairs = detail::q8Pairs(w.cols), groups = hd::q4NumGroups(w.cols, w.groupSize);
   thread_local std::vector<int8_t> values;

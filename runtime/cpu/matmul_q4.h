@@ -120,6 +120,10 @@ void matmulQ4RowsScalar(const Q4Problem &p, int64_t rowBegin, int64_t rowEnd);
 void matmulQ4RowsAvx2(const Q4Problem &p, int64_t rowBegin, int64_t rowEnd);       // lanes 8
 void matmulQ4RowsAvx512Vnni(const Q4Problem &p, int64_t rowBegin, int64_t rowEnd); // lanes 16
 #endif
+#if defined(__aarch64__)
+// lanes 8: SDOT where neonDotProdActive() (cpu/isa.h), else widening multiplies.
+void matmulQ4RowsNeon(const Q4Problem &p, int64_t rowBegin, int64_t rowEnd);
+#endif
 // Rows of y from f32 x (dequantize and dot; setQ4ExactActivationsForTesting).
 void matmulQ4RowsExact(const Q4Problem &p, int64_t rowBegin, int64_t rowEnd);
 

@@ -46,6 +46,10 @@ void matmulQ8(ThreadPool &pool, const float *x, int64_t tokens, const Q8Matrix &
   if (activeIsa() == Isa::Avx512)
     rows = detail::matmulQ8RowsAvx512;
 #endif
+#if defined(__aarch64__)
+  if (activeIsa() == Isa::Neon)
+    rows = detail::matmulQ8RowsNeon;
+#endif
   pool.parallelFor(w.rows, [&](int64_t b, int64_t e) { rows(problem, b, e); },
                    rowGrain(w, tokens));
 }

@@ -70,6 +70,9 @@ void matmulQ8RowsScalar(const Q8Problem &p, int64_t rowBegin, int64_t rowEnd);
 void matmulQ8RowsAvx2(const Q8Problem &p, int64_t rowBegin, int64_t rowEnd);
 void matmulQ8RowsAvx512(const Q8Problem &p, int64_t rowBegin, int64_t rowEnd);
 #endif
+#if defined(__aarch64__)
+void matmulQ8RowsNeon(const Q8Problem &p, int64_t rowBegin, int64_t rowEnd);
+#endif
 
 } // namespace detail
 } // namespace llmc::cpu

@@ -61,6 +61,9 @@ extern const IsaOps kScalarOps;
 extern const IsaOps kAvx2Ops;
 extern const IsaOps kAvx512Ops;
 #endif
+#if defined(__aarch64__)
+extern const IsaOps kNeonOps; // simd_neon.cpp
+#endif
 
 // The table for the active ISA.
 const IsaOps &activeOps();

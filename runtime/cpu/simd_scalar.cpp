@@ -67,6 +67,12 @@ const IsaOps &activeOps() {
 #else
     return kScalarOps;
 #endif
+  case Isa::Neon:
+#if defined(__aarch64__)
+    return kNeonOps;
+#else
+    return kScalarOps;
+#endif
   }
   return kScalarOps;
 }

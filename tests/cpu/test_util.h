@@ -16,7 +16,7 @@ namespace llmc::test {
 // The ISAs this machine can run, scalar first.
 inline std::vector<cpu::Isa> supportedIsas() {
   std::vector<cpu::Isa> isas;
-  for (cpu::Isa isa : {cpu::Isa::Scalar, cpu::Isa::Avx2, cpu::Isa::Avx512})
+  for (cpu::Isa isa : {cpu::Isa::Scalar, cpu::Isa::Avx2, cpu::Isa::Avx512, cpu::Isa::Neon})
     if (cpu::isaSupported(isa))
       isas.push_back(isa);
   return isas;

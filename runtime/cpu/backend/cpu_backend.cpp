@@ -1,5 +1,6 @@
 #include "cpu/backend/cpu_backend.h"
 
+#include "cpu/isa.h"
 #include "engine/engine_options.h"
 
 #include <algorithm>
@@ -97,6 +98,15 @@ bool shrinkDefaultKvCache(const Plan &plan, const EngineOptions &options, uint64
   return true;
 }
 
+// The kernels' instruction set, as llmrun's "running on" line shows it:
+// "avx2", "avx512", "neon", "neon + dotprod" (the int4 SDOT kernel), "scalar".
+std::string kernelIsa() {
+  std::string isa = cpu::isaName(cpu::activeIsa());
+  if (cpu::activeIsa() == cpu::Isa::Neon && cpu::neonDotProdActive())
+    isa += " + dotprod";
+  return isa;
+}
+
 } // namespace
 
 Expected<std::unique_ptr<CpuBackend>> CpuBackend::create(const Plan &plan,
@@ -124,7 +134,7 @@ Expected<std::unique_ptr<CpuBackend>> CpuBackend::create(const Plan &plan,
 
 std::string CpuBackend::description() const {
   return "the CPU backend (" + std::to_string(pool_->numThreads()) + " threads" +
-         (kvNote_.empty() ? std::string() : "; " + kvNote_) + ")";
+         (kvNote_.empty() ? std::string() : "; " + kvNote_) + ") with " + kernelIsa() + " kernels";
 }
 
 Status CpuBackend::run(const StepInput &input, StepOutput &out) {
