@@ -1,8 +1,12 @@
 // AVX2 + FMA inner loops of the paged attention (attention_kernels.h).
 #if defined(__x86_64__)
 
+#include "cpu/attention_exp.h"
 #include "cpu/attention_kernels.h"
+#include "kernels/common/attention_scores.h"
 
+#include <algorithm>
+#include <cmath>
 #include <immintrin.h>
 
 #define LLMC_ATTN_AVX2 __attribute__((target("avx2,fma")))
@@ -16,6 +20,43 @@ LLMC_ATTN_AVX2 inline float hsum(__m256 v) {
   s = _mm_add_ps(s, _mm_movehl_ps(s, s));
   s = _mm_add_ss(s, _mm_movehdup_ps(s));
   return _mm_cvtss_f32(s);
+}
+
+// attentionExp (attention_exp.h) on 8 lanes, step for step.
+LLMC_ATTN_AVX2 inline __m256 expAvx2(__m256 x) {
+  using namespace attention_exp;
+  // min then max with the constant first: a NaN lane stays NaN.
+  x = _mm256_max_ps(_mm256_set1_ps(kLowest), _mm256_min_ps(_mm256_set1_ps(kHighest), x));
+  const __m256 n = _mm256_round_ps(_mm256_mul_ps(x, _mm256_set1_ps(kLog2e)),
+                                   _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+  __m256 r = _mm256_fmadd_ps(n, _mm256_set1_ps(-kLn2High), x);
+  r = _mm256_fmadd_ps(n, _mm256_set1_ps(-kLn2Low), r);
+  __m256 p = _mm256_fmadd_ps(_mm256_set1_ps(kC6), r, _mm256_set1_ps(kC5));
+  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(kC4));
+  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(kC3));
+  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(kC2));
+  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(kC1));
+  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f));
+  const __m256i e = _mm256_cvtps_epi32(n), half = _mm256_srai_epi32(e, 1);
+  const __m256i bias = _mm256_set1_epi32(127);
+  const __m256 first = _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_add_epi32(half, bias), 23));
+  const __m256 second = _mm256_castsi256_ps(
+      _mm256_slli_epi32(_mm256_add_epi32(_mm256_sub_epi32(e, half), bias), 23));
+  return _mm256_mul_ps(_mm256_mul_ps(p, first), second);
+}
+
+// The largest of 8 lanes (max is exact: the order does not matter).
+LLMC_ATTN_AVX2 inline float hmax(__m256 v) {
+  __m128 m = _mm_max_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+  m = _mm_max_ps(m, _mm_movehl_ps(m, m));
+  m = _mm_max_ss(m, _mm_movehdup_ps(m));
+  return _mm_cvtss_f32(m);
+}
+
+// The first min(count, 8) lanes on, the others off.
+LLMC_ATTN_AVX2 inline __m256i firstLanes(int64_t count) {
+  return _mm256_cmpgt_epi32(_mm256_set1_epi32(static_cast<int>(count)),
+                            _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
 }
 
 // KEYS keys at once, each summed as dotAvx2 sums it: columns 16i .. 16i + 7
@@ -50,16 +91,16 @@ LLMC_ATTN_AVX2 inline void dots(const float *q, const float *keys, int64_t strid
 
 // acc[0 .. 8 * V) of the accumulate, the V vectors in registers over the block.
 template <int V>
-LLMC_ATTN_AVX2 inline void accumulate(float *acc, float scaleA, const float *weights,
-                                      float scaleB, const float *values, int64_t stride,
-                                      int64_t count) {
+LLMC_ATTN_AVX2 inline void accumulate(float *acc, float accScale, const float *weights,
+                                      const float *values, int64_t stride, int64_t count) {
   __m256 a[V];
-  const __m256 first = _mm256_set1_ps(scaleA);
+  const __m256 first = _mm256_set1_ps(accScale);
 #pragma GCC unroll 8
-  for (int v = 0; v < V; ++v)
-    a[v] = _mm256_mul_ps(first, _mm256_loadu_ps(acc + 8 * v));
+  for (int v = 0; v < V; ++v) // x * 1 is x: skipping the multiply changes no bit
+    a[v] = accScale == 1.0f ? _mm256_loadu_ps(acc + 8 * v)
+                            : _mm256_mul_ps(first, _mm256_loadu_ps(acc + 8 * v));
   for (int64_t j = 0; j < count; ++j) {
-    const __m256 w = _mm256_set1_ps(weights[j] * scaleB);
+    const __m256 w = _mm256_set1_ps(weights[j]);
     const float *row = values + j * stride;
 #pragma GCC unroll 8
     for (int v = 0; v < V; ++v)
@@ -83,14 +124,67 @@ LLMC_ATTN_AVX2 void attentionScoresAvx2(const float *q, const float *keys, int64
 
 // 64 features (8 registers) at a time: every feature's sum is independent
 // of the others', so splitting the head changes no bit.
-LLMC_ATTN_AVX2 void attentionAccumulateAvx2(float *acc, float scaleA, const float *weights,
-                                            float scaleB, const float *values, int64_t stride,
-                                            int64_t count, int64_t dim) {
+LLMC_ATTN_AVX2 void attentionAccumulateAvx2(float *acc, float accScale, const float *weights,
+                                            const float *values, int64_t stride, int64_t count,
+                                            int64_t dim) {
   int64_t d = 0;
   for (; d + 64 <= dim; d += 64)
-    accumulate<8>(acc + d, scaleA, weights, scaleB, values + d, stride, count);
+    accumulate<8>(acc + d, accScale, weights, values + d, stride, count);
   for (; d + 8 <= dim; d += 8)
-    accumulate<1>(acc + d, scaleA, weights, scaleB, values + d, stride, count);
+    accumulate<1>(acc + d, accScale, weights, values + d, stride, count);
+}
+
+// Scale and soft-cap 8 lanes at a time (the cap lane by lane with
+// hd::softCap's tanhf, so capped scores keep the portable path's bits), the
+// block's max, the new running max m, then the weights exp(s - m) and their
+// sum: lanes summed in order over the vectors, then hsum. A last partial
+// vector is loaded and stored masked, its off lanes -inf (weight 0).
+LLMC_ATTN_AVX2 float attentionWeightsAvx2(float *s, int64_t count, float scale, float softcap,
+                                          hd::SoftmaxState &state) {
+  const __m256 vscale = _mm256_set1_ps(scale), minusInf = _mm256_set1_ps(-INFINITY);
+  __m256 vmax = minusInf;
+  for (int64_t j = 0; j < count; j += 8) {
+    const __m256i lanes = firstLanes(count - j);
+    __m256 x = _mm256_mul_ps(vscale, _mm256_maskload_ps(s + j, lanes));
+    if (softcap > 0.0f) {
+      alignas(32) float capped[8];
+      _mm256_store_ps(capped, x);
+      for (float &c : capped)
+        c = hd::softCap(c, softcap);
+      x = _mm256_load_ps(capped);
+    }
+    x = _mm256_blendv_ps(minusInf, x, _mm256_castsi256_ps(lanes));
+    _mm256_maskstore_ps(s + j, lanes, x);
+    vmax = _mm256_max_ps(vmax, x);
+  }
+  const float m = std::max(state.max, hmax(vmax));
+  if (m == -INFINITY) { // no finite score yet: nothing to weigh
+    std::fill(s, s + count, 0.0f);
+    return 1.0f;
+  }
+  const __m256 vm = _mm256_set1_ps(m);
+  __m256 vsum = _mm256_setzero_ps();
+  for (int64_t j = 0; j < count; j += 8) {
+    const __m256i lanes = firstLanes(count - j);
+    const __m256 x = _mm256_blendv_ps(minusInf, _mm256_maskload_ps(s + j, lanes),
+                                      _mm256_castsi256_ps(lanes));
+    const __m256 w = expAvx2(_mm256_sub_ps(x, vm));
+    _mm256_maskstore_ps(s + j, lanes, w);
+    vsum = _mm256_add_ps(vsum, w);
+  }
+  const float accScale = _mm256_cvtss_f32(expAvx2(_mm256_set1_ps(state.max - m)));
+  state = {m, state.sum * accScale + hsum(vsum)};
+  return accScale;
+}
+
+LLMC_ATTN_AVX2 void attentionExpAvx2(const float *x, int64_t n, float *out) {
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8)
+    _mm256_storeu_ps(out + i, expAvx2(_mm256_loadu_ps(x + i)));
+  if (i < n) {
+    const __m256i lanes = firstLanes(n - i);
+    _mm256_maskstore_ps(out + i, lanes, expAvx2(_mm256_maskload_ps(x + i, lanes)));
+  }
 }
 
 } // namespace llmc::cpu::detail

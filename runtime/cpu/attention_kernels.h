@@ -1,10 +1,13 @@
 // Internal: the inner loops of cpu::pagedAttention over one block of keys
 // and values for one query head, with the keys' and values' rows kept in
 // registers across the block instead of one ops.dot / ops.axpy call per
-// position. They give the bits of the IsaOps calls they replace (the AVX2
-// dotAvx2, scaleAvx2 and axpyAvx2 of simd_avx2.cpp, same products, same
-// order), so decode and prefill keep summing alike.
+// position. The dot products and the accumulate give the bits of the IsaOps
+// calls they replace (the AVX2 dotAvx2, scaleAvx2 and axpyAvx2 of
+// simd_avx2.cpp, same products, same order); the weights use the vector exp
+// of attention_exp.h. Decode and prefill run the same calls per query.
 #pragma once
+
+#include "kernels/common/online_softmax.h"
 
 #include <cstdint>
 
@@ -18,10 +21,21 @@ inline bool attentionKernelsFit(int64_t headDim) { return headDim > 0 && headDim
 void attentionScoresAvx2(const float *q, const float *keys, int64_t stride, int64_t count,
                          int64_t dim, float *dots);
 
-// acc[0 .. dim) = scaleAvx2(scaleA, acc), then axpyAvx2(weights[j] * scaleB,
+// One block's softmax step: s[j] = softCap(scale * s[j], softcap) for
+// j < count, m = max(state.max, max_j s[j]), s[j] = attentionExp(s[j] - m),
+// state = {m, state.sum * f + sum_j s[j]}; returns f = attentionExp(state.max
+// - m), the factor of the accumulator so far (1 when the max stays; 1 and
+// zero weights when no score is above -inf).
+float attentionWeightsAvx2(float *s, int64_t count, float scale, float softcap,
+                           hd::SoftmaxState &state);
+
+// acc[0 .. dim) = scaleAvx2(accScale, acc), then axpyAvx2(weights[j],
 // values + j * stride, acc) for j = 0 .. count - 1 in order.
-void attentionAccumulateAvx2(float *acc, float scaleA, const float *weights, float scaleB,
+void attentionAccumulateAvx2(float *acc, float accScale, const float *weights,
                              const float *values, int64_t stride, int64_t count, int64_t dim);
+
+// out[i] = attentionExp(x[i]) for i < n, 8 lanes at a time (for the tests).
+void attentionExpAvx2(const float *x, int64_t n, float *out);
 #endif
 
 } // namespace llmc::cpu::detail

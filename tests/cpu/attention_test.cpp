@@ -328,14 +328,16 @@ TEST(PagedAttention, Avx2BlockKernelsGiveTheBitsOfTheOpsCalls) {
       for (int64_t j = 0; j < count; ++j)
         ASSERT_EQ(dots[j], ops.dot(q.data(), keys.data() + j * stride, dim))
             << "dim " << dim << " count " << count << " key " << j;
-      std::vector<float> got = start, want = start;
-      detail::attentionAccumulateAvx2(got.data(), 0.75f, weights.data(), 0.5f, values.data(),
-                                      stride, count, dim);
-      ops.scale(0.75f, want.data(), dim);
-      for (int64_t j = 0; j < count; ++j)
-        ops.axpy(weights[j] * 0.5f, values.data() + j * stride, want.data(), dim);
-      for (int64_t i = 0; i < dim; ++i)
-        ASSERT_EQ(got[i], want[i]) << "dim " << dim << " count " << count << " feature " << i;
+      for (float accScale : {0.75f, 1.0f}) {
+        std::vector<float> got = start, want = start;
+        detail::attentionAccumulateAvx2(got.data(), accScale, weights.data(), values.data(),
+                                        stride, count, dim);
+        ops.scale(accScale, want.data(), dim);
+        for (int64_t j = 0; j < count; ++j)
+          ops.axpy(weights[j], values.data() + j * stride, want.data(), dim);
+        for (int64_t i = 0; i < dim; ++i)
+          ASSERT_EQ(got[i], want[i]) << "dim " << dim << " count " << count << " feature " << i;
+      }
     }
   EXPECT_FALSE(detail::attentionKernelsFit(12));
 }
