@@ -77,14 +77,18 @@ int64_t rowsPerTile(int64_t group) { return std::max<int64_t>(1, kTileQueries / 
 // Per-thread working memory of one (tile, kv head) item, grown once.
 struct Scratch {
   std::vector<float> acc;               // [queries, headDim] unnormalized outputs
-  std::vector<float> scores;            // [blockSize] one block's weights for one query
+  std::vector<float> scores;            // [queries, blockSize] one block's weights
+  std::vector<float> accScales;         // [queries] one block's accumulator factors
+  int64_t blockSize = 0;
   std::vector<hd::SoftmaxState> states; // [queries]
   std::vector<float> q;                 // [queries, headDim] (rotated) queries
 
   void reserve(int64_t queries, const kv::KvLayerView &cache) {
     acc.resize(std::max<size_t>(acc.size(), queries * cache.headDim));
     q.resize(std::max<size_t>(q.size(), queries * cache.headDim));
-    scores.resize(std::max<size_t>(scores.size(), cache.blockSize));
+    scores.resize(std::max<size_t>(scores.size(), queries * cache.blockSize));
+    accScales.resize(std::max<size_t>(accScales.size(), queries));
+    blockSize = cache.blockSize;
     states.resize(std::max<size_t>(states.size(), queries));
   }
 };
@@ -113,27 +117,45 @@ float attentionWeightsPortable(float *s, int64_t count, float scale, float softc
   return accScale;
 }
 
-// One query head over `count` positions of a block (keys and values, rows
-// of stride kvStride): its scores, its running softmax, its accumulator.
+// Queries [first, end) of a tile over the same `count` positions of a block
+// (keys and values, rows of stride kvStride): their scores, running
+// softmaxes and accumulators. Each step runs for all of them before the next
+// (every query's scores, then every query's weights, ...), so one query's
+// exp latency overlaps the next one's dot products; each query's own
+// operations are the ones it gets alone.
 void attendBlock(const detail::IsaOps &ops, bool blockKernels, const AttentionBatch &b,
-                 const float *q, const float *keys, const float *values, int64_t kvStride,
-                 int64_t count, int64_t dim, float *scores, hd::SoftmaxState &state, float *acc) {
+                 Scratch &scratch, int64_t first, int64_t end, const float *keys,
+                 const float *values, int64_t kvStride, int64_t count, int64_t dim) {
+  const int64_t bs = scratch.blockSize;
+  float *accScale = scratch.accScales.data();
 #if defined(__x86_64__)
   if (blockKernels) {
-    detail::attentionScoresAvx2(q, keys, kvStride, count, dim, scores);
-    const float accScale =
-        detail::attentionWeightsAvx2(scores, count, b.scale, b.scores.softcap, state);
-    detail::attentionAccumulateAvx2(acc, accScale, scores, values, kvStride, count, dim);
+    for (int64_t i = first; i < end; ++i)
+      detail::attentionScoresAvx2(scratch.q.data() + i * dim, keys, kvStride, count, dim,
+                                  scratch.scores.data() + (i - first) * bs);
+    for (int64_t i = first; i < end; ++i)
+      accScale[i - first] =
+          detail::attentionWeightsAvx2(scratch.scores.data() + (i - first) * bs, count, b.scale,
+                                       b.scores.softcap, scratch.states[i]);
+    for (int64_t i = first; i < end; ++i)
+      detail::attentionAccumulateAvx2(scratch.acc.data() + i * dim, accScale[i - first],
+                                      scratch.scores.data() + (i - first) * bs, values, kvStride,
+                                      count, dim);
     return;
   }
 #endif
   (void)blockKernels;
-  for (int64_t j = 0; j < count; ++j)
-    scores[j] = ops.dot(q, keys + j * kvStride, dim);
-  const float accScale = attentionWeightsPortable(scores, count, b.scale, b.scores.softcap, state);
-  ops.scale(accScale, acc, dim);
-  for (int64_t j = 0; j < count; ++j)
-    ops.axpy(scores[j], values + j * kvStride, acc, dim);
+  for (int64_t i = first; i < end; ++i) {
+    const float *q = scratch.q.data() + i * dim;
+    float *scores = scratch.scores.data(), *acc = scratch.acc.data() + i * dim;
+    for (int64_t j = 0; j < count; ++j)
+      scores[j] = ops.dot(q, keys + j * kvStride, dim);
+    const float scale =
+        attentionWeightsPortable(scores, count, b.scale, b.scores.softcap, scratch.states[i]);
+    ops.scale(scale, acc, dim);
+    for (int64_t j = 0; j < count; ++j)
+      ops.axpy(scores[j], values + j * kvStride, acc, dim);
+  }
 }
 
 // Attention of the `group` query heads of kv head `kvHead` for the tile's
@@ -165,16 +187,19 @@ void attendTile(const detail::IsaOps &ops, const AttentionBatch &b, const kv::Kv
   // one may begin inside a cache block).
   for (int64_t start = first; start <= last; start = (start / bs + 1) * bs) {
     const int64_t end = std::min((start / bs + 1) * bs, last + 1);
-    for (int64_t r = 0; r < tile.rows; ++r) {
+    // Runs of rows whose part of the block is the same go together.
+    for (int64_t r = 0, next; r < tile.rows; r = next) {
       const int64_t from = std::max<int64_t>(start, hd::windowStart(positions[r], b.scores.window));
       const int64_t to = std::min<int64_t>(end, positions[r] + 1);
+      for (next = r + 1; next < tile.rows; ++next)
+        if (std::max<int64_t>(start, hd::windowStart(positions[next], b.scores.window)) != from ||
+            std::min<int64_t>(end, positions[next] + 1) != to)
+          break;
       if (from >= to)
         continue;
       const int64_t base = slotOffset(cache, blockTable, from) + kvHead * dim;
-      for (int64_t i = r * group; i < (r + 1) * group; ++i)
-        attendBlock(ops, blockKernels, b, scratch.q.data() + i * dim, cache.keys + base,
-                    cache.values + base, kvStride, to - from, dim, scratch.scores.data(),
-                    state[i], acc + i * dim);
+      attendBlock(ops, blockKernels, b, scratch, r * group, next * group, cache.keys + base,
+                  cache.values + base, kvStride, to - from, dim);
     }
   }
   for (int64_t r = 0; r < tile.rows; ++r)
