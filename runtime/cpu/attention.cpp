@@ -130,17 +130,15 @@ void attendBlock(const detail::IsaOps &ops, bool blockKernels, const AttentionBa
   float *accScale = scratch.accScales.data();
 #if defined(__x86_64__)
   if (blockKernels) {
-    for (int64_t i = first; i < end; ++i)
-      detail::attentionScoresAvx2(scratch.q.data() + i * dim, keys, kvStride, count, dim,
-                                  scratch.scores.data() + (i - first) * bs);
+    detail::attentionScoresManyAvx2(scratch.q.data() + first * dim, dim, end - first, keys,
+                                    kvStride, count, dim, scratch.scores.data(), bs);
     for (int64_t i = first; i < end; ++i)
       accScale[i - first] =
           detail::attentionWeightsAvx2(scratch.scores.data() + (i - first) * bs, count, b.scale,
                                        b.scores.softcap, scratch.states[i]);
-    for (int64_t i = first; i < end; ++i)
-      detail::attentionAccumulateAvx2(scratch.acc.data() + i * dim, accScale[i - first],
-                                      scratch.scores.data() + (i - first) * bs, values, kvStride,
-                                      count, dim);
+    detail::attentionAccumulateManyAvx2(scratch.acc.data() + first * dim, accScale,
+                                        scratch.scores.data(), bs, end - first, values, kvStride,
+                                        count, dim);
     return;
   }
 #endif

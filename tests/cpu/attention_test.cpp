@@ -307,15 +307,15 @@ namespace {
 
 // The AVX2 block kernels against the per-position IsaOps calls they replace
 // (dotAvx2; scaleAvx2 then axpyAvx2 per position): the same bits, for head
-// sizes with and without a last 8 / a last partial 64, and block lengths
-// off the 4-key step.
+// sizes with and without a last 8 / a last partial 64, and every block
+// length (off the 4-key step).
 TEST(PagedAttention, Avx2BlockKernelsGiveTheBitsOfTheOpsCalls) {
   if (!isaSupported(Isa::Avx2))
     GTEST_SKIP() << "no AVX2 on this CPU";
   const detail::IsaOps &ops = detail::kAvx2Ops;
   std::mt19937 rng(11);
   for (int64_t dim : {8, 24, 64, 72, 128, 136})
-    for (int64_t count : {1, 3, 4, 7, 16}) {
+    for (int64_t count = 1; count <= 16; ++count) {
       const int64_t stride = 3 * dim + 8; // rows of other kv heads between positions
       const std::vector<float> q = test::randomFloats(rng, dim);
       const std::vector<float> keys = test::randomFloats(rng, count * stride);
@@ -340,6 +340,50 @@ TEST(PagedAttention, Avx2BlockKernelsGiveTheBitsOfTheOpsCalls) {
       }
     }
   EXPECT_FALSE(detail::attentionKernelsFit(12));
+}
+
+// The many-query kernels (a tile's queries over one block part, keys' and
+// values' chunks shared) against the one-query ones: the same bits for 1 to
+// 7 queries (pairs and a last single), every count of a block.
+TEST(PagedAttention, Avx2ManyQueryKernelsGiveTheOneQueryBits) {
+  if (!isaSupported(Isa::Avx2))
+    GTEST_SKIP() << "no AVX2 on this CPU";
+  std::mt19937 rng(23);
+  const int64_t bs = 16;
+  for (int64_t dim : {8, 24, 64, 80, 128})
+    for (int64_t queries = 1; queries <= 7; ++queries)
+      for (int64_t count = 1; count <= bs; ++count) {
+        const int64_t stride = 2 * dim + 8;
+        const std::vector<float> q = test::randomFloats(rng, queries * dim);
+        const std::vector<float> keys = test::randomFloats(rng, count * stride);
+        const std::vector<float> values = test::randomFloats(rng, count * stride);
+        const std::vector<float> weights = test::randomFloats(rng, queries * bs, 0.0f, 1.0f);
+        const std::vector<float> start = test::randomFloats(rng, queries * dim);
+        std::vector<float> scales = test::randomFloats(rng, queries, 0.0f, 1.0f);
+        scales[0] = 1.0f;
+        std::vector<float> many(queries * bs, -3.0f), one(bs);
+        detail::attentionScoresManyAvx2(q.data(), dim, queries, keys.data(), stride, count, dim,
+                                        many.data(), bs);
+        std::vector<float> gotAcc = start;
+        detail::attentionAccumulateManyAvx2(gotAcc.data(), scales.data(), weights.data(), bs,
+                                            queries, values.data(), stride, count, dim);
+        for (int64_t n = 0; n < queries; ++n) {
+          const std::string where = "dim " + std::to_string(dim) + " queries " +
+                                    std::to_string(queries) + " count " + std::to_string(count) +
+                                    " query " + std::to_string(n);
+          detail::attentionScoresAvx2(q.data() + n * dim, keys.data(), stride, count, dim,
+                                      one.data());
+          for (int64_t j = 0; j < count; ++j)
+            ASSERT_EQ(many[n * bs + j], one[j]) << where << " key " << j;
+          for (int64_t j = count; j < bs; ++j)
+            ASSERT_EQ(many[n * bs + j], -3.0f) << where << " wrote past the block at " << j;
+          std::vector<float> wantAcc(start.begin() + n * dim, start.begin() + (n + 1) * dim);
+          detail::attentionAccumulateAvx2(wantAcc.data(), scales[n], weights.data() + n * bs,
+                                          values.data(), stride, count, dim);
+          for (int64_t i = 0; i < dim; ++i)
+            ASSERT_EQ(gotAcc[n * dim + i], wantAcc[i]) << where << " feature " << i;
+        }
+      }
 }
 
 } // namespace
