@@ -102,19 +102,16 @@ float attentionWeightsPortable(float *s, int64_t count, float scale, float softc
     s[j] = hd::softCap(scale * s[j], softcap);
     blockMax = std::max(blockMax, s[j]);
   }
-  const float m = std::max(state.max, blockMax);
-  if (m == -INFINITY) {
-    std::fill(s, s + count, 0.0f);
-    return 1.0f;
-  }
   float sum = 0.0f;
   for (int64_t j = 0; j < count; ++j) {
-    s[j] = hd::expF(s[j] - m);
+    s[j] = hd::expF(s[j] - blockMax);
     sum += s[j];
   }
-  const float accScale = hd::expF(state.max - m);
-  state = {m, state.sum * accScale + sum};
-  return accScale;
+  const hd::SoftmaxMerge merged = hd::softmaxMerge(state, hd::SoftmaxState{blockMax, sum});
+  state = merged.state;
+  for (int64_t j = 0; j < count; ++j)
+    s[j] *= merged.scaleB;
+  return merged.scaleA;
 }
 
 // Queries [first, end) of a tile over the same `count` positions of a block

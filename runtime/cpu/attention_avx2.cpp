@@ -244,9 +244,9 @@ LLMC_ATTN_AVX2 void attentionAccumulateManyAvx2(float *acc, const float *accScal
 
 // Scale and soft-cap 8 lanes at a time (the cap lane by lane with
 // hd::softCap's tanhf, so capped scores keep the portable path's bits), the
-// block's max, the new running max m, then the weights exp(s - m) and their
-// sum: lanes summed in order over the vectors, then hsum. A last partial
-// vector is loaded and stored masked, its off lanes -inf (weight 0).
+// block's max, the weights exp(s - block max) 8 at a time, their sum in
+// order, the merge, the weights times the merge's scaleB. A last partial
+// vector is loaded and stored masked (max over -inf in its off lanes).
 LLMC_ATTN_AVX2 float attentionWeightsAvx2(float *s, int64_t count, float scale, float softcap,
                                           hd::SoftmaxState &state) {
   const __m256 vscale = _mm256_set1_ps(scale), minusInf = _mm256_set1_ps(-INFINITY);
@@ -270,32 +270,31 @@ LLMC_ATTN_AVX2 float attentionWeightsAvx2(float *s, int64_t count, float scale, 
     }
     vmax = _mm256_max_ps(vmax, x);
   }
-  const float m = std::max(state.max, hmax(vmax));
-  if (m == -INFINITY) { // no finite score yet: nothing to weigh
-    std::fill(s, s + count, 0.0f);
-    return 1.0f;
-  }
-  const __m256 vm = _mm256_set1_ps(m);
-  __m256 vsum = _mm256_setzero_ps();
+  const float blockMax = hmax(vmax);
+  const __m256 vm = _mm256_set1_ps(blockMax);
   for (int64_t j = 0; j < count; j += 8) {
     if (j + 8 <= count) {
-      const __m256 w = expAvx2(_mm256_sub_ps(_mm256_loadu_ps(s + j), vm));
-      _mm256_storeu_ps(s + j, w);
-      vsum = _mm256_add_ps(vsum, w);
+      _mm256_storeu_ps(s + j, expAvx2(_mm256_sub_ps(_mm256_loadu_ps(s + j), vm)));
       continue;
     }
     const __m256i lanes = firstLanes(count - j);
-    const __m256 x = _mm256_blendv_ps(minusInf, _mm256_maskload_ps(s + j, lanes),
-                                      _mm256_castsi256_ps(lanes));
-    const __m256 w = expAvx2(_mm256_sub_ps(x, vm));
-    _mm256_maskstore_ps(s + j, lanes, w);
-    vsum = _mm256_add_ps(vsum, w);
+    _mm256_maskstore_ps(s + j, lanes, expAvx2(_mm256_sub_ps(_mm256_maskload_ps(s + j, lanes), vm)));
   }
-  // exp(0) is 1 exactly: no exp while the max stays.
-  const float accScale =
-      state.max == m ? 1.0f : _mm256_cvtss_f32(expAvx2(_mm256_set1_ps(state.max - m)));
-  state = {m, state.sum * accScale + hsum(vsum)};
-  return accScale;
+  float sum = 0.0f; // in order, as the portable path sums
+  for (int64_t j = 0; j < count; ++j)
+    sum += s[j];
+  const hd::SoftmaxMerge merged = hd::softmaxMerge(state, hd::SoftmaxState{blockMax, sum});
+  state = merged.state;
+  const __m256 scaleB = _mm256_set1_ps(merged.scaleB);
+  for (int64_t j = 0; j < count; j += 8) {
+    if (j + 8 <= count) {
+      _mm256_storeu_ps(s + j, _mm256_mul_ps(_mm256_loadu_ps(s + j), scaleB));
+      continue;
+    }
+    const __m256i lanes = firstLanes(count - j);
+    _mm256_maskstore_ps(s + j, lanes, _mm256_mul_ps(_mm256_maskload_ps(s + j, lanes), scaleB));
+  }
+  return merged.scaleA;
 }
 
 LLMC_ATTN_AVX2 void attentionExpAvx2(const float *x, int64_t n, float *out) {

@@ -31,10 +31,11 @@ void attentionScoresManyAvx2(const float *q, int64_t qStride, int64_t queries, c
                              int64_t outStride);
 
 // One block's softmax step: s[j] = softCap(scale * s[j], softcap) for
-// j < count, m = max(state.max, max_j s[j]), s[j] = attentionExp(s[j] - m),
-// state = {m, state.sum * f + sum_j s[j]}; returns f = attentionExp(state.max
-// - m), the factor of the accumulator so far (1 when the max stays; 1 and
-// zero weights when no score is above -inf).
+// j < count, the block's max b, s[j] = attentionExp(s[j] - b), their sum in
+// order, merged = hd::softmaxMerge(state, {b, sum}), state = merged.state,
+// s[j] *= merged.scaleB; returns merged.scaleA, the factor of the
+// accumulator so far. The portable path's steps (hd::expF in place of
+// attentionExp), so only the exp tells them apart.
 float attentionWeightsAvx2(float *s, int64_t count, float scale, float softcap,
                            hd::SoftmaxState &state);
 

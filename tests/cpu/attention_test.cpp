@@ -523,8 +523,8 @@ namespace llmc::cpu {
 namespace {
 
 // The AVX2 softmax step against its scalar definition (attention_exp.h's
-// exp, lane by lane): the same weights, max and rescale factor bit for bit,
-// the block sum (8 lanes, then hsum) within rounding of the serial one; for
+// exp, lane by lane, then the portable path's sum and merge): the same
+// weights, state and rescale factor bit for bit; for
 // every count of a 16-position block, with and without soft-capping, from
 // an empty state, one whose max stays, and one the block overtakes.
 TEST(PagedAttention, Avx2WeightsMatchTheScalarDefinition) {
@@ -538,17 +538,19 @@ TEST(PagedAttention, Avx2WeightsMatchTheScalarDefinition) {
         const std::vector<float> dots = test::randomFloats(rng, count, -30.0f, 30.0f);
         const float scale = 0.7f;
         std::vector<float> want(count);
-        float m = start.max;
+        float blockMax = -INFINITY;
         for (int64_t j = 0; j < count; ++j) {
           want[j] = hd::softCap(scale * dots[j], softcap);
-          m = std::max(m, want[j]);
+          blockMax = std::max(blockMax, want[j]);
         }
-        double sum = 0;
+        float sum = 0.0f;
         for (int64_t j = 0; j < count; ++j) {
-          want[j] = detail::attentionExp(want[j] - m);
+          want[j] = detail::attentionExp(want[j] - blockMax);
           sum += want[j];
         }
-        const float wantScale = detail::attentionExp(start.max - m);
+        const hd::SoftmaxMerge merged = hd::softmaxMerge(start, hd::SoftmaxState{blockMax, sum});
+        for (float &w : want)
+          w *= merged.scaleB;
         std::vector<float> got = dots;
         got.resize(16, 99.0f); // past count: must stay untouched
         hd::SoftmaxState state = start;
@@ -556,10 +558,9 @@ TEST(PagedAttention, Avx2WeightsMatchTheScalarDefinition) {
         const std::string where = "count " + std::to_string(count) + " softcap " +
                                   std::to_string(softcap) + " start max " +
                                   std::to_string(start.max);
-        ASSERT_EQ(accScale, wantScale) << where;
-        ASSERT_EQ(state.max, m) << where;
-        const double wantSum = start.sum * static_cast<double>(wantScale) + sum;
-        ASSERT_NEAR(state.sum, wantSum, 1e-6 * wantSum + 1e-30) << where;
+        ASSERT_EQ(accScale, merged.scaleA) << where;
+        ASSERT_EQ(state.max, merged.state.max) << where;
+        ASSERT_EQ(state.sum, merged.state.sum) << where;
         for (int64_t j = 0; j < count; ++j)
           ASSERT_EQ(got[j], want[j]) << where << " position " << j;
         for (int64_t j = count; j < 16; ++j)
