@@ -60,9 +60,8 @@ void writeKvCache(ThreadPool &pool, const AttentionBatch &batch, const kv::KvLay
 //   out[t, h] = softmax_j(softCap(scale * q[t, h] . K[j])) V[j] over cached
 //   positions windowStart(positions[t]) <= j <= positions[t] of the row's
 //   sequence,
-// with an online softmax over blocks (kernels/common/online_softmax.h): per
-// block, the weights are exp(score - running max) and the accumulator is
-// rescaled when the max grows (on AVX2 with cpu/attention_exp.h's exp).
+// with an online softmax over blocks (kernels/common/online_softmax.h; on
+// AVX2 the weights' exp is cpu/attention_exp.h's, 8 lanes at a time).
 // Cache slots before the window are never read: a block wholly before it may
 // have been released (its table entry is then not looked at).
 // Rows not covered by a sequence are left untouched. Runs in parallel over
