@@ -62,88 +62,164 @@ void rotateHeads(const float *in, float *out, int64_t heads, int64_t headDim, in
     }
 }
 
-// Per-thread working memory of one (row, kv head) item, grown once.
-struct Scratch {
-  std::vector<float> acc;               // [group, headDim] unnormalized outputs
-  std::vector<float> scores;            // [group, blockSize] one block's exp(scores)
-  std::vector<hd::SoftmaxState> states; // [group]
-  std::vector<float> q;                 // [group, headDim] rotated queries (RoPE prologue)
+// A query tile: consecutive rows of one sequence attended together, so that
+// each K/V block is read once (into L1) for all of their query heads.
+struct QueryTile {
+  int64_t sequence, firstRow, rows;
+};
 
-  void reserve(int64_t group, const kv::KvLayerView &cache) {
-    acc.resize(std::max<size_t>(acc.size(), group * cache.headDim));
-    q.resize(std::max<size_t>(q.size(), group * cache.headDim));
-    scores.resize(std::max<size_t>(scores.size(), group * cache.blockSize));
-    states.resize(std::max<size_t>(states.size(), group));
+// Query heads (tile rows x group) a tile holds: 16 heads' accumulators of
+// 128 features are 8 KiB, beside a 16-position K and V block of 8 KiB each.
+constexpr int64_t kTileQueries = 16;
+
+int64_t rowsPerTile(int64_t group) { return std::max<int64_t>(1, kTileQueries / group); }
+
+// Per-thread working memory of one (tile, kv head) item, grown once.
+struct Scratch {
+  std::vector<float> acc;               // [queries, headDim] unnormalized outputs
+  std::vector<float> scores;            // [queries, blockSize] one block's weights
+  std::vector<float> accScales;         // [queries] one block's accumulator factors
+  int64_t blockSize = 0;
+  std::vector<hd::SoftmaxState> states; // [queries]
+  std::vector<float> q;                 // [queries, headDim] (rotated) queries
+
+  void reserve(int64_t queries, const kv::KvLayerView &cache) {
+    acc.resize(std::max<size_t>(acc.size(), queries * cache.headDim));
+    q.resize(std::max<size_t>(q.size(), queries * cache.headDim));
+    scores.resize(std::max<size_t>(scores.size(), queries * cache.blockSize));
+    accScales.resize(std::max<size_t>(accScales.size(), queries));
+    blockSize = cache.blockSize;
+    states.resize(std::max<size_t>(states.size(), queries));
   }
 };
 
-// Attention of `group` query heads (sharing kv head `kvHead`) of one row over
-// positions [firstPosition, lastPosition] of a sequence (the row's window);
-// qGroup [group, headDim] holds their queries.
-void attendGroup(const detail::IsaOps &ops, const AttentionBatch &b, const kv::KvLayerView &cache,
-                 const int32_t *blockTable, const float *qGroup, int64_t row,
-                 int64_t firstPosition, int64_t lastPosition, int64_t kvHead, int64_t group,
-                 Scratch &scratch) {
-  const int64_t dim = cache.headDim, bs = cache.blockSize;
-  const float softcap = b.scores.softcap;
-  float *acc = scratch.acc.data();
-  float *scores = scratch.scores.data();
-  hd::SoftmaxState *state = scratch.states.data();
-  std::fill(acc, acc + group * dim, 0.0f);
-  std::fill(state, state + group, hd::softmaxEmpty());
-  const int64_t kvStride = cache.kvHeads * dim;
+// attentionWeightsAvx2's step (attention_kernels.h) with hd::expF, for the
+// ISAs without the block kernels.
+float attentionWeightsPortable(float *s, int64_t count, float scale, float softcap,
+                               hd::SoftmaxState &state) {
+  float blockMax = -INFINITY;
+  for (int64_t j = 0; j < count; ++j) {
+    s[j] = hd::softCap(scale * s[j], softcap);
+    blockMax = std::max(blockMax, s[j]);
+  }
+  float sum = 0.0f;
+  for (int64_t j = 0; j < count; ++j) {
+    s[j] = hd::expF(s[j] - blockMax);
+    sum += s[j];
+  }
+  const hd::SoftmaxMerge merged = hd::softmaxMerge(state, hd::SoftmaxState{blockMax, sum});
+  state = merged.state;
+  for (int64_t j = 0; j < count; ++j)
+    s[j] *= merged.scaleB;
+  return merged.scaleA;
+}
+
+// Queries [first, end) of a tile over the same `count` positions of a block
+// (keys and values, rows of stride kvStride): their scores, running
+// softmaxes and accumulators. Each step runs for all of them before the next
+// (every query's scores, then every query's weights, ...), so one query's
+// exp latency overlaps the next one's dot products; each query's own
+// operations are the ones it gets alone.
+void attendBlock(const detail::IsaOps &ops, bool blockKernels, const AttentionBatch &b,
+                 Scratch &scratch, int64_t first, int64_t end, const float *keys,
+                 const float *values, int64_t kvStride, int64_t count, int64_t dim) {
+  const int64_t bs = scratch.blockSize;
+  float *accScale = scratch.accScales.data();
 #if defined(__x86_64__)
-  // The AVX2 block kernels: the bits of the ops.dot / ops.axpy calls below.
-  const bool blockKernels = activeIsa() == Isa::Avx2 && detail::attentionKernelsFit(dim);
-#endif
-  // Block by block from the window's first block; `start` is the first
-  // visible position of each (the window may begin inside the first block).
-  for (int64_t start = firstPosition; start <= lastPosition; start = (start / bs + 1) * bs) {
-    const int64_t count = std::min((start / bs + 1) * bs, lastPosition + 1) - start;
-    const int64_t base = slotOffset(cache, blockTable, start) + kvHead * dim;
-    const float *keys = cache.keys + base;     // count slots, stride kvStride
-    const float *values = cache.values + base; // same
-    for (int64_t g = 0; g < group; ++g) {
-      const float *q = qGroup + g * dim;
-      float *s = scores + g * bs;
-      float blockMax = -INFINITY;
-#if defined(__x86_64__)
-      if (blockKernels) {
-        detail::attentionScoresAvx2(q, keys, kvStride, count, dim, s);
-        for (int64_t j = 0; j < count; ++j) {
-          s[j] = hd::softCap(b.scale * s[j], softcap);
-          blockMax = std::max(blockMax, s[j]);
-        }
-      } else
-#endif
-        for (int64_t j = 0; j < count; ++j) {
-          s[j] = hd::softCap(b.scale * ops.dot(q, keys + j * kvStride, dim), softcap);
-          blockMax = std::max(blockMax, s[j]);
-        }
-      hd::SoftmaxState blockState{blockMax, 0.0f};
-      for (int64_t j = 0; j < count; ++j) {
-        s[j] = hd::expF(s[j] - blockMax);
-        blockState.sum += s[j];
-      }
-      hd::SoftmaxMerge merged = hd::softmaxMerge(state[g], blockState);
-      state[g] = merged.state;
-      float *a = acc + g * dim;
-#if defined(__x86_64__)
-      if (blockKernels) {
-        detail::attentionAccumulateAvx2(a, merged.scaleA, s, merged.scaleB, values, kvStride,
+  if (blockKernels) {
+    detail::attentionScoresManyAvx2(scratch.q.data() + first * dim, dim, end - first, keys,
+                                    kvStride, count, dim, scratch.scores.data(), bs);
+    for (int64_t i = first; i < end; ++i)
+      accScale[i - first] =
+          detail::attentionWeightsAvx2(scratch.scores.data() + (i - first) * bs, count, b.scale,
+                                       b.scores.softcap, scratch.states[i]);
+    detail::attentionAccumulateManyAvx2(scratch.acc.data() + first * dim, accScale,
+                                        scratch.scores.data(), bs, end - first, values, kvStride,
                                         count, dim);
-        continue;
-      }
+    return;
+  }
 #endif
-      ops.scale(merged.scaleA, a, dim);
-      for (int64_t j = 0; j < count; ++j)
-        ops.axpy(s[j] * merged.scaleB, values + j * kvStride, a, dim);
+  (void)blockKernels;
+  for (int64_t i = first; i < end; ++i) {
+    const float *q = scratch.q.data() + i * dim;
+    float *scores = scratch.scores.data(), *acc = scratch.acc.data() + i * dim;
+    for (int64_t j = 0; j < count; ++j)
+      scores[j] = ops.dot(q, keys + j * kvStride, dim);
+    const float scale =
+        attentionWeightsPortable(scores, count, b.scale, b.scores.softcap, scratch.states[i]);
+    ops.scale(scale, acc, dim);
+    for (int64_t j = 0; j < count; ++j)
+      ops.axpy(scores[j], values + j * kvStride, acc, dim);
+  }
+}
+
+// Attention of the `group` query heads of kv head `kvHead` for the tile's
+// rows; scratch.q [rows * group, headDim] holds their queries (row r's head
+// g at r * group + g). Block by block over the union of the rows' windows;
+// each row takes the part of the block inside its own window, so a row sees
+// the blocks, products and merges it would see attended alone (a decode step
+// or any other tile): its bits do not depend on its neighbours.
+void attendTile(const detail::IsaOps &ops, const AttentionBatch &b, const kv::KvLayerView &cache,
+                const QueryTile &tile, int64_t kvHead, int64_t group, Scratch &scratch) {
+  const int64_t dim = cache.headDim, bs = cache.blockSize, queries = tile.rows * group;
+  const int32_t *blockTable = b.sequences[tile.sequence].blockTable;
+  const int32_t *positions = b.positions + tile.firstRow;
+  float *acc = scratch.acc.data();
+  hd::SoftmaxState *state = scratch.states.data();
+  std::fill(acc, acc + queries * dim, 0.0f);
+  std::fill(state, state + queries, hd::softmaxEmpty());
+  const int64_t kvStride = cache.kvHeads * dim;
+  bool blockKernels = false;
+#if defined(__x86_64__)
+  blockKernels = activeIsa() == Isa::Avx2 && detail::attentionKernelsFit(dim);
+#endif
+  int64_t first = positions[0], last = positions[0];
+  for (int64_t r = 0; r < tile.rows; ++r) {
+    first = std::min<int64_t>(first, hd::windowStart(positions[r], b.scores.window));
+    last = std::max<int64_t>(last, positions[r]);
+  }
+  // `start` is the first position of each block in [first, last] (the first
+  // one may begin inside a cache block).
+  for (int64_t start = first; start <= last; start = (start / bs + 1) * bs) {
+    const int64_t end = std::min((start / bs + 1) * bs, last + 1);
+    // Runs of rows whose part of the block is the same go together.
+    for (int64_t r = 0, next; r < tile.rows; r = next) {
+      const int64_t from = std::max<int64_t>(start, hd::windowStart(positions[r], b.scores.window));
+      const int64_t to = std::min<int64_t>(end, positions[r] + 1);
+      for (next = r + 1; next < tile.rows; ++next)
+        if (std::max<int64_t>(start, hd::windowStart(positions[next], b.scores.window)) != from ||
+            std::min<int64_t>(end, positions[next] + 1) != to)
+          break;
+      if (from >= to)
+        continue;
+      const int64_t base = slotOffset(cache, blockTable, from) + kvHead * dim;
+      attendBlock(ops, blockKernels, b, scratch, r * group, next * group, cache.keys + base,
+                  cache.values + base, kvStride, to - from, dim);
     }
   }
-  for (int64_t g = 0; g < group; ++g) {
-    float *out = b.out + row * b.ldo + (kvHead * group + g) * dim;
-    std::memcpy(out, acc + g * dim, dim * sizeof(float));
-    ops.scale(hd::softmaxInvSum(state[g]), out, dim);
+  for (int64_t r = 0; r < tile.rows; ++r)
+    for (int64_t g = 0; g < group; ++g) {
+      const int64_t i = r * group + g;
+      float *out = b.out + (tile.firstRow + r) * b.ldo + (kvHead * group + g) * dim;
+      std::memcpy(out, acc + i * dim, dim * sizeof(float));
+      ops.scale(hd::softmaxInvSum(state[i]), out, dim);
+    }
+}
+
+// The tile's queries for kv head `kvHead` into scratch.q, rotated when the
+// batch has a RoPE prologue.
+void loadTileQueries(const AttentionBatch &b, const kv::KvLayerView &cache, const QueryTile &tile,
+                     int64_t kvHead, int64_t group, Scratch &scratch) {
+  const int64_t dim = cache.headDim;
+  for (int64_t r = 0; r < tile.rows; ++r) {
+    const int64_t row = tile.firstRow + r;
+    const float *q = b.q + row * b.ldq + kvHead * group * dim;
+    float *to = scratch.q.data() + r * group * dim;
+    if (b.ropeTable != nullptr)
+      rotateHeads(q, to, group, dim, rotaryDimOf(b, dim), b.ropeInterleaved,
+                  b.ropeTable + ropeRow(b, row) * rotaryDimOf(b, dim));
+    else
+      std::memcpy(to, q, group * dim * sizeof(float));
   }
 }
 
@@ -178,41 +254,36 @@ void pagedAttention(ThreadPool &pool, const AttentionBatch &b, const kv::KvLayer
   writeKvCache(pool, b, cache);
   if (b.numSequences == 0)
     return;
-  const AttentionSequence &last = b.sequences[b.numSequences - 1];
-  const int64_t rows = last.firstRow + last.numRows;
-  const int64_t group = b.heads / cache.kvHeads;
+  const int64_t group = b.heads / cache.kvHeads, tileRows = rowsPerTile(group);
   const detail::IsaOps &ops = detail::activeOps();
-  // An item (row, kv head) costs about (visible positions) * group * headDim
-  // multiply-adds; chunks below kMinFloatsPerChunk are not worth a thread.
+  std::vector<QueryTile> tiles;
+  // An item (tile, kv head) costs about (visible positions) * group * headDim
+  // multiply-adds per row; chunks below kMinFloatsPerChunk are not worth a thread.
   int64_t work = 0;
   for (int64_t s = 0; s < b.numSequences; ++s) {
     const AttentionSequence &seq = b.sequences[s];
+    for (int64_t r = seq.firstRow; r < seq.firstRow + seq.numRows; r += tileRows)
+      tiles.push_back({s, r, std::min(tileRows, seq.firstRow + seq.numRows - r)});
     for (int64_t r = seq.firstRow; r < seq.firstRow + seq.numRows; ++r)
       work += (b.positions[r] + 1 - hd::windowStart(b.positions[r], b.scores.window)) * b.heads *
               cache.headDim;
   }
-  const int64_t items = rows * cache.kvHeads;
+  // Items kv head by kv head: a thread's consecutive items read the same
+  // head's keys and values (a sequence's are 2 * positions * headDim floats,
+  // L2-sized, where all heads' would not be).
+  const int64_t numTiles = static_cast<int64_t>(tiles.size());
+  const int64_t items = numTiles * cache.kvHeads;
   const int64_t grain = kMinFloatsPerChunk * items / (work + 1) + 1;
   pool.parallelFor(
       items,
       [&](int64_t begin, int64_t end) {
         thread_local Scratch scratch;
-        scratch.reserve(group, cache);
+        scratch.reserve(tileRows * group, cache);
         for (int64_t item = begin; item < end; ++item) {
-          const int64_t row = item / cache.kvHeads, kvHead = item % cache.kvHeads;
-          const int64_t s = sequenceOfRow(b, row);
-          if (s < 0)
-            continue;
-          const float *q = b.q + row * b.ldq + kvHead * group * cache.headDim;
-          if (b.ropeTable != nullptr) {
-            rotateHeads(q, scratch.q.data(), group, cache.headDim, rotaryDimOf(b, cache.headDim),
-                        b.ropeInterleaved,
-                        b.ropeTable + ropeRow(b, row) * rotaryDimOf(b, cache.headDim));
-            q = scratch.q.data();
-          }
-          attendGroup(ops, b, cache, b.sequences[s].blockTable, q, row,
-                      hd::windowStart(b.positions[row], b.scores.window), b.positions[row], kvHead,
-                      group, scratch);
+          const QueryTile &tile = tiles[item % numTiles];
+          const int64_t kvHead = item / numTiles;
+          loadTileQueries(b, cache, tile, kvHead, group, scratch);
+          attendTile(ops, b, cache, tile, kvHead, group, scratch);
         }
       },
       grain);

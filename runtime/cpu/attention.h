@@ -60,11 +60,14 @@ void writeKvCache(ThreadPool &pool, const AttentionBatch &batch, const kv::KvLay
 //   out[t, h] = softmax_j(softCap(scale * q[t, h] . K[j])) V[j] over cached
 //   positions windowStart(positions[t]) <= j <= positions[t] of the row's
 //   sequence,
-// with an online softmax over blocks (kernels/common/online_softmax.h).
+// with an online softmax over blocks (kernels/common/online_softmax.h; on
+// AVX2 the weights' exp is cpu/attention_exp.h's, 8 lanes at a time).
 // Cache slots before the window are never read: a block wholly before it may
 // have been released (its table entry is then not looked at).
 // Rows not covered by a sequence are left untouched. Runs in parallel over
-// (row, kv head); the query heads of a group share each K/V block read.
+// (kv head, query tile): a tile's consecutive rows of one sequence and the
+// query heads of a group share each K/V block read. A row's output has the
+// same bits whatever the tile, batch, step split or thread count.
 void pagedAttention(ThreadPool &pool, const AttentionBatch &batch, const kv::KvLayerView &cache);
 
 } // namespace llmc::cpu

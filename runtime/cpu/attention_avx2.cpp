@@ -1,8 +1,12 @@
 // AVX2 + FMA inner loops of the paged attention (attention_kernels.h).
 #if defined(__x86_64__)
 
+#include "cpu/attention_exp.h"
 #include "cpu/attention_kernels.h"
+#include "kernels/common/attention_scores.h"
 
+#include <algorithm>
+#include <cmath>
 #include <immintrin.h>
 
 #define LLMC_ATTN_AVX2 __attribute__((target("avx2,fma")))
@@ -10,7 +14,7 @@
 namespace llmc::cpu::detail {
 namespace {
 
-// The horizontal sum of simd_avx2.cpp's dotAvx2, step for step.
+// The horizontal sum of 8 lanes (the block sum of the weights).
 LLMC_ATTN_AVX2 inline float hsum(__m256 v) {
   __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
   s = _mm_add_ps(s, _mm_movehl_ps(s, s));
@@ -18,56 +22,161 @@ LLMC_ATTN_AVX2 inline float hsum(__m256 v) {
   return _mm_cvtss_f32(s);
 }
 
-// KEYS keys at once, each summed as dotAvx2 sums it: columns 16i .. 16i + 7
-// into acc0, 16i + 8 .. 16i + 15 into acc1, a last 8 into acc0, then
-// hsum(acc0 + acc1) (dim is a multiple of 8: no scalar tail).
-template <int KEYS>
-LLMC_ATTN_AVX2 inline void dots(const float *q, const float *keys, int64_t stride, int64_t dim,
-                                float *out) {
-  __m256 acc0[KEYS], acc1[KEYS];
+// attentionExp (attention_exp.h) on 8 lanes, step for step.
+LLMC_ATTN_AVX2 inline __m256 expAvx2(__m256 x) {
+  using namespace attention_exp;
+  // min then max with the constant first: a NaN lane stays NaN.
+  x = _mm256_max_ps(_mm256_set1_ps(kLowest), _mm256_min_ps(_mm256_set1_ps(kHighest), x));
+  const __m256 n = _mm256_round_ps(_mm256_mul_ps(x, _mm256_set1_ps(kLog2e)),
+                                   _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+  __m256 r = _mm256_fmadd_ps(n, _mm256_set1_ps(-kLn2High), x);
+  r = _mm256_fmadd_ps(n, _mm256_set1_ps(-kLn2Low), r);
+  __m256 p = _mm256_fmadd_ps(_mm256_set1_ps(kC6), r, _mm256_set1_ps(kC5));
+  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(kC4));
+  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(kC3));
+  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(kC2));
+  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(kC1));
+  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f));
+  const __m256i e = _mm256_cvtps_epi32(n), half = _mm256_srai_epi32(e, 1);
+  const __m256i bias = _mm256_set1_epi32(127);
+  const __m256 first = _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_add_epi32(half, bias), 23));
+  const __m256 second = _mm256_castsi256_ps(
+      _mm256_slli_epi32(_mm256_add_epi32(_mm256_sub_epi32(e, half), bias), 23));
+  return _mm256_mul_ps(_mm256_mul_ps(p, first), second);
+}
+
+// The largest of 8 lanes (max is exact: the order does not matter).
+LLMC_ATTN_AVX2 inline float hmax(__m256 v) {
+  __m128 m = _mm_max_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+  m = _mm_max_ps(m, _mm_movehl_ps(m, m));
+  m = _mm_max_ss(m, _mm_movehdup_ps(m));
+  return _mm_cvtss_f32(m);
+}
+
+// The first min(count, 8) lanes on, the others off.
+LLMC_ATTN_AVX2 inline __m256i firstLanes(int64_t count) {
+  return _mm256_cmpgt_epi32(_mm256_set1_epi32(static_cast<int>(count)),
+                            _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+}
+
+// {hsum(a), hsum(b), hsum(c), hsum(d)} with hsum's additions in hsum's
+// order (its bits), four vectors' steps side by side: lanes i + (i + 4),
+// then (0 + 2) and (1 + 3), then the two.
+LLMC_ATTN_AVX2 inline __m128 hsum4(__m256 a, __m256 b, __m256 c, __m256 d) {
+  const __m256 ac = _mm256_add_ps(_mm256_permute2f128_ps(a, c, 0x20),
+                                  _mm256_permute2f128_ps(a, c, 0x31)); // a's 4 | c's 4
+  const __m256 bd = _mm256_add_ps(_mm256_permute2f128_ps(b, d, 0x20),
+                                  _mm256_permute2f128_ps(b, d, 0x31));
+  const __m256 pairs = _mm256_add_ps(_mm256_shuffle_ps(ac, bd, _MM_SHUFFLE(1, 0, 1, 0)),
+                                     _mm256_shuffle_ps(ac, bd, _MM_SHUFFLE(3, 2, 3, 2)));
+  const __m256 sums = _mm256_hadd_ps(pairs, pairs); // a b a b | c d c d
+  return _mm_shuffle_ps(_mm256_castps256_ps128(sums), _mm256_extractf128_ps(sums, 1),
+                        _MM_SHUFFLE(1, 0, 1, 0));
+}
+
+// The dot products of QUERIES queries (rows of qStride floats) with KEYS
+// keys, each summed as dotAvx2 (simd_avx2.cpp) sums it: columns 16i .. 16i
+// + 7 into acc0, 16i + 8 .. 16i + 15 into acc1, a last 8 into acc0, then
+// hsum(acc0 + acc1) (dim is a multiple of 8). A key's chunk is loaded once
+// for all the queries; a (query, key) pair's bits do not depend on QUERIES
+// or KEYS. QUERIES x KEYS is 1 x 4, 2 x 2 (hsum4 of the four pairs) or Q x 1.
+template <int QUERIES, int KEYS>
+LLMC_ATTN_AVX2 inline void dots(const float *q, int64_t qStride, const float *keys, int64_t stride,
+                                int64_t dim, float *out, int64_t outStride) {
+  __m256 acc0[QUERIES][KEYS], acc1[QUERIES][KEYS];
 #pragma GCC unroll 4
-  for (int k = 0; k < KEYS; ++k)
-    acc0[k] = acc1[k] = _mm256_setzero_ps();
+  for (int n = 0; n < QUERIES; ++n)
+#pragma GCC unroll 4
+    for (int k = 0; k < KEYS; ++k)
+      acc0[n][k] = acc1[n][k] = _mm256_setzero_ps();
   int64_t i = 0;
   for (; i + 16 <= dim; i += 16) {
-    const __m256 qa = _mm256_loadu_ps(q + i), qb = _mm256_loadu_ps(q + i + 8);
+    __m256 qa[QUERIES], qb[QUERIES];
+#pragma GCC unroll 4
+    for (int n = 0; n < QUERIES; ++n) {
+      qa[n] = _mm256_loadu_ps(q + n * qStride + i);
+      qb[n] = _mm256_loadu_ps(q + n * qStride + i + 8);
+    }
 #pragma GCC unroll 4
     for (int k = 0; k < KEYS; ++k) {
-      acc0[k] = _mm256_fmadd_ps(qa, _mm256_loadu_ps(keys + k * stride + i), acc0[k]);
-      acc1[k] = _mm256_fmadd_ps(qb, _mm256_loadu_ps(keys + k * stride + i + 8), acc1[k]);
+      const __m256 ka = _mm256_loadu_ps(keys + k * stride + i);
+      const __m256 kb = _mm256_loadu_ps(keys + k * stride + i + 8);
+#pragma GCC unroll 4
+      for (int n = 0; n < QUERIES; ++n) {
+        acc0[n][k] = _mm256_fmadd_ps(qa[n], ka, acc0[n][k]);
+        acc1[n][k] = _mm256_fmadd_ps(qb[n], kb, acc1[n][k]);
+      }
     }
   }
   if (i + 8 <= dim) {
-    const __m256 qa = _mm256_loadu_ps(q + i);
 #pragma GCC unroll 4
-    for (int k = 0; k < KEYS; ++k)
-      acc0[k] = _mm256_fmadd_ps(qa, _mm256_loadu_ps(keys + k * stride + i), acc0[k]);
+    for (int k = 0; k < KEYS; ++k) {
+      const __m256 ka = _mm256_loadu_ps(keys + k * stride + i);
+#pragma GCC unroll 4
+      for (int n = 0; n < QUERIES; ++n)
+        acc0[n][k] = _mm256_fmadd_ps(_mm256_loadu_ps(q + n * qStride + i), ka, acc0[n][k]);
+    }
   }
+  if constexpr (QUERIES == 1 && KEYS == 4) {
+    _mm_storeu_ps(out, hsum4(_mm256_add_ps(acc0[0][0], acc1[0][0]),
+                             _mm256_add_ps(acc0[0][1], acc1[0][1]),
+                             _mm256_add_ps(acc0[0][2], acc1[0][2]),
+                             _mm256_add_ps(acc0[0][3], acc1[0][3])));
+  } else if constexpr (QUERIES == 2 && KEYS == 2) {
+    alignas(16) float sums[4];
+    _mm_store_ps(sums, hsum4(_mm256_add_ps(acc0[0][0], acc1[0][0]),
+                             _mm256_add_ps(acc0[0][1], acc1[0][1]),
+                             _mm256_add_ps(acc0[1][0], acc1[1][0]),
+                             _mm256_add_ps(acc0[1][1], acc1[1][1])));
+    out[0] = sums[0];
+    out[1] = sums[1];
+    out[outStride] = sums[2];
+    out[outStride + 1] = sums[3];
+  } else {
+    static_assert(KEYS == 1);
 #pragma GCC unroll 4
-  for (int k = 0; k < KEYS; ++k)
-    out[k] = hsum(_mm256_add_ps(acc0[k], acc1[k]));
+    for (int n = 0; n < QUERIES; ++n)
+      out[n * outStride] = hsum(_mm256_add_ps(acc0[n][0], acc1[n][0]));
+  }
 }
 
-// acc[0 .. 8 * V) of the accumulate, the V vectors in registers over the block.
-template <int V>
-LLMC_ATTN_AVX2 inline void accumulate(float *acc, float scaleA, const float *weights,
-                                      float scaleB, const float *values, int64_t stride,
-                                      int64_t count) {
-  __m256 a[V];
-  const __m256 first = _mm256_set1_ps(scaleA);
+// acc[0 .. 8 * V) of the accumulate for QUERIES queries (accumulators and
+// weights rows of accStride and weightStride floats), the QUERIES x V
+// vectors in registers over the block and each value chunk loaded once for
+// all of them. Every feature's sum is its own: the bits of a query's
+// feature do not depend on QUERIES or V.
+template <int QUERIES, int V>
+LLMC_ATTN_AVX2 inline void accumulate(float *acc, int64_t accStride, const float *accScale,
+                                      const float *weights, int64_t weightStride,
+                                      const float *values, int64_t stride, int64_t count) {
+  __m256 a[QUERIES][V];
+#pragma GCC unroll 4
+  for (int n = 0; n < QUERIES; ++n) {
+    const __m256 first = _mm256_set1_ps(accScale[n]);
 #pragma GCC unroll 8
-  for (int v = 0; v < V; ++v)
-    a[v] = _mm256_mul_ps(first, _mm256_loadu_ps(acc + 8 * v));
+    for (int v = 0; v < V; ++v) // x * 1 is x: skipping the multiply changes no bit
+      a[n][v] = accScale[n] == 1.0f ? _mm256_loadu_ps(acc + n * accStride + 8 * v)
+                                    : _mm256_mul_ps(first, _mm256_loadu_ps(acc + n * accStride + 8 * v));
+  }
   for (int64_t j = 0; j < count; ++j) {
-    const __m256 w = _mm256_set1_ps(weights[j] * scaleB);
+    __m256 w[QUERIES];
+#pragma GCC unroll 4
+    for (int n = 0; n < QUERIES; ++n)
+      w[n] = _mm256_set1_ps(weights[n * weightStride + j]);
     const float *row = values + j * stride;
 #pragma GCC unroll 8
-    for (int v = 0; v < V; ++v)
-      a[v] = _mm256_fmadd_ps(w, _mm256_loadu_ps(row + 8 * v), a[v]);
+    for (int v = 0; v < V; ++v) {
+      const __m256 x = _mm256_loadu_ps(row + 8 * v);
+#pragma GCC unroll 4
+      for (int n = 0; n < QUERIES; ++n)
+        a[n][v] = _mm256_fmadd_ps(w[n], x, a[n][v]);
+    }
   }
+#pragma GCC unroll 4
+  for (int n = 0; n < QUERIES; ++n)
 #pragma GCC unroll 8
-  for (int v = 0; v < V; ++v)
-    _mm256_storeu_ps(acc + 8 * v, a[v]);
+    for (int v = 0; v < V; ++v)
+      _mm256_storeu_ps(acc + n * accStride + 8 * v, a[n][v]);
 }
 
 } // namespace
@@ -76,21 +185,126 @@ LLMC_ATTN_AVX2 void attentionScoresAvx2(const float *q, const float *keys, int64
                                         int64_t count, int64_t dim, float *out) {
   int64_t j = 0;
   for (; j + 4 <= count; j += 4)
-    dots<4>(q, keys + j * stride, stride, dim, out + j);
+    dots<1, 4>(q, 0, keys + j * stride, stride, dim, out + j, 0);
   for (; j < count; ++j)
-    dots<1>(q, keys + j * stride, stride, dim, out + j);
+    dots<1, 1>(q, 0, keys + j * stride, stride, dim, out + j, 0);
+}
+
+// Queries 2 at a time (2 x 2 pairs of two accumulators: 8 registers, the
+// keys' chunks shared), a last odd one alone.
+LLMC_ATTN_AVX2 void attentionScoresManyAvx2(const float *q, int64_t qStride, int64_t queries,
+                                            const float *keys, int64_t stride, int64_t count,
+                                            int64_t dim, float *out, int64_t outStride) {
+  int64_t n = 0;
+  for (; n + 2 <= queries; n += 2) {
+    const float *qn = q + n * qStride;
+    float *o = out + n * outStride;
+    int64_t j = 0;
+    for (; j + 2 <= count; j += 2)
+      dots<2, 2>(qn, qStride, keys + j * stride, stride, dim, o + j, outStride);
+    if (j < count)
+      dots<2, 1>(qn, qStride, keys + j * stride, stride, dim, o + j, outStride);
+  }
+  if (n < queries)
+    attentionScoresAvx2(q + n * qStride, keys, stride, count, dim, out + n * outStride);
 }
 
 // 64 features (8 registers) at a time: every feature's sum is independent
 // of the others', so splitting the head changes no bit.
-LLMC_ATTN_AVX2 void attentionAccumulateAvx2(float *acc, float scaleA, const float *weights,
-                                            float scaleB, const float *values, int64_t stride,
-                                            int64_t count, int64_t dim) {
+LLMC_ATTN_AVX2 void attentionAccumulateAvx2(float *acc, float accScale, const float *weights,
+                                            const float *values, int64_t stride, int64_t count,
+                                            int64_t dim) {
   int64_t d = 0;
   for (; d + 64 <= dim; d += 64)
-    accumulate<8>(acc + d, scaleA, weights, scaleB, values + d, stride, count);
+    accumulate<1, 8>(acc + d, 0, &accScale, weights, 0, values + d, stride, count);
   for (; d + 8 <= dim; d += 8)
-    accumulate<1>(acc + d, scaleA, weights, scaleB, values + d, stride, count);
+    accumulate<1, 1>(acc + d, 0, &accScale, weights, 0, values + d, stride, count);
+}
+
+// Queries 2 at a time, 32 features (2 x 4 registers) at a time; a last odd
+// query alone.
+LLMC_ATTN_AVX2 void attentionAccumulateManyAvx2(float *acc, const float *accScales,
+                                                const float *weights, int64_t weightStride,
+                                                int64_t queries, const float *values,
+                                                int64_t stride, int64_t count, int64_t dim) {
+  int64_t n = 0;
+  for (; n + 2 <= queries; n += 2) {
+    int64_t d = 0;
+    for (; d + 32 <= dim; d += 32)
+      accumulate<2, 4>(acc + n * dim + d, dim, accScales + n, weights + n * weightStride,
+                       weightStride, values + d, stride, count);
+    for (; d + 8 <= dim; d += 8)
+      accumulate<2, 1>(acc + n * dim + d, dim, accScales + n, weights + n * weightStride,
+                       weightStride, values + d, stride, count);
+  }
+  if (n < queries)
+    attentionAccumulateAvx2(acc + n * dim, accScales[n], weights + n * weightStride, values,
+                            stride, count, dim);
+}
+
+// Scale and soft-cap 8 lanes at a time (the cap lane by lane with
+// hd::softCap's tanhf, so capped scores keep the portable path's bits), the
+// block's max, the weights exp(s - block max) 8 at a time, their sum in
+// order, the merge, the weights times the merge's scaleB. A last partial
+// vector is loaded and stored masked (max over -inf in its off lanes).
+LLMC_ATTN_AVX2 float attentionWeightsAvx2(float *s, int64_t count, float scale, float softcap,
+                                          hd::SoftmaxState &state) {
+  const __m256 vscale = _mm256_set1_ps(scale), minusInf = _mm256_set1_ps(-INFINITY);
+  __m256 vmax = minusInf;
+  for (int64_t j = 0; j < count; j += 8) {
+    const bool whole = j + 8 <= count;
+    const __m256i lanes = firstLanes(count - j);
+    __m256 x = _mm256_mul_ps(vscale, whole ? _mm256_loadu_ps(s + j) : _mm256_maskload_ps(s + j, lanes));
+    if (softcap > 0.0f) {
+      alignas(32) float capped[8];
+      _mm256_store_ps(capped, x);
+      for (float &c : capped)
+        c = hd::softCap(c, softcap);
+      x = _mm256_load_ps(capped);
+    }
+    if (whole) {
+      _mm256_storeu_ps(s + j, x);
+    } else {
+      x = _mm256_blendv_ps(minusInf, x, _mm256_castsi256_ps(lanes));
+      _mm256_maskstore_ps(s + j, lanes, x);
+    }
+    vmax = _mm256_max_ps(vmax, x);
+  }
+  const float blockMax = hmax(vmax);
+  const __m256 vm = _mm256_set1_ps(blockMax);
+  for (int64_t j = 0; j < count; j += 8) {
+    if (j + 8 <= count) {
+      _mm256_storeu_ps(s + j, expAvx2(_mm256_sub_ps(_mm256_loadu_ps(s + j), vm)));
+      continue;
+    }
+    const __m256i lanes = firstLanes(count - j);
+    _mm256_maskstore_ps(s + j, lanes, expAvx2(_mm256_sub_ps(_mm256_maskload_ps(s + j, lanes), vm)));
+  }
+  float sum = 0.0f; // in order, as the portable path sums
+  for (int64_t j = 0; j < count; ++j)
+    sum += s[j];
+  const hd::SoftmaxMerge merged = hd::softmaxMerge(state, hd::SoftmaxState{blockMax, sum});
+  state = merged.state;
+  const __m256 scaleB = _mm256_set1_ps(merged.scaleB);
+  for (int64_t j = 0; j < count; j += 8) {
+    if (j + 8 <= count) {
+      _mm256_storeu_ps(s + j, _mm256_mul_ps(_mm256_loadu_ps(s + j), scaleB));
+      continue;
+    }
+    const __m256i lanes = firstLanes(count - j);
+    _mm256_maskstore_ps(s + j, lanes, _mm256_mul_ps(_mm256_maskload_ps(s + j, lanes), scaleB));
+  }
+  return merged.scaleA;
+}
+
+LLMC_ATTN_AVX2 void attentionExpAvx2(const float *x, int64_t n, float *out) {
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8)
+    _mm256_storeu_ps(out + i, expAvx2(_mm256_loadu_ps(x + i)));
+  if (i < n) {
+    const __m256i lanes = firstLanes(n - i);
+    _mm256_maskstore_ps(out + i, lanes, expAvx2(_mm256_maskload_ps(x + i, lanes)));
+  }
 }
 
 } // namespace llmc::cpu::detail

@@ -1,10 +1,14 @@
 // Internal: the inner loops of cpu::pagedAttention over one block of keys
 // and values for one query head, with the keys' and values' rows kept in
 // registers across the block instead of one ops.dot / ops.axpy call per
-// position. They give the bits of the IsaOps calls they replace (the AVX2
-// dotAvx2, scaleAvx2 and axpyAvx2 of simd_avx2.cpp, same products, same
-// order), so decode and prefill keep summing alike.
+// position. The dot products and the accumulate give the bits of the IsaOps
+// calls they replace (dotAvx2, scaleAvx2 and axpyAvx2 of simd_avx2.cpp, same
+// products, same order), one query or several at a time; the weights use the
+// vector exp of attention_exp.h. Decode and prefill run the same operations
+// per query, so they keep summing alike.
 #pragma once
+
+#include "kernels/common/online_softmax.h"
 
 #include <cstdint>
 
@@ -14,14 +18,41 @@ namespace llmc::cpu::detail {
 inline bool attentionKernelsFit(int64_t headDim) { return headDim > 0 && headDim % 8 == 0; }
 
 #if defined(__x86_64__)
-// dots[j] = dotAvx2(q, keys + j * stride, dim) for j < count.
+// dots[j] = dotAvx2(q, keys + j * stride, dim) for j < count, bit for bit.
 void attentionScoresAvx2(const float *q, const float *keys, int64_t stride, int64_t count,
                          int64_t dim, float *dots);
 
-// acc[0 .. dim) = scaleAvx2(scaleA, acc), then axpyAvx2(weights[j] * scaleB,
+// The same dot products for `queries` queries (rows of qStride floats) over
+// one block: dots[n * outStride + j] = dotAvx2(q + n * qStride, keys + j *
+// stride, dim), bit for bit as attentionScoresAvx2 gives them one query at a
+// time (each key's chunk is loaded once for two queries).
+void attentionScoresManyAvx2(const float *q, int64_t qStride, int64_t queries, const float *keys,
+                             int64_t stride, int64_t count, int64_t dim, float *dots,
+                             int64_t outStride);
+
+// One block's softmax step: s[j] = softCap(scale * s[j], softcap) for
+// j < count, the block's max b, s[j] = attentionExp(s[j] - b), their sum in
+// order, merged = hd::softmaxMerge(state, {b, sum}), state = merged.state,
+// s[j] *= merged.scaleB; returns merged.scaleA, the factor of the
+// accumulator so far. The portable path's steps (hd::expF in place of
+// attentionExp), so only the exp tells them apart.
+float attentionWeightsAvx2(float *s, int64_t count, float scale, float softcap,
+                           hd::SoftmaxState &state);
+
+// acc[0 .. dim) = scaleAvx2(accScale, acc), then axpyAvx2(weights[j],
 // values + j * stride, acc) for j = 0 .. count - 1 in order.
-void attentionAccumulateAvx2(float *acc, float scaleA, const float *weights, float scaleB,
+void attentionAccumulateAvx2(float *acc, float accScale, const float *weights,
                              const float *values, int64_t stride, int64_t count, int64_t dim);
+
+// attentionAccumulateAvx2 for `queries` queries: accumulators acc [queries,
+// dim], factors accScales [queries], weights rows of weightStride floats;
+// each value chunk is loaded once for two queries. The same bits.
+void attentionAccumulateManyAvx2(float *acc, const float *accScales, const float *weights,
+                                 int64_t weightStride, int64_t queries, const float *values,
+                                 int64_t stride, int64_t count, int64_t dim);
+
+// out[i] = attentionExp(x[i]) for i < n, 8 lanes at a time (for the tests).
+void attentionExpAvx2(const float *x, int64_t n, float *out);
 #endif
 
 } // namespace llmc::cpu::detail

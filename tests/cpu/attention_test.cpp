@@ -307,15 +307,15 @@ namespace {
 
 // The AVX2 block kernels against the per-position IsaOps calls they replace
 // (dotAvx2; scaleAvx2 then axpyAvx2 per position): the same bits, for head
-// sizes with and without a last 8 / a last partial 64, and block lengths
-// off the 4-key step.
+// sizes with and without a last 8 / a last partial 64, and every block
+// length (off the 4-key step).
 TEST(PagedAttention, Avx2BlockKernelsGiveTheBitsOfTheOpsCalls) {
   if (!isaSupported(Isa::Avx2))
     GTEST_SKIP() << "no AVX2 on this CPU";
   const detail::IsaOps &ops = detail::kAvx2Ops;
   std::mt19937 rng(11);
   for (int64_t dim : {8, 24, 64, 72, 128, 136})
-    for (int64_t count : {1, 3, 4, 7, 16}) {
+    for (int64_t count = 1; count <= 16; ++count) {
       const int64_t stride = 3 * dim + 8; // rows of other kv heads between positions
       const std::vector<float> q = test::randomFloats(rng, dim);
       const std::vector<float> keys = test::randomFloats(rng, count * stride);
@@ -328,16 +328,244 @@ TEST(PagedAttention, Avx2BlockKernelsGiveTheBitsOfTheOpsCalls) {
       for (int64_t j = 0; j < count; ++j)
         ASSERT_EQ(dots[j], ops.dot(q.data(), keys.data() + j * stride, dim))
             << "dim " << dim << " count " << count << " key " << j;
-      std::vector<float> got = start, want = start;
-      detail::attentionAccumulateAvx2(got.data(), 0.75f, weights.data(), 0.5f, values.data(),
-                                      stride, count, dim);
-      ops.scale(0.75f, want.data(), dim);
-      for (int64_t j = 0; j < count; ++j)
-        ops.axpy(weights[j] * 0.5f, values.data() + j * stride, want.data(), dim);
-      for (int64_t i = 0; i < dim; ++i)
-        ASSERT_EQ(got[i], want[i]) << "dim " << dim << " count " << count << " feature " << i;
+      for (float accScale : {0.75f, 1.0f}) {
+        std::vector<float> got = start, want = start;
+        detail::attentionAccumulateAvx2(got.data(), accScale, weights.data(), values.data(),
+                                        stride, count, dim);
+        ops.scale(accScale, want.data(), dim);
+        for (int64_t j = 0; j < count; ++j)
+          ops.axpy(weights[j], values.data() + j * stride, want.data(), dim);
+        for (int64_t i = 0; i < dim; ++i)
+          ASSERT_EQ(got[i], want[i]) << "dim " << dim << " count " << count << " feature " << i;
+      }
     }
   EXPECT_FALSE(detail::attentionKernelsFit(12));
+}
+
+// The many-query kernels (a tile's queries over one block part, keys' and
+// values' chunks shared) against the one-query ones: the same bits for 1 to
+// 7 queries (pairs and a last single), every count of a block.
+TEST(PagedAttention, Avx2ManyQueryKernelsGiveTheOneQueryBits) {
+  if (!isaSupported(Isa::Avx2))
+    GTEST_SKIP() << "no AVX2 on this CPU";
+  std::mt19937 rng(23);
+  const int64_t bs = 16;
+  for (int64_t dim : {8, 24, 64, 80, 128})
+    for (int64_t queries = 1; queries <= 7; ++queries)
+      for (int64_t count = 1; count <= bs; ++count) {
+        const int64_t stride = 2 * dim + 8;
+        const std::vector<float> q = test::randomFloats(rng, queries * dim);
+        const std::vector<float> keys = test::randomFloats(rng, count * stride);
+        const std::vector<float> values = test::randomFloats(rng, count * stride);
+        const std::vector<float> weights = test::randomFloats(rng, queries * bs, 0.0f, 1.0f);
+        const std::vector<float> start = test::randomFloats(rng, queries * dim);
+        std::vector<float> scales = test::randomFloats(rng, queries, 0.0f, 1.0f);
+        scales[0] = 1.0f;
+        std::vector<float> many(queries * bs, -3.0f), one(bs);
+        detail::attentionScoresManyAvx2(q.data(), dim, queries, keys.data(), stride, count, dim,
+                                        many.data(), bs);
+        std::vector<float> gotAcc = start;
+        detail::attentionAccumulateManyAvx2(gotAcc.data(), scales.data(), weights.data(), bs,
+                                            queries, values.data(), stride, count, dim);
+        for (int64_t n = 0; n < queries; ++n) {
+          const std::string where = "dim " + std::to_string(dim) + " queries " +
+                                    std::to_string(queries) + " count " + std::to_string(count) +
+                                    " query " + std::to_string(n);
+          detail::attentionScoresAvx2(q.data() + n * dim, keys.data(), stride, count, dim,
+                                      one.data());
+          for (int64_t j = 0; j < count; ++j)
+            ASSERT_EQ(many[n * bs + j], one[j]) << where << " key " << j;
+          for (int64_t j = count; j < bs; ++j)
+            ASSERT_EQ(many[n * bs + j], -3.0f) << where << " wrote past the block at " << j;
+          std::vector<float> wantAcc(start.begin() + n * dim, start.begin() + (n + 1) * dim);
+          detail::attentionAccumulateAvx2(wantAcc.data(), scales[n], weights.data() + n * bs,
+                                          values.data(), stride, count, dim);
+          for (int64_t i = 0; i < dim; ++i)
+            ASSERT_EQ(gotAcc[n * dim + i], wantAcc[i]) << where << " feature " << i;
+        }
+      }
+}
+
+} // namespace
+} // namespace llmc::cpu
+#endif
+
+namespace llmc::cpu {
+namespace {
+
+// Head sizes of real models (64, 80, 96, 128), one past a 64 (136), and ones
+// the AVX2 kernels do not take (12, 20: the per-position ops path).
+constexpr int64_t kHeadDims[] = {64, 80, 96, 128, 136, 12, 20};
+constexpr int64_t kGroups[] = {1, 2, 4, 8};
+
+// Every head size and GQA group against the masked reference, with and
+// without a window (starting inside a block) and soft-capping: a 40-token
+// prefill, a 19-token chunk, then decode steps.
+TEST(PagedAttention, RaggedShapesMatchTheReference) {
+  for (Isa isa : test::supportedIsas()) {
+    test::ScopedIsa scoped(isa);
+    int variant = 0;
+    for (int64_t dim : kHeadDims)
+      for (int64_t group : kGroups) {
+        const hd::AttentionScores scores{(variant % 3) == 1 ? 21 : 0,
+                                         (variant % 2) == 1 ? 1.5f : 0.0f};
+        ++variant;
+        SCOPED_TRACE("dim " + std::to_string(dim) + " group " + std::to_string(group) +
+                     " window " + std::to_string(scores.window) + " softcap " +
+                     std::to_string(scores.softcap));
+        AttentionHarness h(Dims{2 * group, 2, dim, 16, 16}, 31);
+        h.setScores(scores);
+        size_t a = h.addSequence(), b = h.addSequence();
+        const float scale = 1.0f / std::sqrt(static_cast<float>(dim));
+        h.step({{a, 40}, {b, 3}}, scale);
+        h.step({{a, 19}, {b, 1}}, scale);
+        for (int i = 0; i < 3; ++i)
+          h.step({{a, 1}, {b, 1}}, scale);
+      }
+  }
+}
+
+// One sequence's 45 tokens attended in different steps: all at once (query
+// tiles), one by one (decode), in ragged chunks beside another sequence's
+// rows, on 1 and 3 threads. Every row's output has the same bits each time.
+std::vector<float> attendInChunks(const Dims &d, hd::AttentionScores scores,
+                                  const std::vector<int64_t> &chunks, int threads,
+                                  const std::vector<float> &q, const std::vector<float> &k,
+                                  const std::vector<float> &v) {
+  const int64_t qWidth = d.heads * d.headDim, kvWidth = d.kvHeads * d.headDim;
+  auto cache = kv::KvCache::create({1, static_cast<int32_t>(d.numBlocks),
+                                    static_cast<int32_t>(d.blockSize),
+                                    static_cast<int32_t>(d.kvHeads),
+                                    static_cast<int32_t>(d.headDim)});
+  EXPECT_TRUE(cache.isOk()) << cache.message();
+  // Two sequences: ours with blocks 1, 3, 5, ... and a neighbour whose rows
+  // come first in every step, with blocks 2, 4, 6, ...
+  std::vector<int32_t> ours, theirs;
+  for (int32_t blk = 1; blk + 1 < d.numBlocks; blk += 2) {
+    ours.push_back(blk);
+    theirs.push_back(blk + 1);
+  }
+  ThreadPool pool(threads);
+  std::vector<float> out(q.size(), -1.0f);
+  int64_t done = 0, neighbour = 0;
+  for (int64_t n : chunks) {
+    const int64_t extra = n % 3; // the neighbour's rows in this step
+    const int64_t rows = extra + n;
+    std::vector<float> sq(rows * qWidth), sk(rows * kvWidth), sv(rows * kvWidth);
+    std::vector<float> so(rows * qWidth);
+    std::vector<int32_t> positions(rows);
+    std::mt19937 rng(static_cast<uint32_t>(done));
+    const std::vector<float> other = test::randomFloats(rng, extra * (qWidth + 2 * kvWidth));
+    std::copy_n(other.begin(), extra * qWidth, sq.begin());
+    std::copy_n(other.begin() + extra * qWidth, extra * kvWidth, sk.begin());
+    std::copy_n(other.begin() + extra * (qWidth + kvWidth), extra * kvWidth, sv.begin());
+    for (int64_t r = 0; r < extra; ++r)
+      positions[r] = static_cast<int32_t>(neighbour++);
+    std::memcpy(sq.data() + extra * qWidth, q.data() + done * qWidth, n * qWidth * sizeof(float));
+    std::memcpy(sk.data() + extra * kvWidth, k.data() + done * kvWidth, n * kvWidth * sizeof(float));
+    std::memcpy(sv.data() + extra * kvWidth, v.data() + done * kvWidth, n * kvWidth * sizeof(float));
+    for (int64_t t = 0; t < n; ++t)
+      positions[extra + t] = static_cast<int32_t>(done + t);
+    std::vector<AttentionSequence> seqs;
+    if (extra > 0)
+      seqs.push_back({0, extra, theirs.data()});
+    seqs.push_back({extra, n, ours.data()});
+    AttentionBatch b{sq.data(), qWidth, sk.data(), kvWidth, sv.data(), kvWidth, so.data(), qWidth,
+                     positions.data(), seqs.data(), static_cast<int64_t>(seqs.size()), d.heads,
+                     0.3f};
+    b.scores = scores;
+    pagedAttention(pool, b, cache->layer(0));
+    std::memcpy(out.data() + done * qWidth, so.data() + extra * qWidth, n * qWidth * sizeof(float));
+    done += n;
+  }
+  return out;
+}
+
+TEST(PagedAttention, RowBitsDoNotDependOnItsQueryTile) {
+  const int64_t tokens = 45;
+  const std::vector<std::vector<int64_t>> splits = {
+      {45}, std::vector<int64_t>(45, 1), {7, 1, 16, 3, 18}, {2, 30, 13}};
+  for (Isa isa : test::supportedIsas()) {
+    test::ScopedIsa scoped(isa);
+    int variant = 0;
+    for (int64_t dim : {64, 80, 12})
+      for (int64_t group : kGroups) {
+        const Dims d{2 * group, 2, dim, 16, 16};
+        const hd::AttentionScores scores{(variant % 3) == 2 ? 10 : 0,
+                                         (variant % 2) == 1 ? 2.0f : 0.0f};
+        ++variant;
+        std::mt19937 rng(static_cast<uint32_t>(dim * 10 + group));
+        const std::vector<float> q = test::randomFloats(rng, tokens * d.heads * dim);
+        const std::vector<float> k = test::randomFloats(rng, tokens * d.kvHeads * dim);
+        const std::vector<float> v = test::randomFloats(rng, tokens * d.kvHeads * dim);
+        const std::vector<float> want = attendInChunks(d, scores, splits[0], 1, q, k, v);
+        for (size_t s = 0; s < splits.size(); ++s)
+          for (int threads : {1, 3}) {
+            const std::vector<float> got = attendInChunks(d, scores, splits[s], threads, q, k, v);
+            ASSERT_EQ(got.size(), want.size());
+            for (size_t i = 0; i < got.size(); ++i)
+              ASSERT_EQ(std::memcmp(&got[i], &want[i], sizeof(float)), 0)
+                  << isaName(isa) << " dim " << dim << " group " << group << " split " << s
+                  << " threads " << threads << ": token " << i / (d.heads * dim) << " has "
+                  << got[i] << ", attended in one step " << want[i];
+          }
+      }
+  }
+}
+
+} // namespace
+} // namespace llmc::cpu
+
+#if defined(__x86_64__)
+#include "cpu/attention_exp.h"
+
+namespace llmc::cpu {
+namespace {
+
+// The AVX2 softmax step against its scalar definition (attention_exp.h's
+// exp, lane by lane, then the portable path's sum and merge): the same
+// weights, state and rescale factor bit for bit; for
+// every count of a 16-position block, with and without soft-capping, from
+// an empty state, one whose max stays, and one the block overtakes.
+TEST(PagedAttention, Avx2WeightsMatchTheScalarDefinition) {
+  if (!isaSupported(Isa::Avx2))
+    GTEST_SKIP() << "no AVX2 on this CPU";
+  std::mt19937 rng(17);
+  for (int64_t count = 1; count <= 16; ++count)
+    for (float softcap : {0.0f, 1.5f})
+      for (hd::SoftmaxState start : {hd::softmaxEmpty(), hd::SoftmaxState{40.0f, 3.0f},
+                                     hd::SoftmaxState{-2.0f, 1.25f}}) {
+        const std::vector<float> dots = test::randomFloats(rng, count, -30.0f, 30.0f);
+        const float scale = 0.7f;
+        std::vector<float> want(count);
+        float blockMax = -INFINITY;
+        for (int64_t j = 0; j < count; ++j) {
+          want[j] = hd::softCap(scale * dots[j], softcap);
+          blockMax = std::max(blockMax, want[j]);
+        }
+        float sum = 0.0f;
+        for (int64_t j = 0; j < count; ++j) {
+          want[j] = detail::attentionExp(want[j] - blockMax);
+          sum += want[j];
+        }
+        const hd::SoftmaxMerge merged = hd::softmaxMerge(start, hd::SoftmaxState{blockMax, sum});
+        for (float &w : want)
+          w *= merged.scaleB;
+        std::vector<float> got = dots;
+        got.resize(16, 99.0f); // past count: must stay untouched
+        hd::SoftmaxState state = start;
+        const float accScale = detail::attentionWeightsAvx2(got.data(), count, scale, softcap, state);
+        const std::string where = "count " + std::to_string(count) + " softcap " +
+                                  std::to_string(softcap) + " start max " +
+                                  std::to_string(start.max);
+        ASSERT_EQ(accScale, merged.scaleA) << where;
+        ASSERT_EQ(state.max, merged.state.max) << where;
+        ASSERT_EQ(state.sum, merged.state.sum) << where;
+        for (int64_t j = 0; j < count; ++j)
+          ASSERT_EQ(got[j], want[j]) << where << " position " << j;
+        for (int64_t j = count; j < 16; ++j)
+          ASSERT_EQ(got[j], 99.0f) << where << " wrote past the block at " << j;
+      }
 }
 
 } // namespace
