@@ -21,7 +21,10 @@
 #   comes from its CMakeCache.txt, or $LLAMA_CPP_SRC.
 # Options:
 #   --models LIST    110m,1b (default both)
-#   --dtypes LIST    f32,f16,bf16,int4-g32,int4-g64 (default all); int4 runs against Q4_0
+#   --dtypes LIST    f32,f16,bf16,int4-g32,int4-g32-h8,int4-g64 (the default), int4-g64-h8;
+#                    int4 runs against Q4_0;
+#                    int4-g32-h8 / int4-g64-h8: the same with --quantize-lm-head=int8
+#                    (llama.cpp's Q4_0 mixture keeps its output matrix in q6_k)
 #   --threads LIST   1,2 (default)
 #   --tests LIST     tg64,pp512 (default both)
 #   --rounds N       alternating rounds (default 3)
@@ -41,7 +44,7 @@
 # figures several-fold; docs/perf.md) and is shown in the table's header.
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
-MODELS=110m,1b DTYPES=f32,f16,bf16,int4-g32,int4-g64 THREADS=1,2 TESTS=tg64,pp512 ROUNDS=3 REPEATS=3 FIRST=0
+MODELS=110m,1b DTYPES=f32,f16,bf16,int4-g32,int4-g32-h8,int4-g64 THREADS=1,2 TESTS=tg64,pp512 ROUNDS=3 REPEATS=3 FIRST=0
 WORK="${TMPDIR:-/tmp}/llmc-vs-llamacpp" TOKENIZER="$ROOT/../shared/tokenizers/llama2"
 LCPP="${LLAMA_CPP_BUILD:-}"
 die() { echo "error: $*" >&2; exit 1; }
@@ -71,7 +74,8 @@ IFS=, read -ra dtypes <<<"$DTYPES"
 IFS=, read -ra threads <<<"$THREADS"
 for m in "${models[@]}"; do [[ $m == 110m || $m == 1b ]] || die "--models: '$m' is not 110m or 1b"; done
 for d in "${dtypes[@]}"; do
-  [[ $d =~ ^(f32|f16|bf16|int4-g32|int4-g64)$ ]] || die "--dtypes: '$d' is not f32, f16, bf16, int4-g32 or int4-g64"
+  [[ $d =~ ^(f32|f16|bf16|int4-g(32|64)(-h8)?)$ ]] ||
+    die "--dtypes: '$d' is not f32, f16, bf16, int4-g32, int4-g64, int4-g32-h8 or int4-g64-h8"
 done
 for t in "${threads[@]}"; do [[ $t =~ ^[1-9][0-9]*$ ]] || die "--threads: '$t' is not a positive integer"; done
 PP=0 TG=0
@@ -110,7 +114,11 @@ prepare() { # prepare MODEL: HF weights, GGUFs, plans (each made once, then reus
     if [[ ! -f $plan ]]; then
       log "$m: llmc build $d"
       local args=(--dtype "$d")
-      [[ $d == int4-* ]] && args=(--dtype bf16 --quantize rtn --group-size "${d#int4-g}")
+      if [[ $d == int4-* ]]; then
+        local g=${d#int4-g}
+        args=(--dtype bf16 --quantize rtn --group-size "${g%-h8}")
+        [[ $d == *-h8 ]] && args+=(--quantize-lm-head=int8)
+      fi
       "$LLMC" build "$hf" "${args[@]}" --target cpu -o "$plan.tmp" >"$plan.log" 2>&1 ||
         die "llmc build failed: $plan.log"
       mv "$plan.tmp" "$plan"
@@ -213,7 +221,8 @@ print("| model | dtype (llama.cpp) | thr | tg64 llmc / llama.cpp tok/s | ratio |
       "| pp512 llmc / llama.cpp tok/s | ratio |")
 print("|---|---|---|---|---|---|---|---|")
 order = {"110m": 0, "1b": 1}
-dorder = {"f32": 0, "f16": 1, "bf16": 2, "int4-g32": 3, "int4-g64": 4}
+dorder = {"f32": 0, "f16": 1, "bf16": 2, "int4-g32": 3, "int4-g32-h8": 4, "int4-g64": 5,
+          "int4-g64-h8": 6}
 for (m, d, t) in sorted(rows, key=lambda k: (order[k[0]], dorder[k[1]], k[2])):
     rounds = list(rows[(m, d, t)].values())
     def both(a, b):  # rounds that measured both
