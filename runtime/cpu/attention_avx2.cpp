@@ -3,6 +3,7 @@
 
 #include "cpu/attention_exp.h"
 #include "cpu/attention_kernels.h"
+#include "cpu/lanes_avx2.h"
 #include "kernels/common/attention_scores.h"
 
 #include <algorithm>
@@ -13,14 +14,6 @@
 
 namespace llmc::cpu::detail {
 namespace {
-
-// The horizontal sum of 8 lanes (the block sum of the weights).
-LLMC_ATTN_AVX2 inline float hsum(__m256 v) {
-  __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
-  s = _mm_add_ps(s, _mm_movehl_ps(s, s));
-  s = _mm_add_ss(s, _mm_movehdup_ps(s));
-  return _mm_cvtss_f32(s);
-}
 
 // attentionExp (attention_exp.h) on 8 lanes, step for step.
 LLMC_ATTN_AVX2 inline __m256 expAvx2(__m256 x) {
@@ -51,12 +44,6 @@ LLMC_ATTN_AVX2 inline float hmax(__m256 v) {
   m = _mm_max_ps(m, _mm_movehl_ps(m, m));
   m = _mm_max_ss(m, _mm_movehdup_ps(m));
   return _mm_cvtss_f32(m);
-}
-
-// The first min(count, 8) lanes on, the others off.
-LLMC_ATTN_AVX2 inline __m256i firstLanes(int64_t count) {
-  return _mm256_cmpgt_epi32(_mm256_set1_epi32(static_cast<int>(count)),
-                            _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
 }
 
 // {hsum(a), hsum(b), hsum(c), hsum(d)} with hsum's additions in hsum's

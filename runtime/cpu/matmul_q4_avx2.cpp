@@ -31,7 +31,7 @@ LLMC_Q4_AVX2 float quantizeBlock(const float *x, int64_t n, int8_t *pair, float 
   for (int j = 0; j < 4; ++j) {
     const int64_t left = n - 8 * j;
     v[j] = left >= 8  ? _mm256_loadu_ps(x + 8 * j)
-           : left > 0 ? _mm256_maskload_ps(x + 8 * j, tailMask(left))
+           : left > 0 ? _mm256_maskload_ps(x + 8 * j, firstLanes(left))
                       : _mm256_setzero_ps();
   }
   const __m256 absMask = _mm256_castsi256_ps(_mm256_set1_epi32(0x7fffffff));

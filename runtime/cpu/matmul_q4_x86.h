@@ -7,6 +7,7 @@
 #if defined(__x86_64__)
 
 #include "cpu/matmul_q4.h"
+#include "cpu/lanes_avx2.h"
 #include "kernels/common/q4_layout.h"
 
 #include <immintrin.h>
@@ -24,13 +25,6 @@ namespace llmc::cpu::detail::q4x86 {
 constexpr int64_t kBlockRows = 16;
 // Tokens per prefill panel: 64 tokens of K = 768 are 48 KiB of Q8 x.
 constexpr int64_t kTokenPanel = 64;
-
-LLMC_Q4_AVX2 inline float hsum(__m256 v) {
-  __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
-  s = _mm_add_ps(s, _mm_movehl_ps(s, s));
-  s = _mm_add_ss(s, _mm_movehdup_ps(s));
-  return _mm_cvtss_f32(s);
-}
 
 // hsum of each of v[0..7] into out[0..7], each with the bits of hsum(v[i])
 // ((v0 + v4) + (v2 + v6)) + ((v1 + v5) + (v3 + v7)), in 23 instructions
@@ -52,12 +46,6 @@ LLMC_Q4_AVX2 inline void hsum8(const __m256 *v, float *out) {
 }
 
 LLMC_Q4_AVX2 inline float halfToFloat(uint16_t h) { return _cvtsh_ss(h); }
-
-// Lanes [0, n) of a mask, n <= 8.
-LLMC_Q4_AVX2 inline __m256i tailMask(int64_t n) {
-  return _mm256_cmpgt_epi32(_mm256_set1_epi32(static_cast<int>(n)),
-                            _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
-}
 
 // Geometry of one problem's packed rows.
 struct Rows {

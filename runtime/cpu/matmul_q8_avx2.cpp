@@ -5,6 +5,7 @@
 #if defined(__x86_64__)
 
 #include "cpu/matmul_q8.h"
+#include "cpu/lanes_avx2.h"
 #include "kernels/common/q8_layout.h"
 
 #include <immintrin.h>
@@ -22,19 +23,6 @@ namespace {
 constexpr int64_t kPrefetchTiles = 2;
 // Rows per decode tile with one group per row.
 constexpr int kDecodeRowsOneGroup = 4; // 6 and 8: no faster (8 measured 35% slower)
-
-LLMC_Q8_AVX2 inline float hsum(__m256 v) {
-  __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
-  s = _mm_add_ps(s, _mm_movehl_ps(s, s));
-  s = _mm_add_ss(s, _mm_movehdup_ps(s));
-  return _mm_cvtss_f32(s);
-}
-
-// Lanes [0, n) of a mask, n <= 8.
-LLMC_Q8_AVX2 inline __m256i tailMask(int64_t n) {
-  return _mm256_cmpgt_epi32(_mm256_set1_epi32(static_cast<int>(n)),
-                            _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
-}
 
 // 8 int8 weights as f32.
 LLMC_Q8_AVX2 inline __m256 weights8(const int8_t *q) {
@@ -64,7 +52,7 @@ LLMC_Q8_AVX2 void tile(const Q8Problem &p, int64_t n0, int64_t t0) {
     LLMC_Q8_UNROLL
     for (int t = 0; t < TT; ++t) {
       const float *xc = p.x + (t0 + t) * k + c;
-      const __m256 x = full ? _mm256_loadu_ps(xc) : _mm256_maskload_ps(xc, tailMask(k - c));
+      const __m256 x = full ? _mm256_loadu_ps(xc) : _mm256_maskload_ps(xc, firstLanes(k - c));
       LLMC_Q8_UNROLL
       for (int r = 0; r < R; ++r)
         acc[r][t] = _mm256_fmadd_ps(w[r], x, acc[r][t]);

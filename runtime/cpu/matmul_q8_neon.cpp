@@ -7,6 +7,7 @@
 #if defined(__aarch64__)
 
 #include "cpu/matmul_q8.h"
+#include "cpu/lanes_neon.h"
 #include "kernels/common/q8_layout.h"
 
 #include <arm_neon.h>
@@ -17,17 +18,6 @@
 
 namespace llmc::cpu::detail {
 namespace {
-
-struct Lanes8 {
-  float32x4_t lo, hi; // lanes 0..3, 4..7
-};
-
-// ((l0 + l4) + (l2 + l6)) + ((l1 + l5) + (l3 + l7)), as the AVX2 hsum.
-inline float hsum(Lanes8 v) {
-  const float32x4_t s = vaddq_f32(v.lo, v.hi);
-  const float32x2_t t = vadd_f32(vget_low_f32(s), vget_high_f32(s));
-  return vget_lane_f32(t, 0) + vget_lane_f32(t, 1);
-}
 
 // 8 int8 weights as f32 times `scale`.
 inline Lanes8 weights8(const int8_t *q, float32x4_t scale) {

@@ -3,6 +3,7 @@
 #if defined(__x86_64__)
 
 #include "cpu/simd.h"
+#include "cpu/lanes_avx2.h"
 #include "cpu/simd_gemm.h"
 
 #include <immintrin.h>
@@ -29,13 +30,6 @@ template <> LLMC_AVX2 inline __m256 load8<DType::BF16>(const char *row, int64_t 
 
 template <> LLMC_AVX2 inline __m256 load8<DType::F16>(const char *row, int64_t k) {
   return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i *>(row + 2 * k)));
-}
-
-LLMC_AVX2 inline float hsum(__m256 v) {
-  __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
-  s = _mm_add_ps(s, _mm_movehl_ps(s, s));
-  s = _mm_add_ss(s, _mm_movehdup_ps(s));
-  return _mm_cvtss_f32(s);
 }
 
 // y[t0 .. t0+TT, n0 .. n0+R]: the R weight rows at rows (rowBytes apart, dtype

@@ -10,6 +10,7 @@
 #if defined(__aarch64__)
 
 #include "cpu/simd.h"
+#include "cpu/lanes_neon.h"
 #include "cpu/simd_gemm.h"
 
 #include <arm_neon.h>
@@ -18,11 +19,6 @@
 
 namespace llmc::cpu::detail {
 namespace {
-
-// The 8 lanes of one AVX2-order accumulator.
-struct Lanes8 {
-  float32x4_t lo, hi; // lanes 0..3, 4..7
-};
 
 inline Lanes8 zero8() { return {vdupq_n_f32(0.0f), vdupq_n_f32(0.0f)}; }
 
@@ -55,13 +51,6 @@ template <> inline Lanes8 load8<DType::F16>(const char *row, int64_t k) {
   const float16x8_t halves =
       vreinterpretq_f16_u16(vld1q_u16(reinterpret_cast<const uint16_t *>(row) + k));
   return {vcvt_f32_f16(vget_low_f16(halves)), vcvt_high_f32_f16(halves)};
-}
-
-// The AVX2 hsum's tree: ((l0 + l4) + (l2 + l6)) + ((l1 + l5) + (l3 + l7)).
-inline float hsum(Lanes8 v) {
-  const float32x4_t s = vaddq_f32(v.lo, v.hi);
-  const float32x2_t t = vadd_f32(vget_low_f32(s), vget_high_f32(s));
-  return vget_lane_f32(t, 0) + vget_lane_f32(t, 1);
 }
 
 // y[t0 .. t0+TT, n0 .. n0+R]: the R weight rows at rows (rowBytes apart,

@@ -321,9 +321,9 @@ LLMC_Q4_AVX2 bool hsum8MatchesHsum(std::mt19937 &rng, std::string &why) {
   float got[8];
   detail::q4x86::hsum8(v, got);
   for (int i = 0; i < 8; ++i)
-    if (bitsOf(got[i]) != bitsOf(detail::q4x86::hsum(v[i]))) {
+    if (bitsOf(got[i]) != bitsOf(detail::hsum(v[i]))) {
       why = "vector " + std::to_string(i) + ": " + std::to_string(got[i]) + " vs " +
-            std::to_string(detail::q4x86::hsum(v[i]));
+            std::to_string(detail::hsum(v[i]));
       return false;
     }
   return true;
