@@ -1,5 +1,6 @@
 #include "cpu/fused.h"
 
+#include "cpu/activation_rows.h"
 #include "cpu/kernels.h"
 #include "cpu/matmul.h"
 #include "cpu/simd.h"
@@ -86,9 +87,8 @@ void matmulSwiglu(ThreadPool &pool, const float *x, int64_t tokens, const Weight
           product(x, tokens, rowsOf(w, first, count), gate.data());
           product(x, tokens, rowsOf(w, inter + first, count), up.data());
           for (int64_t t = 0; t < tokens; ++t)
-            for (int64_t i = 0; i < count; ++i)
-              y[t * inter + first + i] =
-                  hd::gated(gateKind, gate[t * count + i], up[t * count + i]);
+            gatedRow(gateKind, gate.data() + t * count, up.data() + t * count,
+                     y + t * inter + first, count);
         }
       },
       blockGrain(w, tokens));

@@ -1,5 +1,6 @@
 #include "cpu/kernels.h"
 
+#include "cpu/activation_rows.h"
 #include "cpu/simd.h"
 #include "kernels/common/activations.h"
 #include "kernels/common/attention_scores.h"
@@ -13,8 +14,6 @@ namespace {
 
 // Element-wise kernels split into chunks of this many elements.
 constexpr int64_t kElementGrain = 16 * 1024;
-
-inline float siluOf(float x) { return hd::silu(x); }
 
 } // namespace
 
@@ -42,8 +41,7 @@ void silu(ThreadPool &pool, const float *x, float *y, int64_t n) {
   pool.parallelFor(
       n,
       [&](int64_t begin, int64_t end) {
-        for (int64_t i = begin; i < end; ++i)
-          y[i] = siluOf(x[i]);
+        siluRow(x + begin, y + begin, end - begin);
       },
       kElementGrain);
 }
@@ -63,8 +61,7 @@ void swiglu(ThreadPool &pool, const float *gate, const float *up, float *y, int6
   pool.parallelFor(
       n,
       [&](int64_t begin, int64_t end) {
-        for (int64_t i = begin; i < end; ++i)
-          y[i] = hd::gated(gateKind, gate[i], up[i]);
+        gatedRow(gateKind, gate + begin, up + begin, y + begin, end - begin);
       },
       kElementGrain);
 }
@@ -97,8 +94,7 @@ void swigluFused(ThreadPool &pool, const float *gateUp, int64_t tokens, int64_t 
           const float *gate = gateUp + t * 2 * inter;
           const float *up = gate + inter;
           float *out = y + t * inter;
-          for (int64_t i = 0; i < inter; ++i)
-            out[i] = siluOf(gate[i]) * up[i];
+          gatedRow(hd::kGateSilu, gate, up, out, inter);
         }
       },
       kElementGrain / inter + 1);
