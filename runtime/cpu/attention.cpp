@@ -79,6 +79,7 @@ struct Scratch {
   std::vector<float> acc;               // [queries, headDim] unnormalized outputs
   std::vector<float> scores;            // [queries, blockSize] one block's weights
   std::vector<float> accScales;         // [queries] one block's accumulator factors
+  std::vector<int64_t> counts;          // [queries] positions of the block each query takes
   int64_t blockSize = 0;
   std::vector<hd::SoftmaxState> states; // [queries]
   std::vector<float> q;                 // [queries, headDim] (rotated) queries
@@ -88,6 +89,7 @@ struct Scratch {
     q.resize(std::max<size_t>(q.size(), queries * cache.headDim));
     scores.resize(std::max<size_t>(scores.size(), queries * cache.blockSize));
     accScales.resize(std::max<size_t>(accScales.size(), queries));
+    counts.resize(std::max<size_t>(counts.size(), queries));
     blockSize = cache.blockSize;
     states.resize(std::max<size_t>(states.size(), queries));
   }
@@ -114,35 +116,37 @@ float attentionWeightsPortable(float *s, int64_t count, float scale, float softc
   return merged.scaleA;
 }
 
-// Queries [first, end) of a tile over the same `count` positions of a block
-// (keys and values, rows of stride kvStride): their scores, running
-// softmaxes and accumulators. Each step runs for all of them before the next
-// (every query's scores, then every query's weights, ...), so one query's
-// exp latency overlaps the next one's dot products; each query's own
-// operations are the ones it gets alone.
+// Queries [first, end) of a tile over the positions of a block from the
+// same first one, query i over its own first scratch.counts[i] (at most
+// `longest`; keys and values rows of stride kvStride): their scores,
+// running softmaxes and accumulators. Each step runs for all of them before
+// the next (every query's scores, then every query's weights, ...), so one
+// query's exp latency overlaps the next one's dot products; each query's own
+// operations are the ones it gets alone (the scores past a query's count are
+// computed with the others' and not used).
 void attendBlock(const detail::IsaOps &ops, bool blockKernels, const AttentionBatch &b,
                  Scratch &scratch, int64_t first, int64_t end, const float *keys,
-                 const float *values, int64_t kvStride, int64_t count, int64_t dim) {
+                 const float *values, int64_t kvStride, int64_t longest, int64_t dim) {
   const int64_t bs = scratch.blockSize;
-  float *accScale = scratch.accScales.data();
+  const int64_t *counts = scratch.counts.data();
 #if defined(__x86_64__)
   if (blockKernels) {
+    float *scores = scratch.scores.data(), *accScale = scratch.accScales.data();
     detail::attentionScoresManyAvx2(scratch.q.data() + first * dim, dim, end - first, keys,
-                                    kvStride, count, dim, scratch.scores.data(), bs);
-    for (int64_t i = first; i < end; ++i)
-      accScale[i - first] =
-          detail::attentionWeightsAvx2(scratch.scores.data() + (i - first) * bs, count, b.scale,
-                                       b.scores.softcap, scratch.states[i]);
-    detail::attentionAccumulateManyAvx2(scratch.acc.data() + first * dim, accScale,
-                                        scratch.scores.data(), bs, end - first, values, kvStride,
-                                        count, dim);
+                                    kvStride, longest, dim, scores, bs);
+    detail::attentionWeightsManyAvx2(scores, bs, end - first, counts + first, b.scale,
+                                     b.scores.softcap, scratch.states.data() + first, accScale);
+    detail::attentionAccumulateManyAvx2(scratch.acc.data() + first * dim, accScale, scores, bs,
+                                        end - first, values, kvStride, counts + first, dim);
     return;
   }
 #endif
   (void)blockKernels;
+  (void)longest;
   for (int64_t i = first; i < end; ++i) {
     const float *q = scratch.q.data() + i * dim;
     float *scores = scratch.scores.data(), *acc = scratch.acc.data() + i * dim;
+    const int64_t count = counts[i];
     for (int64_t j = 0; j < count; ++j)
       scores[j] = ops.dot(q, keys + j * kvStride, dim);
     const float scale =
@@ -182,19 +186,28 @@ void attendTile(const detail::IsaOps &ops, const AttentionBatch &b, const kv::Kv
   // one may begin inside a cache block).
   for (int64_t start = first; start <= last; start = (start / bs + 1) * bs) {
     const int64_t end = std::min((start / bs + 1) * bs, last + 1);
-    // Runs of rows whose part of the block is the same go together.
+    // Runs of rows whose part of the block starts at the same position go
+    // together, each row to its own end (in a prefill's diagonal block the
+    // rows end one after another).
     for (int64_t r = 0, next; r < tile.rows; r = next) {
       const int64_t from = std::max<int64_t>(start, hd::windowStart(positions[r], b.scores.window));
-      const int64_t to = std::min<int64_t>(end, positions[r] + 1);
-      for (next = r + 1; next < tile.rows; ++next)
+      int64_t longest = 0;
+      for (next = r; next < tile.rows; ++next) {
+        const int64_t to = std::min<int64_t>(end, positions[next] + 1);
         if (std::max<int64_t>(start, hd::windowStart(positions[next], b.scores.window)) != from ||
-            std::min<int64_t>(end, positions[next] + 1) != to)
+            to <= from)
           break;
-      if (from >= to)
+        longest = std::max(longest, to - from);
+        for (int64_t g = 0; g < group; ++g)
+          scratch.counts[next * group + g] = to - from;
+      }
+      if (next == r) { // this row takes nothing of the block
+        ++next;
         continue;
+      }
       const int64_t base = slotOffset(cache, blockTable, from) + kvHead * dim;
       attendBlock(ops, blockKernels, b, scratch, r * group, next * group, cache.keys + base,
-                  cache.values + base, kvStride, to - from, dim);
+                  cache.values + base, kvStride, longest, dim);
     }
   }
   for (int64_t r = 0; r < tile.rows; ++r)

@@ -105,24 +105,29 @@ LLMC_ATTN_AVX2 inline void dots(const float *q, int64_t qStride, const float *ke
 }
 
 // acc[0 .. 8 * V) of the accumulate for QUERIES queries (accumulators and
-// weights rows of accStride and weightStride floats), the QUERIES x V
-// vectors in registers over the block and each value chunk loaded once for
-// all of them. Every feature's sum is its own: the bits of a query's
-// feature do not depend on QUERIES or V.
+// weights rows of accStride and weightStride floats), query n over its own
+// first counts[n] positions of the block, the QUERIES x V vectors in
+// registers over the block and each value chunk loaded once for all of
+// them. Every feature's sum is its own and runs over j = 0, 1, ... in order:
+// the bits of a query's feature do not depend on QUERIES, V or the other
+// queries' counts.
 template <int QUERIES, int V>
 LLMC_ATTN_AVX2 inline void accumulate(float *acc, int64_t accStride, const float *accScale,
                                       const float *weights, int64_t weightStride,
-                                      const float *values, int64_t stride, int64_t count) {
+                                      const float *values, int64_t stride, const int64_t *counts) {
   __m256 a[QUERIES][V];
+  int64_t common = counts[0], longest = counts[0];
 #pragma GCC unroll 4
   for (int n = 0; n < QUERIES; ++n) {
+    common = std::min(common, counts[n]);
+    longest = std::max(longest, counts[n]);
     const __m256 first = _mm256_set1_ps(accScale[n]);
 #pragma GCC unroll 8
     for (int v = 0; v < V; ++v) // x * 1 is x: skipping the multiply changes no bit
       a[n][v] = accScale[n] == 1.0f ? _mm256_loadu_ps(acc + n * accStride + 8 * v)
                                     : _mm256_mul_ps(first, _mm256_loadu_ps(acc + n * accStride + 8 * v));
   }
-  for (int64_t j = 0; j < count; ++j) {
+  for (int64_t j = 0; j < common; ++j) {
     __m256 w[QUERIES];
 #pragma GCC unroll 4
     for (int n = 0; n < QUERIES; ++n)
@@ -136,11 +141,51 @@ LLMC_ATTN_AVX2 inline void accumulate(float *acc, int64_t accStride, const float
         a[n][v] = _mm256_fmadd_ps(w[n], x, a[n][v]);
     }
   }
+  // The rest of the longer queries' parts (a diagonal block of a prefill).
+  for (int64_t j = common; j < longest; ++j) {
+    const float *row = values + j * stride;
+#pragma GCC unroll 4
+    for (int n = 0; n < QUERIES; ++n) {
+      if (j >= counts[n])
+        continue;
+      const __m256 w = _mm256_set1_ps(weights[n * weightStride + j]);
+#pragma GCC unroll 8
+      for (int v = 0; v < V; ++v)
+        a[n][v] = _mm256_fmadd_ps(w, _mm256_loadu_ps(row + 8 * v), a[n][v]);
+    }
+  }
 #pragma GCC unroll 4
   for (int n = 0; n < QUERIES; ++n)
 #pragma GCC unroll 8
     for (int v = 0; v < V; ++v)
       _mm256_storeu_ps(acc + n * accStride + 8 * v, a[n][v]);
+}
+
+// expF(x - m) as hd::softmaxMerge takes it, without the libm call where its
+// value is exact: exp(+0) = 1 (x == m), exp(-inf) = 0 (an empty side).
+inline float expOfGap(float x, float m) {
+  if (x == m && std::isfinite(m))
+    return 1.0f;
+  if (x == -INFINITY && std::isfinite(m))
+    return 0.0f;
+  return hd::expF(x - m);
+}
+
+// hd::softmaxMerge(state, {blockMax, sum}) with the bits it has compiled
+// into this file before (its a.sum * scaleA fused with the add), at most one
+// exp: one side is always the larger. Returns scaleA, sets scaleB.
+LLMC_ATTN_AVX2 inline float mergeBlock(hd::SoftmaxState &state, float blockMax, float sum,
+                                       float &scaleB) {
+  const float m = hd::maxF(state.max, blockMax);
+  if (m == -INFINITY) { // both empty
+    state = hd::softmaxEmpty();
+    scaleB = 0.0f;
+    return 0.0f;
+  }
+  const float scaleA = expOfGap(state.max, m);
+  scaleB = expOfGap(blockMax, m);
+  state = {m, std::fma(state.sum, scaleA, sum * scaleB)};
+  return scaleA;
 }
 
 } // namespace
@@ -180,9 +225,9 @@ LLMC_ATTN_AVX2 void attentionAccumulateAvx2(float *acc, float accScale, const fl
                                             int64_t dim) {
   int64_t d = 0;
   for (; d + 64 <= dim; d += 64)
-    accumulate<1, 8>(acc + d, 0, &accScale, weights, 0, values + d, stride, count);
+    accumulate<1, 8>(acc + d, 0, &accScale, weights, 0, values + d, stride, &count);
   for (; d + 8 <= dim; d += 8)
-    accumulate<1, 1>(acc + d, 0, &accScale, weights, 0, values + d, stride, count);
+    accumulate<1, 1>(acc + d, 0, &accScale, weights, 0, values + d, stride, &count);
 }
 
 // Queries 2 at a time, 32 features (2 x 4 registers) at a time; a last odd
@@ -190,29 +235,30 @@ LLMC_ATTN_AVX2 void attentionAccumulateAvx2(float *acc, float accScale, const fl
 LLMC_ATTN_AVX2 void attentionAccumulateManyAvx2(float *acc, const float *accScales,
                                                 const float *weights, int64_t weightStride,
                                                 int64_t queries, const float *values,
-                                                int64_t stride, int64_t count, int64_t dim) {
+                                                int64_t stride, const int64_t *counts,
+                                                int64_t dim) {
   int64_t n = 0;
   for (; n + 2 <= queries; n += 2) {
     int64_t d = 0;
     for (; d + 32 <= dim; d += 32)
       accumulate<2, 4>(acc + n * dim + d, dim, accScales + n, weights + n * weightStride,
-                       weightStride, values + d, stride, count);
+                       weightStride, values + d, stride, counts + n);
     for (; d + 8 <= dim; d += 8)
       accumulate<2, 1>(acc + n * dim + d, dim, accScales + n, weights + n * weightStride,
-                       weightStride, values + d, stride, count);
+                       weightStride, values + d, stride, counts + n);
   }
   if (n < queries)
     attentionAccumulateAvx2(acc + n * dim, accScales[n], weights + n * weightStride, values,
-                            stride, count, dim);
+                            stride, counts[n], dim);
 }
 
-// Scale and soft-cap 8 lanes at a time (the cap lane by lane with
+namespace {
+
+// The first half of the softmax step: scale and soft-cap 8 lanes at a time (the cap lane by lane with
 // hd::softCap's tanhf, so capped scores keep the portable path's bits), the
-// block's max, the weights exp(s - block max) 8 at a time, their sum in
-// order, the merge, the weights times the merge's scaleB. A last partial
+// block's max, the weights exp(s - block max) 8 at a time. A last partial
 // vector is loaded and stored masked (max over -inf in its off lanes).
-LLMC_ATTN_AVX2 float attentionWeightsAvx2(float *s, int64_t count, float scale, float softcap,
-                                          hd::SoftmaxState &state) {
+LLMC_ATTN_AVX2 inline float expWeights(float *s, int64_t count, float scale, float softcap) {
   const __m256 vscale = _mm256_set1_ps(scale), minusInf = _mm256_set1_ps(-INFINITY);
   __m256 vmax = minusInf;
   for (int64_t j = 0; j < count; j += 8) {
@@ -244,21 +290,74 @@ LLMC_ATTN_AVX2 float attentionWeightsAvx2(float *s, int64_t count, float scale, 
     const __m256i lanes = firstLanes(count - j);
     _mm256_maskstore_ps(s + j, lanes, expAvx2(_mm256_sub_ps(_mm256_maskload_ps(s + j, lanes), vm)));
   }
-  float sum = 0.0f; // in order, as the portable path sums
-  for (int64_t j = 0; j < count; ++j)
-    sum += s[j];
-  const hd::SoftmaxMerge merged = hd::softmaxMerge(state, hd::SoftmaxState{blockMax, sum});
-  state = merged.state;
-  const __m256 scaleB = _mm256_set1_ps(merged.scaleB);
+  return blockMax;
+}
+
+// The last step: s[j] *= scaleB unless scaleB is 1 (x * 1 is x).
+LLMC_ATTN_AVX2 inline void scaleWeights(float *s, int64_t count, float scaleB) {
+  if (scaleB == 1.0f)
+    return;
+  const __m256 factor = _mm256_set1_ps(scaleB);
   for (int64_t j = 0; j < count; j += 8) {
     if (j + 8 <= count) {
-      _mm256_storeu_ps(s + j, _mm256_mul_ps(_mm256_loadu_ps(s + j), scaleB));
+      _mm256_storeu_ps(s + j, _mm256_mul_ps(_mm256_loadu_ps(s + j), factor));
       continue;
     }
     const __m256i lanes = firstLanes(count - j);
-    _mm256_maskstore_ps(s + j, lanes, _mm256_mul_ps(_mm256_maskload_ps(s + j, lanes), scaleB));
+    _mm256_maskstore_ps(s + j, lanes, _mm256_mul_ps(_mm256_maskload_ps(s + j, lanes), factor));
   }
-  return merged.scaleA;
+}
+
+} // namespace
+
+// The weights' sum in order (as the portable path sums), the merge, the
+// weights times the merge's scaleB.
+LLMC_ATTN_AVX2 float attentionWeightsAvx2(float *s, int64_t count, float scale, float softcap,
+                                          hd::SoftmaxState &state) {
+  const float blockMax = expWeights(s, count, scale, softcap);
+  float sum = 0.0f;
+  for (int64_t j = 0; j < count; ++j)
+    sum += s[j];
+  float scaleB;
+  const float scaleA = mergeBlock(state, blockMax, sum, scaleB);
+  scaleWeights(s, count, scaleB);
+  return scaleA;
+}
+
+// Four queries' sums side by side (four independent chains of in-order adds
+// instead of one after another: the adds' latency overlaps), each query's
+// own order and count.
+LLMC_ATTN_AVX2 void attentionWeightsManyAvx2(float *s, int64_t sStride, int64_t queries,
+                                             const int64_t *counts, float scale, float softcap,
+                                             hd::SoftmaxState *states, float *accScales) {
+  for (int64_t first = 0; first < queries; first += 4) {
+    const int64_t chunk = std::min<int64_t>(4, queries - first);
+    float blockMax[4], sum[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+    int64_t common = counts[first];
+    for (int64_t n = 0; n < chunk; ++n) {
+      blockMax[n] = expWeights(s + (first + n) * sStride, counts[first + n], scale, softcap);
+      common = std::min(common, counts[first + n]);
+    }
+    int64_t done = 0;
+    if (chunk == 4) {
+      const float *s0 = s + first * sStride, *s1 = s0 + sStride, *s2 = s1 + sStride,
+                  *s3 = s2 + sStride;
+      for (; done < common; ++done) {
+        sum[0] += s0[done];
+        sum[1] += s1[done];
+        sum[2] += s2[done];
+        sum[3] += s3[done];
+      }
+    }
+    for (int64_t n = 0; n < chunk; ++n) {
+      float *row = s + (first + n) * sStride;
+      for (int64_t j = done; j < counts[first + n]; ++j)
+        sum[n] += row[j];
+      float scaleB;
+      accScales[first + n] = mergeBlock(states[first + n], blockMax[n], sum[n], scaleB);
+      scaleWeights(row, counts[first + n], scaleB);
+    }
+  }
 }
 
 LLMC_ATTN_AVX2 void attentionExpAvx2(const float *x, int64_t n, float *out) {

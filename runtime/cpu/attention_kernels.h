@@ -39,17 +39,27 @@ void attentionScoresManyAvx2(const float *q, int64_t qStride, int64_t queries, c
 float attentionWeightsAvx2(float *s, int64_t count, float scale, float softcap,
                            hd::SoftmaxState &state);
 
+// attentionWeightsAvx2 for `queries` queries (score rows of sStride
+// floats), query n over its own first counts[n] scores with its own state
+// states[n]; accScales[n] receives its scaleA. The same bits as one call per
+// query (four queries' sums run side by side).
+void attentionWeightsManyAvx2(float *s, int64_t sStride, int64_t queries, const int64_t *counts,
+                              float scale, float softcap, hd::SoftmaxState *states,
+                              float *accScales);
+
 // acc[0 .. dim) = scaleAvx2(accScale, acc), then axpyAvx2(weights[j],
 // values + j * stride, acc) for j = 0 .. count - 1 in order.
 void attentionAccumulateAvx2(float *acc, float accScale, const float *weights,
                              const float *values, int64_t stride, int64_t count, int64_t dim);
 
 // attentionAccumulateAvx2 for `queries` queries: accumulators acc [queries,
-// dim], factors accScales [queries], weights rows of weightStride floats;
-// each value chunk is loaded once for two queries. The same bits.
+// dim], factors accScales [queries], weights rows of weightStride floats,
+// query n over the first counts[n] positions (a diagonal block's rows end at
+// their own position); each value chunk is loaded once for two queries. The
+// same bits as one attentionAccumulateAvx2 per query.
 void attentionAccumulateManyAvx2(float *acc, const float *accScales, const float *weights,
                                  int64_t weightStride, int64_t queries, const float *values,
-                                 int64_t stride, int64_t count, int64_t dim);
+                                 int64_t stride, const int64_t *counts, int64_t dim);
 
 // out[i] = attentionExp(x[i]) for i < n, 8 lanes at a time (for the tests).
 void attentionExpAvx2(const float *x, int64_t n, float *out);

@@ -344,7 +344,9 @@ TEST(PagedAttention, Avx2BlockKernelsGiveTheBitsOfTheOpsCalls) {
 
 // The many-query kernels (a tile's queries over one block part, keys' and
 // values' chunks shared) against the one-query ones: the same bits for 1 to
-// 7 queries (pairs and a last single), every count of a block.
+// 7 queries (pairs and a last single), every count of a block, all queries
+// over the same count or each over its own (a diagonal block: query n over
+// count - n, or ragged counts), the scores past a query's count unused.
 TEST(PagedAttention, Avx2ManyQueryKernelsGiveTheOneQueryBits) {
   if (!isaSupported(Isa::Avx2))
     GTEST_SKIP() << "no AVX2 on this CPU";
@@ -352,38 +354,86 @@ TEST(PagedAttention, Avx2ManyQueryKernelsGiveTheOneQueryBits) {
   const int64_t bs = 16;
   for (int64_t dim : {8, 24, 64, 80, 128})
     for (int64_t queries = 1; queries <= 7; ++queries)
-      for (int64_t count = 1; count <= bs; ++count) {
-        const int64_t stride = 2 * dim + 8;
-        const std::vector<float> q = test::randomFloats(rng, queries * dim);
-        const std::vector<float> keys = test::randomFloats(rng, count * stride);
-        const std::vector<float> values = test::randomFloats(rng, count * stride);
-        const std::vector<float> weights = test::randomFloats(rng, queries * bs, 0.0f, 1.0f);
-        const std::vector<float> start = test::randomFloats(rng, queries * dim);
-        std::vector<float> scales = test::randomFloats(rng, queries, 0.0f, 1.0f);
-        scales[0] = 1.0f;
-        std::vector<float> many(queries * bs, -3.0f), one(bs);
-        detail::attentionScoresManyAvx2(q.data(), dim, queries, keys.data(), stride, count, dim,
-                                        many.data(), bs);
-        std::vector<float> gotAcc = start;
-        detail::attentionAccumulateManyAvx2(gotAcc.data(), scales.data(), weights.data(), bs,
-                                            queries, values.data(), stride, count, dim);
-        for (int64_t n = 0; n < queries; ++n) {
-          const std::string where = "dim " + std::to_string(dim) + " queries " +
-                                    std::to_string(queries) + " count " + std::to_string(count) +
-                                    " query " + std::to_string(n);
-          detail::attentionScoresAvx2(q.data() + n * dim, keys.data(), stride, count, dim,
-                                      one.data());
-          for (int64_t j = 0; j < count; ++j)
-            ASSERT_EQ(many[n * bs + j], one[j]) << where << " key " << j;
-          for (int64_t j = count; j < bs; ++j)
-            ASSERT_EQ(many[n * bs + j], -3.0f) << where << " wrote past the block at " << j;
-          std::vector<float> wantAcc(start.begin() + n * dim, start.begin() + (n + 1) * dim);
-          detail::attentionAccumulateAvx2(wantAcc.data(), scales[n], weights.data() + n * bs,
-                                          values.data(), stride, count, dim);
-          for (int64_t i = 0; i < dim; ++i)
-            ASSERT_EQ(gotAcc[n * dim + i], wantAcc[i]) << where << " feature " << i;
+      for (int64_t count = 1; count <= bs; ++count)
+        for (int shape = 0; shape < 3; ++shape) {
+          std::vector<int64_t> counts(queries, count);
+          for (int64_t n = 0; n < queries; ++n)
+            if (shape == 1)
+              counts[n] = std::max<int64_t>(1, count - n);
+            else if (shape == 2)
+              counts[n] = 1 + static_cast<int64_t>(rng() % count);
+          const int64_t stride = 2 * dim + 8;
+          const std::vector<float> q = test::randomFloats(rng, queries * dim);
+          const std::vector<float> keys = test::randomFloats(rng, count * stride);
+          const std::vector<float> values = test::randomFloats(rng, count * stride);
+          const std::vector<float> weights = test::randomFloats(rng, queries * bs, 0.0f, 1.0f);
+          const std::vector<float> start = test::randomFloats(rng, queries * dim);
+          std::vector<float> scales = test::randomFloats(rng, queries, 0.0f, 1.0f);
+          scales[0] = 1.0f;
+          std::vector<float> many(queries * bs, -3.0f), one(bs);
+          detail::attentionScoresManyAvx2(q.data(), dim, queries, keys.data(), stride, count, dim,
+                                          many.data(), bs);
+          std::vector<float> gotAcc = start;
+          detail::attentionAccumulateManyAvx2(gotAcc.data(), scales.data(), weights.data(), bs,
+                                              queries, values.data(), stride, counts.data(), dim);
+          for (int64_t n = 0; n < queries; ++n) {
+            const std::string where = "dim " + std::to_string(dim) + " queries " +
+                                      std::to_string(queries) + " count " +
+                                      std::to_string(count) + " shape " + std::to_string(shape) +
+                                      " query " + std::to_string(n);
+            detail::attentionScoresAvx2(q.data() + n * dim, keys.data(), stride, count, dim,
+                                        one.data());
+            for (int64_t j = 0; j < count; ++j)
+              ASSERT_EQ(many[n * bs + j], one[j]) << where << " key " << j;
+            for (int64_t j = count; j < bs; ++j)
+              ASSERT_EQ(many[n * bs + j], -3.0f) << where << " wrote past the block at " << j;
+            std::vector<float> wantAcc(start.begin() + n * dim, start.begin() + (n + 1) * dim);
+            detail::attentionAccumulateAvx2(wantAcc.data(), scales[n], weights.data() + n * bs,
+                                            values.data(), stride, counts[n], dim);
+            for (int64_t i = 0; i < dim; ++i)
+              ASSERT_EQ(gotAcc[n * dim + i], wantAcc[i]) << where << " feature " << i;
+          }
         }
-      }
+}
+
+// The many-query softmax step against one attentionWeightsAvx2 per query:
+// the same weights, states and rescale factors bit for bit, for 1 to 9
+// queries (chunks of four and a rest), equal and ragged counts, soft-cap,
+// and states that are empty, keep their max or are overtaken.
+TEST(PagedAttention, Avx2ManyQueryWeightsGiveTheOneQueryBits) {
+  if (!isaSupported(Isa::Avx2))
+    GTEST_SKIP() << "no AVX2 on this CPU";
+  std::mt19937 rng(29);
+  const int64_t bs = 16;
+  const hd::SoftmaxState starts[] = {hd::softmaxEmpty(), {40.0f, 3.0f}, {-2.0f, 1.25f},
+                                     {5.0f, 2.5f}};
+  for (int64_t queries = 1; queries <= 9; ++queries)
+    for (int64_t count = 1; count <= bs; ++count)
+      for (float softcap : {0.0f, 1.5f})
+        for (bool ragged : {false, true}) {
+          std::vector<int64_t> counts(queries, count);
+          std::vector<hd::SoftmaxState> got(queries), want(queries);
+          for (int64_t n = 0; n < queries; ++n) {
+            if (ragged)
+              counts[n] = 1 + static_cast<int64_t>(rng() % count);
+            got[n] = want[n] = starts[(n + count) % 4];
+          }
+          const std::vector<float> dots = test::randomFloats(rng, queries * bs, -30.0f, 30.0f);
+          std::vector<float> many = dots, one = dots, gotScales(queries);
+          detail::attentionWeightsManyAvx2(many.data(), bs, queries, counts.data(), 0.7f, softcap,
+                                           got.data(), gotScales.data());
+          for (int64_t n = 0; n < queries; ++n) {
+            const std::string where = "queries " + std::to_string(queries) + " count " +
+                                      std::to_string(count) + " query " + std::to_string(n);
+            const float wantScale = detail::attentionWeightsAvx2(one.data() + n * bs, counts[n],
+                                                                 0.7f, softcap, want[n]);
+            ASSERT_EQ(gotScales[n], wantScale) << where;
+            ASSERT_EQ(got[n].max, want[n].max) << where;
+            ASSERT_EQ(got[n].sum, want[n].sum) << where;
+            for (int64_t j = 0; j < bs; ++j) // past counts[n]: untouched in both
+              ASSERT_EQ(many[n * bs + j], one[n * bs + j]) << where << " position " << j;
+          }
+        }
 }
 
 } // namespace
