@@ -72,12 +72,18 @@ struct QueryTile {
 // 128 features are 8 KiB, beside a 16-position K and V block of 8 KiB each.
 constexpr int64_t kTileQueries = 16;
 
+// Queries of a block part below which the softmax step runs query by query
+// (rows of the block) instead of 8 queries per vector (columns): the
+// columns' exp and max work on whole vectors of 8 lanes.
+constexpr int64_t kMinColumnQueries = 6;
+
 int64_t rowsPerTile(int64_t group) { return std::max<int64_t>(1, kTileQueries / group); }
 
 // Per-thread working memory of one (tile, kv head) item, grown once.
 struct Scratch {
   std::vector<float> acc;               // [queries, headDim] unnormalized outputs
-  std::vector<float> scores;            // [queries, blockSize] one block's weights
+  std::vector<float> scores;            // one block's weights: [blockSize, columns] (AVX2), else [blockSize]
+  int64_t columns = 0;                  // queries rounded up to 8
   std::vector<float> accScales;         // [queries] one block's accumulator factors
   std::vector<int64_t> counts;          // [queries] positions of the block each query takes
   int64_t blockSize = 0;
@@ -87,7 +93,8 @@ struct Scratch {
   void reserve(int64_t queries, const kv::KvLayerView &cache) {
     acc.resize(std::max<size_t>(acc.size(), queries * cache.headDim));
     q.resize(std::max<size_t>(q.size(), queries * cache.headDim));
-    scores.resize(std::max<size_t>(scores.size(), queries * cache.blockSize));
+    columns = std::max<int64_t>(columns, (queries + 7) / 8 * 8);
+    scores.resize(std::max<size_t>(scores.size(), columns * cache.blockSize));
     accScales.resize(std::max<size_t>(accScales.size(), queries));
     counts.resize(std::max<size_t>(counts.size(), queries));
     blockSize = cache.blockSize;
@@ -127,17 +134,30 @@ float attentionWeightsPortable(float *s, int64_t count, float scale, float softc
 void attendBlock(const detail::IsaOps &ops, bool blockKernels, const AttentionBatch &b,
                  Scratch &scratch, int64_t first, int64_t end, const float *keys,
                  const float *values, int64_t kvStride, int64_t longest, int64_t dim) {
-  const int64_t bs = scratch.blockSize;
   const int64_t *counts = scratch.counts.data();
 #if defined(__x86_64__)
   if (blockKernels) {
     float *scores = scratch.scores.data(), *accScale = scratch.accScales.data();
-    detail::attentionScoresManyAvx2(scratch.q.data() + first * dim, dim, end - first, keys,
-                                    kvStride, longest, dim, scores, bs);
-    detail::attentionWeightsManyAvx2(scores, bs, end - first, counts + first, b.scale,
-                                     b.scores.softcap, scratch.states.data() + first, accScale);
-    detail::attentionAccumulateManyAvx2(scratch.acc.data() + first * dim, accScale, scores, bs,
-                                        end - first, values, kvStride, counts + first, dim);
+    if (end - first < kMinColumnQueries) { // a decode step's few query heads
+      detail::attentionScoresManyAvx2(scratch.q.data() + first * dim, dim, end - first, keys,
+                                      kvStride, longest, dim, scores, scratch.blockSize);
+      detail::attentionWeightsManyAvx2(scores, scratch.blockSize, end - first, counts + first,
+                                       b.scale, b.scores.softcap, scratch.states.data() + first,
+                                       accScale);
+      detail::attentionAccumulateManyAvx2(scratch.acc.data() + first * dim, accScale, scores,
+                                          scratch.blockSize, end - first, values, kvStride,
+                                          counts + first, dim);
+      return;
+    }
+    const int64_t ldw = scratch.columns;
+    detail::attentionScoresColumnsAvx2(scratch.q.data() + first * dim, dim, end - first, keys,
+                                       kvStride, longest, dim, scores, ldw);
+    detail::attentionWeightsColumnsAvx2(scores, ldw, end - first, counts + first, longest,
+                                        b.scale, b.scores.softcap, scratch.states.data() + first,
+                                        accScale);
+    detail::attentionAccumulateColumnsAvx2(scratch.acc.data() + first * dim, accScale, scores,
+                                           ldw, end - first, values, kvStride, counts + first,
+                                           dim);
     return;
   }
 #endif

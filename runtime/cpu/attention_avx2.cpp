@@ -43,10 +43,11 @@ LLMC_ATTN_AVX2 inline __m128 hsum4(__m256 a, __m256 b, __m256 c, __m256 d) {
 // + 7 into acc0, 16i + 8 .. 16i + 15 into acc1, a last 8 into acc0, then
 // hsum(acc0 + acc1) (dim is a multiple of 8). A key's chunk is loaded once
 // for all the queries; a (query, key) pair's bits do not depend on QUERIES
-// or KEYS. QUERIES x KEYS is 1 x 4, 2 x 2 (hsum4 of the four pairs) or Q x 1.
+// or KEYS. QUERIES x KEYS is 1 x 4, 2 x 2 (hsum4 of the four pairs) or Q x 1;
+// the pair (n, k) goes to out[n * outStride + k * outKey].
 template <int QUERIES, int KEYS>
 LLMC_ATTN_AVX2 inline void dots(const float *q, int64_t qStride, const float *keys, int64_t stride,
-                                int64_t dim, float *out, int64_t outStride) {
+                                int64_t dim, float *out, int64_t outStride, int64_t outKey = 1) {
   __m256 acc0[QUERIES][KEYS], acc1[QUERIES][KEYS];
 #pragma GCC unroll 4
   for (int n = 0; n < QUERIES; ++n)
@@ -81,7 +82,7 @@ LLMC_ATTN_AVX2 inline void dots(const float *q, int64_t qStride, const float *ke
         acc0[n][k] = _mm256_fmadd_ps(_mm256_loadu_ps(q + n * qStride + i), ka, acc0[n][k]);
     }
   }
-  if constexpr (QUERIES == 1 && KEYS == 4) {
+  if constexpr (QUERIES == 1 && KEYS == 4) { // a row of the one-query layout (outKey 1)
     _mm_storeu_ps(out, hsum4(_mm256_add_ps(acc0[0][0], acc1[0][0]),
                              _mm256_add_ps(acc0[0][1], acc1[0][1]),
                              _mm256_add_ps(acc0[0][2], acc1[0][2]),
@@ -93,9 +94,9 @@ LLMC_ATTN_AVX2 inline void dots(const float *q, int64_t qStride, const float *ke
                              _mm256_add_ps(acc0[1][0], acc1[1][0]),
                              _mm256_add_ps(acc0[1][1], acc1[1][1])));
     out[0] = sums[0];
-    out[1] = sums[1];
+    out[outKey] = sums[1];
     out[outStride] = sums[2];
-    out[outStride + 1] = sums[3];
+    out[outStride + outKey] = sums[3];
   } else {
     static_assert(KEYS == 1);
 #pragma GCC unroll 4
@@ -114,7 +115,8 @@ LLMC_ATTN_AVX2 inline void dots(const float *q, int64_t qStride, const float *ke
 template <int QUERIES, int V>
 LLMC_ATTN_AVX2 inline void accumulate(float *acc, int64_t accStride, const float *accScale,
                                       const float *weights, int64_t weightStride,
-                                      const float *values, int64_t stride, const int64_t *counts) {
+                                      const float *values, int64_t stride, const int64_t *counts,
+                                      int64_t weightKey = 1) {
   __m256 a[QUERIES][V];
   int64_t common = counts[0], longest = counts[0];
 #pragma GCC unroll 4
@@ -131,7 +133,7 @@ LLMC_ATTN_AVX2 inline void accumulate(float *acc, int64_t accStride, const float
     __m256 w[QUERIES];
 #pragma GCC unroll 4
     for (int n = 0; n < QUERIES; ++n)
-      w[n] = _mm256_set1_ps(weights[n * weightStride + j]);
+      w[n] = _mm256_set1_ps(weights[n * weightStride + j * weightKey]);
     const float *row = values + j * stride;
 #pragma GCC unroll 8
     for (int v = 0; v < V; ++v) {
@@ -148,7 +150,7 @@ LLMC_ATTN_AVX2 inline void accumulate(float *acc, int64_t accStride, const float
     for (int n = 0; n < QUERIES; ++n) {
       if (j >= counts[n])
         continue;
-      const __m256 w = _mm256_set1_ps(weights[n * weightStride + j]);
+      const __m256 w = _mm256_set1_ps(weights[n * weightStride + j * weightKey]);
 #pragma GCC unroll 8
       for (int v = 0; v < V; ++v)
         a[n][v] = _mm256_fmadd_ps(w, _mm256_loadu_ps(row + 8 * v), a[n][v]);
@@ -357,6 +359,123 @@ LLMC_ATTN_AVX2 void attentionWeightsManyAvx2(float *s, int64_t sStride, int64_t 
       accScales[first + n] = mergeBlock(states[first + n], blockMax[n], sum[n], scaleB);
       scaleWeights(row, counts[first + n], scaleB);
     }
+  }
+}
+
+// Queries 2 at a time as attentionScoresManyAvx2, each pair's dots stored
+// at out[j * ldw + n]; a last odd query 4 keys at a time.
+LLMC_ATTN_AVX2 void attentionScoresColumnsAvx2(const float *q, int64_t qStride, int64_t queries,
+                                               const float *keys, int64_t stride, int64_t count,
+                                               int64_t dim, float *out, int64_t ldw) {
+  int64_t n = 0;
+  for (; n + 2 <= queries; n += 2) {
+    const float *qn = q + n * qStride;
+    int64_t j = 0;
+    for (; j + 2 <= count; j += 2)
+      dots<2, 2>(qn, qStride, keys + j * stride, stride, dim, out + j * ldw + n, 1, ldw);
+    if (j < count)
+      dots<2, 1>(qn, qStride, keys + j * stride, stride, dim, out + j * ldw + n, 1, ldw);
+  }
+  if (n < queries) {
+    const float *qn = q + n * qStride;
+    int64_t j = 0;
+    for (; j + 4 <= count; j += 4) {
+      float four[4];
+      dots<1, 4>(qn, 0, keys + j * stride, stride, dim, four, 0);
+      for (int k = 0; k < 4; ++k)
+        out[(j + k) * ldw + n] = four[k];
+    }
+    for (; j < count; ++j)
+      dots<1, 1>(qn, 0, keys + j * stride, stride, dim, out + j * ldw + n, 0);
+  }
+}
+
+// Eight queries (lanes) at a time over the keys (rows of ldw floats): lane
+// n's steps are expWeights' and attentionWeightsAvx2's on its own column
+// (the max is exact in any order, the sum runs over j in order as there),
+// the positions past counts[n] set to -inf before the max so that they add
+// exp(-inf) = +0 to the sum and change no bit of it; the merges one query
+// at a time (mergeBlock).
+LLMC_ATTN_AVX2 void attentionWeightsColumnsAvx2(float *w, int64_t ldw, int64_t queries,
+                                                const int64_t *counts, int64_t longest,
+                                                float scale, float softcap,
+                                                hd::SoftmaxState *states, float *accScales) {
+  const __m256 vscale = _mm256_set1_ps(scale), minusInf = _mm256_set1_ps(-INFINITY);
+  for (int64_t c = 0; c < queries; c += 8) {
+    const int64_t lanes = std::min<int64_t>(8, queries - c);
+    alignas(32) int32_t laneCounts[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+    for (int64_t n = 0; n < lanes; ++n)
+      laneCounts[n] = static_cast<int32_t>(counts[c + n]);
+    const __m256i vcounts = _mm256_load_si256(reinterpret_cast<const __m256i *>(laneCounts));
+    __m256 vmax = minusInf;
+    for (int64_t j = 0; j < longest; ++j) {
+      float *row = w + j * ldw + c;
+      __m256 x = _mm256_mul_ps(vscale, _mm256_loadu_ps(row));
+      if (softcap > 0.0f) {
+        alignas(32) float capped[8];
+        _mm256_store_ps(capped, x);
+        for (float &v : capped)
+          v = hd::softCap(v, softcap);
+        x = _mm256_load_ps(capped);
+      }
+      const __m256 inside =
+          _mm256_castsi256_ps(_mm256_cmpgt_epi32(vcounts, _mm256_set1_epi32(static_cast<int>(j))));
+      x = _mm256_blendv_ps(minusInf, x, inside);
+      _mm256_storeu_ps(row, x);
+      vmax = _mm256_max_ps(vmax, x);
+    }
+    __m256 vsum = _mm256_setzero_ps();
+    for (int64_t j = 0; j < longest; ++j) {
+      float *row = w + j * ldw + c;
+      const __m256 e = expAvx2(_mm256_sub_ps(_mm256_loadu_ps(row), vmax));
+      _mm256_storeu_ps(row, e);
+      vsum = _mm256_add_ps(vsum, e);
+    }
+    alignas(32) float blockMax[8], sum[8], scaleB[8];
+    _mm256_store_ps(blockMax, vmax);
+    _mm256_store_ps(sum, vsum);
+    bool scaled = false;
+    for (int64_t n = 0; n < 8; ++n) {
+      if (n >= lanes) {
+        scaleB[n] = 1.0f;
+        continue;
+      }
+      accScales[c + n] = mergeBlock(states[c + n], blockMax[n], sum[n], scaleB[n]);
+      scaled = scaled || scaleB[n] != 1.0f;
+    }
+    if (!scaled) // x * 1 is x
+      continue;
+    const __m256 factor = _mm256_load_ps(scaleB);
+    for (int64_t j = 0; j < longest; ++j)
+      _mm256_storeu_ps(w + j * ldw + c, _mm256_mul_ps(_mm256_loadu_ps(w + j * ldw + c), factor));
+  }
+}
+
+// attentionAccumulateManyAvx2 with query n's weight of position j at
+// weights[j * ldw + n].
+LLMC_ATTN_AVX2 void attentionAccumulateColumnsAvx2(float *acc, const float *accScales,
+                                                   const float *weights, int64_t ldw,
+                                                   int64_t queries, const float *values,
+                                                   int64_t stride, const int64_t *counts,
+                                                   int64_t dim) {
+  int64_t n = 0;
+  for (; n + 2 <= queries; n += 2) {
+    int64_t d = 0;
+    for (; d + 32 <= dim; d += 32)
+      accumulate<2, 4>(acc + n * dim + d, dim, accScales + n, weights + n, 1, values + d, stride,
+                       counts + n, ldw);
+    for (; d + 8 <= dim; d += 8)
+      accumulate<2, 1>(acc + n * dim + d, dim, accScales + n, weights + n, 1, values + d, stride,
+                       counts + n, ldw);
+  }
+  if (n < queries) {
+    int64_t d = 0;
+    for (; d + 64 <= dim; d += 64)
+      accumulate<1, 8>(acc + n * dim + d, 0, accScales + n, weights + n, 0, values + d, stride,
+                       counts + n, ldw);
+    for (; d + 8 <= dim; d += 8)
+      accumulate<1, 1>(acc + n * dim + d, 0, accScales + n, weights + n, 0, values + d, stride,
+                       counts + n, ldw);
   }
 }
 

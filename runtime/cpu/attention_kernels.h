@@ -61,6 +61,26 @@ void attentionAccumulateManyAvx2(float *acc, const float *accScales, const float
                                  int64_t weightStride, int64_t queries, const float *values,
                                  int64_t stride, const int64_t *counts, int64_t dim);
 
+// The column layout of a tile's block (query n's value for position j at
+// w[j * ldw + n], ldw a multiple of 8 and at least `queries` rounded up to
+// 8), in which the softmax step runs 8 queries per vector:
+// attentionScoresManyAvx2's dots stored there, ...
+void attentionScoresColumnsAvx2(const float *q, int64_t qStride, int64_t queries,
+                                const float *keys, int64_t stride, int64_t count, int64_t dim,
+                                float *out, int64_t ldw);
+
+// ... attentionWeightsManyAvx2 on the columns (positions j < longest, the
+// largest count; the ones past a query's count may hold anything and are
+// left at 0), with the same bits per query ...
+void attentionWeightsColumnsAvx2(float *w, int64_t ldw, int64_t queries, const int64_t *counts,
+                                 int64_t longest, float scale, float softcap,
+                                 hd::SoftmaxState *states, float *accScales);
+
+// ... and attentionAccumulateManyAvx2 reading them.
+void attentionAccumulateColumnsAvx2(float *acc, const float *accScales, const float *weights,
+                                    int64_t ldw, int64_t queries, const float *values,
+                                    int64_t stride, const int64_t *counts, int64_t dim);
+
 // out[i] = attentionExp(x[i]) for i < n, 8 lanes at a time (for the tests).
 void attentionExpAvx2(const float *x, int64_t n, float *out);
 #endif

@@ -436,6 +436,75 @@ TEST(PagedAttention, Avx2ManyQueryWeightsGiveTheOneQueryBits) {
         }
 }
 
+// The column-layout kernels (8 queries per vector in the softmax step)
+// against the one-query ones, chained as attendBlock chains them: scores,
+// weights, accumulate; the same scores, weights, states, factors and
+// accumulators bit for bit for 1 to 17 queries (whole vectors of 8, a
+// partial one, an odd last query), equal and ragged counts, soft-cap, and
+// states that are empty, keep their max or are overtaken.
+TEST(PagedAttention, Avx2ColumnKernelsGiveTheOneQueryBits) {
+  if (!isaSupported(Isa::Avx2))
+    GTEST_SKIP() << "no AVX2 on this CPU";
+  std::mt19937 rng(31);
+  const int64_t bs = 16;
+  const hd::SoftmaxState starts[] = {hd::softmaxEmpty(), {40.0f, 3.0f}, {-2.0f, 1.25f},
+                                     {1.0f, 2.5f}};
+  for (int64_t dim : {8, 64, 80})
+    for (int64_t queries : {1, 2, 3, 7, 8, 9, 16, 17})
+      for (int64_t count = 1; count <= bs; count += (dim == 64 ? 1 : 5))
+        for (int variant = 0; variant < 4; ++variant) {
+          const bool ragged = variant & 1;
+          const float softcap = variant & 2 ? 1.5f : 0.0f;
+          std::vector<int64_t> counts(queries, count);
+          int64_t longest = 0;
+          for (int64_t n = 0; n < queries; ++n) {
+            if (ragged)
+              counts[n] = 1 + static_cast<int64_t>(rng() % count);
+            longest = std::max(longest, counts[n]);
+          }
+          const int64_t stride = 2 * dim + 8, ldw = (queries + 7) / 8 * 8 + 8 * (queries % 2);
+          const std::vector<float> q = test::randomFloats(rng, queries * dim, -2.0f, 2.0f);
+          const std::vector<float> keys = test::randomFloats(rng, count * stride, -2.0f, 2.0f);
+          const std::vector<float> values = test::randomFloats(rng, count * stride);
+          const std::vector<float> start = test::randomFloats(rng, queries * dim);
+          std::vector<hd::SoftmaxState> got(queries), want(queries);
+          for (int64_t n = 0; n < queries; ++n)
+            got[n] = want[n] = starts[(n + count + variant) % 4];
+          std::vector<float> columns(bs * ldw, 5.0f), scales(queries), gotAcc = start;
+          detail::attentionScoresColumnsAvx2(q.data(), dim, queries, keys.data(), stride, longest,
+                                             dim, columns.data(), ldw);
+          detail::attentionWeightsColumnsAvx2(columns.data(), ldw, queries, counts.data(), longest,
+                                              0.7f, softcap, got.data(), scales.data());
+          detail::attentionAccumulateColumnsAvx2(gotAcc.data(), scales.data(), columns.data(), ldw,
+                                                 queries, values.data(), stride, counts.data(),
+                                                 dim);
+          for (int64_t n = 0; n < queries; ++n) {
+            const std::string where = "dim " + std::to_string(dim) + " queries " +
+                                      std::to_string(queries) + " count " +
+                                      std::to_string(count) + " variant " +
+                                      std::to_string(variant) + " query " + std::to_string(n);
+            std::vector<float> one(bs);
+            detail::attentionScoresAvx2(q.data() + n * dim, keys.data(), stride, counts[n], dim,
+                                        one.data());
+            const float scale =
+                detail::attentionWeightsAvx2(one.data(), counts[n], 0.7f, softcap, want[n]);
+            std::vector<float> wantAcc(start.begin() + n * dim, start.begin() + (n + 1) * dim);
+            detail::attentionAccumulateAvx2(wantAcc.data(), scale, one.data(), values.data(),
+                                            stride, counts[n], dim);
+            ASSERT_EQ(scales[n], scale) << where;
+            ASSERT_EQ(got[n].max, want[n].max) << where;
+            ASSERT_EQ(got[n].sum, want[n].sum) << where;
+            for (int64_t j = 0; j < counts[n]; ++j)
+              ASSERT_EQ(columns[j * ldw + n], one[j]) << where << " position " << j;
+            for (int64_t i = 0; i < dim; ++i)
+              ASSERT_EQ(gotAcc[n * dim + i], wantAcc[i]) << where << " feature " << i;
+          }
+          for (int64_t j = longest; j < bs; ++j)
+            for (int64_t n = 0; n < ldw; ++n)
+              ASSERT_EQ(columns[j * ldw + n], 5.0f) << "wrote past the longest count at " << j;
+        }
+}
+
 } // namespace
 } // namespace llmc::cpu
 #endif
