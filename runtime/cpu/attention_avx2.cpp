@@ -97,6 +97,19 @@ LLMC_ATTN_AVX2 inline void dots(const float *q, int64_t qStride, const float *ke
     out[outKey] = sums[1];
     out[outStride] = sums[2];
     out[outStride + outKey] = sums[3];
+  } else if constexpr (QUERIES == 3 && KEYS == 2) {
+    alignas(16) float sums[8];
+    _mm_store_ps(sums, hsum4(_mm256_add_ps(acc0[0][0], acc1[0][0]),
+                             _mm256_add_ps(acc0[0][1], acc1[0][1]),
+                             _mm256_add_ps(acc0[1][0], acc1[1][0]),
+                             _mm256_add_ps(acc0[1][1], acc1[1][1])));
+    const __m256 last0 = _mm256_add_ps(acc0[2][0], acc1[2][0]),
+                 last1 = _mm256_add_ps(acc0[2][1], acc1[2][1]);
+    _mm_store_ps(sums + 4, hsum4(last0, last1, last0, last1));
+    for (int n = 0; n < 3; ++n) {
+      out[n * outStride] = sums[2 * n];
+      out[n * outStride + outKey] = sums[2 * n + 1];
+    }
   } else {
     static_assert(KEYS == 1);
 #pragma GCC unroll 4
@@ -161,6 +174,15 @@ LLMC_ATTN_AVX2 inline void accumulate(float *acc, int64_t accStride, const float
 #pragma GCC unroll 8
     for (int v = 0; v < V; ++v)
       _mm256_storeu_ps(acc + n * accStride + 8 * v, a[n][v]);
+}
+
+// The queries that the column kernels take 3 at a time, so that the rest
+// goes in pairs (16 = 3 x 4 + 2 x 2) and a lone last query only when odd.
+inline int64_t tripleQueries(int64_t queries) {
+  int64_t triples = queries / 3;
+  if (triples > 0 && (queries - 3 * triples) % 2 == 1)
+    --triples;
+  return 3 * triples;
 }
 
 // expF(x - m) as hd::softmaxMerge takes it, without the libm call where its
@@ -368,6 +390,14 @@ LLMC_ATTN_AVX2 void attentionScoresColumnsAvx2(const float *q, int64_t qStride, 
                                                const float *keys, int64_t stride, int64_t count,
                                                int64_t dim, float *out, int64_t ldw) {
   int64_t n = 0;
+  for (; n < tripleQueries(queries); n += 3) {
+    const float *qn = q + n * qStride;
+    int64_t j = 0;
+    for (; j + 2 <= count; j += 2)
+      dots<3, 2>(qn, qStride, keys + j * stride, stride, dim, out + j * ldw + n, 1, ldw);
+    if (j < count)
+      dots<3, 1>(qn, qStride, keys + j * stride, stride, dim, out + j * ldw + n, 1, ldw);
+  }
   for (; n + 2 <= queries; n += 2) {
     const float *qn = q + n * qStride;
     int64_t j = 0;
@@ -459,6 +489,15 @@ LLMC_ATTN_AVX2 void attentionAccumulateColumnsAvx2(float *acc, const float *accS
                                                    int64_t stride, const int64_t *counts,
                                                    int64_t dim) {
   int64_t n = 0;
+  for (; n < tripleQueries(queries); n += 3) {
+    int64_t d = 0;
+    for (; d + 32 <= dim; d += 32)
+      accumulate<3, 4>(acc + n * dim + d, dim, accScales + n, weights + n, 1, values + d, stride,
+                       counts + n, ldw);
+    for (; d + 8 <= dim; d += 8)
+      accumulate<3, 1>(acc + n * dim + d, dim, accScales + n, weights + n, 1, values + d, stride,
+                       counts + n, ldw);
+  }
   for (; n + 2 <= queries; n += 2) {
     int64_t d = 0;
     for (; d + 32 <= dim; d += 32)
