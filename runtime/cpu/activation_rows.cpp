@@ -18,8 +18,7 @@ bool vectorRows() {
 }
 
 bool isSilu(int gateKind) {
-  return gateKind != hd::kGateGeluTanh && gateKind != hd::kGateGeluErf &&
-         gateKind != hd::kGateRelu;
+  return gateKind != hd::kGateGeluTanh && gateKind != hd::kGateGeluErf && gateKind != hd::kGateRelu;
 }
 
 } // namespace

@@ -32,8 +32,8 @@ LLMC_EXP_AVX2 void siluRowAvx2(const float *x, float *y, int64_t n) {
 LLMC_EXP_AVX2 void swigluRowAvx2(const float *gate, const float *up, float *y, int64_t n) {
   int64_t i = 0;
   for (; i + 8 <= n; i += 8)
-    _mm256_storeu_ps(y + i, _mm256_mul_ps(siluAvx2(_mm256_loadu_ps(gate + i)),
-                                          _mm256_loadu_ps(up + i)));
+    _mm256_storeu_ps(y + i,
+                     _mm256_mul_ps(siluAvx2(_mm256_loadu_ps(gate + i)), _mm256_loadu_ps(up + i)));
   if (i < n) {
     const __m256i lanes = firstLanes(n - i);
     _mm256_maskstore_ps(y + i, lanes,

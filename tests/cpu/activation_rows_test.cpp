@@ -59,8 +59,8 @@ void expectSameBits(const std::vector<float> &got, const std::vector<float> &wan
       ASSERT_TRUE(std::isnan(got[i])) << "i " << i;
       continue;
     }
-    ASSERT_EQ(bitsOf(got[i]), bitsOf(want[i])) << "i " << i << " got " << got[i] << " want "
-                                               << want[i];
+    ASSERT_EQ(bitsOf(got[i]), bitsOf(want[i]))
+        << "i " << i << " got " << got[i] << " want " << want[i];
   }
 }
 
