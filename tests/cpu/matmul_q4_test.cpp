@@ -305,6 +305,47 @@ TEST(MatmulQ4Q8, EveryTileGivesTheDecodeBits) {
   }
 }
 
+// Decode (T = 1) takes its 4-row tiles from 4 runs of the call's rows
+// (row j of each, the 0..3 rows left one at a time, on AVX2): every row of
+// a decode call, whole matrix or a slice starting anywhere, 1 or 2 threads
+// (other runs per chunk), has the bits of the same token inside a
+// 3-token call (the prefill tile), and only the slice's rows are written.
+TEST(MatmulQ4Q8, DecodeRunsGiveThePrefillTileBits) {
+  const Case cases[] = {
+      {3, 1, 256, 32},   {3, 4, 800, 32},   {3, 7, 768, 64},   {3, 18, 1056, 96},
+      {3, 33, 2080, 128}, {3, 67, 544, 32}, {3, 130, 1312, 256}, {3, 257, 960, 192},
+  };
+  uint32_t seed = 900;
+  for (int threads : {1, 2}) {
+    ThreadPool pool(threads);
+    for (Isa isa : supportedIsas()) {
+      ScopedIsa scoped(isa);
+      for (const Case &c : cases) {
+        std::mt19937 rng(seed++);
+        RandomQ4 w(rng, c.n, c.k, c.groupSize);
+        const std::vector<float> x = randomX(rng, c.tokens * c.k);
+        std::vector<float> all(c.tokens * c.n);
+        matmulQ4(pool, x.data(), c.tokens, w.matrix(), nullptr, 0.0f, all.data());
+        const int64_t groups = hd::q4NumGroups(c.k, c.groupSize);
+        for (int64_t first : {int64_t{0}, int64_t{1}, c.n / 3, c.n - 1}) {
+          Q4Matrix slice = w.matrix();
+          slice.qweight += first * hd::q4WordsPerRow(c.k);
+          slice.scales += first * groups;
+          slice.zeros += first * groups;
+          slice.rows -= first;
+          std::vector<float> one(slice.rows + 1, -7.0f);
+          matmulQ4(pool, x.data() + c.k, 1, slice, nullptr, 0.0f, one.data());
+          for (int64_t n = 0; n < slice.rows; ++n)
+            ASSERT_EQ(bitsOf(one[n]), bitsOf(all[c.n + first + n]))
+                << isaName(isa) << " threads " << threads << " N=" << c.n << " K=" << c.k
+                << " G=" << c.groupSize << " row " << first + n;
+          ASSERT_EQ(one[slice.rows], -7.0f) << "wrote past the slice's rows";
+        }
+      }
+    }
+  }
+}
+
 #if defined(__x86_64__)
 // hsum8 (the AVX2 epilogue's 8 sums at once) against hsum, one vector at a
 // time, on lanes of mixed magnitudes (where the order of the additions shows).
