@@ -5,7 +5,8 @@
 // [int8] [1b]; with "int8", the int8 layer (matmulQ8, a scale per output
 // channel: an LM head of --quantize-lm-head=int8) on the same shapes instead;
 // with "1b", the shapes of the 1B Llama (Llama-3.2-1B: hidden 2048, 8 KV
-// heads of 64, intermediate 8192, vocab 32000) instead of the 110M's.
+// heads of 64, intermediate 8192, vocab 32000) instead of the 110M's, and
+// 256 x 2048, whose 288 KiB stay in L2 (the kernel's compute alone).
 //
 // "l2" reuses one matrix; "dram" cycles through copies spanning 256 MiB, as
 // a decode step streams its weights. Prints G weights (x tokens) per CPU
@@ -139,7 +140,7 @@ int main(int argc, char **argv) {
   std::printf("%-14s %6s %4s %12s %12s\n", "N x K", "tokens", "G", "l2 Gw/s", "dram Gw/s");
   const std::vector<Shape> shapes =
       oneB ? std::vector<Shape>{{3072, 2048}, {2048, 2048}, {16384, 2048}, {2048, 8192},
-                                {32000, 2048}}
+                                {32000, 2048}, {256, 2048}}
            : std::vector<Shape>{{2304, 768}, {768, 768}, {4096, 768}, {768, 2048}, {32000, 768}};
   for (Shape s : shapes) {
     double l2 = 0.0, dram = 0.0;
