@@ -5,7 +5,9 @@
 // products, group scales and zero points), on odd shapes: K not a multiple
 // of 32 or 64, ragged last groups, rows and tokens off the tile sizes, group
 // sizes 32, 64, 96 and 128. The AVX-512 VNNI kernel runs where the CPU has it.
+#include "cpu/fused.h"
 #include "cpu/isa.h"
+#include "cpu/kernels.h"
 #include "cpu/matmul_q4.h"
 #if defined(__x86_64__)
 #include "cpu/matmul_q4_x86.h"
@@ -341,6 +343,41 @@ TEST(MatmulQ4Q8, DecodeRunsGiveThePrefillTileBits) {
                 << " G=" << c.groupSize << " row " << first + n;
           ASSERT_EQ(one[slice.rows], -7.0f) << "wrote past the slice's rows";
         }
+      }
+    }
+  }
+}
+
+// The int4 SwiGLU linear (one stacked-matrix call for one token, a gate and
+// an up call from 2 tokens) gives the bits of the unfused steps: matmulQ4 on
+// the gate rows and on the up rows, then swiglu; 1 and 2 threads.
+TEST(MatmulQ4Q8, SwigluLinearHasTheUnfusedBits) {
+  uint32_t seed = 1300;
+  for (int threads : {1, 2}) {
+    ThreadPool pool(threads);
+    for (Isa isa : supportedIsas()) {
+      ScopedIsa scoped(isa);
+      for (const Case &c : {Case{1, 2 * 37, 800, 32}, Case{1, 2 * 130, 768, 64},
+                            Case{3, 2 * 21, 544, 32}, Case{2, 2 * 64, 1056, 96}}) {
+        std::mt19937 rng(seed++);
+        RandomQ4 w(rng, c.n, c.k, c.groupSize);
+        const std::vector<float> x = randomX(rng, c.tokens * c.k);
+        const int64_t inter = c.n / 2, groups = hd::q4NumGroups(c.k, c.groupSize);
+        Q4Matrix gate = w.matrix(), up = w.matrix();
+        gate.rows = up.rows = inter;
+        up.qweight += inter * hd::q4WordsPerRow(c.k);
+        up.scales += inter * groups;
+        up.zeros += inter * groups;
+        std::vector<float> g(c.tokens * inter), u(c.tokens * inter), want(c.tokens * inter);
+        matmulQ4(pool, x.data(), c.tokens, gate, nullptr, 0.0f, g.data());
+        matmulQ4(pool, x.data(), c.tokens, up, nullptr, 0.0f, u.data());
+        swiglu(pool, g.data(), u.data(), want.data(), c.tokens * inter);
+        std::vector<float> got(c.tokens * inter, -7.0f), products;
+        matmulSwigluQ4(pool, x.data(), c.tokens, w.matrix(), got.data(), products);
+        for (int64_t i = 0; i < c.tokens * inter; ++i)
+          ASSERT_EQ(bitsOf(got[i]), bitsOf(want[i]))
+              << isaName(isa) << " threads " << threads << " T=" << c.tokens << " N=" << c.n
+              << " i=" << i;
       }
     }
   }
