@@ -46,16 +46,27 @@ LLMC_Q4_AVX2 float quantizeBlock(const float *x, int64_t n, int8_t *pair, float 
   const float top = hmax(amax);
   const float d = finite ? top / 127.0f : NAN;
   const __m256 inv = _mm256_set1_ps(finite && top > 0.0f ? 127.0f / top : 0.0f);
-  alignas(32) int32_t q[32];
+  __m256i q[4]; // columns 8j .. 8j + 7, in -127..127 (0 in a non-finite block)
   LLMC_Q4_UNROLL
   for (int j = 0; j < 4; ++j)
-    _mm256_store_si256(reinterpret_cast<__m256i *>(q + 8 * j),
-                       _mm256_cvtps_epi32(_mm256_mul_ps(v[j], inv)));
-  int32_t sum = 0;
-  for (int i = 0; i < 32; ++i) {
-    pair[32 * (i % 2) + i / 2] = static_cast<int8_t>(q[i]);
-    sum += q[i];
-  }
+    q[j] = finite ? _mm256_cvtps_epi32(_mm256_mul_ps(v[j], inv)) : _mm256_setzero_si256();
+  // To int8 (no saturation in range), then the even columns to pair[0..15]
+  // and the odd ones to pair[32..47].
+  __m128i half[4];
+  LLMC_Q4_UNROLL
+  for (int j = 0; j < 4; ++j)
+    half[j] = _mm_packs_epi32(_mm256_castsi256_si128(q[j]), _mm256_extracti128_si256(q[j], 1));
+  const __m128i evenOdd = _mm_setr_epi8(0, 2, 4, 6, 8, 10, 12, 14, 1, 3, 5, 7, 9, 11, 13, 15);
+  const __m128i first = _mm_shuffle_epi8(_mm_packs_epi16(half[0], half[1]), evenOdd);
+  const __m128i second = _mm_shuffle_epi8(_mm_packs_epi16(half[2], half[3]), evenOdd);
+  _mm_storeu_si128(reinterpret_cast<__m128i *>(pair), _mm_unpacklo_epi64(first, second));
+  _mm_storeu_si128(reinterpret_cast<__m128i *>(pair + 32), _mm_unpackhi_epi64(first, second));
+  // The integer sum (exact, any order).
+  __m256i total = _mm256_add_epi32(_mm256_add_epi32(q[0], q[1]), _mm256_add_epi32(q[2], q[3]));
+  __m128i four = _mm_add_epi32(_mm256_castsi256_si128(total), _mm256_extracti128_si256(total, 1));
+  four = _mm_add_epi32(four, _mm_shuffle_epi32(four, 0x4e));
+  four = _mm_add_epi32(four, _mm_shuffle_epi32(four, 0xb1));
+  const int32_t sum = _mm_cvtsi128_si32(four);
   for (int64_t l = 0; l < scaleLanes; l += 8)
     _mm_storeu_ps(lanes + l, _mm_set1_ps(n > 0 ? d : 0.0f));
   return d * static_cast<float>(sum);
