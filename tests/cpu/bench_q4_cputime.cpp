@@ -147,11 +147,11 @@ int main(int argc, char **argv) {
     if (int8) {
       const Int8Copies hot(s.n, s.k, 0), cold(s.n, s.k, size_t(256) << 20);
       l2 = measure(pool, hot, tokens, false);
-      dram = tokens == 1 ? measure(pool, cold, tokens, true) : 0.0;
+      dram = tokens <= 8 ? measure(pool, cold, tokens, true) : 0.0;
     } else {
       const Copies hot(s.n, s.k, group, 0), cold(s.n, s.k, group, size_t(256) << 20);
       l2 = measure(pool, hot, tokens, false);
-      dram = tokens == 1 ? measure(pool, cold, tokens, true) : 0.0;
+      dram = tokens <= 8 ? measure(pool, cold, tokens, true) : 0.0;
     }
     std::printf("%5lld x %-6lld %6lld %4lld %12.2f %12.2f\n", static_cast<long long>(s.n),
                 static_cast<long long>(s.k), static_cast<long long>(tokens),
