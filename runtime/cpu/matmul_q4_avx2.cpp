@@ -105,8 +105,8 @@ constexpr int64_t kPrefetchBytes = 512;
 // the tile's rows (two lines: a chunk is 128 B of a row). The scales and
 // zero points (1/8 of the bytes at G = 32) were measured no faster
 // prefetched too.
-LLMC_Q4_AVX2 inline void prefetchRuns(const Q4Problem &p, const Rows &geo, int64_t n0,
-                                      int64_t step, int64_t c) {
+LLMC_Q4_AVX2 inline void prefetchRuns(const Q4Problem &p, const Rows &geo, int64_t n0, int64_t step,
+                                      int64_t c) {
   LLMC_Q4_UNROLL
   for (int r = 0; r < kDecodeRuns; ++r) {
     const char *w = reinterpret_cast<const char *>(p.w.qweight + (n0 + r * step) * geo.words +
@@ -132,8 +132,8 @@ template <int R, int TT, Groups G> struct Avx2Tile {
 
   // Pair 4c + I of chunk c, with the chunk's scales (lanes of chunkScales).
   template <int I>
-  LLMC_Q4_AVX2 static void chunkPair(const Q4Problem &p, const Rows &geo, int64_t n0,
-                                     int64_t step, const int8_t *xv, int64_t xStride, int64_t c,
+  LLMC_Q4_AVX2 static void chunkPair(const Q4Problem &p, const Rows &geo, int64_t n0, int64_t step,
+                                     const int8_t *xv, int64_t xStride, int64_t c,
                                      const __m256 (&scale)[R][TT], Acc &acc) {
     const int64_t q = kQ8ChunkPairs * c + I;
     LLMC_Q4_UNROLL
@@ -148,8 +148,8 @@ template <int R, int TT, Groups G> struct Avx2Tile {
   }
 
   // The whole chunks of the rows; returns the pairs they cover.
-  LLMC_Q4_AVX2 static int64_t chunks(const Q4Problem &p, const Rows &geo, int64_t n0,
-                                     int64_t step, int64_t t0, Acc &acc) {
+  LLMC_Q4_AVX2 static int64_t chunks(const Q4Problem &p, const Rows &geo, int64_t n0, int64_t step,
+                                     int64_t t0, Acc &acc) {
     const Q8Activations &xq = p.xq;
     const int64_t xStride = xq.pairs * kQ8PairBytes, cStride = q8Chunks(p.w.cols) * 8;
     const int8_t *xv = xq.values + t0 * xStride;
@@ -176,8 +176,8 @@ template <int R, int TT, Groups G> struct Avx2Tile {
   }
 
   // Pairs [first, pairs) one at a time.
-  LLMC_Q4_AVX2 static void pairsFrom(const Q4Problem &p, const Rows &geo, int64_t n0,
-                                     int64_t step, int64_t t0, int64_t first, Acc &acc) {
+  LLMC_Q4_AVX2 static void pairsFrom(const Q4Problem &p, const Rows &geo, int64_t n0, int64_t step,
+                                     int64_t t0, int64_t first, Acc &acc) {
     const Q8Activations &xq = p.xq;
     const int64_t xStride = xq.pairs * kQ8PairBytes, sStride = xq.pairs * 8;
     const int8_t *xv = xq.values + t0 * xStride;

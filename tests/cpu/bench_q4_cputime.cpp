@@ -130,7 +130,8 @@ int main(int argc, char **argv) {
     oneB = oneB || std::string(argv[i]) == "1b";
   }
   if (tokens < 1 || !llmc::hd::q4ValidGroupSize(group)) {
-    std::fprintf(stderr, "error: usage: bench_q4_cputime [tokens >= 1] [group size, 32k] [int8] [1b]\n");
+    std::fprintf(stderr,
+                 "error: usage: bench_q4_cputime [tokens >= 1] [group size, 32k] [int8] [1b]\n");
     return 1;
   }
   ThreadPool pool(1);
@@ -139,8 +140,8 @@ int main(int argc, char **argv) {
   };
   std::printf("%-14s %6s %4s %12s %12s\n", "N x K", "tokens", "G", "l2 Gw/s", "dram Gw/s");
   const std::vector<Shape> shapes =
-      oneB ? std::vector<Shape>{{3072, 2048}, {2048, 2048}, {16384, 2048}, {2048, 8192},
-                                {32000, 2048}, {256, 2048}}
+      oneB ? std::vector<Shape>{{3072, 2048}, {2048, 2048},  {16384, 2048},
+                                {2048, 8192}, {32000, 2048}, {256, 2048}}
            : std::vector<Shape>{{2304, 768}, {768, 768}, {4096, 768}, {768, 2048}, {32000, 768}};
   for (Shape s : shapes) {
     double l2 = 0.0, dram = 0.0;
