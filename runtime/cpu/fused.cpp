@@ -65,8 +65,14 @@ void matmulSwigluQ4(ThreadPool &pool, const float *x, int64_t tokens, const Q4Ma
                     w.cols,
                     w.groupSize};
   float *gateOut = products.data(), *upOut = products.data() + tokens * inter;
-  matmulQ4(pool, x, tokens, gate, nullptr, 0.0f, gateOut);
-  matmulQ4(pool, x, tokens, up, nullptr, 0.0f, upOut);
+  if (tokens == 1) {
+    // One token: [2, 1, I] is the stacked matrix's output row, so one call
+    // (x quantized once, one parallel section, every row's bits as in two).
+    matmulQ4(pool, x, tokens, w, nullptr, 0.0f, gateOut);
+  } else {
+    matmulQ4(pool, x, tokens, gate, nullptr, 0.0f, gateOut);
+    matmulQ4(pool, x, tokens, up, nullptr, 0.0f, upOut);
+  }
   swiglu(pool, gateOut, upOut, y, tokens * inter, gateKind);
 }
 

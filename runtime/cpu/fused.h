@@ -42,7 +42,8 @@ void rmsNormMatmulSwiglu(ThreadPool &pool, const float *x, int64_t tokens,
 // [2I, K]; the gate and up products go to `products` ([2, tokens, I]) and
 // then through swiglu, the same calls as the unfused steps make (so the
 // results are bit-identical; the CPU's int4 GEMM is not the bottleneck a
-// fused epilogue would remove).
+// fused epilogue would remove). One token takes one matmulQ4 call over the
+// stacked rows (its output row is [2, 1, I]): the same bits.
 void matmulSwigluQ4(ThreadPool &pool, const float *x, int64_t tokens, const Q4Matrix &w, float *y,
                     std::vector<float> &products, int gateKind = 0);
 

@@ -46,16 +46,27 @@ LLMC_Q4_AVX2 float quantizeBlock(const float *x, int64_t n, int8_t *pair, float 
   const float top = hmax(amax);
   const float d = finite ? top / 127.0f : NAN;
   const __m256 inv = _mm256_set1_ps(finite && top > 0.0f ? 127.0f / top : 0.0f);
-  alignas(32) int32_t q[32];
+  __m256i q[4]; // columns 8j .. 8j + 7, in -127..127 (0 in a non-finite block)
   LLMC_Q4_UNROLL
   for (int j = 0; j < 4; ++j)
-    _mm256_store_si256(reinterpret_cast<__m256i *>(q + 8 * j),
-                       _mm256_cvtps_epi32(_mm256_mul_ps(v[j], inv)));
-  int32_t sum = 0;
-  for (int i = 0; i < 32; ++i) {
-    pair[32 * (i % 2) + i / 2] = static_cast<int8_t>(q[i]);
-    sum += q[i];
-  }
+    q[j] = finite ? _mm256_cvtps_epi32(_mm256_mul_ps(v[j], inv)) : _mm256_setzero_si256();
+  // To int8 (no saturation in range), then the even columns to pair[0..15]
+  // and the odd ones to pair[32..47].
+  __m128i half[4];
+  LLMC_Q4_UNROLL
+  for (int j = 0; j < 4; ++j)
+    half[j] = _mm_packs_epi32(_mm256_castsi256_si128(q[j]), _mm256_extracti128_si256(q[j], 1));
+  const __m128i evenOdd = _mm_setr_epi8(0, 2, 4, 6, 8, 10, 12, 14, 1, 3, 5, 7, 9, 11, 13, 15);
+  const __m128i first = _mm_shuffle_epi8(_mm_packs_epi16(half[0], half[1]), evenOdd);
+  const __m128i second = _mm_shuffle_epi8(_mm_packs_epi16(half[2], half[3]), evenOdd);
+  _mm_storeu_si128(reinterpret_cast<__m128i *>(pair), _mm_unpacklo_epi64(first, second));
+  _mm_storeu_si128(reinterpret_cast<__m128i *>(pair + 32), _mm_unpackhi_epi64(first, second));
+  // The integer sum (exact, any order).
+  __m256i total = _mm256_add_epi32(_mm256_add_epi32(q[0], q[1]), _mm256_add_epi32(q[2], q[3]));
+  __m128i four = _mm_add_epi32(_mm256_castsi256_si128(total), _mm256_extracti128_si256(total, 1));
+  four = _mm_add_epi32(four, _mm_shuffle_epi32(four, 0x4e));
+  four = _mm_add_epi32(four, _mm_shuffle_epi32(four, 0xb1));
+  const int32_t sum = _mm_cvtsi128_si32(four);
   for (int64_t l = 0; l < scaleLanes; l += 8)
     _mm_storeu_ps(lanes + l, _mm_set1_ps(n > 0 ? d : 0.0f));
   return d * static_cast<float>(sum);
@@ -82,6 +93,30 @@ LLMC_Q4_AVX2 inline void pairNibbles(const hd::u32 *words, __m256i &lo, __m256i 
   hi = _mm256_and_si256(_mm256_srli_epi16(v, 4), low4);
 }
 
+// Rows per decode tile: row j of each of kDecodeRuns equal runs of a call's
+// rows, so that a decode step reads kDecodeRuns long sequential streams.
+constexpr int kDecodeRuns = 4;
+
+// How far ahead of a tile's chunk each run is prefetched: 256 to 2048 B
+// measured alike (bench_q4_cputime 1 32 1b).
+constexpr int64_t kPrefetchBytes = 512;
+
+// Prefetches, in each run, the weights kPrefetchBytes ahead of chunk c of
+// the tile's rows (two lines: a chunk is 128 B of a row). The scales and
+// zero points (1/8 of the bytes at G = 32) were measured no faster
+// prefetched too.
+LLMC_Q4_AVX2 inline void prefetchRuns(const Q4Problem &p, const Rows &geo, int64_t n0, int64_t step,
+                                      int64_t c) {
+  LLMC_Q4_UNROLL
+  for (int r = 0; r < kDecodeRuns; ++r) {
+    const char *w = reinterpret_cast<const char *>(p.w.qweight + (n0 + r * step) * geo.words +
+                                                   8 * kQ8ChunkPairs * c) +
+                    kPrefetchBytes;
+    _mm_prefetch(w, _MM_HINT_T0);
+    _mm_prefetch(w + 64, _MM_HINT_T0);
+  }
+}
+
 // The integer tile: R packed rows x TT tokens; each pair of Q8 blocks (64
 // columns, 32 bytes of nibbles) adds pairDot times the group scale times the
 // block's d into 8 f32 lanes per row and token. Pairs go 4 at a time
@@ -97,14 +132,14 @@ template <int R, int TT, Groups G> struct Avx2Tile {
 
   // Pair 4c + I of chunk c, with the chunk's scales (lanes of chunkScales).
   template <int I>
-  LLMC_Q4_AVX2 static void chunkPair(const Q4Problem &p, const Rows &geo, int64_t n0,
+  LLMC_Q4_AVX2 static void chunkPair(const Q4Problem &p, const Rows &geo, int64_t n0, int64_t step,
                                      const int8_t *xv, int64_t xStride, int64_t c,
                                      const __m256 (&scale)[R][TT], Acc &acc) {
     const int64_t q = kQ8ChunkPairs * c + I;
     LLMC_Q4_UNROLL
     for (int r = 0; r < R; ++r) {
       __m256i lo, hi;
-      pairNibbles(p.w.qweight + (n0 + r) * geo.words + 8 * q, lo, hi);
+      pairNibbles(p.w.qweight + (n0 + r * step) * geo.words + 8 * q, lo, hi);
       LLMC_Q4_UNROLL
       for (int t = 0; t < TT; ++t)
         acc[r][t] = _mm256_fmadd_ps(pairDot(lo, hi, xv + t * xStride + q * kQ8PairBytes),
@@ -113,44 +148,36 @@ template <int R, int TT, Groups G> struct Avx2Tile {
   }
 
   // The whole chunks of the rows; returns the pairs they cover.
-  LLMC_Q4_AVX2 static int64_t chunks(const Q4Problem &p, const Rows &geo, int64_t n0, int64_t t0,
-                                     Acc &acc) {
+  LLMC_Q4_AVX2 static int64_t chunks(const Q4Problem &p, const Rows &geo, int64_t n0, int64_t step,
+                                     int64_t t0, Acc &acc) {
     const Q8Activations &xq = p.xq;
     const int64_t xStride = xq.pairs * kQ8PairBytes, cStride = q8Chunks(p.w.cols) * 8;
     const int8_t *xv = xq.values + t0 * xStride;
     const float *xd = xq.chunkScales + t0 * cStride;
     const int64_t whole = geo.fullPairs / kQ8ChunkPairs;
     for (int64_t c = 0; c < whole; ++c) {
-      // Decode tiles prefetch the next tile's chunk (two lines per row): the
-      // rows are short streams the hardware prefetcher ramps up on late.
-      if constexpr (TT == 1 && R == 4) {
-        LLMC_Q4_UNROLL
-        for (int r = 0; r < R; ++r) {
-          const char *next = reinterpret_cast<const char *>(
-              p.w.qweight + (n0 + R + r) * geo.words + 8 * kQ8ChunkPairs * c);
-          _mm_prefetch(next, _MM_HINT_T0);
-          _mm_prefetch(next + 64, _MM_HINT_T0);
-        }
-      }
+      if constexpr (TT == 1 && R == kDecodeRuns)
+        prefetchRuns(p, geo, n0, step, c);
       __m256 scale[R][TT];
       LLMC_Q4_UNROLL
       for (int r = 0; r < R; ++r) {
-        const __m256 s = chunkScales<G>(p.w.scales + (n0 + r) * geo.groups, c, p.w.groupSize);
+        const __m256 s =
+            chunkScales<G>(p.w.scales + (n0 + r * step) * geo.groups, c, p.w.groupSize);
         LLMC_Q4_UNROLL
         for (int t = 0; t < TT; ++t)
           scale[r][t] = _mm256_mul_ps(s, _mm256_loadu_ps(xd + t * cStride + 8 * c));
       }
-      chunkPair<0>(p, geo, n0, xv, xStride, c, scale, acc);
-      chunkPair<1>(p, geo, n0, xv, xStride, c, scale, acc);
-      chunkPair<2>(p, geo, n0, xv, xStride, c, scale, acc);
-      chunkPair<3>(p, geo, n0, xv, xStride, c, scale, acc);
+      chunkPair<0>(p, geo, n0, step, xv, xStride, c, scale, acc);
+      chunkPair<1>(p, geo, n0, step, xv, xStride, c, scale, acc);
+      chunkPair<2>(p, geo, n0, step, xv, xStride, c, scale, acc);
+      chunkPair<3>(p, geo, n0, step, xv, xStride, c, scale, acc);
     }
     return whole * kQ8ChunkPairs;
   }
 
   // Pairs [first, pairs) one at a time.
-  LLMC_Q4_AVX2 static void pairsFrom(const Q4Problem &p, const Rows &geo, int64_t n0, int64_t t0,
-                                     int64_t first, Acc &acc) {
+  LLMC_Q4_AVX2 static void pairsFrom(const Q4Problem &p, const Rows &geo, int64_t n0, int64_t step,
+                                     int64_t t0, int64_t first, Acc &acc) {
     const Q8Activations &xq = p.xq;
     const int64_t xStride = xq.pairs * kQ8PairBytes, sStride = xq.pairs * 8;
     const int8_t *xv = xq.values + t0 * xStride;
@@ -162,13 +189,13 @@ template <int R, int TT, Groups G> struct Avx2Tile {
       groups.advanceTo(q);
       LLMC_Q4_UNROLL
       for (int r = 0; r < R; ++r) {
-        const hd::u32 *words = p.w.qweight + (n0 + r) * geo.words + 8 * q;
+        const hd::u32 *words = p.w.qweight + (n0 + r * step) * geo.words + 8 * q;
         const __m256i v =
             full ? _mm256_loadu_si256(reinterpret_cast<const __m256i *>(words))
                  : _mm256_zextsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i *>(words)));
         const __m256i lo = _mm256_and_si256(v, low4);
         const __m256i hi = _mm256_and_si256(_mm256_srli_epi16(v, 4), low4);
-        const __m256 s = pairScales<G>(p.w.scales + (n0 + r) * geo.groups, groups, full);
+        const __m256 s = pairScales<G>(p.w.scales + (n0 + r * step) * geo.groups, groups, full);
         LLMC_Q4_UNROLL
         for (int t = 0; t < TT; ++t) {
           const __m256 scale = _mm256_mul_ps(s, _mm256_loadu_ps(xs + t * sStride + 8 * q));
@@ -180,6 +207,12 @@ template <int R, int TT, Groups G> struct Avx2Tile {
   }
 
   LLMC_Q4_AVX2 static void run(const Q4Problem &p, const Rows &geo, int64_t n0, int64_t t0) {
+    runRows(p, geo, n0, 1, t0);
+  }
+
+  // Rows n0, n0 + step, ..., n0 + (R - 1) * step.
+  LLMC_Q4_AVX2 static void runRows(const Q4Problem &p, const Rows &geo, int64_t n0, int64_t step,
+                                   int64_t t0) {
     Acc acc;
     LLMC_Q4_UNROLL
     for (int r = 0; r < R; ++r) {
@@ -190,11 +223,23 @@ template <int R, int TT, Groups G> struct Avx2Tile {
     int64_t first = 0;
     if constexpr (G != Groups::Mixed)
       if (p.xq.chunkScales != nullptr) // else every pair one at a time
-        first = chunks(p, geo, n0, t0, acc);
-    pairsFrom(p, geo, n0, t0, first, acc);
-    storeTileLanes<R, TT>(p, geo, n0, t0, acc);
+        first = chunks(p, geo, n0, step, t0, acc);
+    pairsFrom(p, geo, n0, step, t0, first, acc);
+    storeTileLanes<R, TT>(p, geo, n0, t0, acc, step);
   }
 };
+
+// One token: tile j takes row j of each of kDecodeRuns equal runs of
+// [rowBegin, rowEnd); the 0..3 rows left go one at a time.
+template <Groups G>
+LLMC_Q4_AVX2 void decodeRuns(const Q4Problem &p, int64_t rowBegin, int64_t rowEnd) {
+  const Rows geo(p.w);
+  const int64_t run = (rowEnd - rowBegin) / kDecodeRuns;
+  for (int64_t j = 0; j < run; ++j)
+    Avx2Tile<kDecodeRuns, 1, G>::runRows(p, geo, rowBegin + j, run, 0);
+  for (int64_t n = rowBegin + kDecodeRuns * run; n < rowEnd; ++n)
+    Avx2Tile<1, 1, G>::run(p, geo, n, 0);
+}
 
 // Tokens per prefill tile.
 constexpr int kPrefillTokens = 8;
@@ -231,7 +276,21 @@ LLMC_Q4_AVX2 void quantizeQ8Avx2(const float *x, int64_t cols, int64_t groupSize
 // compilers keep each token's x for both and spill accumulators (16 ymm);
 // measured 10% slower than 1 x 4.
 LLMC_Q4_AVX2 void matmulQ4RowsAvx2(const Q4Problem &p, int64_t rowBegin, int64_t rowEnd) {
-  tiledRows<Avx2Tile, 4, 1, kPrefillTokens>(p, rowBegin, rowEnd);
+  if (p.tokens == 1) {
+    const int64_t g = p.w.groupSize;
+    if (g == 32)
+      return decodeRuns<Groups::PerBlock>(p, rowBegin, rowEnd);
+    if (g == 64)
+      return decodeRuns<Groups::PerPair>(p, rowBegin, rowEnd);
+    if (g == 128)
+      return decodeRuns<Groups::TwoPairs>(p, rowBegin, rowEnd);
+    if (g % 256 == 0)
+      return decodeRuns<Groups::PerChunk>(p, rowBegin, rowEnd);
+    if (g % 64 == 0)
+      return decodeRuns<Groups::PairsOther>(p, rowBegin, rowEnd);
+    return decodeRuns<Groups::Mixed>(p, rowBegin, rowEnd);
+  }
+  tiledRows<Avx2Tile, kDecodeRuns, 1, kPrefillTokens>(p, rowBegin, rowEnd);
 }
 
 } // namespace llmc::cpu::detail

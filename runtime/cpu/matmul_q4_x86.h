@@ -185,10 +185,11 @@ LLMC_Q4_AVX2 void storeTile(const Q4Problem &p, const Rows &geo, int64_t n0, int
 }
 
 // storeTile from the tile's 8-lane accumulators: their sums and those of
-// the zero-point term go through hsum8, 8 at a time (the same bits).
+// the zero-point term go through hsum8, 8 at a time (the same bits). Row r
+// of the tile is row n0 + r * rowStep of y.
 template <int R, int TT>
 LLMC_Q4_AVX2 void storeTileLanes(const Q4Problem &p, const Rows &geo, int64_t n0, int64_t t0,
-                                 const __m256 (&acc)[R][TT]) {
+                                 const __m256 (&acc)[R][TT], int64_t rowStep = 1) {
   constexpr int kOut = R * TT, kPadded = (2 * kOut + 7) / 8 * 8;
   __m256 v[kPadded]; // the dots' lanes, then the zero-point terms'
   LLMC_Q4_UNROLL
@@ -200,8 +201,8 @@ LLMC_Q4_AVX2 void storeTileLanes(const Q4Problem &p, const Rows &geo, int64_t n0
   const int64_t vectorGroups = geo.groups / 8 * 8;
   LLMC_Q4_UNROLL
   for (int r = 0; r < R; ++r) {
-    const uint16_t *scales = p.w.scales + (n0 + r) * geo.groups;
-    const uint16_t *zeros = p.w.zeros + (n0 + r) * geo.groups;
+    const uint16_t *scales = p.w.scales + (n0 + r * rowStep) * geo.groups;
+    const uint16_t *zeros = p.w.zeros + (n0 + r * rowStep) * geo.groups;
     __m256 *z = v + kOut + r * TT;
     LLMC_Q4_UNROLL
     for (int t = 0; t < TT; ++t)
@@ -224,8 +225,8 @@ LLMC_Q4_AVX2 void storeTileLanes(const Q4Problem &p, const Rows &geo, int64_t n0
     hsum8(v + i, h + i);
   LLMC_Q4_UNROLL
   for (int r = 0; r < R; ++r) {
-    const uint16_t *scales = p.w.scales + (n0 + r) * geo.groups;
-    const uint16_t *zeros = p.w.zeros + (n0 + r) * geo.groups;
+    const uint16_t *scales = p.w.scales + (n0 + r * rowStep) * geo.groups;
+    const uint16_t *zeros = p.w.zeros + (n0 + r * rowStep) * geo.groups;
     float *zeroes = h + kOut + r * TT;
     for (int64_t g = vectorGroups; g < geo.groups; ++g) { // as storeTile's scalar tail
       const float sz = halfToFloat(scales[g]) * halfToFloat(zeros[g]);
@@ -235,7 +236,7 @@ LLMC_Q4_AVX2 void storeTileLanes(const Q4Problem &p, const Rows &geo, int64_t n0
     }
     LLMC_Q4_UNROLL
     for (int t = 0; t < TT; ++t)
-      storeQ4Output(p, t0 + t, n0 + r, h[r * TT + t] - zeroes[t]);
+      storeQ4Output(p, t0 + t, n0 + r * rowStep, h[r * TT + t] - zeroes[t]);
   }
 }
 

@@ -2,8 +2,11 @@
 // Llama's shapes, timed by the calling thread's CPU time with one thread, so
 // that other processes on a loaded machine disturb it much less than wall
 // time. Usage: bench_q4_cputime [tokens, default 1] [group size, default 32]
-// [int8]; with "int8", the int8 layer (matmulQ8, a scale per output channel:
-// an LM head of --quantize-lm-head=int8) on the same shapes instead.
+// [int8] [1b]; with "int8", the int8 layer (matmulQ8, a scale per output
+// channel: an LM head of --quantize-lm-head=int8) on the same shapes instead;
+// with "1b", the shapes of the 1B Llama (Llama-3.2-1B: hidden 2048, 8 KV
+// heads of 64, intermediate 8192, vocab 32000) instead of the 110M's, and
+// 256 x 2048, whose 288 KiB stay in L2 (the kernel's compute alone).
 //
 // "l2" reuses one matrix; "dram" cycles through copies spanning 256 MiB, as
 // a decode step streams its weights. Prints G weights (x tokens) per CPU
@@ -121,9 +124,14 @@ double measure(ThreadPool &pool, const Matrices &m, int64_t tokens, bool cycle) 
 int main(int argc, char **argv) {
   const int64_t tokens = argc > 1 ? std::atoll(argv[1]) : 1;
   const int64_t group = argc > 2 ? std::atoll(argv[2]) : 32;
-  const bool int8 = argc > 3 && std::string(argv[3]) == "int8";
+  bool int8 = false, oneB = false;
+  for (int i = 3; i < argc; ++i) {
+    int8 = int8 || std::string(argv[i]) == "int8";
+    oneB = oneB || std::string(argv[i]) == "1b";
+  }
   if (tokens < 1 || !llmc::hd::q4ValidGroupSize(group)) {
-    std::fprintf(stderr, "error: usage: bench_q4_cputime [tokens >= 1] [group size, 32k]\n");
+    std::fprintf(stderr,
+                 "error: usage: bench_q4_cputime [tokens >= 1] [group size, 32k] [int8] [1b]\n");
     return 1;
   }
   ThreadPool pool(1);
@@ -131,17 +139,20 @@ int main(int argc, char **argv) {
     int64_t n, k;
   };
   std::printf("%-14s %6s %4s %12s %12s\n", "N x K", "tokens", "G", "l2 Gw/s", "dram Gw/s");
-  for (Shape s : {Shape{2304, 768}, Shape{768, 768}, Shape{4096, 768}, Shape{768, 2048},
-                  Shape{32000, 768}}) {
+  const std::vector<Shape> shapes =
+      oneB ? std::vector<Shape>{{3072, 2048}, {2048, 2048},  {16384, 2048},
+                                {2048, 8192}, {32000, 2048}, {256, 2048}}
+           : std::vector<Shape>{{2304, 768}, {768, 768}, {4096, 768}, {768, 2048}, {32000, 768}};
+  for (Shape s : shapes) {
     double l2 = 0.0, dram = 0.0;
     if (int8) {
       const Int8Copies hot(s.n, s.k, 0), cold(s.n, s.k, size_t(256) << 20);
       l2 = measure(pool, hot, tokens, false);
-      dram = tokens == 1 ? measure(pool, cold, tokens, true) : 0.0;
+      dram = tokens <= 8 ? measure(pool, cold, tokens, true) : 0.0;
     } else {
       const Copies hot(s.n, s.k, group, 0), cold(s.n, s.k, group, size_t(256) << 20);
       l2 = measure(pool, hot, tokens, false);
-      dram = tokens == 1 ? measure(pool, cold, tokens, true) : 0.0;
+      dram = tokens <= 8 ? measure(pool, cold, tokens, true) : 0.0;
     }
     std::printf("%5lld x %-6lld %6lld %4lld %12.2f %12.2f\n", static_cast<long long>(s.n),
                 static_cast<long long>(s.k), static_cast<long long>(tokens),
