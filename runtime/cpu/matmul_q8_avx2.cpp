@@ -47,6 +47,14 @@ LLMC_Q8_AVX2 void tile(const Q8Problem &p, int64_t n0, int64_t t0, int64_t rowSt
     rows[r] = p.w.qweight + (n0 + r * rowStep) * rowBytes;
   // Columns c .. c + 7 (full) or c .. k - 1 (the row's last few).
   auto step = [&](__m256 (&acc)[R][TT], int64_t c, auto full) LLMC_Q8_AVX2 {
+    if constexpr (TT == 1) { // each weight vector is used once: no array of them
+      const float *xc = p.x + t0 * k + c;
+      const __m256 x = full ? _mm256_loadu_ps(xc) : _mm256_maskload_ps(xc, firstLanes(k - c));
+      LLMC_Q8_UNROLL
+      for (int r = 0; r < R; ++r)
+        acc[r][0] = _mm256_fmadd_ps(weights8(rows[r] + c), x, acc[r][0]);
+      return;
+    }
     __m256 w[R];
     LLMC_Q8_UNROLL
     for (int r = 0; r < R; ++r)
@@ -69,15 +77,19 @@ LLMC_Q8_AVX2 void tile(const Q8Problem &p, int64_t n0, int64_t t0, int64_t rowSt
         acc[r][t] = _mm256_setzero_ps();
     const int64_t begin = g * width, end = std::min(k, (g + 1) * width);
     const int64_t fullEnd = begin + (end - begin) / 8 * 8;
-    for (int64_t c = begin; c < fullEnd; c += 8) {
-      if constexpr (Ahead > 0)
-        if ((c & 63) == 0) {
-          LLMC_Q8_UNROLL
-          for (int r = 0; r < R; ++r)
-            _mm_prefetch(reinterpret_cast<const char *>(rows[r]) + c + Ahead, _MM_HINT_T0);
-        }
+    int64_t c = begin;
+    // Decode: 64 columns (a line of each row) per prefetch, unrolled.
+    if constexpr (Ahead > 0)
+      for (; c + 64 <= fullEnd; c += 64) {
+        LLMC_Q8_UNROLL
+        for (int r = 0; r < R; ++r)
+          _mm_prefetch(reinterpret_cast<const char *>(rows[r]) + c + Ahead, _MM_HINT_T0);
+        LLMC_Q8_UNROLL
+        for (int s = 0; s < 64; s += 8)
+          step(acc, c + s, std::true_type{});
+      }
+    for (; c < fullEnd; c += 8)
       step(acc, c, std::true_type{});
-    }
     if (fullEnd < end)
       step(acc, fullEnd, std::false_type{});
   };
