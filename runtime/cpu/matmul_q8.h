@@ -8,13 +8,13 @@
 // one rounding) and sum the products in f32:
 //   y[t, n] = sum_k (q[n, k] * scale[n, k / G]) * x[t, k],
 // so a plan whose float weights were fake-quantized computes the same up to
-// the order of the f32 additions. The AVX2 path takes each group's scale out
-// of its sum, y[t, n] = sum_g scale[n, g] * sum_{k in g} q[n, k] * x[t, k]
-// (a multiply per group instead of per weight: decode of a 32000 x 768
-// head is then bandwidth-bound), the same within f32 rounding, and the same
-// bits for a row whatever the token count or tile. Scalar, AVX2 and AVX-512
-// paths, chosen at run time, tiles of rows x tokens; rows split over the
-// thread pool.
+// the order of the f32 additions. The AVX2 and NEON paths take each group's
+// scale out of its sum, y[t, n] = sum_g scale[n, g] * sum_{k in g} q[n, k] *
+// x[t, k] (a multiply per group instead of per weight), the same within f32
+// rounding, in one order (the same bits on both ISAs, and for a row whatever
+// the token count or tile). Scalar, AVX2, AVX-512 and NEON paths, chosen at
+// run time, tiles of rows x tokens; rows split over the thread pool; AVX2
+// decode reads the rows in 4 prefetched runs.
 #pragma once
 
 #include "support/status.h"

@@ -22,6 +22,8 @@ namespace {
 // 256-byte prefetch read fastest of 1-16 streams and 0-2048 bytes on Zen 3
 // (docs/perf.md); the decode GEMV reads 4 runs of rows, as many.
 constexpr size_t kStreams = 4, kLine = 64, kAhead = 256;
+// Pieces of the buffer per thread (see measureReadBandwidth).
+constexpr size_t kPiecesPerThread = 8;
 
 // Sums `lines` 64-byte lines of each of kStreams streams, `stride` bytes apart.
 uint64_t sumStreamsScalar(const char *p, size_t lines, size_t stride) {
@@ -88,30 +90,37 @@ Expected<double> measureReadBandwidth(ThreadPool &pool, const ReadBandwidthOptio
   if (options.trials < 1)
     return Status::error("read bandwidth probe: trials is " + std::to_string(options.trials) +
                          ", must be at least 1");
-  const size_t stride = linesPerStream * kLine, slice = kStreams * stride;
+  // Each thread's share in up to kPiecesPerThread pieces of kStreams runs,
+  // claimed from the pool as the GEMV's row chunks are: a thread that starts
+  // late or reads slower takes fewer, so the figure is what a balanced split
+  // reads, not the slower thread's rate times the thread count.
+  const size_t pieces = threads * std::min(kPiecesPerThread, linesPerStream);
+  const size_t lines = options.bytes / (pieces * kStreams * kLine); // per stream of a piece
+  const size_t stride = lines * kLine, piece = kStreams * stride;
   // kAhead bytes past the end are prefetched, never read: allocated anyway.
   std::unique_ptr<char, FreeDeleter> buffer(
-      static_cast<char *>(std::aligned_alloc(kLine, threads * slice + kAhead)));
+      static_cast<char *>(std::aligned_alloc(kLine, pieces * piece + kAhead)));
   if (!buffer)
     return Status::error("read bandwidth probe: cannot allocate " +
-                         std::to_string(threads * slice + kAhead) + " bytes");
+                         std::to_string(pieces * piece + kAhead) + " bytes");
   char *data = buffer.get();
-  // Each thread touches its own slice first (its pages come from its node).
-  pool.parallelFor(static_cast<int64_t>(threads), [&](int64_t b, int64_t e) {
-    std::memset(data + b * slice, 1, (e - b) * slice);
+  pool.parallelFor(static_cast<int64_t>(pieces), [&](int64_t b, int64_t e) {
+    std::memset(data + b * piece, 1, (e - b) * piece);
   });
-  std::memset(data + threads * slice, 0, kAhead);
+  std::memset(data + pieces * piece, 0, kAhead);
   std::atomic<uint64_t> total{0};
   double best = 0.0;
   for (int trial = 0; trial < options.trials; ++trial) {
     const auto start = std::chrono::steady_clock::now();
-    pool.parallelFor(static_cast<int64_t>(threads), [&](int64_t b, int64_t e) {
-      for (int64_t t = b; t < e; ++t)
-        total += sumStreams(data + t * slice, linesPerStream, stride);
+    pool.parallelFor(static_cast<int64_t>(pieces), [&](int64_t b, int64_t e) {
+      uint64_t sum = 0;
+      for (int64_t i = b; i < e; ++i)
+        sum += sumStreams(data + i * piece, lines, stride);
+      total += sum;
     });
     const double seconds =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-    best = std::max(best, static_cast<double>(threads * slice) / seconds / 1e9);
+    best = std::max(best, static_cast<double>(pieces * piece) / seconds / 1e9);
   }
   // The sums are used, so the loads stay: every byte is 1 (the tail 0).
   if (total.load() == 0)

@@ -2,10 +2,11 @@
 // ceiling `llmrun bench` and bench_matmul compare decode's weight-read rate
 // against ("% of bandwidth").
 //
-// Each thread reads its own slice of a buffer far larger than the last-level
-// cache the way the decode GEMV reads weight rows (cpu/simd_avx2.cpp,
-// streamedRows): several sequential streams at once, full-width vector loads,
-// a software prefetch a few lines ahead in each stream. One stream of scalar
+// The threads read a buffer far larger than the last-level cache the way the
+// decode GEMV reads weight rows (cpu/simd_avx2.cpp, streamedRows): several
+// sequential streams at once, full-width vector loads, a software prefetch a
+// few lines ahead in each stream; the buffer is cut into 8 pieces per thread,
+// claimed from the pool as the GEMV's row chunks are. One stream of scalar
 // loads per thread, as the probe before it did, reads at about two thirds of
 // that on Zen 3 (docs/perf.md, "CPU decode GEMV and bandwidth probe"), so a
 // GEMV could show more than 100% of it.

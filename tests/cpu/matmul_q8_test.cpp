@@ -167,6 +167,71 @@ TEST(MatmulQ8, TokensAndRowSlicesGiveTheSameBits) {
   }
 }
 
+// The AVX2 and NEON kernels' order of an output's sum, in scalar code: per
+// group, lane j (of 8) fma's q[c] * x[c] over the group's columns c = j mod 8
+// in column order; the lanes' total is the scale times group 0's lanes, then
+// fma(scale, lanes, total) for each next group; hsum's tree adds the lanes
+// ((l0 + l4) + (l2 + l6)) + ((l1 + l5) + (l3 + l7)); then the epilogue.
+float groupOrderDot(const TestQ8 &w, const float *x, int64_t n) {
+  const Q8Matrix &m = w.m;
+  const int64_t rowBytes = hd::q8RowBytes(m.cols), width = hd::q8GroupColumns(m.cols, m.groupSize);
+  const int64_t groups = hd::q8NumGroups(m.cols, m.groupSize);
+  float total[8] = {};
+  for (int64_t g = 0; g < groups; ++g) {
+    float lanes[8] = {};
+    for (int64_t c = g * width; c < std::min(m.cols, (g + 1) * width); ++c)
+      lanes[c % 8] = std::fma(static_cast<float>(w.q[n * rowBytes + c]), x[c], lanes[c % 8]);
+    const float scale = m.halfScales ? hd::f16ToF32(w.halfScales[n * groups + g]) : w.scales[n * groups + g];
+    for (int j = 0; j < 8; ++j)
+      total[j] = g == 0 ? scale * lanes[j] : std::fma(scale, lanes[j], total[j]);
+  }
+  return ((total[0] + total[4]) + (total[2] + total[6])) +
+         ((total[1] + total[5]) + (total[3] + total[7]));
+}
+
+// AVX2 and NEON give each output the bits of groupOrderDot (so the same bits
+// as each other), whatever the tokens, rows, threads and group pattern: per
+// channel, grouped, ragged K, f32 and f16 scales, bias and accumulate.
+TEST(MatmulQ8, Avx2AndNeonSumInTheGroupOrder) {
+  std::mt19937 rng(84);
+  struct Shape {
+    int64_t rows, cols, group;
+  } shapes[] = {{37, 200, 0}, {70, 768, 0}, {13, 72, 32}, {9, 256, 128}, {11, 13, 0}, {21, 100, 64}};
+  bool ran = false;
+  for (Isa isa : test::supportedIsas()) {
+    if (isa != Isa::Avx2 && isa != Isa::Neon)
+      continue; // scalar and AVX-512 dequantize per weight (IsasAgreeToRounding)
+    ran = true;
+    test::ScopedIsa scoped(isa);
+    for (int threads : {1, 2})
+      for (const Shape &s : shapes)
+        for (int64_t tokens : {1, 2, 3})
+          for (bool bias : {false, true}) {
+            ThreadPool pool(threads);
+            TestQ8 w = randomQ8(rng, s.rows, s.cols, s.group, s.group == 64);
+            std::vector<float> x = test::randomFloats(rng, tokens * s.cols, -2.0f, 2.0f);
+            std::vector<float> b = test::randomFloats(rng, s.rows);
+            std::vector<float> y = test::randomFloats(rng, tokens * s.rows);
+            std::vector<float> want = y;
+            for (int64_t t = 0; t < tokens; ++t)
+              for (int64_t n = 0; n < s.rows; ++n) {
+                const float value = groupOrderDot(w, x.data() + t * s.cols, n) + (bias ? b[n] : 0.0f);
+                float &out = want[t * s.rows + n];
+                out = bias ? out + value : value; // bias cases also accumulate
+              }
+            matmulQ8(pool, x.data(), tokens, w.m, bias ? b.data() : nullptr, bias ? 1.0f : 0.0f,
+                     y.data());
+            for (size_t i = 0; i < y.size(); ++i)
+              ASSERT_EQ(bitsOf(y[i]), bitsOf(want[i]))
+                  << isaName(isa) << " [" << s.rows << ", " << s.cols << "] G " << s.group << ", T "
+                  << tokens << ", " << threads << " threads, element " << i << ": " << y[i]
+                  << " vs " << want[i];
+          }
+  }
+  if (!ran)
+    GTEST_SKIP() << "no AVX2 or NEON on this CPU";
+}
+
 TEST(MatmulQ8, CheckWeightNamesTheProblem) {
   int8_t q[32] = {};
   float s[1] = {1.0f};

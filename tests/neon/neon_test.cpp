@@ -101,8 +101,10 @@ TEST(NeonFloat, DecodeTilesSumInTheAvx2OrderBitForBit) {
         }
 }
 
-// matmul_q8_neon.cpp against the AVX2 kernel's order: w = float(q) * scale,
-// 8 lanes of fma, columns past K (zero padding) against zero x, hsum tree.
+// matmul_q8_neon.cpp against the AVX2 kernel's order: per group 8 lanes of
+// fma of float(q) and x, columns past K (zero padding) against zero x; the
+// lanes' total = scale * lanes for group 0, then fma(scale, lanes, total);
+// hsum tree.
 TEST(NeonQ8, SumsInTheAvx2OrderBitForBit) {
   ThreadPool pool(2);
   struct Case {
@@ -129,11 +131,14 @@ TEST(NeonQ8, SumsInTheAvx2OrderBitForBit) {
         float lane[8] = {0, 0, 0, 0, 0, 0, 0, 0};
         for (int64_t g = 0; g < groups; ++g) {
           const float scale = scales[r * groups + g];
+          float sums[8] = {0, 0, 0, 0, 0, 0, 0, 0};
           for (int64_t k = g * width; k < std::min(c.cols, (g + 1) * width); k += 8)
             for (int j = 0; j < 8; ++j) {
               const float xv = k + j < c.cols ? x[t * c.cols + k + j] : 0.0f;
-              lane[j] = std::fma(static_cast<float>(q[r * rowBytes + k + j]) * scale, xv, lane[j]);
+              sums[j] = std::fma(static_cast<float>(q[r * rowBytes + k + j]), xv, sums[j]);
             }
+          for (int j = 0; j < 8; ++j)
+            lane[j] = g == 0 ? scale * sums[j] : std::fma(scale, sums[j], lane[j]);
         }
         const float expected = ((lane[0] + lane[4]) + (lane[2] + lane[6])) +
                                ((lane[1] + lane[5]) + (lane[3] + lane[7]));
