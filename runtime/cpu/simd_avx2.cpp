@@ -157,24 +157,68 @@ LLMC_AVX2 void streamedRows(const MatmulProblem &p, int64_t rowBegin, int64_t ro
 }
 
 // The prefill GEMM's AVX2 kernel (simd_gemm.h): 3 rows x 4 tokens, 12
-// accumulators; a k-step is 3 weight loads, 4 x loads and 12 FMAs.
+// accumulators; a k-step is 3 weight loads from the panel, 4 x loads from
+// the packed token tile and 12 FMAs, the sums in dotTile's order.
 struct Avx2Gemm {
   static constexpr int kRows = 3, kTokens = 4;
 
   template <DType D> LLMC_AVX2 static void convert(const char *row, int64_t k, float *out) {
     int64_t i = 0;
     for (; i + 8 <= k; i += 8)
-      _mm256_storeu_ps(out + i, load8<D>(row, i));
+      _mm256_storeu_ps(out + i * kRows, load8<D>(row, i));
     for (; i < k; ++i)
-      out[i] = weightAt(row, D, i);
+      out[i / 8 * kRows * 8 + i % 8] = weightAt(row, D, i);
   }
 
-  template <int R, int TT>
-  LLMC_AVX2 static void tile(const MatmulProblem &p, const float *w, int64_t ldw, int64_t n0,
-                             int64_t t0, int64_t kBegin, int64_t kEnd, float *carry) {
-    dotTile<DType::F32, R, TT>(p, reinterpret_cast<const char *>(w),
-                               ldw * static_cast<int64_t>(sizeof(float)), n0, t0, kBegin, kEnd,
-                               carry);
+  template <int R, int TT, bool PackTokens>
+  LLMC_AVX2 static void tile(const MatmulProblem &p, const float *panel, float *xs,
+                             int64_t n0, int64_t t0, int64_t kBegin, int64_t kEnd, float *carry) {
+    const int64_t k = p.w.cols, steps = (kEnd - kBegin) / 8;
+    __m256 acc[R][TT];
+#pragma GCC unroll 16
+    for (int r = 0; r < R; ++r)
+#pragma GCC unroll 16
+      for (int t = 0; t < TT; ++t)
+        acc[r][t] = kBegin > 0 ? _mm256_loadu_ps(carry + (r * TT + t) * 8) : _mm256_setzero_ps();
+    const float *w = panel, *x = p.x + t0 * k + kBegin;
+    float *xv = xs;
+    for (int64_t s = 0; s < steps; ++s, w += kRows * 8, x += 8, xv += kTokens * 8) {
+      __m256 wv[R];
+#pragma GCC unroll 16
+      for (int r = 0; r < R; ++r)
+        wv[r] = _mm256_load_ps(w + r * 8);
+#pragma GCC unroll 16
+      for (int t = 0; t < TT; ++t) {
+        const __m256 x8 = PackTokens ? _mm256_loadu_ps(x + t * k) : _mm256_load_ps(xv + t * 8);
+        if constexpr (PackTokens)
+          _mm256_store_ps(xv + t * 8, x8);
+#pragma GCC unroll 16
+        for (int r = 0; r < R; ++r)
+          acc[r][t] = _mm256_fmadd_ps(wv[r], x8, acc[r][t]);
+      }
+    }
+    if (kEnd < k) {
+#pragma GCC unroll 16
+      for (int r = 0; r < R; ++r)
+#pragma GCC unroll 16
+        for (int t = 0; t < TT; ++t)
+          _mm256_storeu_ps(carry + (r * TT + t) * 8, acc[r][t]);
+      return;
+    }
+    float sums[R][TT];
+#pragma GCC unroll 16
+    for (int r = 0; r < R; ++r)
+#pragma GCC unroll 16
+      for (int t = 0; t < TT; ++t)
+        sums[r][t] = hsum(acc[r][t]);
+    const int64_t tail = kBegin + steps * 8;
+    for (int r = 0; r < R; ++r)
+      for (int t = 0; t < TT; ++t) {
+        float sum = sums[r][t];
+        for (int64_t j = tail; j < k; ++j) // fewer than 8
+          sum = std::fma(w[r * 8 + j - tail], p.x[(t0 + t) * k + j], sum);
+        storeOutput(p, t0 + t, n0 + r, sum);
+      }
   }
 };
 
