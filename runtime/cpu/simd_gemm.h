@@ -89,13 +89,9 @@ inline int64_t depthChunk(int64_t k) {
 
 // Rows per block: at most rowsPerL2Block of f32 rows of `depth` columns, in
 // blocks of about equal size (120 rows at most 84 per block make two of 60,
-// not 84 and 36).
+// not 84 and 36). 192 and 384 KiB blocks measured the same as 256.
 inline int64_t balancedBlock(int64_t rows, int64_t depth, int64_t rowTile) {
-#ifndef LLMC_GEMM_L2
-#define LLMC_GEMM_L2 256
-#endif
-  const int64_t bytes = depth * static_cast<int64_t>(sizeof(float));
-  const int64_t most = std::max(LLMC_GEMM_L2 * 1024 / bytes / rowTile * rowTile, rowTile);
+  const int64_t most = rowsPerL2Block(depth * static_cast<int64_t>(sizeof(float)), rowTile);
   const int64_t blocks = (rows + most - 1) / most;
   const int64_t tiles = ((rows + blocks - 1) / blocks + rowTile - 1) / rowTile;
   return tiles * rowTile;
