@@ -156,25 +156,130 @@ LLMC_AVX2 void streamedRows(const MatmulProblem &p, int64_t rowBegin, int64_t ro
     dotTile<D, 1, TT>(p, weights + n * rowBytes, rowBytes, n, 0);
 }
 
+// [hsum(a), hsum(b), hsum(c), hsum(d)], each in hsum's tree (lanes_avx2.h):
+// the lanes k and k + 4 of all four, then k and k + 2, then the pair, so
+// the bits are hsum's in a third of its instructions.
+LLMC_AVX2 inline __m128 hsum4(__m256 a, __m256 b, __m256 c, __m256 d) {
+  const __m256 ab = _mm256_add_ps(_mm256_permute2f128_ps(a, b, 0x20),
+                                  _mm256_permute2f128_ps(a, b, 0x31)); // a: l0+l4 .. l3+l7 | b
+  const __m256 cd = _mm256_add_ps(_mm256_permute2f128_ps(c, d, 0x20),
+                                  _mm256_permute2f128_ps(c, d, 0x31));
+  // [a0+a2, a1+a3, c0+c2, c1+c3 | b0+b2, b1+b3, d0+d2, d1+d3] of those sums.
+  const __m256 pairs = _mm256_add_ps(_mm256_shuffle_ps(ab, cd, _MM_SHUFFLE(1, 0, 1, 0)),
+                                     _mm256_shuffle_ps(ab, cd, _MM_SHUFFLE(3, 2, 3, 2)));
+  const __m256 sums = _mm256_hadd_ps(pairs, pairs); // [a, c, a, c | b, d, b, d]
+  return _mm_unpacklo_ps(_mm256_castps256_ps128(sums), _mm256_extractf128_ps(sums, 1));
+}
+
+// The first N floats at p, the other lanes 0.
+template <int N> LLMC_AVX2 inline __m128 loadFirst(const float *p) {
+  static_assert(N >= 1 && N <= 4);
+  if constexpr (N == 1)
+    return _mm_load_ss(p);
+  if constexpr (N == 2)
+    return _mm_castpd_ps(_mm_load_sd(reinterpret_cast<const double *>(p)));
+  if constexpr (N == 3)
+    return _mm_movelh_ps(_mm_castpd_ps(_mm_load_sd(reinterpret_cast<const double *>(p))),
+                         _mm_load_ss(p + 2));
+  if constexpr (N == 4)
+    return _mm_loadu_ps(p);
+}
+
+// Stores the first N lanes of v at p.
+template <int N> LLMC_AVX2 inline void storeFirst(float *p, __m128 v) {
+  static_assert(N >= 1 && N <= 4);
+  if constexpr (N == 1)
+    _mm_store_ss(p, v);
+  if constexpr (N == 2 || N == 3)
+    _mm_storel_pi(reinterpret_cast<__m64 *>(p), v);
+  if constexpr (N == 3)
+    _mm_store_ss(p + 2, _mm_movehl_ps(v, v));
+  if constexpr (N == 4)
+    _mm_storeu_ps(p, v);
+}
+
+// storeOutput for outputs n0 .. n0 + R of token t, the dots in dots' first R
+// lanes: the same additions lane by lane (a missing bias adds 0, as there).
+template <int R>
+LLMC_AVX2 inline void storeOutputs(const MatmulProblem &p, int64_t t, int64_t n0, __m128 dots) {
+  float *out = p.y + t * p.w.rows + n0;
+  __m128 value = _mm_add_ps(dots, p.bias ? loadFirst<R>(p.bias + n0) : _mm_setzero_ps());
+  if (p.beta != 0.0f)
+    value = _mm_add_ps(loadFirst<R>(out), value);
+  storeFirst<R>(out, value);
+}
+
 // The prefill GEMM's AVX2 kernel (simd_gemm.h): 3 rows x 4 tokens, 12
-// accumulators; a k-step is 3 weight loads, 4 x loads and 12 FMAs.
+// accumulators; a k-step is 3 weight loads from the panel, 4 x loads from
+// the packed token tile and 12 FMAs, the sums in dotTile's order.
 struct Avx2Gemm {
   static constexpr int kRows = 3, kTokens = 4;
 
   template <DType D> LLMC_AVX2 static void convert(const char *row, int64_t k, float *out) {
     int64_t i = 0;
     for (; i + 8 <= k; i += 8)
-      _mm256_storeu_ps(out + i, load8<D>(row, i));
+      _mm256_storeu_ps(out + i * kRows, load8<D>(row, i));
     for (; i < k; ++i)
-      out[i] = weightAt(row, D, i);
+      out[i / 8 * kRows * 8 + i % 8] = weightAt(row, D, i);
   }
 
-  template <int R, int TT>
-  LLMC_AVX2 static void tile(const MatmulProblem &p, const float *w, int64_t ldw, int64_t n0,
-                             int64_t t0, int64_t kBegin, int64_t kEnd, float *carry) {
-    dotTile<DType::F32, R, TT>(p, reinterpret_cast<const char *>(w),
-                               ldw * static_cast<int64_t>(sizeof(float)), n0, t0, kBegin, kEnd,
-                               carry);
+  template <int R, int TT, bool PackTokens>
+  LLMC_AVX2 static void tile(const MatmulProblem &p, const float *panel, float *xs,
+                             int64_t n0, int64_t t0, int64_t kBegin, int64_t kEnd, float *carry) {
+    const int64_t k = p.w.cols, steps = (kEnd - kBegin) / 8;
+    __m256 acc[R][TT];
+#pragma GCC unroll 16
+    for (int r = 0; r < R; ++r)
+#pragma GCC unroll 16
+      for (int t = 0; t < TT; ++t)
+        acc[r][t] = kBegin > 0 ? _mm256_loadu_ps(carry + (r * TT + t) * 8) : _mm256_setzero_ps();
+    const float *w = panel, *x = p.x + t0 * k + kBegin;
+    float *xv = xs;
+    for (int64_t s = 0; s < steps; ++s, w += kRows * 8, x += 8, xv += kTokens * 8) {
+      __m256 wv[R];
+#pragma GCC unroll 16
+      for (int r = 0; r < R; ++r)
+        wv[r] = _mm256_load_ps(w + r * 8);
+#pragma GCC unroll 16
+      for (int t = 0; t < TT; ++t) {
+        const __m256 x8 = PackTokens ? _mm256_loadu_ps(x + t * k) : _mm256_load_ps(xv + t * 8);
+        if constexpr (PackTokens)
+          _mm256_store_ps(xv + t * 8, x8);
+#pragma GCC unroll 16
+        for (int r = 0; r < R; ++r)
+          acc[r][t] = _mm256_fmadd_ps(wv[r], x8, acc[r][t]);
+      }
+    }
+    if (kEnd < k) {
+#pragma GCC unroll 16
+      for (int r = 0; r < R; ++r)
+#pragma GCC unroll 16
+        for (int t = 0; t < TT; ++t)
+          _mm256_storeu_ps(carry + (r * TT + t) * 8, acc[r][t]);
+      return;
+    }
+    const int64_t tail = kBegin + steps * 8;
+    if (tail == k) { // no tail: each token's R outputs as one vector
+#pragma GCC unroll 16
+      for (int t = 0; t < TT; ++t)
+        storeOutputs<R>(p, t0 + t, n0,
+                        hsum4(acc[0][t], acc[R > 1 ? 1 : 0][t], acc[R > 2 ? 2 : 0][t],
+                              acc[R > 3 ? 3 : 0][t]));
+      return;
+    }
+    float sums[R][TT];
+#pragma GCC unroll 16
+    for (int r = 0; r < R; ++r)
+#pragma GCC unroll 16
+      for (int t = 0; t < TT; ++t)
+        sums[r][t] = hsum(acc[r][t]);
+    for (int r = 0; r < R; ++r)
+      for (int t = 0; t < TT; ++t) {
+        float sum = sums[r][t];
+        for (int64_t j = tail; j < k; ++j) // fewer than 8
+          sum = std::fma(w[r * 8 + j - tail], p.x[(t0 + t) * k + j], sum);
+        storeOutput(p, t0 + t, n0 + r, sum);
+      }
   }
 };
 

@@ -2,12 +2,21 @@
 // y[T, N] = x[T, K] . W[N, K]^T (+ bias) (+ y), compute-bound for large T.
 //
 // Blocking: a block of weight rows whose f32 copy fits in L2 (rowsPerL2Block)
-// is converted to f32 once, row-major (aligned f32 weights are read in place),
-// and every tile of Kernel::kTokens tokens passes over it; rows wider than
-// kGemmDepthMax go in depth chunks, the tiles' lanes carried between them. A tile keeps kRows x
-// kTokens vector accumulators in registers; a k-step loads kRows weight
-// vectors and kTokens x vectors for kRows * kTokens FMAs. f16/bf16 are
-// converted in the packing, never in the inner loop.
+// is converted to f32 once, and every tile of Kernel::kTokens tokens passes
+// over it; rows wider than kGemmDepthMax go in depth chunks, the tiles' lanes
+// carried between them. A tile keeps kRows x kTokens vector accumulators in
+// registers; a k-step loads kRows weight vectors and kTokens x vectors for
+// kRows * kTokens FMAs.
+//
+// Layout: both operands of a tile are read as one sequential stream each.
+// The block's rows are packed k-major in panels of kRows rows (panel i holds
+// rows i * kRows ..: 8 columns of row 0, the same 8 of row 1, ..., then the
+// next 8), converted from f16/bf16 in the same pass; a token tile's x columns
+// of the depth chunk are copied the same way (kTokens tokens per 8 columns)
+// by the block's first row tile as it reads them (a separate copying pass
+// waits on x from L3: 5-10% of the GEMM), into a buffer that stays in L1
+// while the block's other row tiles read it. Row-major tiles read kRows + kTokens streams, and at K =
+// 2048 the x rows, 8 KiB apart, fall in the same L1 sets.
 //
 // Numerics: every output is summed exactly as the ISA's decode tiles
 // (matmulRows) sum it: lane j of one vector accumulator adds x[k] * w[k] by
@@ -22,13 +31,17 @@
 // Kernel provides, with its ISA's target attribute:
 //   static constexpr int kRows, kTokens;
 //   template <DType D> static void convert(const char *row, int64_t k, float *out);
-//     out[0 .. k) = the row as f32 (exact).
-//   template <int R, int TT> static void tile(const MatmulProblem &p,
-//       const float *w, int64_t ldw, int64_t n0, int64_t t0, int64_t kBegin,
-//       int64_t kEnd, float *carry);
-//     y[t0 .. t0 + TT, n0 .. n0 + R) from the R f32 rows at w (ldw apart,
-//     starting at column kBegin) over columns [kBegin, kEnd); lanes from
-//     carry unless kBegin is 0, to carry unless kEnd is K (then finished).
+//     columns [0, k) of the row as f32 (exact), column i at
+//     out[i / 8 * kRows * 8 + i % 8] (one row of a panel, tail included).
+//   template <int R, int TT, bool PackTokens> static void tile(const MatmulProblem &p,
+//       const float *panel, float *xs, int64_t n0, int64_t t0,
+//       int64_t kBegin, int64_t kEnd, float *carry);
+//     y[t0 .. t0 + TT, n0 .. n0 + R) from the first R rows of the panel and
+//     the TT tokens of xs, both starting at column kBegin, over columns
+//     [kBegin, kEnd) (the tail of fewer than 8 from the panel and p.x); lanes
+//     from carry unless kBegin is 0, to carry unless kEnd is K (then finished).
+//     PackTokens: x comes from p.x's rows t0 .., and the tile writes it to
+//     xs, column i of token t at xs[i / 8 * kTokens * 8 + t * 8 + i % 8].
 #pragma once
 
 #include "cpu/simd.h"
@@ -39,11 +52,12 @@
 
 namespace llmc::cpu::detail {
 
-// Per-thread buffers of the GEMM (the converted rows, the lanes carried
-// between depth chunks), 64-byte aligned.
+// Per-thread buffers of the GEMM (the packed rows, a packed token tile, the
+// lanes carried between depth chunks), 64-byte aligned.
 class GemmScratch {
 public:
   float *panels(int64_t floats) { return aligned(panels_, floats); }
+  float *tokens(int64_t floats) { return aligned(tokens_, floats); }
   float *carries(int64_t floats) { return aligned(carries_, floats); }
 
 private:
@@ -53,7 +67,7 @@ private:
     uintptr_t address = reinterpret_cast<uintptr_t>(v.data());
     return v.data() + ((64 - address % 64) % 64) / sizeof(float);
   }
-  std::vector<float> panels_, carries_;
+  std::vector<float> panels_, tokens_, carries_;
 };
 
 inline GemmScratch &gemmScratch() {
@@ -75,7 +89,7 @@ inline int64_t depthChunk(int64_t k) {
 
 // Rows per block: at most rowsPerL2Block of f32 rows of `depth` columns, in
 // blocks of about equal size (120 rows at most 84 per block make two of 60,
-// not 84 and 36).
+// not 84 and 36). 192 and 384 KiB blocks measured the same as 256.
 inline int64_t balancedBlock(int64_t rows, int64_t depth, int64_t rowTile) {
   const int64_t most = rowsPerL2Block(depth * static_cast<int64_t>(sizeof(float)), rowTile);
   const int64_t blocks = (rows + most - 1) / most;
@@ -83,12 +97,14 @@ inline int64_t balancedBlock(int64_t rows, int64_t depth, int64_t rowTile) {
   return tiles * rowTile;
 }
 
-// Where a tile reads its rows and columns, and keeps its lanes between chunks.
+// Where a tile reads its rows, tokens and columns, and keeps its lanes
+// between chunks.
 struct GemmSpan {
-  const float *w; // the tile's first row at column kBegin
-  int64_t ldw;    // floats between rows
+  const float *panel; // the tile's panel at column kBegin
+  float *xs;          // the token tile, packed, at column kBegin
   int64_t kBegin, kEnd;
   float *carry; // [kRows][kTokens][8], or null when the chunk is all of K
+  bool packTokens; // the tile reads x from p.x and writes xs (the first row tile)
 };
 
 // A tile of R rows by tokens (<= Kernel::kTokens) tokens.
@@ -97,7 +113,10 @@ void gemmTile(int64_t tokens, const MatmulProblem &p, const GemmSpan &s, int64_t
   if constexpr (TT > 1)
     if (tokens < TT)
       return gemmTile<Kernel, R, TT - 1>(tokens, p, s, n0, t0);
-  Kernel::template tile<R, TT>(p, s.w, s.ldw, n0, t0, s.kBegin, s.kEnd, s.carry);
+  if (s.packTokens)
+    Kernel::template tile<R, TT, true>(p, s.panel, s.xs, n0, t0, s.kBegin, s.kEnd, s.carry);
+  else
+    Kernel::template tile<R, TT, false>(p, s.panel, s.xs, n0, t0, s.kBegin, s.kEnd, s.carry);
 }
 
 // A tile of rows (<= Kernel::kRows) rows by tokens tokens.
@@ -116,21 +135,18 @@ void packedGemm(const MatmulProblem &p, int64_t rowBegin, int64_t rowEnd, int64_
                 int64_t tokenEnd) {
   constexpr int64_t kRows = Kernel::kRows, kTokens = Kernel::kTokens;
   const int64_t k = p.w.cols, depth = depthChunk(k);
+  // A panel of kRows rows by depth columns (the tail's step padded to 8).
+  const int64_t steps = (depth + 7) / 8, panelFloats = steps * kRows * 8;
   const int64_t rowBytes = k * static_cast<int64_t>(dtypeSize(D));
   const int64_t block = balancedBlock(rowEnd - rowBegin, depth, kRows);
   const char *weights = static_cast<const char *>(p.w.data);
-  // f32 rows that start 32-byte aligned are read in place; others are copied,
-  // since loads that cross cache lines cost the tiles about a tenth. So are
-  // depth chunks: rows 8 KiB apart in place fall in the same L1 sets (K =
-  // 2048: 55-58% of the peak in place, 65-70% copied).
-  const bool inPlace = D == DType::F32 && depth == k &&
-                       reinterpret_cast<uintptr_t>(weights) % 32 == 0 && rowBytes % 32 == 0;
   GemmScratch &scratch = gemmScratch();
   const int64_t blockRows = std::min(block, rowEnd - rowBegin);
-  float *converted = inPlace ? nullptr : scratch.panels(blockRows * depth);
+  const int64_t rowTiles = (blockRows + kRows - 1) / kRows;
+  float *panels = scratch.panels(rowTiles * panelFloats);
+  float *xs = scratch.tokens(steps * kTokens * 8);
   // One carry slot per tile of the block.
   constexpr int64_t kSlot = kRows * kTokens * 8;
-  const int64_t rowTiles = (blockRows + kRows - 1) / kRows;
   const int64_t tokenTiles = (tokenEnd - tokenBegin + kTokens - 1) / kTokens;
   float *carries = depth < k ? scratch.carries(rowTiles * tokenTiles * kSlot) : nullptr;
   for (int64_t r0 = rowBegin; r0 < rowEnd; r0 += block) {
@@ -138,18 +154,15 @@ void packedGemm(const MatmulProblem &p, int64_t rowBegin, int64_t rowEnd, int64_
     for (int64_t k0 = 0; k0 < k; k0 += depth) {
       const int64_t width = std::min(depth, k - k0);
       const char *first = weights + r0 * rowBytes + k0 * static_cast<int64_t>(dtypeSize(D));
-      GemmSpan span{reinterpret_cast<const float *>(first), k, k0, k0 + width, nullptr};
-      if (!inPlace) {
-        for (int64_t r = 0; r < rows; ++r)
-          Kernel::template convert<D>(first + r * rowBytes, width, converted + r * depth);
-        span.w = converted;
-        span.ldw = depth;
-      }
-      const float *w0 = span.w;
+      for (int64_t r = 0; r < rows; ++r)
+        Kernel::template convert<D>(first + r * rowBytes, width,
+                                    panels + r / kRows * panelFloats + r % kRows * 8);
+      GemmSpan span{panels, xs, k0, k0 + width, nullptr, false};
       for (int64_t t0 = tokenBegin; t0 < tokenEnd; t0 += kTokens) {
         const int64_t tokens = std::min(kTokens, tokenEnd - t0);
         for (int64_t r = 0; r < rows; r += kRows) {
-          span.w = w0 + r * span.ldw;
+          span.panel = panels + r / kRows * panelFloats;
+          span.packTokens = r == 0;
           if (carries != nullptr)
             span.carry = carries + ((t0 - tokenBegin) / kTokens * rowTiles + r / kRows) * kSlot;
           gemmTileUpTo<Kernel>(std::min(kRows, rows - r), tokens, p, span, r0 + r, t0);

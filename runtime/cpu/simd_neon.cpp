@@ -144,7 +144,8 @@ void tiledRows(const MatmulProblem &p, int64_t rowBegin, int64_t rowEnd) {
 }
 
 // The prefill GEMM's NEON kernel (simd_gemm.h): 2 rows x 4 tokens, 16
-// accumulator registers; a k-step is 4 weight and 8 x loads for 16 FMAs.
+// accumulator registers; a k-step is 4 weight loads from the panel, 8 x
+// loads from the packed token tile and 16 FMAs, the sums in dotTile's order.
 // (3 x 4 would take all 32 registers and spill.)
 struct NeonGemm {
   static constexpr int kRows = 2, kTokens = 4;
@@ -152,17 +153,60 @@ struct NeonGemm {
   template <DType D> static void convert(const char *row, int64_t k, float *out) {
     int64_t i = 0;
     for (; i + 8 <= k; i += 8)
-      storeF32x8(out + i, load8<D>(row, i));
+      storeF32x8(out + i * kRows, load8<D>(row, i));
     for (; i < k; ++i)
-      out[i] = weightAt(row, D, i);
+      out[i / 8 * kRows * 8 + i % 8] = weightAt(row, D, i);
   }
 
-  template <int R, int TT>
-  static void tile(const MatmulProblem &p, const float *w, int64_t ldw, int64_t n0, int64_t t0,
-                   int64_t kBegin, int64_t kEnd, float *carry) {
-    dotTile<DType::F32, R, TT>(p, reinterpret_cast<const char *>(w),
-                               ldw * static_cast<int64_t>(sizeof(float)), n0, t0, kBegin, kEnd,
-                               carry);
+  template <int R, int TT, bool PackTokens>
+  static void tile(const MatmulProblem &p, const float *panel, float *xs, int64_t n0,
+                   int64_t t0, int64_t kBegin, int64_t kEnd, float *carry) {
+    const int64_t k = p.w.cols, steps = (kEnd - kBegin) / 8;
+    Lanes8 acc[R][TT];
+#pragma GCC unroll 16
+    for (int r = 0; r < R; ++r)
+#pragma GCC unroll 16
+      for (int t = 0; t < TT; ++t)
+        acc[r][t] = kBegin > 0 ? loadF32x8(carry + (r * TT + t) * 8) : zero8();
+    const float *w = panel, *x = p.x + t0 * k + kBegin;
+    float *xv = xs;
+    for (int64_t s = 0; s < steps; ++s, w += kRows * 8, x += 8, xv += kTokens * 8) {
+      Lanes8 wv[R];
+#pragma GCC unroll 16
+      for (int r = 0; r < R; ++r)
+        wv[r] = loadF32x8(w + r * 8);
+#pragma GCC unroll 16
+      for (int t = 0; t < TT; ++t) {
+        const Lanes8 x8 = PackTokens ? loadF32x8(x + t * k) : loadF32x8(xv + t * 8);
+        if constexpr (PackTokens)
+          storeF32x8(xv + t * 8, x8);
+#pragma GCC unroll 16
+        for (int r = 0; r < R; ++r)
+          acc[r][t] = fma8(acc[r][t], wv[r], x8);
+      }
+    }
+    if (kEnd < k) {
+#pragma GCC unroll 16
+      for (int r = 0; r < R; ++r)
+#pragma GCC unroll 16
+        for (int t = 0; t < TT; ++t)
+          storeF32x8(carry + (r * TT + t) * 8, acc[r][t]);
+      return;
+    }
+    float sums[R][TT];
+#pragma GCC unroll 16
+    for (int r = 0; r < R; ++r)
+#pragma GCC unroll 16
+      for (int t = 0; t < TT; ++t)
+        sums[r][t] = hsum(acc[r][t]);
+    const int64_t tail = kBegin + steps * 8;
+    for (int r = 0; r < R; ++r)
+      for (int t = 0; t < TT; ++t) {
+        float sum = sums[r][t];
+        for (int64_t j = tail; j < k; ++j) // fewer than 8
+          sum = std::fma(w[r * 8 + j - tail], p.x[(t0 + t) * k + j], sum);
+        storeOutput(p, t0 + t, n0 + r, sum);
+      }
   }
 };
 

@@ -1,7 +1,8 @@
 // Microbenchmark (not a test): prefill GEMM GFLOP/s against the machine's
 // FMA peak, and the thread pool's cost per parallelFor.
-// Usage: bench_gemm [max threads, default 2] [tokens, default 512] [--pool]
-// (--pool: only the FMA peak and the thread pool)
+// Usage: bench_gemm [max threads, default 2] [tokens, default 512] [--pool | DTYPE...]
+// (--pool: only the FMA peak and the thread pool; DTYPEs, e.g. f16 bf16: only
+// those weight dtypes, default f32 f16 bf16)
 //
 // The FMA peak is measured, not taken from a data sheet: each thread runs
 // independent chains of 8-lane f32 FMAs on registers (enough chains to cover
@@ -159,14 +160,30 @@ int main(int argc, char **argv) {
   const int maxThreads = argc > 1 ? std::atoi(argv[1]) : 2;
   const int64_t tokens = argc > 2 ? std::atoll(argv[2]) : 512;
   const bool poolOnly = argc > 3 && std::string(argv[3]) == "--pool";
+  std::vector<DType> dtypes;
+  for (int i = poolOnly ? argc : 3; i < argc; ++i) {
+    const std::string name = argv[i];
+    if (name == "f32" || name == "f16" || name == "bf16") {
+      dtypes.push_back(name == "f32" ? DType::F32 : name == "f16" ? DType::F16 : DType::BF16);
+    } else {
+      std::fprintf(stderr, "error: unknown weight dtype '%s' (f32, f16 or bf16)\n", argv[i]);
+      return 1;
+    }
+  }
+  if (dtypes.empty())
+    dtypes = {DType::F32, DType::F16, DType::BF16};
   if (maxThreads < 1 || tokens < 1) {
     std::fprintf(stderr, "error: usage: bench_gemm [max threads >= 1] [tokens >= 1]\n");
     return 1;
   }
   std::printf("isa: %s, tokens: %lld\n", llmc::cpu::isaName(llmc::cpu::activeIsa()),
               static_cast<long long>(tokens));
-  // The 110M Llama's projections: q/k/v/o, the fused gate+up, down.
-  const Shape shapes[] = {{"768x768", 768, 768}, {"4096x768", 4096, 768}, {"768x2048", 768, 2048}};
+  // N x K: the 110M Llama's projections (q/k/v/o, the fused gate+up, down)
+  // and the 1B's (q/o, k/v, gate or up, down, and a square 2048).
+  const Shape shapes[] = {{"768x768", 768, 768},     {"2048x768", 2048, 768},
+                          {"4096x768", 4096, 768},   {"768x2048", 768, 2048},
+                          {"2048x2048", 2048, 2048}, {"512x2048", 512, 2048},
+                          {"8192x2048", 8192, 2048}, {"2048x8192", 2048, 8192}};
   for (int t = 1; t <= maxThreads; ++t) {
     ThreadPool pool(t);
     const Rate peak = fmaPeakGflops(pool);
@@ -176,7 +193,7 @@ int main(int argc, char **argv) {
     if (poolOnly)
       continue;
     for (const Shape &s : shapes)
-      for (DType dtype : {DType::F32, DType::F16, DType::BF16}) {
+      for (DType dtype : dtypes) {
         const Rate gflops = gemmGflops(pool, s, dtype, tokens, 0.0f);
         std::printf("  matmul %-9s %-5s %7.1f GFLOP/s %5.1f%% of peak | by CPU time %7.1f %5.1f%%\n",
                     s.name, llmc::dtypeName(dtype).data(), gflops.wall, 100 * gflops.wall / peak.wall,

@@ -94,6 +94,9 @@ const GemmCase kCases[] = {
     {33, 70, 1030},  // K = 1030: two depth chunks of 520 and 510 (a 6-column tail)
     {34, 10, 1024},  // K = 1024: one chunk of all of K, x rows 4 KiB apart
     {35, 7, 2048},   // K = 2048: three depth chunks of 688, 688, 672 (no tail)
+    {38, 4, 8192},   // K = 8192: eleven depth chunks of 752, the last 672; a 2-token tile
+    {33, 8, 8195},   // K = 8195: eleven chunks, a 3-column tail after the last
+    {33, 122, 96},   // two items of rows, the second a block of one 2-row panel
 };
 
 TEST(PackedGemm, MatchesTheDecodeOrderReferenceBitForBit) {
@@ -294,8 +297,8 @@ TEST(PackedGemm, DecodeRunsOfRowsMatchTheReferenceBitForBit) {
   }
 }
 
-// f32 weights 32-byte aligned are read in place, others copied first: both
-// give the reference's bits.
+// f32 weights are packed into panels like f16/bf16 wherever they start: any
+// alignment gives the reference's bits.
 TEST(PackedGemm, AlignedAndMisalignedF32WeightsGiveTheSameBits) {
   const GemmCase c{40, 50, 96};
   for (Isa isa : test::supportedIsas()) {
