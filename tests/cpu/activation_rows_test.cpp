@@ -8,6 +8,7 @@
 #include "cpu/kernels.h"
 #include "kernels/common/activations.h"
 #include "support/thread_pool.h"
+#include "test_util.h"
 
 #include <gtest/gtest.h>
 
@@ -21,11 +22,7 @@
 namespace llmc::cpu {
 namespace {
 
-uint32_t bitsOf(float f) {
-  uint32_t u;
-  std::memcpy(&u, &f, sizeof u);
-  return u;
-}
+using test::bitsOf;
 
 // Values over the whole range SiLU sees, with the edges mixed in.
 std::vector<float> testValues(int64_t n, uint32_t seed) {

@@ -6,6 +6,7 @@
 #include "cpu/attention_exp.h"
 #include "cpu/attention_kernels.h"
 #include "cpu/isa.h"
+#include "test_util.h"
 
 #include <gtest/gtest.h>
 
@@ -19,17 +20,8 @@
 namespace llmc::cpu {
 namespace {
 
-uint32_t bitsOf(float f) {
-  uint32_t u;
-  std::memcpy(&u, &f, sizeof u);
-  return u;
-}
-
-float floatOf(uint32_t u) {
-  float f;
-  std::memcpy(&f, &u, sizeof f);
-  return f;
-}
+using test::bitsOf;
+using test::floatOf;
 
 // Units in the last place between two non-NaN floats of the same sign (exp
 // is never negative): their bit patterns are ordered like their values.

@@ -28,6 +28,7 @@
 namespace llmc::cpu {
 namespace {
 
+using test::bitsOf;
 using test::ScopedIsa;
 using test::supportedIsas;
 
@@ -262,12 +263,6 @@ TEST(Q8Quantize, ChunkScalesRegroupThePairScales) {
           ASSERT_EQ(lanes[4 + i], q < pairs ? scales[(t * pairs + q) * 8 + 4] : 0.0f) << pairs;
         }
   }
-}
-
-uint32_t bitsOf(float v) {
-  uint32_t bits;
-  std::memcpy(&bits, &v, sizeof(bits));
-  return bits;
 }
 
 // Every token of a T-token call has the bits of a T = 1 call (the decode

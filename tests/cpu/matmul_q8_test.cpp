@@ -13,12 +13,7 @@
 namespace llmc::cpu {
 namespace {
 
-// The bits of a float (NaN-proof equality).
-uint32_t bitsOf(float v) {
-  uint32_t bits;
-  std::memcpy(&bits, &v, sizeof(bits));
-  return bits;
-}
+using test::bitsOf;
 
 // A random int8 [rows, cols] matrix in the plan layout (zero padding).
 struct TestQ8 {

@@ -8,10 +8,24 @@
 #include <gtest/gtest.h>
 
 #include <cstdint>
+#include <cstring>
 #include <random>
 #include <vector>
 
 namespace llmc::test {
+
+// A float's bit pattern and back: the kernels' tests compare outputs bit for bit.
+inline uint32_t bitsOf(float f) {
+  uint32_t u;
+  std::memcpy(&u, &f, sizeof u);
+  return u;
+}
+
+inline float floatOf(uint32_t u) {
+  float f;
+  std::memcpy(&f, &u, sizeof f);
+  return f;
+}
 
 // The ISAs this machine can run, scalar first.
 inline std::vector<cpu::Isa> supportedIsas() {
