@@ -58,8 +58,12 @@ __attribute__((target("avx2"))) uint64_t sumStreamsAvx2(const char *p, size_t li
     }
   __m256i total =
       _mm256_add_epi64(_mm256_add_epi64(sums[0], sums[1]), _mm256_add_epi64(sums[2], sums[3]));
-  return static_cast<uint64_t>(_mm256_extract_epi64(total, 0) + _mm256_extract_epi64(total, 1) +
-                               _mm256_extract_epi64(total, 2) + _mm256_extract_epi64(total, 3));
+  // The lanes wrap (the sum only keeps the loads alive): add them unsigned,
+  // since a signed overflow of the extracted long longs is undefined.
+  return static_cast<uint64_t>(_mm256_extract_epi64(total, 0)) +
+         static_cast<uint64_t>(_mm256_extract_epi64(total, 1)) +
+         static_cast<uint64_t>(_mm256_extract_epi64(total, 2)) +
+         static_cast<uint64_t>(_mm256_extract_epi64(total, 3));
 }
 #endif
 
