@@ -481,6 +481,20 @@ LLMC_ATTN_AVX2 void attentionWeightsColumnsAvx2(float *w, int64_t ldw, int64_t q
   }
 }
 
+// Q queries (n .. n + Q of the column layout) over all dim features: Wide
+// vectors per step, then one.
+template <int Q, int Wide>
+LLMC_ATTN_AVX2 inline void accumulateColumnQueries(float *acc, const float *accScales,
+                                                   const float *weights, int64_t ldw,
+                                                   const float *values, int64_t stride,
+                                                   const int64_t *counts, int64_t dim) {
+  int64_t d = 0;
+  for (; d + 8 * Wide <= dim; d += 8 * Wide)
+    accumulate<Q, Wide>(acc + d, dim, accScales, weights, 1, values + d, stride, counts, ldw);
+  for (; d + 8 <= dim; d += 8)
+    accumulate<Q, 1>(acc + d, dim, accScales, weights, 1, values + d, stride, counts, ldw);
+}
+
 // attentionAccumulateManyAvx2 with query n's weight of position j at
 // weights[j * ldw + n].
 LLMC_ATTN_AVX2 void attentionAccumulateColumnsAvx2(float *acc, const float *accScales,
@@ -489,33 +503,15 @@ LLMC_ATTN_AVX2 void attentionAccumulateColumnsAvx2(float *acc, const float *accS
                                                    int64_t stride, const int64_t *counts,
                                                    int64_t dim) {
   int64_t n = 0;
-  for (; n < tripleQueries(queries); n += 3) {
-    int64_t d = 0;
-    for (; d + 32 <= dim; d += 32)
-      accumulate<3, 4>(acc + n * dim + d, dim, accScales + n, weights + n, 1, values + d, stride,
-                       counts + n, ldw);
-    for (; d + 8 <= dim; d += 8)
-      accumulate<3, 1>(acc + n * dim + d, dim, accScales + n, weights + n, 1, values + d, stride,
-                       counts + n, ldw);
-  }
-  for (; n + 2 <= queries; n += 2) {
-    int64_t d = 0;
-    for (; d + 32 <= dim; d += 32)
-      accumulate<2, 4>(acc + n * dim + d, dim, accScales + n, weights + n, 1, values + d, stride,
-                       counts + n, ldw);
-    for (; d + 8 <= dim; d += 8)
-      accumulate<2, 1>(acc + n * dim + d, dim, accScales + n, weights + n, 1, values + d, stride,
-                       counts + n, ldw);
-  }
-  if (n < queries) {
-    int64_t d = 0;
-    for (; d + 64 <= dim; d += 64)
-      accumulate<1, 8>(acc + n * dim + d, 0, accScales + n, weights + n, 0, values + d, stride,
-                       counts + n, ldw);
-    for (; d + 8 <= dim; d += 8)
-      accumulate<1, 1>(acc + n * dim + d, 0, accScales + n, weights + n, 0, values + d, stride,
-                       counts + n, ldw);
-  }
+  for (; n < tripleQueries(queries); n += 3)
+    accumulateColumnQueries<3, 4>(acc + n * dim, accScales + n, weights + n, ldw, values, stride,
+                                  counts + n, dim);
+  for (; n + 2 <= queries; n += 2)
+    accumulateColumnQueries<2, 4>(acc + n * dim, accScales + n, weights + n, ldw, values, stride,
+                                  counts + n, dim);
+  if (n < queries) // one query: its strides are never used
+    accumulateColumnQueries<1, 8>(acc + n * dim, accScales + n, weights + n, ldw, values, stride,
+                                  counts + n, dim);
 }
 
 LLMC_ATTN_AVX2 void attentionExpAvx2(const float *x, int64_t n, float *out) {
