@@ -26,9 +26,12 @@ WeightMatrix rowsOf(const WeightMatrix &w, int64_t begin, int64_t count) {
   return {base + begin * w.cols * static_cast<int64_t>(dtypeSize(w.dtype)), w.dtype, count, w.cols};
 }
 
-// tile[tokens, rows.rows] = x . rows^T, on the calling thread.
-void product(const float *x, int64_t tokens, const WeightMatrix &rows, float *tile) {
-  const detail::MatmulProblem problem{x, tokens, rows, nullptr, 0.0f, tile};
+// tile[tokens, rows.rows] = x . rows^T, on the calling thread; xTiles: x in
+// the GEMM's token tiles (prefillTokenTiles), or null.
+void product(const float *x, int64_t tokens, const WeightMatrix &rows, float *tile,
+             const float *xTiles = nullptr) {
+  detail::MatmulProblem problem{x, tokens, rows, nullptr, 0.0f, tile};
+  problem.xTiles = xTiles;
   detail::activeOps().matmulRows(problem, 0, rows.rows);
 }
 
@@ -80,6 +83,8 @@ void matmulSwiglu(ThreadPool &pool, const float *x, int64_t tokens, const Weight
                   float *y, int gateKind) {
   const int64_t inter = w.rows / 2, perBlock = blockRows(tokens);
   const int64_t blocks = (inter + perBlock - 1) / perBlock;
+  // x packed once for every block's two GEMMs (prefill), not once per block.
+  const float *xTiles = prefillTokenTiles(pool, x, tokens, w.cols);
   pool.parallelFor(
       blocks,
       [&](int64_t begin, int64_t end) {
@@ -90,8 +95,8 @@ void matmulSwiglu(ThreadPool &pool, const float *x, int64_t tokens, const Weight
         }
         for (int64_t b = begin; b < end; ++b) {
           const int64_t first = b * perBlock, count = std::min(perBlock, inter - first);
-          product(x, tokens, rowsOf(w, first, count), gate.data());
-          product(x, tokens, rowsOf(w, inter + first, count), up.data());
+          product(x, tokens, rowsOf(w, first, count), gate.data(), xTiles);
+          product(x, tokens, rowsOf(w, inter + first, count), up.data(), xTiles);
           for (int64_t t = 0; t < tokens; ++t)
             gatedRow(gateKind, gate.data() + t * count, up.data() + t * count,
                      y + t * inter + first, count);

@@ -3,6 +3,8 @@
 #include "cpu/simd.h"
 
 #include <algorithm>
+#include <cstdint>
+#include <vector>
 
 namespace llmc::cpu {
 namespace {
@@ -47,7 +49,29 @@ void matmulPrefill(ThreadPool &pool, const detail::MatmulProblem &problem,
   });
 }
 
+// A 64-byte aligned buffer of at least `floats` floats, the calling thread's.
+float *tokenTileBuffer(int64_t floats) {
+  thread_local std::vector<float> buffer;
+  if (static_cast<int64_t>(buffer.size()) < floats + 16)
+    buffer.resize(floats + 16);
+  const uintptr_t address = reinterpret_cast<uintptr_t>(buffer.data());
+  return buffer.data() + ((64 - address % 64) % 64) / sizeof(float);
+}
+
 } // namespace
+
+const float *prefillTokenTiles(ThreadPool &pool, const float *x, int64_t tokens, int64_t k) {
+  const detail::IsaOps &ops = detail::activeOps();
+  if (ops.packedGemm == nullptr || ops.splitMinTokens <= 0 || tokens < ops.splitMinTokens)
+    return nullptr;
+  float *tiles = tokenTileBuffer(detail::tokenTilesFloats(tokens, k));
+  const int64_t tileCount = (tokens + detail::kGemmTileTokens - 1) / detail::kGemmTileTokens;
+  pool.parallelFor(
+      tileCount,
+      [&](int64_t begin, int64_t end) { detail::packTokenTiles(x, tokens, k, begin, end, tiles); },
+      8);
+  return tiles;
+}
 
 void matmul(ThreadPool &pool, const float *x, int64_t tokens, const WeightMatrix &w,
             const float *bias, float beta, float *y) {
@@ -55,10 +79,13 @@ void matmul(ThreadPool &pool, const float *x, int64_t tokens, const WeightMatrix
     return;
   const detail::MatmulProblem problem{x, tokens, w, bias, beta, y};
   const detail::IsaOps &ops = detail::activeOps();
-  if (ops.splitMinTokens > 0 && tokens >= ops.splitMinTokens)
-    matmulPrefill(pool, problem, ops);
-  else
+  if (ops.splitMinTokens > 0 && tokens >= ops.splitMinTokens) {
+    detail::MatmulProblem packed = problem;
+    packed.xTiles = prefillTokenTiles(pool, x, tokens, w.cols);
+    matmulPrefill(pool, packed, ops);
+  } else {
     matmulDecode(pool, problem, ops);
+  }
 }
 
 } // namespace llmc::cpu

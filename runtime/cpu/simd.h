@@ -16,7 +16,41 @@ struct MatmulProblem {
   const float *bias; // [N] or null
   float beta;        // 0 or 1
   float *y;          // [tokens, N]
+  // x in token tiles (packTokenTiles, tiles of the GEMM's kTokens from token
+  // 0), or null: the prefill GEMM then copies each tile as it first reads it.
+  const float *xTiles = nullptr;
 };
+
+// Tokens per packed token tile and columns per step of the prefill GEMMs'
+// token tiles (simd_gemm.h: the AVX2 and NEON kernels take 4 tokens by 8).
+constexpr int64_t kGemmTileTokens = 4, kGemmTileColumns = 8;
+
+// Floats of x's token tiles for `tokens` tokens of k columns.
+inline int64_t tokenTilesFloats(int64_t tokens, int64_t k) {
+  return (tokens + kGemmTileTokens - 1) / kGemmTileTokens * (k / kGemmTileColumns) *
+         kGemmTileTokens * kGemmTileColumns;
+}
+
+// Token tiles [tileBegin, tileEnd) of x[tokens, k] into out: tile j holds
+// tokens 4j .. 4j + 3, its columns i < k rounded down to 8 at out + j * (k /
+// 8) * 32 + i / 8 * 32 + (t - 4j) * 8 + i % 8 (a tile's steps in order, each
+// step its tokens' 8 columns). The k % 8 tail stays in x; a last tile of
+// fewer than 4 tokens leaves the missing tokens' slots unwritten.
+inline void packTokenTiles(const float *x, int64_t tokens, int64_t k, int64_t tileBegin,
+                           int64_t tileEnd, float *out) {
+  const int64_t steps = k / kGemmTileColumns,
+                tileFloats = steps * kGemmTileTokens * kGemmTileColumns;
+  for (int64_t j = tileBegin; j < tileEnd; ++j) {
+    const int64_t first = j * kGemmTileTokens;
+    const int64_t count = first + kGemmTileTokens <= tokens ? kGemmTileTokens : tokens - first;
+    float *tile = out + j * tileFloats;
+    for (int64_t s = 0; s < steps; ++s)
+      for (int64_t t = 0; t < count; ++t)
+        for (int64_t c = 0; c < kGemmTileColumns; ++c)
+          tile[(s * kGemmTileTokens + t) * kGemmTileColumns + c] =
+              x[(first + t) * k + s * kGemmTileColumns + c];
+  }
+}
 
 // Writes one output element: the dot product plus the epilogue.
 inline void storeOutput(const MatmulProblem &p, int64_t t, int64_t n, float dot) {

@@ -14,9 +14,15 @@
 // next 8), converted from f16/bf16 in the same pass; a token tile's x columns
 // of the depth chunk are copied the same way (kTokens tokens per 8 columns)
 // by the block's first row tile as it reads them (a separate copying pass
-// waits on x from L3: 5-10% of the GEMM), into a buffer that stays in L1
-// while the block's other row tiles read it. Row-major tiles read kRows + kTokens streams, and at K =
-// 2048 the x rows, 8 KiB apart, fall in the same L1 sets.
+// per tile waits on x from L3: 5-10% of the GEMM), into a buffer that stays
+// in L1 while the block's other row tiles read it. Row-major tiles read
+// kRows + kTokens streams, and at K = 2048 the x rows, 8 KiB apart, fall in
+// the same L1 sets. Where the caller packed all of x once in that layout
+// (MatmulProblem::xTiles: matmul and matmulSwiglu), every row tile reads its
+// token tile there, and each row tile prefetches a share of the next token
+// tile's chunk into L1, so that the next token tile's first row tile does
+// not wait on it from L3 or DRAM (the copying first row tile did: about 11%
+// of a 110M prefill's time went to it, for 5% of the FMAs).
 //
 // Numerics: every output is summed exactly as the ISA's decode tiles
 // (matmulRows) sum it: lane j of one vector accumulator adds x[k] * w[k] by
@@ -107,6 +113,21 @@ struct GemmSpan {
   bool packTokens; // the tile reads x from p.x and writes xs (the first row tile)
 };
 
+inline int64_t rowTilesOf(int64_t rows, int64_t rowTile) { return (rows + rowTile - 1) / rowTile; }
+
+// Prefetches share `part` of `parts` of the 64-byte lines of floats [0,
+// count) of `data` into L1. With x's token tiles packed, a token tile's first
+// row tile otherwise waits on them from L3 or DRAM: fetched a share per row
+// tile of the tile before, the GEMM ran 1.05-1.2x faster at K = 2048 and 8192
+// on a loaded machine (docs/perf.md, "CPU prefill GEMM: x packed once, the
+// next token tile prefetched").
+inline void prefetchShare(const float *data, int64_t count, int64_t part, int64_t parts) {
+  constexpr int64_t kLineFloats = 64 / sizeof(float);
+  const int64_t lines = (count + kLineFloats - 1) / kLineFloats;
+  for (int64_t l = part * lines / parts; l < (part + 1) * lines / parts; ++l)
+    __builtin_prefetch(data + l * kLineFloats, 0, 3);
+}
+
 // A tile of R rows by tokens (<= Kernel::kTokens) tokens.
 template <typename Kernel, int R, int TT = Kernel::kTokens>
 void gemmTile(int64_t tokens, const MatmulProblem &p, const GemmSpan &s, int64_t n0, int64_t t0) {
@@ -142,15 +163,19 @@ void packedGemm(const MatmulProblem &p, int64_t rowBegin, int64_t rowEnd, int64_
   const char *weights = static_cast<const char *>(p.w.data);
   GemmScratch &scratch = gemmScratch();
   const int64_t blockRows = std::min(block, rowEnd - rowBegin);
-  const int64_t rowTiles = (blockRows + kRows - 1) / kRows;
+  const int64_t rowTiles = rowTilesOf(blockRows, kRows);
   float *panels = scratch.panels(rowTiles * panelFloats);
   float *xs = scratch.tokens(steps * kTokens * 8);
   // One carry slot per tile of the block.
   constexpr int64_t kSlot = kRows * kTokens * 8;
   const int64_t tokenTiles = (tokenEnd - tokenBegin + kTokens - 1) / kTokens;
   float *carries = depth < k ? scratch.carries(rowTiles * tokenTiles * kSlot) : nullptr;
+  // x already in token tiles (packTokenTiles, from token 0): every row tile
+  // reads them there. Otherwise a block's first row tile copies each tile.
+  static_assert(kTokens == kGemmTileTokens);
+  const bool packed = p.xTiles != nullptr && tokenBegin % kTokens == 0;
   for (int64_t r0 = rowBegin; r0 < rowEnd; r0 += block) {
-    const int64_t rows = std::min(block, rowEnd - r0);
+    const int64_t rows = std::min(block, rowEnd - r0), blockTiles = rowTilesOf(rows, kRows);
     for (int64_t k0 = 0; k0 < k; k0 += depth) {
       const int64_t width = std::min(depth, k - k0);
       const char *first = weights + r0 * rowBytes + k0 * static_cast<int64_t>(dtypeSize(D));
@@ -160,9 +185,18 @@ void packedGemm(const MatmulProblem &p, int64_t rowBegin, int64_t rowEnd, int64_
       GemmSpan span{panels, xs, k0, k0 + width, nullptr, false};
       for (int64_t t0 = tokenBegin; t0 < tokenEnd; t0 += kTokens) {
         const int64_t tokens = std::min(kTokens, tokenEnd - t0);
+        if (packed) // read only: the tiles write xs only when packTokens is set
+          span.xs =
+              const_cast<float *>(p.xTiles) + (t0 / kTokens * (k / 8) + k0 / 8) * kTokens * 8;
+        // The next token tile's columns of this chunk, fetched a share per
+        // row tile while this one runs (packed: one sequential run).
+        const float *next =
+            packed && t0 + kTokens < tokenEnd ? span.xs + k / 8 * kTokens * 8 : nullptr;
         for (int64_t r = 0; r < rows; r += kRows) {
           span.panel = panels + r / kRows * panelFloats;
-          span.packTokens = r == 0;
+          span.packTokens = !packed && r == 0;
+          if (next != nullptr)
+            prefetchShare(next, width / 8 * kTokens * 8, r / kRows, blockTiles);
           if (carries != nullptr)
             span.carry = carries + ((t0 - tokenBegin) / kTokens * rowTiles + r / kRows) * kSlot;
           gemmTileUpTo<Kernel>(std::min(kRows, rows - r), tokens, p, span, r0 + r, t0);

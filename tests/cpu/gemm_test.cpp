@@ -64,10 +64,14 @@ std::vector<float> referenceAll(const GemmData &d, GemmCase c, bool withBias, fl
 bool packed() { return detail::activeOps().packedGemm != nullptr; }
 
 // y = x . W^T (+ bias) (+ y) by the packed GEMM, split as matmul splits a
-// prefill: row blocks over threads, the tokens in two spans.
+// prefill: row blocks over threads, the tokens in two spans of whole tiles.
+// tokenTiles: x packed once first (prefillTokenTiles, as matmul does), or
+// copied by each block's first row tile.
 void packedMatmul(ThreadPool &pool, const float *x, int64_t tokens, const WeightMatrix &w,
-                  const float *bias, float beta, float *y) {
-  const detail::MatmulProblem p{x, tokens, w, bias, beta, y};
+                  const float *bias, float beta, float *y, bool tokenTiles) {
+  detail::MatmulProblem p{x, tokens, w, bias, beta, y};
+  if (tokenTiles)
+    p.xTiles = prefillTokenTiles(pool, x, tokens, w.cols);
   const int64_t rowBlock = detail::activeOps().splitRowBlock;
   const int64_t blocks = (w.rows + rowBlock - 1) / rowBlock;
   const int64_t half = (tokens / 2 + 3) / 4 * 4;
@@ -109,18 +113,18 @@ TEST(PackedGemm, MatchesTheDecodeOrderReferenceBitForBit) {
       ThreadPool pool(threads);
       for (DType dtype : test::kWeightDTypes)
         for (const GemmCase &c : kCases)
-          for (int form = 0; form < 3; ++form) {
-            const bool withBias = form > 0;
-            const float beta = form == 2 ? 1.0f : 0.0f;
+          for (int form = 0; form < 6; ++form) {
+            const bool withBias = form % 3 > 0, tokenTiles = form >= 3;
+            const float beta = form % 3 == 2 ? 1.0f : 0.0f;
             GemmData d = makeData(dtype, c, seed++);
             std::vector<float> y = d.y0;
             packedMatmul(pool, d.x.data(), c.tokens, d.w.matrix(c.n, c.k),
-                         withBias ? d.bias.data() : nullptr, beta, y.data());
+                         withBias ? d.bias.data() : nullptr, beta, y.data(), tokenTiles);
             test::Difference diff = test::maxAbsDiff(y, referenceAll(d, c, withBias, beta));
             ASSERT_EQ(diff.maxAbs, 0.0)
                 << diff.describe() << " " << isaName(isa) << " " << dtypeName(dtype) << " threads "
                 << threads << " T=" << c.tokens << " N=" << c.n << " K=" << c.k << " bias "
-                << withBias << " beta " << beta;
+                << withBias << " beta " << beta << " token tiles " << tokenTiles;
           }
     }
   }
@@ -139,22 +143,28 @@ TEST(PackedGemm, ABlockWritesOnlyItsRowsAndTokensAndTheirValuesDoNotDependOnIt) 
       // Blocks that start and end inside tiles and items of rows.
       const int64_t blocks[][4] = {
           {0, 150, 0, 47}, {3, 131, 5, 18}, {129, 150, 0, 1}, {17, 18, 46, 47}};
-      for (const auto &b : blocks) {
-        std::vector<float> y(c.tokens * c.n, poison);
-        const detail::MatmulProblem p{d.x.data(),    c.tokens, d.w.matrix(c.n, c.k),
-                                      d.bias.data(), 0.0f,     y.data()};
-        detail::activeOps().packedGemm(p, b[0], b[1], b[2], b[3]);
-        for (int64_t t = 0; t < c.tokens; ++t)
-          for (int64_t n = 0; n < c.n; ++n) {
-            const float got = y[t * c.n + n];
-            if (n >= b[0] && n < b[1] && t >= b[2] && t < b[3])
-              ASSERT_EQ(got, expected[t * c.n + n])
-                  << dtypeName(dtype) << " block " << b[0] << ".." << b[1] << " x " << b[2] << ".."
-                  << b[3] << " t=" << t << " n=" << n;
-            else
-              ASSERT_TRUE(std::isnan(got)) << "wrote outside the block at t=" << t << " n=" << n;
-          }
-      }
+      // With x in token tiles, a block that starts inside a tile (5) copies
+      // x itself; the others read the tiles.
+      ThreadPool pool(1);
+      for (const auto &b : blocks)
+        for (bool tokenTiles : {false, true}) {
+          std::vector<float> y(c.tokens * c.n, poison);
+          detail::MatmulProblem p{d.x.data(),    c.tokens, d.w.matrix(c.n, c.k),
+                                  d.bias.data(), 0.0f,     y.data()};
+          if (tokenTiles)
+            p.xTiles = prefillTokenTiles(pool, d.x.data(), c.tokens, c.k);
+          detail::activeOps().packedGemm(p, b[0], b[1], b[2], b[3]);
+          for (int64_t t = 0; t < c.tokens; ++t)
+            for (int64_t n = 0; n < c.n; ++n) {
+              const float got = y[t * c.n + n];
+              if (n >= b[0] && n < b[1] && t >= b[2] && t < b[3])
+                ASSERT_EQ(got, expected[t * c.n + n])
+                    << dtypeName(dtype) << " block " << b[0] << ".." << b[1] << " x " << b[2]
+                    << ".." << b[3] << " token tiles " << tokenTiles << " t=" << t << " n=" << n;
+              else
+                ASSERT_TRUE(std::isnan(got)) << "wrote outside the block at t=" << t << " n=" << n;
+            }
+        }
     }
   }
 }
@@ -168,11 +178,15 @@ TEST(PackedGemm, ANaNInATokenReachesOnlyThatTokensOutputs) {
       continue;
     GemmData d = makeData(DType::BF16, c, 9);
     d.x[5 * c.k + 270] = std::numeric_limits<float>::quiet_NaN(); // token 5
-    std::vector<float> y(c.tokens * c.n);
-    packedMatmul(pool, d.x.data(), c.tokens, d.w.matrix(c.n, c.k), nullptr, 0.0f, y.data());
-    for (int64_t t = 0; t < c.tokens; ++t)
-      for (int64_t n = 0; n < c.n; ++n)
-        ASSERT_EQ(std::isnan(y[t * c.n + n]), t == 5) << isaName(isa) << " t=" << t << " n=" << n;
+    for (bool tokenTiles : {false, true}) {
+      std::vector<float> y(c.tokens * c.n);
+      packedMatmul(pool, d.x.data(), c.tokens, d.w.matrix(c.n, c.k), nullptr, 0.0f, y.data(),
+                   tokenTiles);
+      for (int64_t t = 0; t < c.tokens; ++t)
+        for (int64_t n = 0; n < c.n; ++n)
+          ASSERT_EQ(std::isnan(y[t * c.n + n]), t == 5)
+              << isaName(isa) << " token tiles " << tokenTiles << " t=" << t << " n=" << n;
+    }
   }
 }
 
