@@ -81,6 +81,7 @@ struct Choice {
   int64_t cachedTokens = 0;
   std::vector<TokenRecord> tokens; // when logprobs were asked
   size_t echoedTokensText = 0;     // echo with logprobs: bytes of the prompt's token texts
+  size_t generatedTokensText = 0;  // logprobs: bytes of the generated tokens' texts so far
   size_t tokensSent = 0;           // streaming: logprob records already written
   std::string pending;             // streaming: visible text not yet written
   bool roleSent = false;           // chat streaming: the first delta went out
@@ -380,11 +381,15 @@ void Handler::absorb(Choice &choice, const serving::TokenEvent &event, Clock::ti
     choice.cachedTokens = event.cachedPromptTokens;
     ++choice.completionTokens;
     if (exchange->request.logprobs) {
-      const size_t echoed = choice.echoedTokensText;
+      // Offsets count the token texts the logprobs list (as OpenAI and vLLM
+      // give them), not the visible text: a token that ends inside a UTF-8
+      // character is listed with its own text while the stream holds its
+      // bytes back.
       const int32_t previous =
           choice.lastToken >= 0 ? choice.lastToken : choice.prompt->ids.back();
       choice.tokens.push_back({event.token, event.logprob, event.topLogprobs,
-                               echoed + choice.text->text().size(), previous});
+                               choice.echoedTokensText + choice.generatedTokensText, previous});
+      choice.generatedTokensText += tokenText(tokenizer(), previous, event.token).size();
     }
     bool mayStop = choice.completionTokens >= exchange->request.minTokens;
     generation::TextStream::Update update = choice.text->push(event.token, mayStop);

@@ -14,37 +14,51 @@
 
 #include <filesystem>
 #include <memory>
+#include <optional>
 #include <string>
 
 namespace llmc::test {
 
 using Json = nlohmann::json;
 
+// A CPU plan of `input` (with synthetic weights of syntheticSeed when it has
+// one) built into the scratch folder `name`.
+inline std::string buildTestPlan(const std::string &name, const std::string &input,
+                                 std::optional<uint64_t> syntheticSeed) {
+  BuildOptions options;
+  options.input = input;
+  options.syntheticSeed = syntheticSeed;
+  options.output = scratchDir(name) + "/test.plan";
+  options.targets = "cpu";
+  BuildReporter reporter;
+  reporter.info = reporter.verbose = reporter.ir = reporter.warning = [](const std::string &) {};
+  Status status = runBuild(options, reporter);
+  if (!status)
+    ADD_FAILURE() << "building " << input << ": " << status.message();
+  return options.output;
+}
+
+// The default model's plan (synthetic weights, which a fresh clone always
+// has), built once.
+inline const std::string &syntheticModelPlan() {
+  static const std::string plan = buildTestPlan(
+      "server-synthetic-plan", std::string(LLMC_SOURCE_DIR) + "/scripts/default-model/model.json", 1);
+  return plan;
+}
+
 // The test model's plan, built once into a scratch folder: stories260K
 // (real text, so streams carry many pieces) when ../shared has it, else the
-// default model (synthetic weights, which a fresh clone always has).
+// default model (syntheticModelPlan).
 inline const std::string &defaultModelPlan() {
   static const std::string plan = [] {
-    std::string dir = scratchDir("server-plan");
-    BuildOptions options;
     const std::string stories = sharedPath("models/stories260k");
-    if (std::filesystem::exists(stories + "/model.safetensors")) {
-      options.input = stories;
-    } else {
-      options.input = std::string(LLMC_SOURCE_DIR) + "/scripts/default-model/model.json";
-      options.syntheticSeed = 1;
-    }
-    options.output = dir + "/test.plan";
-    options.targets = "cpu";
-    BuildReporter reporter;
-    reporter.info = reporter.verbose = reporter.ir = reporter.warning = [](const std::string &) {};
-    Status status = runBuild(options, reporter);
-    if (!status)
-      ADD_FAILURE() << "building the default model: " << status.message();
-    return options.output;
+    if (!std::filesystem::exists(stories + "/model.safetensors"))
+      return syntheticModelPlan();
+    return buildTestPlan("server-plan", stories, std::nullopt);
   }();
   return plan;
 }
+
 
 struct ServerConfig {
   int64_t maxNumSeqs = 256;

@@ -377,10 +377,12 @@ double logSoftmaxAt(const float *row, int64_t vocab, int32_t id) {
 // echo with logprobs (OpenAI's legacy scoring call): the prompt's tokens
 // lead the logprobs, the first with null, each the log-softmax of the
 // logits before it; streamed the same.
-TEST(Server, EchoWithLogprobsScoresThePrompt) {
-  TestServer server;
+void checkEchoWithLogprobs(const std::string &plan) {
+  ServerConfig config;
+  config.plan = plan;
+  TestServer server(config);
   ASSERT_TRUE(server.ok());
-  SoloRunner solo;
+  SoloRunner solo(plan);
   const std::string prompt = promptFor(3);
   const std::vector<int32_t> ids = server.engine().tokenizer().encode(prompt, true);
   const size_t n = ids.size();
@@ -434,6 +436,15 @@ TEST(Server, EchoWithLogprobsScoresThePrompt) {
   EXPECT_TRUE(streamedLogprobs[0].is_null());
   for (size_t i = 1; i < n + 4; ++i)
     EXPECT_NEAR(streamedLogprobs[i].get<double>(), lp["token_logprobs"][i].get<double>(), 2e-3);
+}
+
+TEST(Server, EchoWithLogprobsScoresThePrompt) { checkEchoWithLogprobs(defaultModelPlan()); }
+
+// The synthetic model (a fresh clone's, without ../shared) generates tokens
+// that end inside UTF-8 characters: their offsets still count the listed
+// token texts, not the text the stream has let out so far.
+TEST(Server, EchoWithLogprobsOffsetsCountTokenTextsOnTheSyntheticModel) {
+  checkEchoWithLogprobs(syntheticModelPlan());
 }
 
 // The server and the CLI (generateBatch, `llmrun -p --logprobs`) sample and
