@@ -52,10 +52,7 @@ void matmulPrefill(ThreadPool &pool, const detail::MatmulProblem &problem,
 // A 64-byte aligned buffer of at least `floats` floats, the calling thread's.
 float *tokenTileBuffer(int64_t floats) {
   thread_local std::vector<float> buffer;
-  if (static_cast<int64_t>(buffer.size()) < floats + 16)
-    buffer.resize(floats + 16);
-  const uintptr_t address = reinterpret_cast<uintptr_t>(buffer.data());
-  return buffer.data() + ((64 - address % 64) % 64) / sizeof(float);
+  return detail::alignedFloats(buffer, floats);
 }
 
 } // namespace

@@ -6,6 +6,7 @@
 #include "cpu/weights.h"
 
 #include <cstdint>
+#include <vector>
 
 namespace llmc::cpu::detail {
 
@@ -25,10 +26,22 @@ struct MatmulProblem {
 // token tiles (simd_gemm.h: the AVX2 and NEON kernels take 4 tokens by 8).
 constexpr int64_t kGemmTileTokens = 4, kGemmTileColumns = 8;
 
+// Floats of one token tile of x's k columns (its whole 8-column steps).
+inline int64_t tokenTileFloats(int64_t k) {
+  return k / kGemmTileColumns * kGemmTileTokens * kGemmTileColumns;
+}
+
 // Floats of x's token tiles for `tokens` tokens of k columns.
 inline int64_t tokenTilesFloats(int64_t tokens, int64_t k) {
-  return (tokens + kGemmTileTokens - 1) / kGemmTileTokens * (k / kGemmTileColumns) *
-         kGemmTileTokens * kGemmTileColumns;
+  return (tokens + kGemmTileTokens - 1) / kGemmTileTokens * tokenTileFloats(k);
+}
+
+// At least `floats` floats of v, 64-byte aligned (v grows when short).
+inline float *alignedFloats(std::vector<float> &v, int64_t floats) {
+  if (static_cast<int64_t>(v.size()) < floats + 16)
+    v.resize(floats + 16);
+  const uintptr_t address = reinterpret_cast<uintptr_t>(v.data());
+  return v.data() + ((64 - address % 64) % 64) / sizeof(float);
 }
 
 // Token tiles [tileBegin, tileEnd) of x[tokens, k] into out: tile j holds
@@ -38,8 +51,7 @@ inline int64_t tokenTilesFloats(int64_t tokens, int64_t k) {
 // fewer than 4 tokens leaves the missing tokens' slots unwritten.
 inline void packTokenTiles(const float *x, int64_t tokens, int64_t k, int64_t tileBegin,
                            int64_t tileEnd, float *out) {
-  const int64_t steps = k / kGemmTileColumns,
-                tileFloats = steps * kGemmTileTokens * kGemmTileColumns;
+  const int64_t steps = k / kGemmTileColumns, tileFloats = tokenTileFloats(k);
   for (int64_t j = tileBegin; j < tileEnd; ++j) {
     const int64_t first = j * kGemmTileTokens;
     const int64_t count = first + kGemmTileTokens <= tokens ? kGemmTileTokens : tokens - first;

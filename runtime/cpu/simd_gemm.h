@@ -62,17 +62,11 @@ namespace llmc::cpu::detail {
 // lanes carried between depth chunks), 64-byte aligned.
 class GemmScratch {
 public:
-  float *panels(int64_t floats) { return aligned(panels_, floats); }
-  float *tokens(int64_t floats) { return aligned(tokens_, floats); }
-  float *carries(int64_t floats) { return aligned(carries_, floats); }
+  float *panels(int64_t floats) { return alignedFloats(panels_, floats); }
+  float *tokens(int64_t floats) { return alignedFloats(tokens_, floats); }
+  float *carries(int64_t floats) { return alignedFloats(carries_, floats); }
 
 private:
-  static float *aligned(std::vector<float> &v, int64_t floats) {
-    if (static_cast<int64_t>(v.size()) < floats + 16)
-      v.resize(floats + 16);
-    uintptr_t address = reinterpret_cast<uintptr_t>(v.data());
-    return v.data() + ((64 - address % 64) % 64) / sizeof(float);
-  }
   std::vector<float> panels_, tokens_, carries_;
 };
 
@@ -186,12 +180,12 @@ void packedGemm(const MatmulProblem &p, int64_t rowBegin, int64_t rowEnd, int64_
       for (int64_t t0 = tokenBegin; t0 < tokenEnd; t0 += kTokens) {
         const int64_t tokens = std::min(kTokens, tokenEnd - t0);
         if (packed) // read only: the tiles write xs only when packTokens is set
-          span.xs =
-              const_cast<float *>(p.xTiles) + (t0 / kTokens * (k / 8) + k0 / 8) * kTokens * 8;
+          span.xs = const_cast<float *>(p.xTiles) + t0 / kTokens * tokenTileFloats(k) +
+                    k0 / 8 * kTokens * 8;
         // The next token tile's columns of this chunk, fetched a share per
         // row tile while this one runs (packed: one sequential run).
         const float *next =
-            packed && t0 + kTokens < tokenEnd ? span.xs + k / 8 * kTokens * 8 : nullptr;
+            packed && t0 + kTokens < tokenEnd ? span.xs + tokenTileFloats(k) : nullptr;
         for (int64_t r = 0; r < rows; r += kRows) {
           span.panel = panels + r / kRows * panelFloats;
           span.packTokens = !packed && r == 0;

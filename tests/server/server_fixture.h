@@ -59,7 +59,6 @@ inline const std::string &defaultModelPlan() {
   return plan;
 }
 
-
 struct ServerConfig {
   int64_t maxNumSeqs = 256;
   int64_t maxNumBatchedTokens = 2048;
