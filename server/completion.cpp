@@ -63,6 +63,7 @@ struct TokenRecord {
   size_t textOffset;     // bytes of text before this token (echo with logprobs: from the prompt's token texts)
   int32_t previous = -1; // the token before it, -1 none (for its text)
   bool hasLogprob = true; // false: the first prompt token of an echo (null in the JSON)
+  std::string text;       // tokenText(previous, id), the text the logprobs list for it
 };
 
 // One choice: one serving request and what the client has seen of it.
@@ -387,9 +388,11 @@ void Handler::absorb(Choice &choice, const serving::TokenEvent &event, Clock::ti
       // bytes back.
       const int32_t previous =
           choice.lastToken >= 0 ? choice.lastToken : choice.prompt->ids.back();
-      choice.tokens.push_back({event.token, event.logprob, event.topLogprobs,
-                               choice.echoedTokensText + choice.generatedTokensText, previous});
-      choice.generatedTokensText += tokenText(tokenizer(), previous, event.token).size();
+      std::string text = tokenText(tokenizer(), previous, event.token);
+      const size_t offset = choice.echoedTokensText + choice.generatedTokensText;
+      choice.generatedTokensText += text.size();
+      choice.tokens.push_back({event.token, event.logprob, event.topLogprobs, offset, previous,
+                               true, std::move(text)});
     }
     bool mayStop = choice.completionTokens >= exchange->request.minTokens;
     generation::TextStream::Update update = choice.text->push(event.token, mayStop);
@@ -428,14 +431,16 @@ void Handler::recordPrompt(Choice &choice, const serving::TokenEvent &event) {
   size_t offset = 0;
   for (size_t i = 0; i < ids.size(); ++i) {
     const bool scored = i > 0 && i - 1 < event.promptLogprobs.size(); // all, unless aborted
-    TokenRecord record{ids[i], 0.0f, {}, offset, i == 0 ? -1 : ids[i - 1], scored};
+    const int32_t previous = i == 0 ? -1 : ids[i - 1];
+    TokenRecord record{
+        ids[i], 0.0f, {}, offset, previous, scored, tokenText(tokenizer(), previous, ids[i])};
     if (scored) {
       const sampling::SampledLogprobs &lp = event.promptLogprobs[i - 1];
       record.logprob = lp.chosen.logprob;
       for (const sampling::TokenLogprob &t : lp.top)
         record.top.emplace_back(t.id, t.logprob);
     }
-    offset += tokenText(tokenizer(), record.previous, record.id).size();
+    offset += record.text.size();
     records.push_back(std::move(record));
   }
   choice.tokens.insert(choice.tokens.begin(), records.begin(), records.end());
@@ -487,7 +492,7 @@ Json Handler::completionLogprobs(const Choice &choice, size_t from, size_t to) c
        offsets = Json::array();
   for (size_t i = from; i < to; ++i) {
     const TokenRecord &record = choice.tokens[i];
-    tokens.push_back(tokenText(tokenizer(), record.previous, record.id));
+    tokens.push_back(record.text);
     if (!record.hasLogprob) {
       logprobs.push_back(nullptr);
       tops.push_back(nullptr);
@@ -517,7 +522,7 @@ Json Handler::chatLogprobs(const Choice &choice, size_t from, size_t to) const {
   for (size_t i = from; i < to; ++i) {
     const TokenRecord &record = choice.tokens[i];
     const int32_t previous = record.previous;
-    std::string text = tokenText(tokenizer(), previous, record.id);
+    const std::string &text = record.text;
     Json top = Json::array();
     for (const auto &[id, logprob] : record.top) {
       std::string alternative = tokenText(tokenizer(), previous, id);
