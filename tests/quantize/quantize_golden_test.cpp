@@ -7,6 +7,7 @@
 // within 1e-5 (real weights, GQA 8/4: the o_proj scales are tied per kv head).
 #include "common/compare.h"
 #include "common/test_paths.h"
+#include "cpu/isa.h"
 #include "driver/build.h"
 #include "engine/engine.h"
 #include "support/mapped_file.h"
@@ -18,6 +19,20 @@
 
 namespace llmc {
 namespace {
+
+// The calibration's forward passes and the perplexities run on the CPU
+// kernels, whose f32 summation order is the ISA's, and the searches' close
+// calls follow it: on AVX-512 the G = 128 AWQ share measured 50.8% where
+// AVX2 gives the 51.2% below. The figures here are AVX2's (docs/quantization.md),
+// so x86-64 machines with AVX-512 run this file on AVX2 too.
+class MeasuredIsa : public ::testing::Environment {
+  void SetUp() override {
+    if (cpu::isaSupported(cpu::Isa::Avx2))
+      cpu::setIsaForTesting(cpu::Isa::Avx2);
+  }
+};
+[[maybe_unused]] const ::testing::Environment *const kIsa =
+    ::testing::AddGlobalTestEnvironment(new MeasuredIsa);
 
 BuildOptions stories(const std::string &plan) {
   BuildOptions options;
