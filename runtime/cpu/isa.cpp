@@ -1,6 +1,9 @@
 #include "cpu/isa.h"
 
+#include <algorithm>
 #include <atomic>
+
+#include <unistd.h>
 
 #if defined(__x86_64__) || defined(__i386__)
 #include <cpuid.h>
@@ -114,6 +117,15 @@ bool setNeonDotProdForTesting(bool use) {
     return false;
   dotProdInUse().store(use, std::memory_order_relaxed);
   return true;
+}
+
+long l2CacheBytes() {
+#if defined(_SC_LEVEL2_CACHE_SIZE)
+  static const long bytes = std::max(0L, sysconf(_SC_LEVEL2_CACHE_SIZE));
+  return bytes;
+#else
+  return 0;
+#endif
 }
 
 } // namespace llmc::cpu

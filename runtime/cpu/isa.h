@@ -44,4 +44,8 @@ bool neonDotProdActive();
 // Not thread-safe with kernels running.
 bool setNeonDotProdForTesting(bool use);
 
+// Bytes of L2 cache per core (sysconf(_SC_LEVEL2_CACHE_SIZE) where the C
+// library reports it), or 0 when unknown. Read once.
+long l2CacheBytes();
+
 } // namespace llmc::cpu

@@ -1,8 +1,10 @@
 #include "cpu/matmul.h"
 
+#include "cpu/isa.h"
 #include "cpu/simd.h"
 
 #include <algorithm>
+#include <atomic>
 #include <cstdint>
 #include <vector>
 
@@ -57,15 +59,37 @@ float *tokenTileBuffer(int64_t floats) {
 
 } // namespace
 
+namespace detail {
+namespace {
+std::atomic<int64_t> gForcedL2Budget{0};
+} // namespace
+
+int64_t gemmL2Budget() {
+  static const int64_t machine = [] {
+    const int64_t l2 = l2CacheBytes();
+    return l2 <= 0 ? int64_t{256 * 1024} : std::clamp<int64_t>(l2 / 8 * 3, 256 * 1024, 1024 * 1024);
+  }();
+  const int64_t forced = gForcedL2Budget.load(std::memory_order_relaxed);
+  return forced > 0 ? forced : machine;
+}
+
+void setGemmL2BudgetForTesting(int64_t bytes) {
+  gForcedL2Budget.store(bytes, std::memory_order_relaxed);
+}
+} // namespace detail
+
 const float *prefillTokenTiles(ThreadPool &pool, const float *x, int64_t tokens, int64_t k) {
   const detail::IsaOps &ops = detail::activeOps();
   if (ops.packedGemm == nullptr || ops.splitMinTokens <= 0 || tokens < ops.splitMinTokens)
     return nullptr;
-  float *tiles = tokenTileBuffer(detail::tokenTilesFloats(tokens, k));
+  const int64_t columns = ops.gemmColumns;
+  float *tiles = tokenTileBuffer(detail::tokenTilesFloats(tokens, k, columns));
   const int64_t tileCount = (tokens + detail::kGemmTileTokens - 1) / detail::kGemmTileTokens;
   pool.parallelFor(
       tileCount,
-      [&](int64_t begin, int64_t end) { detail::packTokenTiles(x, tokens, k, begin, end, tiles); },
+      [&](int64_t begin, int64_t end) {
+        detail::packTokenTiles(x, tokens, k, columns, begin, end, tiles);
+      },
       8);
   return tiles;
 }

@@ -22,18 +22,19 @@ struct MatmulProblem {
   const float *xTiles = nullptr;
 };
 
-// Tokens per packed token tile and columns per step of the prefill GEMMs'
-// token tiles (simd_gemm.h: the AVX2 and NEON kernels take 4 tokens by 8).
-constexpr int64_t kGemmTileTokens = 4, kGemmTileColumns = 8;
+// Tokens per packed token tile of the prefill GEMMs (simd_gemm.h: every
+// kernel takes 4 tokens; the columns per step are the ISA's, 8 for the AVX2
+// and NEON kernels, 16 for AVX-512's: IsaOps::gemmColumns).
+constexpr int64_t kGemmTileTokens = 4;
 
-// Floats of one token tile of x's k columns (its whole 8-column steps).
-inline int64_t tokenTileFloats(int64_t k) {
-  return k / kGemmTileColumns * kGemmTileTokens * kGemmTileColumns;
+// Floats of one token tile of x's k columns (its whole `columns` steps).
+inline int64_t tokenTileFloats(int64_t k, int64_t columns) {
+  return k / columns * kGemmTileTokens * columns;
 }
 
 // Floats of x's token tiles for `tokens` tokens of k columns.
-inline int64_t tokenTilesFloats(int64_t tokens, int64_t k) {
-  return (tokens + kGemmTileTokens - 1) / kGemmTileTokens * tokenTileFloats(k);
+inline int64_t tokenTilesFloats(int64_t tokens, int64_t k, int64_t columns) {
+  return (tokens + kGemmTileTokens - 1) / kGemmTileTokens * tokenTileFloats(k, columns);
 }
 
 // At least `floats` floats of v, 64-byte aligned (v grows when short).
@@ -44,23 +45,23 @@ inline float *alignedFloats(std::vector<float> &v, int64_t floats) {
   return v.data() + ((64 - address % 64) % 64) / sizeof(float);
 }
 
-// Token tiles [tileBegin, tileEnd) of x[tokens, k] into out: tile j holds
-// tokens 4j .. 4j + 3, its columns i < k rounded down to 8 at out + j * (k /
-// 8) * 32 + i / 8 * 32 + (t - 4j) * 8 + i % 8 (a tile's steps in order, each
-// step its tokens' 8 columns). The k % 8 tail stays in x; a last tile of
-// fewer than 4 tokens leaves the missing tokens' slots unwritten.
-inline void packTokenTiles(const float *x, int64_t tokens, int64_t k, int64_t tileBegin,
-                           int64_t tileEnd, float *out) {
-  const int64_t steps = k / kGemmTileColumns, tileFloats = tokenTileFloats(k);
+// Token tiles [tileBegin, tileEnd) of x[tokens, k] into out, in steps of C =
+// `columns` columns: tile j holds tokens 4j .. 4j + 3, its columns i < k
+// rounded down to C at out + j * tokenTileFloats(k, C) + i / C * 4C +
+// (t - 4j) * C + i % C (a tile's steps in order, each step its tokens' C
+// columns). The k % C tail stays in x; a last tile of fewer than 4 tokens
+// leaves the missing tokens' slots unwritten.
+inline void packTokenTiles(const float *x, int64_t tokens, int64_t k, int64_t columns,
+                           int64_t tileBegin, int64_t tileEnd, float *out) {
+  const int64_t steps = k / columns, tileFloats = tokenTileFloats(k, columns);
   for (int64_t j = tileBegin; j < tileEnd; ++j) {
     const int64_t first = j * kGemmTileTokens;
     const int64_t count = first + kGemmTileTokens <= tokens ? kGemmTileTokens : tokens - first;
     float *tile = out + j * tileFloats;
     for (int64_t s = 0; s < steps; ++s)
       for (int64_t t = 0; t < count; ++t)
-        for (int64_t c = 0; c < kGemmTileColumns; ++c)
-          tile[(s * kGemmTileTokens + t) * kGemmTileColumns + c] =
-              x[(first + t) * k + s * kGemmTileColumns + c];
+        for (int64_t c = 0; c < columns; ++c)
+          tile[(s * kGemmTileTokens + t) * columns + c] = x[(first + t) * k + s * columns + c];
   }
 }
 
@@ -71,10 +72,20 @@ inline void storeOutput(const MatmulProblem &p, int64_t t, int64_t n, float dot)
   *out = p.beta != 0.0f ? *out + value : value;
 }
 
+// Bytes of f32 weight rows per L2-resident block of the prefill GEMMs: 3/8
+// of the core's L2 (cpu::l2CacheBytes; the token tiles and x's stream share
+// it), at least 256 KiB (Zen 3's 512 KiB L2 measured the same at 192, 256
+// and 384) and at most 1 MiB; 256 KiB where the size is unknown. With 2 MiB
+// (Sapphire Rapids) a 120-row item of K = 768 to 2048 is one block, not two:
+// 5-10% more GFLOP/s (docs/perf.md, "AVX-512 prefill GEMM").
+int64_t gemmL2Budget();
+
+// Test hook: forces gemmL2Budget() to `bytes` (0: the machine's again).
+void setGemmL2BudgetForTesting(int64_t bytes);
+
 // Weight rows per L2-resident block when several token tiles pass over them.
 inline int64_t rowsPerL2Block(int64_t rowBytes, int64_t rowTile) {
-  constexpr int64_t kL2Budget = 256 * 1024;
-  int64_t rows = kL2Budget / rowBytes / rowTile * rowTile;
+  int64_t rows = gemmL2Budget() / rowBytes / rowTile * rowTile;
   return rows < rowTile ? rowTile : rows;
 }
 
@@ -97,6 +108,9 @@ struct IsaOps {
   int64_t splitMinTokens;
   int64_t splitTokenTile;
   int64_t splitRowBlock;
+  // Columns per k-step of packedGemm's panels and token tiles (its vector
+  // lanes: 8 or 16); 0 where there is no packedGemm.
+  int64_t gemmColumns;
   float (*dot)(const float *a, const float *b, int64_t n);
   void (*axpy)(float a, const float *x, float *y, int64_t n); // y += a * x
   void (*scale)(float a, float *y, int64_t n);                // y *= a

@@ -213,7 +213,7 @@ LLMC_AVX2 inline void storeOutputs(const MatmulProblem &p, int64_t t, int64_t n0
 // accumulators; a k-step is 3 weight loads from the panel, 4 x loads from
 // the packed token tile and 12 FMAs, the sums in dotTile's order.
 struct Avx2Gemm {
-  static constexpr int kRows = 3, kTokens = 4;
+  static constexpr int kRows = 3, kTokens = 4, kColumns = 8;
 
   template <DType D> LLMC_AVX2 static void convert(const char *row, int64_t k, float *out) {
     int64_t i = 0;
@@ -377,7 +377,7 @@ LLMC_AVX2 void scaleAvx2(float a, float *y, int64_t n) {
 } // namespace
 
 const IsaOps kAvx2Ops = {matmulRowsAvx2,    packedGemmAvx2,   packedGemmAvx2,
-                         kAvx2GemmTokens,   Avx2Gemm::kTokens, kAvx2GemmRowBlock,
+                         kAvx2GemmTokens,   Avx2Gemm::kTokens, kAvx2GemmRowBlock, Avx2Gemm::kColumns,
                          dotAvx2,           axpyAvx2,          scaleAvx2};
 
 } // namespace llmc::cpu::detail

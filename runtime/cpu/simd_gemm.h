@@ -10,9 +10,10 @@
 //
 // Layout: both operands of a tile are read as one sequential stream each.
 // The block's rows are packed k-major in panels of kRows rows (panel i holds
-// rows i * kRows ..: 8 columns of row 0, the same 8 of row 1, ..., then the
-// next 8), converted from f16/bf16 in the same pass; a token tile's x columns
-// of the depth chunk are copied the same way (kTokens tokens per 8 columns)
+// rows i * kRows ..: C = Kernel::kColumns columns of row 0, the same C of
+// row 1, ..., then the next C; C is the ISA's vector width, 8 or 16),
+// converted from f16/bf16 in the same pass; a token tile's x columns of the
+// depth chunk are copied the same way (kTokens tokens per C columns)
 // by the block's first row tile as it reads them (a separate copying pass
 // per tile waits on x from L3: 5-10% of the GEMM), into a buffer that stays
 // in L1 while the block's other row tiles read it. Row-major tiles read
@@ -26,28 +27,29 @@
 //
 // Numerics: every output is summed exactly as the ISA's decode tiles
 // (matmulRows) sum it: lane j of one vector accumulator adds x[k] * w[k] by
-// fma for k = j, j + L, j + 2L, ... (L lanes, k below K rounded down to L),
-// the lanes are added by the ISA's fixed tree, the K % L tail by fma, then
-// storeOutput. The kernels' tiles of every size share one function, so an
+// fma for k = j, j + L, j + 2L, ... (L = C lanes, k below K rounded down to
+// L), then the K % L tail as the ISA's decode tiles take it (AVX2 and NEON:
+// by fma after the lanes are added by the ISA's fixed tree; AVX-512: as one
+// more masked step into the lanes, then the tree), then storeOutput. The kernels' tiles of every size share one function, so an
 // output depends neither on the rows, tokens or tile a thread computes nor on
 // the path (GEMV or GEMM) computing it: a prompt prefilled whole, in chunks
 // or after a cached prefix, and a sequence decoded alone or in a batch, get
 // the same bits.
 //
 // Kernel provides, with its ISA's target attribute:
-//   static constexpr int kRows, kTokens;
+//   static constexpr int kRows, kTokens (= kGemmTileTokens), kColumns (C);
 //   template <DType D> static void convert(const char *row, int64_t k, float *out);
 //     columns [0, k) of the row as f32 (exact), column i at
-//     out[i / 8 * kRows * 8 + i % 8] (one row of a panel, tail included).
+//     out[i / C * kRows * C + i % C] (one row of a panel, tail included).
 //   template <int R, int TT, bool PackTokens> static void tile(const MatmulProblem &p,
 //       const float *panel, float *xs, int64_t n0, int64_t t0,
 //       int64_t kBegin, int64_t kEnd, float *carry);
 //     y[t0 .. t0 + TT, n0 .. n0 + R) from the first R rows of the panel and
 //     the TT tokens of xs, both starting at column kBegin, over columns
-//     [kBegin, kEnd) (the tail of fewer than 8 from the panel and p.x); lanes
+//     [kBegin, kEnd) (the tail of fewer than C from the panel and p.x); lanes
 //     from carry unless kBegin is 0, to carry unless kEnd is K (then finished).
 //     PackTokens: x comes from p.x's rows t0 .., and the tile writes it to
-//     xs, column i of token t at xs[i / 8 * kTokens * 8 + t * 8 + i % 8].
+//     xs, column i of token t at xs[i / C * kTokens * C + t * C + i % C].
 #pragma once
 
 #include "cpu/simd.h"
@@ -76,15 +78,16 @@ inline GemmScratch &gemmScratch() {
 }
 
 // Columns per depth chunk: all of K up to kGemmDepthMax, else equal chunks of
-// at most kGemmDepth (a multiple of 8). Past about 1024 columns the 4 tokens
+// at most kGemmDepth, each a multiple of the kernel's `columns` (a lane sums
+// the same columns whatever the chunks). Past about 1024 columns the 4 tokens
 // of x of a tile (16 KiB) and its rows no longer share L1 (32 KiB on Zen 3).
 constexpr int64_t kGemmDepthMax = 1024, kGemmDepth = 768;
 
-inline int64_t depthChunk(int64_t k) {
+inline int64_t depthChunk(int64_t k, int64_t columns) {
   if (k <= kGemmDepthMax)
     return k;
   const int64_t chunks = (k + kGemmDepth - 1) / kGemmDepth;
-  return ((k + chunks - 1) / chunks + 7) / 8 * 8;
+  return ((k + chunks - 1) / chunks + columns - 1) / columns * columns;
 }
 
 // Rows per block: at most rowsPerL2Block of f32 rows of `depth` columns, in
@@ -103,7 +106,7 @@ struct GemmSpan {
   const float *panel; // the tile's panel at column kBegin
   float *xs;          // the token tile, packed, at column kBegin
   int64_t kBegin, kEnd;
-  float *carry; // [kRows][kTokens][8], or null when the chunk is all of K
+  float *carry; // [kRows][kTokens][C], or null when the chunk is all of K
   bool packTokens; // the tile reads x from p.x and writes xs (the first row tile)
 };
 
@@ -148,10 +151,10 @@ void gemmTileUpTo(int64_t rows, int64_t tokens, const MatmulProblem &p, const Ge
 template <typename Kernel, DType D>
 void packedGemm(const MatmulProblem &p, int64_t rowBegin, int64_t rowEnd, int64_t tokenBegin,
                 int64_t tokenEnd) {
-  constexpr int64_t kRows = Kernel::kRows, kTokens = Kernel::kTokens;
-  const int64_t k = p.w.cols, depth = depthChunk(k);
-  // A panel of kRows rows by depth columns (the tail's step padded to 8).
-  const int64_t steps = (depth + 7) / 8, panelFloats = steps * kRows * 8;
+  constexpr int64_t kRows = Kernel::kRows, kTokens = Kernel::kTokens, kColumns = Kernel::kColumns;
+  const int64_t k = p.w.cols, depth = depthChunk(k, kColumns);
+  // A panel of kRows rows by depth columns (the tail's step padded to kColumns).
+  const int64_t steps = (depth + kColumns - 1) / kColumns, panelFloats = steps * kRows * kColumns;
   const int64_t rowBytes = k * static_cast<int64_t>(dtypeSize(D));
   const int64_t block = balancedBlock(rowEnd - rowBegin, depth, kRows);
   const char *weights = static_cast<const char *>(p.w.data);
@@ -159,9 +162,9 @@ void packedGemm(const MatmulProblem &p, int64_t rowBegin, int64_t rowEnd, int64_
   const int64_t blockRows = std::min(block, rowEnd - rowBegin);
   const int64_t rowTiles = rowTilesOf(blockRows, kRows);
   float *panels = scratch.panels(rowTiles * panelFloats);
-  float *xs = scratch.tokens(steps * kTokens * 8);
+  float *xs = scratch.tokens(steps * kTokens * kColumns);
   // One carry slot per tile of the block.
-  constexpr int64_t kSlot = kRows * kTokens * 8;
+  constexpr int64_t kSlot = kRows * kTokens * kColumns;
   const int64_t tokenTiles = (tokenEnd - tokenBegin + kTokens - 1) / kTokens;
   float *carries = depth < k ? scratch.carries(rowTiles * tokenTiles * kSlot) : nullptr;
   // x already in token tiles (packTokenTiles, from token 0): every row tile
@@ -175,22 +178,22 @@ void packedGemm(const MatmulProblem &p, int64_t rowBegin, int64_t rowEnd, int64_
       const char *first = weights + r0 * rowBytes + k0 * static_cast<int64_t>(dtypeSize(D));
       for (int64_t r = 0; r < rows; ++r)
         Kernel::template convert<D>(first + r * rowBytes, width,
-                                    panels + r / kRows * panelFloats + r % kRows * 8);
+                                    panels + r / kRows * panelFloats + r % kRows * kColumns);
       GemmSpan span{panels, xs, k0, k0 + width, nullptr, false};
       for (int64_t t0 = tokenBegin; t0 < tokenEnd; t0 += kTokens) {
         const int64_t tokens = std::min(kTokens, tokenEnd - t0);
         if (packed) // read only: the tiles write xs only when packTokens is set
-          span.xs = const_cast<float *>(p.xTiles) + t0 / kTokens * tokenTileFloats(k) +
-                    k0 / 8 * kTokens * 8;
+          span.xs = const_cast<float *>(p.xTiles) + t0 / kTokens * tokenTileFloats(k, kColumns) +
+                    k0 / kColumns * kTokens * kColumns;
         // The next token tile's columns of this chunk, fetched a share per
         // row tile while this one runs (packed: one sequential run).
         const float *next =
-            packed && t0 + kTokens < tokenEnd ? span.xs + tokenTileFloats(k) : nullptr;
+            packed && t0 + kTokens < tokenEnd ? span.xs + tokenTileFloats(k, kColumns) : nullptr;
         for (int64_t r = 0; r < rows; r += kRows) {
           span.panel = panels + r / kRows * panelFloats;
           span.packTokens = !packed && r == 0;
           if (next != nullptr)
-            prefetchShare(next, width / 8 * kTokens * 8, r / kRows, blockTiles);
+            prefetchShare(next, width / kColumns * kTokens * kColumns, r / kRows, blockTiles);
           if (carries != nullptr)
             span.carry = carries + ((t0 - tokenBegin) / kTokens * rowTiles + r / kRows) * kSlot;
           gemmTileUpTo<Kernel>(std::min(kRows, rows - r), tokens, p, span, r0 + r, t0);

@@ -148,7 +148,7 @@ void tiledRows(const MatmulProblem &p, int64_t rowBegin, int64_t rowEnd) {
 // loads from the packed token tile and 16 FMAs, the sums in dotTile's order.
 // (3 x 4 would take all 32 registers and spill.)
 struct NeonGemm {
-  static constexpr int kRows = 2, kTokens = 4;
+  static constexpr int kRows = 2, kTokens = 4, kColumns = 8;
 
   template <DType D> static void convert(const char *row, int64_t k, float *out) {
     int64_t i = 0;
@@ -299,7 +299,7 @@ void scaleNeon(float a, float *y, int64_t n) {
 } // namespace
 
 const IsaOps kNeonOps = {matmulRowsNeon,    packedGemmNeon,    packedGemmNeon,
-                         kNeonGemmTokens,   NeonGemm::kTokens, kNeonGemmRowBlock,
+                         kNeonGemmTokens,   NeonGemm::kTokens, kNeonGemmRowBlock, NeonGemm::kColumns,
                          dotNeon,           axpyNeon,          scaleNeon};
 
 } // namespace llmc::cpu::detail

@@ -48,7 +48,7 @@ void matmulRowsScalar(const MatmulProblem &p, int64_t rowBegin, int64_t rowEnd) 
 
 } // namespace
 
-const IsaOps kScalarOps = {matmulRowsScalar, matmulBlockScalar, nullptr,    0, 1, 1,
+const IsaOps kScalarOps = {matmulRowsScalar, matmulBlockScalar, nullptr,    0, 1, 1, 0,
                            dotScalar,        axpyScalar,        scaleScalar};
 
 const IsaOps &activeOps() {

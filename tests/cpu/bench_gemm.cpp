@@ -1,12 +1,14 @@
 // Microbenchmark (not a test): prefill GEMM GFLOP/s against the machine's
 // FMA peak, and the thread pool's cost per parallelFor.
-// Usage: bench_gemm [max threads, default 2] [tokens, default 512] [--pool | DTYPE...]
+// Usage: [LLMC_BENCH_ISA=avx2] bench_gemm [max threads, default 2] [tokens, default 512]
+//        [--pool | DTYPE...]
 // (--pool: only the FMA peak and the thread pool; DTYPEs, e.g. f16 bf16: only
 // those weight dtypes, default f32 f16 bf16)
 //
 // The FMA peak is measured, not taken from a data sheet: each thread runs
-// independent chains of 8-lane f32 FMAs on registers (enough chains to cover
-// the FMA latency on both pipes), 16 flops per FMA instruction.
+// independent chains of f32 FMAs on registers (enough chains to cover the
+// FMA latency on both pipes), 8 lanes (16 flops per FMA instruction), or 16
+// where the active ISA is AVX-512.
 #include "cpu/isa.h"
 #include "cpu/matmul.h"
 #include "kernels/common/half.h"
@@ -85,6 +87,31 @@ __attribute__((target("avx2,fma"))) void fmaChains(int64_t steps) {
   gSink = _mm256_cvtss_f32(sum);
 }
 constexpr double kFlopsPerStep = 12 * 8 * 2;
+
+// The same on 16-lane registers, for a machine whose active ISA is AVX-512
+// (its GEMM kernel runs 512-bit FMAs): 12 chains x 16 lanes x 2 flops per
+// step, counted as two 8-lane steps.
+__attribute__((target("avx512f"))) void fmaChains512(int64_t steps) {
+  __m512 acc[12];
+  for (int i = 0; i < 12; ++i)
+    acc[i] = _mm512_set1_ps(static_cast<float>(i));
+  const __m512 a = _mm512_set1_ps(0.999f), b = _mm512_set1_ps(1e-4f);
+  for (int64_t s = 0; s < steps / 2; ++s)
+#pragma GCC unroll 12
+    for (int i = 0; i < 12; ++i)
+      acc[i] = _mm512_fmadd_ps(acc[i], a, b);
+  __m512 sum = acc[0];
+  for (int i = 1; i < 12; ++i)
+    sum = _mm512_add_ps(sum, acc[i]);
+  gSink = _mm512_reduce_add_ps(sum);
+}
+
+void fmaChainsOfTheActiveIsa(int64_t steps) {
+  if (llmc::cpu::activeIsa() == llmc::cpu::Isa::Avx512)
+    fmaChains512(steps);
+  else
+    fmaChains(steps);
+}
 #else
 void fmaChains(int64_t steps) {
   float acc = 1;
@@ -92,6 +119,7 @@ void fmaChains(int64_t steps) {
     acc = acc * 0.999f + 1e-4f;
   gSink = acc;
 }
+void fmaChainsOfTheActiveIsa(int64_t steps) { fmaChains(steps); }
 constexpr double kFlopsPerStep = 2;
 #endif
 
@@ -99,7 +127,7 @@ Rate fmaPeakGflops(ThreadPool &pool) {
   constexpr int64_t kSteps = 1 << 22;
   const int threads = pool.numThreads();
   Rate r = bestRate(kFlopsPerStep * kSteps * threads, threads, [&] {
-    pool.parallelFor(threads, [&](int64_t, int64_t) { fmaChains(kSteps); });
+    pool.parallelFor(threads, [&](int64_t, int64_t) { fmaChainsOfTheActiveIsa(kSteps); });
   });
   return {r.wall / 1e9, r.cpu / 1e9};
 }
@@ -175,6 +203,19 @@ int main(int argc, char **argv) {
   if (maxThreads < 1 || tokens < 1) {
     std::fprintf(stderr, "error: usage: bench_gemm [max threads >= 1] [tokens >= 1]\n");
     return 1;
+  }
+  // LLMC_BENCH_ISA=avx2 (a name isaName prints) runs another supported ISA's
+  // kernels, to compare two on one machine.
+  if (const char *isa = std::getenv("LLMC_BENCH_ISA")) {
+    using llmc::cpu::Isa;
+    bool set = false;
+    for (Isa candidate : {Isa::Scalar, Isa::Avx2, Isa::Avx512, Isa::Neon})
+      if (std::string(isa) == llmc::cpu::isaName(candidate))
+        set = llmc::cpu::setIsaForTesting(candidate);
+    if (!set) {
+      std::fprintf(stderr, "error: LLMC_BENCH_ISA=%s is not a supported ISA here\n", isa);
+      return 1;
+    }
   }
   std::printf("isa: %s, tokens: %lld\n", llmc::cpu::isaName(llmc::cpu::activeIsa()),
               static_cast<long long>(tokens));

@@ -1,12 +1,14 @@
 // The prefill GEMM (cpu/simd_gemm.h, IsaOps::packedGemm) against a scalar reference that
 // sums in the order the GEMM promises, the decode tiles' order (8 lanes of
-// fma over k, the lanes added in hsum's tree, the K % 8 tail by fma, then
-// bias, then the residual): equal bit for bit, on sizes that leave tails in
-// every direction (tokens per tile, rows per tile and per converted block,
-// columns per 8-lane step and per depth chunk), for every weight dtype, with 1 and 2 threads, and
-// on any block of rows and tokens.
+// fma over k, the lanes added in hsum's tree, the K % 8 tail by fma on AVX2
+// and NEON; 16 lanes, the tail a masked step, reduce_add's tree on AVX-512;
+// then bias, then the residual): equal bit for bit, on sizes that leave
+// tails in every direction (tokens per tile, rows per tile and per converted
+// block, columns per vector step and per depth chunk), for every weight
+// dtype, with 1 and 2 threads, and on any block of rows and tokens.
 #include "../common/compare.h"
 #include "cpu/fused.h"
+#include "cpu/isa.h"
 #include "cpu/kernels.h"
 #include "cpu/matmul.h"
 #include "cpu/simd.h"
@@ -18,6 +20,15 @@
 
 namespace llmc::cpu {
 namespace {
+
+// The cases' block counts ("in two converted blocks") assume 256 KiB blocks;
+// the machine's budget may be up to 1 MiB (gemmL2Budget).
+class QuarterMegabyteL2Blocks : public ::testing::Environment {
+  void SetUp() override { detail::setGemmL2BudgetForTesting(256 * 1024); }
+  void TearDown() override { detail::setGemmL2BudgetForTesting(0); }
+};
+[[maybe_unused]] const ::testing::Environment *const kBlocks =
+    ::testing::AddGlobalTestEnvironment(new QuarterMegabyteL2Blocks);
 
 struct GemmCase {
   int64_t tokens, n, k;
@@ -37,17 +48,41 @@ GemmData makeData(DType dtype, GemmCase c, uint32_t seed) {
   return d;
 }
 
-// y[t, n] as the GEMM computes it (the AVX2 order; no other ISA has the GEMM).
+// The 8-lane sum of the AVX2 and NEON kernels: lanes of fma over k, added in
+// hsum's tree, then the K % 8 tail by fma.
+float laneSum8(const float *x, const float *w, int64_t k) {
+  float lane[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+  int64_t i = 0;
+  for (; i + 8 <= k; i += 8)
+    for (int j = 0; j < 8; ++j)
+      lane[j] = std::fma(x[i + j], w[i + j], lane[j]);
+  float acc = ((lane[0] + lane[4]) + (lane[2] + lane[6])) + ((lane[1] + lane[5]) + (lane[3] + lane[7]));
+  for (; i < k; ++i)
+    acc = std::fma(x[i], w[i], acc);
+  return acc;
+}
+
+// The 16-lane sum of the AVX-512 kernels: lanes of fma over k, the K % 16
+// tail as one more step (the lanes past K add 0 x 0), then
+// _mm512_reduce_add_ps's tree: the halves, the quarters, the pairs.
+float laneSum16(const float *x, const float *w, int64_t k) {
+  float lane[16] = {};
+  for (int64_t i = 0; i < k; i += 16)
+    for (int j = 0; j < 16; ++j)
+      lane[j] = i + j < k ? std::fma(x[i + j], w[i + j], lane[j]) : std::fma(0.0f, 0.0f, lane[j]);
+  float half[8], quarter[4];
+  for (int j = 0; j < 8; ++j)
+    half[j] = lane[j] + lane[j + 8];
+  for (int j = 0; j < 4; ++j)
+    quarter[j] = half[j] + half[j + 4];
+  return (quarter[0] + quarter[2]) + (quarter[1] + quarter[3]);
+}
+
+// y[t, n] as the GEMM of the active ISA computes it (its decode tiles' order).
 float reference(const GemmData &d, GemmCase c, int64_t t, int64_t n, bool withBias, float beta) {
   const float *x = d.x.data() + t * c.k, *w = d.w.values.data() + n * c.k;
-  float lane[8] = {0, 0, 0, 0, 0, 0, 0, 0};
-  int64_t k = 0;
-  for (; k + 8 <= c.k; k += 8)
-    for (int j = 0; j < 8; ++j)
-      lane[j] = std::fma(x[k + j], w[k + j], lane[j]);
-  float acc = ((lane[0] + lane[4]) + (lane[2] + lane[6])) + ((lane[1] + lane[5]) + (lane[3] + lane[7]));
-  for (; k < c.k; ++k)
-    acc = std::fma(x[k], w[k], acc);
+  const float acc =
+      detail::activeOps().gemmColumns == 16 ? laneSum16(x, w, c.k) : laneSum8(x, w, c.k);
   float value = acc + (withBias ? d.bias[n] : 0.0f);
   return beta != 0.0f ? d.y0[t * c.n + n] + value : value;
 }
@@ -101,6 +136,9 @@ const GemmCase kCases[] = {
     {38, 4, 8192},   // K = 8192: eleven depth chunks of 752, the last 672; a 2-token tile
     {33, 8, 8195},   // K = 8195: eleven chunks, a 3-column tail after the last
     {33, 122, 96},   // two items of rows, the second a block of one 2-row panel
+    {36, 11, 16},    // AVX-512: one 16-lane step, a 6-row and a 5-row tile
+    {37, 13, 31},    // a 15-column tail after one 16-lane step (AVX2: a 7-column one)
+    {34, 6, 1040},   // K = 1040: two depth chunks of 528 and 512 at 16 lanes, 520 at 8
 };
 
 TEST(PackedGemm, MatchesTheDecodeOrderReferenceBitForBit) {
@@ -273,7 +311,7 @@ TEST(PackedGemm, DecodeRunsOfRowsMatchTheReferenceBitForBit) {
   for (Isa isa : test::supportedIsas()) {
     test::ScopedIsa scoped(isa);
     if (!packed())
-      continue; // the reference is the AVX2 order
+      continue; // the reference is the packed GEMMs' order
     for (DType dtype : test::kWeightDTypes)
       for (int64_t tokens : {1, 2})
         for (const GemmCase &shape : {GemmCase{0, 1, 9}, GemmCase{0, 7, 8}, GemmCase{0, 64, 300},
@@ -309,6 +347,43 @@ TEST(PackedGemm, DecodeRunsOfRowsMatchTheReferenceBitForBit) {
           }
         }
   }
+}
+
+// The L2 block size (the machine's, 256 KiB to 1 MiB) decides which rows are
+// converted together, never an output's bits.
+TEST(PackedGemm, TheL2BlockSizeDoesNotChangeTheBits) {
+  ThreadPool pool(2);
+  const GemmCase c{40, 300, 600};
+  for (Isa isa : test::supportedIsas()) {
+    test::ScopedIsa scoped(isa);
+    if (!packed())
+      continue;
+    for (DType dtype : test::kWeightDTypes) {
+      GemmData d = makeData(dtype, c, 77);
+      const std::vector<float> expected = referenceAll(d, c, true, 0.0f);
+      for (int64_t budget : {int64_t{0}, int64_t{16 * 1024}, int64_t{1024 * 1024}}) {
+        detail::setGemmL2BudgetForTesting(budget);
+        std::vector<float> y(c.tokens * c.n);
+        matmul(pool, d.x.data(), c.tokens, d.w.matrix(c.n, c.k), d.bias.data(), 0.0f, y.data());
+        detail::setGemmL2BudgetForTesting(256 * 1024);
+        test::Difference diff = test::maxAbsDiff(y, expected);
+        ASSERT_EQ(diff.maxAbs, 0.0) << diff.describe() << " " << isaName(isa) << " "
+                                    << dtypeName(dtype) << " budget " << budget;
+      }
+    }
+  }
+}
+
+TEST(PackedGemm, TheMachinesL2BudgetIsAQuarterToOneMegabyte) {
+  detail::setGemmL2BudgetForTesting(0);
+  const int64_t budget = detail::gemmL2Budget();
+  detail::setGemmL2BudgetForTesting(256 * 1024);
+  EXPECT_GE(budget, 256 * 1024);
+  EXPECT_LE(budget, 1024 * 1024);
+  if (l2CacheBytes() >= 4 * 1024 * 1024)
+    EXPECT_EQ(budget, 1024 * 1024);
+  if (l2CacheBytes() <= 512 * 1024)
+    EXPECT_EQ(budget, 256 * 1024);
 }
 
 // f32 weights are packed into panels like f16/bf16 wherever they start: any
