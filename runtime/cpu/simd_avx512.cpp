@@ -47,25 +47,61 @@ LLMC_AVX512 inline void tileStep(const char *rows, int64_t rowBytes, const float
   }
 }
 
-// y[t0 .. t0+TT, n0 .. n0+R]: R weight rows against TT tokens, R*TT accumulators.
-template <DType D, int R, int TT>
-LLMC_AVX512 void tile(const MatmulProblem &p, int64_t n0, int64_t t0) {
+// y[t0 .. t0+TT, n0 .. n0+R]: the R weight rows at rows (rowBytes apart)
+// against TT tokens, R*TT accumulators. Every tile size, the decode streams
+// and the prefill GEMM sum an output in one order (simd_gemm.h, "Numerics"):
+// 16 lanes of fma over k, the K % 16 tail as a masked step, reduce_add.
+// Row r of the tile is output row n0 + r * rowStep (the decode streams take
+// rows far apart). Ahead > 0: each row's stream is prefetched Ahead bytes in
+// front of its loads, one line per 64 bytes.
+template <DType D, int R, int TT, int Ahead = 0>
+LLMC_AVX512 void dotTile(const MatmulProblem &p, const char *rows, int64_t rowBytes, int64_t n0,
+                         int64_t t0, int64_t rowStep = 1) {
   const int64_t k = p.w.cols;
-  const int64_t rowBytes = k * static_cast<int64_t>(dtypeSize(D));
-  const char *rows = static_cast<const char *>(p.w.data) + n0 * rowBytes;
   const float *x = p.x + t0 * k;
   __m512 acc[R][TT];
   for (int r = 0; r < R; ++r)
     for (int t = 0; t < TT; ++t)
       acc[r][t] = _mm512_setzero_ps();
   int64_t i = 0;
-  for (; i + 16 <= k; i += 16)
+  for (; i + 16 <= k; i += 16) {
+    if constexpr (Ahead > 0)
+      if ((i * dtypeSize(D)) % 64 == 0)
+        for (int r = 0; r < R; ++r)
+          _mm_prefetch(rows + r * rowBytes + i * dtypeSize(D) + Ahead, _MM_HINT_T0);
     tileStep<D, R, TT>(rows, rowBytes, x, k, i, 0xffff, acc);
+  }
   if (i < k)
     tileStep<D, R, TT>(rows, rowBytes, x, k, i, static_cast<__mmask16>((1u << (k - i)) - 1), acc);
   for (int r = 0; r < R; ++r)
     for (int t = 0; t < TT; ++t)
-      storeOutput(p, t0 + t, n0 + r, _mm512_reduce_add_ps(acc[r][t]));
+      storeOutput(p, t0 + t, n0 + r * rowStep, _mm512_reduce_add_ps(acc[r][t]));
+}
+
+// The tile on the problem's own weight rows n0 .. n0+R.
+template <DType D, int R, int TT>
+LLMC_AVX512 void tile(const MatmulProblem &p, int64_t n0, int64_t t0) {
+  const int64_t rowBytes = p.w.cols * static_cast<int64_t>(dtypeSize(D));
+  dotTile<D, R, TT>(p, static_cast<const char *>(p.w.data) + n0 * rowBytes, rowBytes, n0, t0);
+}
+
+// Decode (1 or TT = 2 tokens): rows [rowBegin, rowEnd) in 4 equal runs, tile
+// j taking row j of each run, as on AVX2 (simd_avx2.cpp streamedRows): each
+// run is one sequential stream. Tiles of 4 adjacent rows read 4 streams of
+// one row each (1.5 KiB of f16 at K = 768), too short for the hardware
+// prefetcher: 110M f16 decode read 8.8 GB/s on this Xeon where f32 (3 KiB
+// rows) read the probe's 14 (docs/perf.md, "AVX-512 prefill GEMM").
+template <DType D, int TT>
+LLMC_AVX512 void streamedRows(const MatmulProblem &p, int64_t rowBegin, int64_t rowEnd) {
+  constexpr int kStreams = 4, kAhead = D == DType::F32 ? 0 : 256;
+  const int64_t rowBytes = p.w.cols * static_cast<int64_t>(dtypeSize(D));
+  const char *weights = static_cast<const char *>(p.w.data);
+  const int64_t run = (rowEnd - rowBegin) / kStreams;
+  for (int64_t j = 0; j < run; ++j)
+    dotTile<D, kStreams, TT, kAhead>(p, weights + (rowBegin + j) * rowBytes, run * rowBytes,
+                                     rowBegin + j, 0, run);
+  for (int64_t n = rowBegin + kStreams * run; n < rowEnd; ++n)
+    dotTile<D, 1, TT>(p, weights + n * rowBytes, rowBytes, n, 0);
 }
 
 // A tile of R rows by min(tokens, TT) tokens.
@@ -210,12 +246,18 @@ constexpr int64_t kAvx512GemmTokens = 32;
 // Weight rows per item when matmul splits a prefill: whole 6-row tiles.
 constexpr int64_t kAvx512GemmRowBlock = 120;
 
-// Rows [rowBegin, rowEnd) in tiles of 4 rows x 4 tokens: 16 accumulators,
-// 4 inputs and one weight vector of the 32 zmm registers. Decode streams four
-// weight rows at once; prefill uses each weight vector loaded for four tokens.
+// Decode (1-2 tokens): four runs of weight rows stream at once. Up to 31
+// tokens: tiles of 4 rows x 4 tokens (16 accumulators, 4 inputs and one
+// weight vector of the 32 zmm registers), each weight vector loaded serving
+// four tokens. Prefill: the GEMM. Every output is the same sum whatever the
+// token count and the path (see dotTile).
 template <DType D> LLMC_AVX512 void rows(const MatmulProblem &p, int64_t rowBegin, int64_t rowEnd) {
   if (p.tokens >= kAvx512GemmTokens)
     return packedGemm<Avx512Gemm, D>(p, rowBegin, rowEnd, 0, p.tokens);
+  if (p.tokens == 2)
+    return streamedRows<D, 2>(p, rowBegin, rowEnd);
+  if (p.tokens == 1)
+    return streamedRows<D, 1>(p, rowBegin, rowEnd);
   constexpr int kRows = 4, kTokens = 4;
   const int64_t block = rowsPerL2Block(p.w.cols * dtypeSize(D), kRows);
   for (int64_t b = rowBegin; b < rowEnd; b += block) {
