@@ -64,15 +64,14 @@ void matmulQ4(ThreadPool &pool, const float *x, int64_t tokens, const Q4Matrix &
   int64_t lanes = 8;
   bool chunked = false; // the AVX2 kernel reads chunkScales
 #if defined(__x86_64__)
+  // AVX-512 machines too: the AVX2 kernel's row runs and chunk scales ran
+  // 2x faster from DRAM on a Sapphire Rapids Xeon than the AVX-512 VNNI
+  // kernel (4 adjacent rows, vpdpbusd), and 1.2x at 64 tokens (docs/perf.md,
+  // "AVX-512 prefill GEMM"), which was therefore removed.
   if (activeIsa() != Isa::Scalar) {
     quantize = detail::quantizeQ8Avx2;
     rows = detail::matmulQ4RowsAvx2;
     chunked = true;
-  }
-  if (activeIsa() == Isa::Avx512 && detail::hasAvx512Vnni()) {
-    rows = detail::matmulQ4RowsAvx512Vnni;
-    lanes = 16;
-    chunked = false;
   }
 #endif
 #if defined(__aarch64__)
@@ -106,18 +105,6 @@ void matmulQ4(ThreadPool &pool, const float *x, int64_t tokens, const Q4Matrix &
 }
 
 namespace detail {
-
-bool hasAvx512Vnni() {
-#if defined(__x86_64__)
-  static const bool vnni = [] {
-    __builtin_cpu_init();
-    return __builtin_cpu_supports("avx512vnni") != 0;
-  }();
-  return vnni;
-#else
-  return false;
-#endif
-}
 
 void chunkQ8Scales(const float *scales, int64_t pairs, int64_t tokenBegin, int64_t tokenEnd,
                    float *chunkScales) {

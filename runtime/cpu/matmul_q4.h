@@ -12,8 +12,8 @@
 // Every ISA path computes this, up to the order of the f32 additions. The
 // weights are never dequantized; decode (T = 1, 2) and prefill share the
 // kernel, tiles of rows x tokens over 16-row blocks that stay in L1.
-// Scalar, AVX2 (vpmaddubsw) and AVX-512 VNNI (vpdpbusd) paths, chosen at run
-// time; rows split over the thread pool.
+// Scalar, AVX2 (vpmaddubsw; AVX-512 machines run it too) and NEON paths,
+// chosen at run time; rows split over the thread pool.
 #pragma once
 
 #include "support/status.h"
@@ -117,8 +117,7 @@ void quantizeQ8Avx2(const float *x, int64_t cols, int64_t groupSize, int64_t sca
 // Rows [rowBegin, rowEnd) of y, per ISA, from p.xq.
 void matmulQ4RowsScalar(const Q4Problem &p, int64_t rowBegin, int64_t rowEnd);
 #if defined(__x86_64__)
-void matmulQ4RowsAvx2(const Q4Problem &p, int64_t rowBegin, int64_t rowEnd);       // lanes 8
-void matmulQ4RowsAvx512Vnni(const Q4Problem &p, int64_t rowBegin, int64_t rowEnd); // lanes 16
+void matmulQ4RowsAvx2(const Q4Problem &p, int64_t rowBegin, int64_t rowEnd); // lanes 8
 #endif
 #if defined(__aarch64__)
 // lanes 8: SDOT where neonDotProdActive() (cpu/isa.h), else widening multiplies.
@@ -126,9 +125,6 @@ void matmulQ4RowsNeon(const Q4Problem &p, int64_t rowBegin, int64_t rowEnd);
 #endif
 // Rows of y from f32 x (dequantize and dot; setQ4ExactActivationsForTesting).
 void matmulQ4RowsExact(const Q4Problem &p, int64_t rowBegin, int64_t rowEnd);
-
-// Whether this CPU has AVX-512 VNNI on top of Isa::Avx512.
-bool hasAvx512Vnni();
 
 // y[t, n] = dot + bias + (beta ? y : 0).
 inline void storeQ4Output(const Q4Problem &p, int64_t t, int64_t n, float dot) {

@@ -1,8 +1,7 @@
-// What the AVX2 and AVX-512 int4 kernels (matmul_q4_avx2.cpp,
-// matmul_q4_avx512.cpp) share: row geometry, the per-pair group scales, the
+// The x86 int4 kernel's building blocks (matmul_q4_avx2.cpp; an AVX-512
+// kernel would share them): row geometry, the per-pair group scales, the
 // zero-point term and the row x token tiling. Every function carries the
-// AVX2 target attribute (the AVX-512 kernels' targets include it), so the
-// rest of the binary stays baseline x86-64.
+// AVX2 target attribute, so the rest of the binary stays baseline x86-64.
 #pragma once
 #if defined(__x86_64__)
 

@@ -41,10 +41,11 @@ void matmulQ8(ThreadPool &pool, const float *x, int64_t tokens, const Q8Matrix &
   const detail::Q8Problem problem{x, tokens, w, bias, beta, y};
   RowsFn rows = detail::matmulQ8RowsScalar;
 #if defined(__x86_64__)
-  if (activeIsa() == Isa::Avx2)
+  // AVX-512 machines too: the AVX2 kernel's 4 prefetched row runs read 2x
+  // the AVX-512 kernel's GB/s on a Sapphire Rapids Xeon (docs/perf.md,
+  // "AVX-512 prefill GEMM"), which was therefore removed.
+  if (activeIsa() == Isa::Avx2 || activeIsa() == Isa::Avx512)
     rows = detail::matmulQ8RowsAvx2;
-  if (activeIsa() == Isa::Avx512)
-    rows = detail::matmulQ8RowsAvx512;
 #endif
 #if defined(__aarch64__)
   if (activeIsa() == Isa::Neon)

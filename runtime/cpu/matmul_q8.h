@@ -3,8 +3,8 @@
 // plan layout of kernels/common/q8_layout.h.
 //
 // Numerics: the activations stay f32 (no activation quantization: the
-// near-lossless option next to int4's W4A8); the scalar and AVX-512 paths
-// dequantize every weight to f32 exactly as hd::q8Dequant does (q * scale,
+// near-lossless option next to int4's W4A8); the scalar path
+// dequantizes every weight to f32 exactly as hd::q8Dequant does (q * scale,
 // one rounding) and sum the products in f32:
 //   y[t, n] = sum_k (q[n, k] * scale[n, k / G]) * x[t, k],
 // so a plan whose float weights were fake-quantized computes the same up to
@@ -12,9 +12,9 @@
 // scale out of its sum, y[t, n] = sum_g scale[n, g] * sum_{k in g} q[n, k] *
 // x[t, k] (a multiply per group instead of per weight), the same within f32
 // rounding, in one order (the same bits on both ISAs, and for a row whatever
-// the token count or tile). Scalar, AVX2, AVX-512 and NEON paths, chosen at
-// run time, tiles of rows x tokens; rows split over the thread pool; AVX2
-// decode reads the rows in 4 prefetched runs.
+// the token count or tile). Scalar, AVX2 (AVX-512 machines run it too) and
+// NEON paths, chosen at run time, tiles of rows x tokens; rows split over
+// the thread pool; AVX2 decode reads the rows in 4 prefetched runs.
 #pragma once
 
 #include "support/status.h"
@@ -68,7 +68,6 @@ inline void storeQ8Output(const Q8Problem &p, int64_t t, int64_t n, float dot) {
 void matmulQ8RowsScalar(const Q8Problem &p, int64_t rowBegin, int64_t rowEnd);
 #if defined(__x86_64__)
 void matmulQ8RowsAvx2(const Q8Problem &p, int64_t rowBegin, int64_t rowEnd);
-void matmulQ8RowsAvx512(const Q8Problem &p, int64_t rowBegin, int64_t rowEnd);
 #endif
 #if defined(__aarch64__)
 void matmulQ8RowsNeon(const Q8Problem &p, int64_t rowBegin, int64_t rowEnd);

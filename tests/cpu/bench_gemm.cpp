@@ -9,6 +9,7 @@
 // independent chains of f32 FMAs on registers (enough chains to cover the
 // FMA latency on both pipes), 8 lanes (16 flops per FMA instruction), or 16
 // where the active ISA is AVX-512.
+#include "bench_isa.h"
 #include "cpu/isa.h"
 #include "cpu/matmul.h"
 #include "kernels/common/half.h"
@@ -204,19 +205,8 @@ int main(int argc, char **argv) {
     std::fprintf(stderr, "error: usage: bench_gemm [max threads >= 1] [tokens >= 1]\n");
     return 1;
   }
-  // LLMC_BENCH_ISA=avx2 (a name isaName prints) runs another supported ISA's
-  // kernels, to compare two on one machine.
-  if (const char *isa = std::getenv("LLMC_BENCH_ISA")) {
-    using llmc::cpu::Isa;
-    bool set = false;
-    for (Isa candidate : {Isa::Scalar, Isa::Avx2, Isa::Avx512, Isa::Neon})
-      if (std::string(isa) == llmc::cpu::isaName(candidate))
-        set = llmc::cpu::setIsaForTesting(candidate);
-    if (!set) {
-      std::fprintf(stderr, "error: LLMC_BENCH_ISA=%s is not a supported ISA here\n", isa);
-      return 1;
-    }
-  }
+  if (!llmc::bench::applyBenchIsa())
+    return 1;
   std::printf("isa: %s, tokens: %lld\n", llmc::cpu::isaName(llmc::cpu::activeIsa()),
               static_cast<long long>(tokens));
   // N x K: the 110M Llama's projections (q/k/v/o, the fused gate+up, down)

@@ -10,7 +10,9 @@
 //
 // "l2" reuses one matrix; "dram" cycles through copies spanning 256 MiB, as
 // a decode step streams its weights. Prints G weights (x tokens) per CPU
-// second, best of 7 trials.
+// second, best of 7 trials. LLMC_BENCH_ISA=avx2 runs the AVX2 kernels on an
+// AVX-512 machine (bench_isa.h).
+#include "bench_isa.h"
 #include "cpu/matmul_q4.h"
 #include "cpu/matmul_q8.h"
 #include "kernels/common/half.h"
@@ -122,6 +124,8 @@ double measure(ThreadPool &pool, const Matrices &m, int64_t tokens, bool cycle) 
 } // namespace
 
 int main(int argc, char **argv) {
+  if (!llmc::bench::applyBenchIsa())
+    return 1;
   const int64_t tokens = argc > 1 ? std::atoll(argv[1]) : 1;
   const int64_t group = argc > 2 ? std::atoll(argv[2]) : 32;
   bool int8 = false, oneB = false;

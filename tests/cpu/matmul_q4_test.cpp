@@ -431,13 +431,6 @@ TEST(MatmulQ4Q8, LargeLayersSplitOverThreads) {
   }
 }
 
-// The kernels report whether AVX-512 VNNI ran, so that a run on such a CPU says so.
-TEST(MatmulQ4Q8, ReportsTheKernels) {
-  std::printf("int4 kernels here: %s%s\n", isaName(supportedIsas().back()),
-              isaSupported(Isa::Avx512) && detail::hasAvx512Vnni() ? " + VNNI" : "");
-  SUCCEED();
-}
-
 TEST(MatmulQ4Q8, NonFiniteInputsGiveNan) {
   ThreadPool pool(2);
   std::mt19937 rng(5);

@@ -1,0 +1,28 @@
+// The microbenchmarks' LLMC_BENCH_ISA: a name isaName prints (scalar, avx2,
+// avx512, neon) runs that supported ISA's kernels instead of the best one,
+// to compare two ISAs' kernels on one machine.
+#pragma once
+
+#include "cpu/isa.h"
+
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+
+namespace llmc::bench {
+
+// Applies LLMC_BENCH_ISA; false (after an error message) when it names no
+// ISA this CPU supports.
+inline bool applyBenchIsa() {
+  const char *name = std::getenv("LLMC_BENCH_ISA");
+  if (name == nullptr)
+    return true;
+  using cpu::Isa;
+  for (Isa isa : {Isa::Scalar, Isa::Avx2, Isa::Avx512, Isa::Neon})
+    if (std::string(name) == cpu::isaName(isa) && cpu::setIsaForTesting(isa))
+      return true;
+  std::fprintf(stderr, "error: LLMC_BENCH_ISA=%s is not a supported ISA here\n", name);
+  return false;
+}
+
+} // namespace llmc::bench
