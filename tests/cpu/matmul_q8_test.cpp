@@ -42,21 +42,25 @@ TestQ8 randomQ8(std::mt19937 &rng, int64_t rows, int64_t cols, int64_t group, bo
   return t;
 }
 
+// dequant(W)[n, c], as hd::q8Dequant gives it.
+double weightAt(const Q8Matrix &w, int64_t n, int64_t c) {
+  const int64_t rowBytes = hd::q8RowBytes(w.cols), groups = hd::q8NumGroups(w.cols, w.groupSize);
+  const auto *row = reinterpret_cast<const signed char *>(w.qweight + n * rowBytes);
+  const void *scales =
+      w.halfScales ? static_cast<const void *>(static_cast<const uint16_t *>(w.scales) + n * groups)
+                   : static_cast<const void *>(static_cast<const float *>(w.scales) + n * groups);
+  return hd::q8Dequant(row, scales, w.halfScales, c, w.groupSize);
+}
+
 // y = x . dequant(W)^T (+ bias) (+ y0) in double.
 std::vector<float> reference(const float *x, int64_t tokens, const Q8Matrix &w, const float *bias,
                              const std::vector<float> &y0, bool accumulate) {
   std::vector<float> y(tokens * w.rows);
-  const int64_t rowBytes = hd::q8RowBytes(w.cols), groups = hd::q8NumGroups(w.cols, w.groupSize);
   for (int64_t t = 0; t < tokens; ++t)
     for (int64_t n = 0; n < w.rows; ++n) {
-      const auto *row = reinterpret_cast<const signed char *>(w.qweight + n * rowBytes);
-      const void *scales =
-          w.halfScales ? static_cast<const void *>(static_cast<const uint16_t *>(w.scales) + n * groups)
-                       : static_cast<const void *>(static_cast<const float *>(w.scales) + n * groups);
       double s = 0.0;
       for (int64_t c = 0; c < w.cols; ++c)
-        s += static_cast<double>(hd::q8Dequant(row, scales, w.halfScales, c, w.groupSize)) *
-             x[t * w.cols + c];
+        s += weightAt(w, n, c) * x[t * w.cols + c];
       s += bias ? bias[n] : 0.0f;
       y[t * w.rows + n] = static_cast<float>(s + (accumulate ? y0[t * w.rows + n] : 0.0));
     }
@@ -100,18 +104,10 @@ TEST(MatmulQ8, MatchesTheReferenceOnEveryIsa) {
 // ulps.
 std::vector<double> termMagnitudes(const float *x, int64_t tokens, const Q8Matrix &w) {
   std::vector<double> magnitude(tokens * w.rows);
-  const int64_t rowBytes = hd::q8RowBytes(w.cols), groups = hd::q8NumGroups(w.cols, w.groupSize);
   for (int64_t t = 0; t < tokens; ++t)
-    for (int64_t n = 0; n < w.rows; ++n) {
-      const auto *row = reinterpret_cast<const signed char *>(w.qweight + n * rowBytes);
-      const void *scales =
-          w.halfScales ? static_cast<const void *>(static_cast<const uint16_t *>(w.scales) + n * groups)
-                       : static_cast<const void *>(static_cast<const float *>(w.scales) + n * groups);
+    for (int64_t n = 0; n < w.rows; ++n)
       for (int64_t c = 0; c < w.cols; ++c)
-        magnitude[t * w.rows + n] +=
-            std::fabs(static_cast<double>(hd::q8Dequant(row, scales, w.halfScales, c, w.groupSize)) *
-                      x[t * w.cols + c]);
-    }
+        magnitude[t * w.rows + n] += std::fabs(weightAt(w, n, c) * x[t * w.cols + c]);
   return magnitude;
 }
 
