@@ -59,6 +59,20 @@ bool detectDotProd() {
 #endif
 }
 
+bool detectX86Vnni() {
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_cpu_init();
+  return detectBestIsa() == Isa::Avx512 && __builtin_cpu_supports("avx512vnni");
+#else
+  return false;
+#endif
+}
+
+std::atomic<bool> &x86VnniInUse() {
+  static std::atomic<bool> use{x86VnniSupported()};
+  return use;
+}
+
 std::atomic<bool> &dotProdInUse() {
   static std::atomic<bool> use{neonDotProdSupported()};
   return use;
@@ -78,6 +92,15 @@ const char *isaName(Isa isa) {
     return "neon";
   }
   return "?";
+}
+
+std::string activeKernelsName() {
+  std::string name = isaName(activeIsa());
+  if (activeIsa() == Isa::Neon && neonDotProdActive())
+    name += " + dotprod";
+  if (activeIsa() == Isa::Avx512 && x86VnniActive())
+    name += " + vnni";
+  return name;
 }
 
 // Within x86-64, AVX-512 CPUs (as detected) also run the AVX2 kernels.
@@ -116,6 +139,22 @@ bool setNeonDotProdForTesting(bool use) {
   if (use && !neonDotProdSupported())
     return false;
   dotProdInUse().store(use, std::memory_order_relaxed);
+  return true;
+}
+
+bool x86VnniSupported() {
+  static const bool supported = detectX86Vnni();
+  return supported;
+}
+
+bool x86VnniActive() {
+  return activeIsa() != Isa::Scalar && x86VnniInUse().load(std::memory_order_relaxed);
+}
+
+bool setX86VnniForTesting(bool use) {
+  if (use && !x86VnniSupported())
+    return false;
+  x86VnniInUse().store(use, std::memory_order_relaxed);
   return true;
 }
 

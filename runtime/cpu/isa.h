@@ -6,6 +6,8 @@
 // (SDOT, an optional extension) are chosen at run time.
 #pragma once
 
+#include <string>
+
 namespace llmc::cpu {
 
 // The ISAs of both architectures; a CPU supports Scalar and those of its own
@@ -18,6 +20,11 @@ enum class Isa {
 };
 
 const char *isaName(Isa isa);
+
+// The kernels' instruction set now, as llmrun's "running on" line shows it:
+// isaName(activeIsa()), with " + vnni" where the x86 int4 kernel takes
+// vpdpbusd and " + dotprod" where the NEON one takes SDOT.
+std::string activeKernelsName();
 
 // Whether this CPU can run kernels for `isa`.
 bool isaSupported(Isa isa);
@@ -43,6 +50,21 @@ bool neonDotProdActive();
 // false (and changes nothing) when `use` is true and the CPU lacks dotprod.
 // Not thread-safe with kernels running.
 bool setNeonDotProdForTesting(bool use);
+
+// Whether this x86-64 CPU has AVX-512 VNNI with AVX-512 VL (vpdpbusd on
+// 256-bit registers: Ice Lake and later Xeons, Zen 4). False elsewhere.
+bool x86VnniSupported();
+
+// Whether the AVX2 int4 kernel takes its dot products with vpdpbusd now:
+// x86VnniSupported() and an x86 ISA above Scalar active, unless a test
+// turned it off. vpdpbusd sums the same 4 products per 32-bit lane as
+// vpmaddubsw + vpmaddwd, so the outputs have the same bits either way.
+bool x86VnniActive();
+
+// Test hook: with `use` false, the int4 kernel takes the vpmaddubsw path
+// that CPUs without VNNI run. Returns false (and changes nothing) when `use`
+// is true and the CPU lacks VNNI. Not thread-safe with kernels running.
+bool setX86VnniForTesting(bool use);
 
 // Bytes of L2 cache per core (sysconf(_SC_LEVEL2_CACHE_SIZE) where the C
 // library reports it), or 0 when unknown. Read once.

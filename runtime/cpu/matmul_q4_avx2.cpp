@@ -1,7 +1,9 @@
 // AVX2 + FMA + F16C int4 linear layer (matmul_q4.h): the Q8 quantizer and
-// the integer tile (vpmaddubsw on the unsigned nibbles against the int8 x).
+// the integer tile (vpmaddubsw on the unsigned nibbles against the int8 x,
+// or vpdpbusd where the CPU has AVX-512 VNNI).
 #if defined(__x86_64__)
 
+#include "cpu/isa.h"
 #include "cpu/matmul_q4.h"
 #include "cpu/matmul_q4_x86.h"
 #include "kernels/common/q4_layout.h"
@@ -77,12 +79,27 @@ LLMC_Q4_AVX2 float quantizeBlock(const float *x, int64_t n, int8_t *pair, float 
 // 2p's partial sums in lanes 0..3, block 2p + 1's in 4..7. The low nibbles
 // are the even columns of both blocks, the high nibbles the odd ones, as in
 // the Q8 layout, so two vpmaddubsw and one vpmaddwd suffice (at most
-// 4 x 15 x 127 per 16-bit lane: no saturation).
-LLMC_Q4_AVX2 inline __m256 pairDot(__m256i lo, __m256i hi, const int8_t *x) {
+// 4 x 15 x 127 per 16-bit lane: no saturation). With Vnni, two vpdpbusd
+// give each 32-bit lane the same 8 products (bytes 4l .. 4l + 3 of lo and of
+// hi), so the same integers and the same bits, in 2 instructions instead
+// of 4. It is written as inline asm (EVEX, AVX-512 VNNI + VL) so that the
+// kernel's functions keep their AVX2 target and one instantiation serves
+// both; x86VnniActive() says when the CPU has it.
+template <bool Vnni> LLMC_Q4_AVX2 inline __m256 pairDot(__m256i lo, __m256i hi, const int8_t *x) {
   const __m256i *v = reinterpret_cast<const __m256i *>(x);
-  const __m256i d16 = _mm256_add_epi16(_mm256_maddubs_epi16(lo, _mm256_loadu_si256(v)),
-                                       _mm256_maddubs_epi16(hi, _mm256_loadu_si256(v + 1)));
-  return _mm256_cvtepi32_ps(_mm256_madd_epi16(d16, _mm256_set1_epi16(1)));
+  const __m256i x0 = _mm256_loadu_si256(v), x1 = _mm256_loadu_si256(v + 1);
+  if constexpr (Vnni) {
+    __m256i dots = _mm256_setzero_si256();
+    asm("%{evex%} vpdpbusd %[x0], %[lo], %[dots]\n\t"
+        "%{evex%} vpdpbusd %[x1], %[hi], %[dots]"
+        : [dots] "+x"(dots)
+        : [lo] "x"(lo), [hi] "x"(hi), [x0] "x"(x0), [x1] "x"(x1));
+    return _mm256_cvtepi32_ps(dots);
+  } else {
+    const __m256i d16 =
+        _mm256_add_epi16(_mm256_maddubs_epi16(lo, x0), _mm256_maddubs_epi16(hi, x1));
+    return _mm256_cvtepi32_ps(_mm256_madd_epi16(d16, _mm256_set1_epi16(1)));
+  }
 }
 
 // The nibbles of a full pair's 32 bytes.
@@ -127,7 +144,7 @@ LLMC_Q4_AVX2 inline void prefetchRuns(const Q4Problem &p, const Rows &geo, int64
 // scale and multiplying per pair; the products and their order are the same,
 // so both ways give the same bits. The pairs after the last whole chunk (and
 // every pair for Mixed groups) go one at a time.
-template <int R, int TT, Groups G> struct Avx2Tile {
+template <int R, int TT, Groups G, bool Vnni> struct Q4Tile {
   using Acc = __m256[R][TT];
 
   // Pair 4c + I of chunk c, with the chunk's scales (lanes of chunkScales).
@@ -142,7 +159,7 @@ template <int R, int TT, Groups G> struct Avx2Tile {
       pairNibbles(p.w.qweight + (n0 + r * step) * geo.words + 8 * q, lo, hi);
       LLMC_Q4_UNROLL
       for (int t = 0; t < TT; ++t)
-        acc[r][t] = _mm256_fmadd_ps(pairDot(lo, hi, xv + t * xStride + q * kQ8PairBytes),
+        acc[r][t] = _mm256_fmadd_ps(pairDot<Vnni>(lo, hi, xv + t * xStride + q * kQ8PairBytes),
                                     _mm256_permute_ps(scale[r][t], I * 0x55), acc[r][t]);
     }
   }
@@ -191,15 +208,16 @@ template <int R, int TT, Groups G> struct Avx2Tile {
       for (int r = 0; r < R; ++r) {
         const hd::u32 *words = p.w.qweight + (n0 + r * step) * geo.words + 8 * q;
         const __m256i v =
-            full ? _mm256_loadu_si256(reinterpret_cast<const __m256i *>(words))
-                 : _mm256_zextsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i *>(words)));
+            full
+                ? _mm256_loadu_si256(reinterpret_cast<const __m256i *>(words))
+                : _mm256_zextsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i *>(words)));
         const __m256i lo = _mm256_and_si256(v, low4);
         const __m256i hi = _mm256_and_si256(_mm256_srli_epi16(v, 4), low4);
         const __m256 s = pairScales<G>(p.w.scales + (n0 + r * step) * geo.groups, groups, full);
         LLMC_Q4_UNROLL
         for (int t = 0; t < TT; ++t) {
           const __m256 scale = _mm256_mul_ps(s, _mm256_loadu_ps(xs + t * sStride + 8 * q));
-          acc[r][t] = _mm256_fmadd_ps(pairDot(lo, hi, xv + t * xStride + q * kQ8PairBytes),
+          acc[r][t] = _mm256_fmadd_ps(pairDot<Vnni>(lo, hi, xv + t * xStride + q * kQ8PairBytes),
                                       scale, acc[r][t]);
         }
       }
@@ -229,20 +247,51 @@ template <int R, int TT, Groups G> struct Avx2Tile {
   }
 };
 
+template <int R, int TT, Groups G> using Avx2Tile = Q4Tile<R, TT, G, false>;
+template <int R, int TT, Groups G> using VnniTile = Q4Tile<R, TT, G, true>;
+
 // One token: tile j takes row j of each of kDecodeRuns equal runs of
 // [rowBegin, rowEnd); the 0..3 rows left go one at a time.
-template <Groups G>
+template <Groups G, bool Vnni>
 LLMC_Q4_AVX2 void decodeRuns(const Q4Problem &p, int64_t rowBegin, int64_t rowEnd) {
   const Rows geo(p.w);
   const int64_t run = (rowEnd - rowBegin) / kDecodeRuns;
   for (int64_t j = 0; j < run; ++j)
-    Avx2Tile<kDecodeRuns, 1, G>::runRows(p, geo, rowBegin + j, run, 0);
+    Q4Tile<kDecodeRuns, 1, G, Vnni>::runRows(p, geo, rowBegin + j, run, 0);
   for (int64_t n = rowBegin + kDecodeRuns * run; n < rowEnd; ++n)
-    Avx2Tile<1, 1, G>::run(p, geo, n, 0);
+    Q4Tile<1, 1, G, Vnni>::run(p, geo, n, 0);
 }
 
 // Tokens per prefill tile.
 constexpr int kPrefillTokens = 8;
+
+// 4 rows per decode tile, 1 row x 8 tokens for prefill (8 accumulators,
+// 8 chunk scale vectors that the compilers may keep in L1): the row's
+// nibbles and epilogue loads serve 8 tokens (measured 4-10% faster than
+// 1 x 4 at T = 64 and 512, bench_q4_cputime). With 2 rows x 4 tokens the
+// compilers keep each token's x for both and spill accumulators (16 ymm);
+// measured 10% slower than 1 x 4.
+template <bool Vnni>
+LLMC_Q4_AVX2 void matmulQ4Rows(const Q4Problem &p, int64_t rowBegin, int64_t rowEnd) {
+  if (p.tokens == 1) {
+    const int64_t g = p.w.groupSize;
+    if (g == 32)
+      return decodeRuns<Groups::PerBlock, Vnni>(p, rowBegin, rowEnd);
+    if (g == 64)
+      return decodeRuns<Groups::PerPair, Vnni>(p, rowBegin, rowEnd);
+    if (g == 128)
+      return decodeRuns<Groups::TwoPairs, Vnni>(p, rowBegin, rowEnd);
+    if (g % 256 == 0)
+      return decodeRuns<Groups::PerChunk, Vnni>(p, rowBegin, rowEnd);
+    if (g % 64 == 0)
+      return decodeRuns<Groups::PairsOther, Vnni>(p, rowBegin, rowEnd);
+    return decodeRuns<Groups::Mixed, Vnni>(p, rowBegin, rowEnd);
+  }
+  if constexpr (Vnni)
+    tiledRows<VnniTile, kDecodeRuns, 1, kPrefillTokens>(p, rowBegin, rowEnd);
+  else
+    tiledRows<Avx2Tile, kDecodeRuns, 1, kPrefillTokens>(p, rowBegin, rowEnd);
+}
 
 } // namespace
 
@@ -269,28 +318,11 @@ LLMC_Q4_AVX2 void quantizeQ8Avx2(const float *x, int64_t cols, int64_t groupSize
   }
 }
 
-// 4 rows per decode tile, 1 row x 8 tokens for prefill (8 accumulators,
-// 8 chunk scale vectors that the compilers may keep in L1): the row's
-// nibbles and epilogue loads serve 8 tokens (measured 4-10% faster than
-// 1 x 4 at T = 64 and 512, bench_q4_cputime). With 2 rows x 4 tokens the
-// compilers keep each token's x for both and spill accumulators (16 ymm);
-// measured 10% slower than 1 x 4.
+// The VNNI dot products where the CPU has them (the same bits).
 LLMC_Q4_AVX2 void matmulQ4RowsAvx2(const Q4Problem &p, int64_t rowBegin, int64_t rowEnd) {
-  if (p.tokens == 1) {
-    const int64_t g = p.w.groupSize;
-    if (g == 32)
-      return decodeRuns<Groups::PerBlock>(p, rowBegin, rowEnd);
-    if (g == 64)
-      return decodeRuns<Groups::PerPair>(p, rowBegin, rowEnd);
-    if (g == 128)
-      return decodeRuns<Groups::TwoPairs>(p, rowBegin, rowEnd);
-    if (g % 256 == 0)
-      return decodeRuns<Groups::PerChunk>(p, rowBegin, rowEnd);
-    if (g % 64 == 0)
-      return decodeRuns<Groups::PairsOther>(p, rowBegin, rowEnd);
-    return decodeRuns<Groups::Mixed>(p, rowBegin, rowEnd);
-  }
-  tiledRows<Avx2Tile, kDecodeRuns, 1, kPrefillTokens>(p, rowBegin, rowEnd);
+  if (x86VnniActive())
+    return matmulQ4Rows<true>(p, rowBegin, rowEnd);
+  matmulQ4Rows<false>(p, rowBegin, rowEnd);
 }
 
 } // namespace llmc::cpu::detail

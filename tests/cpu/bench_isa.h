@@ -1,6 +1,7 @@
 // The microbenchmarks' LLMC_BENCH_ISA: a name isaName prints (scalar, avx2,
 // avx512, neon) runs that supported ISA's kernels instead of the best one,
-// to compare two ISAs' kernels on one machine.
+// to compare two ISAs' kernels on one machine. LLMC_BENCH_VNNI=0 runs the
+// int4 kernel's vpmaddubsw path on a CPU with AVX-512 VNNI.
 #pragma once
 
 #include "cpu/isa.h"
@@ -11,9 +12,12 @@
 
 namespace llmc::bench {
 
-// Applies LLMC_BENCH_ISA; false (after an error message) when it names no
+// Applies LLMC_BENCH_VNNI and LLMC_BENCH_ISA; false (after an error message) when it names no
 // ISA this CPU supports.
 inline bool applyBenchIsa() {
+  const char *vnni = std::getenv("LLMC_BENCH_VNNI");
+  if (vnni != nullptr && std::string(vnni) == "0")
+    cpu::setX86VnniForTesting(false);
   const char *name = std::getenv("LLMC_BENCH_ISA");
   if (name == nullptr)
     return true;

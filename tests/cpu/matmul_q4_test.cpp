@@ -4,7 +4,8 @@
 // reference of the exact numerics (int8 x per 32-column block, integer dot
 // products, group scales and zero points), on odd shapes: K not a multiple
 // of 32 or 64, ragged last groups, rows and tokens off the tile sizes, group
-// sizes 32, 64, 96 and 128. The AVX-512 VNNI kernel runs where the CPU has it.
+// sizes 32, 64, 96 and 128. The AVX2 kernel's VNNI dot products run where
+// the CPU has them, and give the bits of its vpmaddubsw path.
 #include "cpu/fused.h"
 #include "cpu/isa.h"
 #include "cpu/kernels.h"
@@ -54,7 +55,9 @@ struct RandomQ4 {
   Q4Matrix matrix() const {
     return {qweight.data(), scales.data(), zeros.data(), rows, cols, groupSize};
   }
-  int q(int64_t n, int64_t k) const { return hd::q4At(qweight.data() + n * hd::q4WordsPerRow(cols), k); }
+  int q(int64_t n, int64_t k) const {
+    return hd::q4At(qweight.data() + n * hd::q4WordsPerRow(cols), k);
+  }
   double scale(int64_t n, int64_t k) const {
     return hd::f16ToF32(scales[n * hd::q4NumGroups(cols, groupSize) + k / groupSize]);
   }
@@ -124,7 +127,8 @@ TEST(Q8Quantize, FollowsTheRuleAndTheLayout) {
       const int8_t *v = q.values.data() + t * pairs * 64;
       for (int64_t c = 0; c < pairs * 64; ++c) {
         const int64_t at = (c / 64) * 64 + 32 * (c % 2) + 16 * ((c / 32) % 2) + (c % 32) / 2;
-        ASSERT_EQ(v[at], c < cols ? want.values[c] : 0) << "cols " << cols << " t " << t << " c " << c;
+        ASSERT_EQ(v[at], c < cols ? want.values[c] : 0)
+            << "cols " << cols << " t " << t << " c " << c;
       }
       std::vector<double> sums(hd::q4NumGroups(cols, groupSize), 0.0);
       for (int64_t b = 0; b < 2 * pairs; ++b) {
@@ -206,10 +210,10 @@ void checkCase(ThreadPool &pool, const Case &c, bool withBias, float beta, uint3
 TEST(MatmulQ4Q8, EveryIsaMatchesTheExactNumerics) {
   ThreadPool pool(3);
   const Case cases[] = {
-      {1, 67, 172, 32},   {2, 67, 172, 64},  {3, 67, 172, 32},  {17, 33, 172, 64},
-      {1, 5, 100, 96},    {2, 9, 37, 32},    {5, 1, 1, 32},     {1, 130, 1000, 128},
-      {4, 64, 256, 64},   {1, 3, 96, 32},    {9, 18, 2048, 128}, {6, 7, 224, 96},
-      {1, 19, 32, 32},    {7, 21, 800, 160}, {2, 4, 64, 64},    {13, 3, 5, 32},
+      {1, 67, 172, 32}, {2, 67, 172, 64},  {3, 67, 172, 32},   {17, 33, 172, 64},
+      {1, 5, 100, 96},  {2, 9, 37, 32},    {5, 1, 1, 32},      {1, 130, 1000, 128},
+      {4, 64, 256, 64}, {1, 3, 96, 32},    {9, 18, 2048, 128}, {6, 7, 224, 96},
+      {1, 19, 32, 32},  {7, 21, 800, 160}, {2, 4, 64, 64},     {13, 3, 5, 32},
   };
   uint32_t seed = 1;
   for (Isa isa : supportedIsas()) {
@@ -274,7 +278,7 @@ TEST(Q8Quantize, ChunkScalesRegroupThePairScales) {
 TEST(MatmulQ4Q8, EveryTileGivesTheDecodeBits) {
   ThreadPool pool(1);
   const Case cases[] = {
-      {9, 37, 800, 32},  {21, 19, 768, 64}, {70, 21, 544, 32}, {13, 6, 1056, 96},
+      {9, 37, 800, 32},   {21, 19, 768, 64}, {70, 21, 544, 32},  {13, 6, 1056, 96},
       {8, 17, 2080, 128}, {130, 5, 256, 32}, {3, 23, 1312, 256}, {17, 9, 960, 192},
   };
   uint32_t seed = 500;
@@ -304,8 +308,8 @@ TEST(MatmulQ4Q8, EveryTileGivesTheDecodeBits) {
       for (int64_t t = 0; t < c.tokens; ++t)
         for (int64_t n = 0; n < slice.rows; ++n)
           ASSERT_EQ(bitsOf(part[t * slice.rows + n]), bitsOf(all[t * c.n + first + n]))
-              << isaName(isa) << " T=" << c.tokens << " N=" << c.n << " K=" << c.k
-              << " row " << first + n << " t=" << t;
+              << isaName(isa) << " T=" << c.tokens << " N=" << c.n << " K=" << c.k << " row "
+              << first + n << " t=" << t;
     }
   }
 }
@@ -317,7 +321,7 @@ TEST(MatmulQ4Q8, EveryTileGivesTheDecodeBits) {
 // 3-token call (the prefill tile), and only the slice's rows are written.
 TEST(MatmulQ4Q8, DecodeRunsGiveThePrefillTileBits) {
   const Case cases[] = {
-      {3, 1, 256, 32},   {3, 4, 800, 32},   {3, 7, 768, 64},   {3, 18, 1056, 96},
+      {3, 1, 256, 32},    {3, 4, 800, 32},  {3, 7, 768, 64},     {3, 18, 1056, 96},
       {3, 33, 2080, 128}, {3, 67, 544, 32}, {3, 130, 1312, 256}, {3, 257, 960, 192},
   };
   uint32_t seed = 900;
@@ -421,6 +425,57 @@ TEST(MatmulQ4Q8, Hsum8HasTheBitsOfHsum) {
   }
 }
 #endif
+
+// With AVX-512 VNNI (vpdpbusd) the AVX2 kernel gives the bits of its
+// vpmaddubsw path: decode and prefill, every group pattern, K with whole
+// chunks, single pairs and a half pair, a token count across the tile and
+// the 64-token panel, 1 and 2 threads. Skips where the CPU lacks VNNI.
+TEST(MatmulQ4Q8, VnniGivesTheBitsOfMaddubs) {
+  if (!x86VnniSupported())
+    GTEST_SKIP() << "no AVX-512 VNNI on this CPU";
+  ASSERT_TRUE(x86VnniActive()) << "VNNI is supported but not on by default";
+  const Case cases[] = {
+      {1, 37, 800, 32},   {70, 21, 768, 64}, {9, 19, 544, 32}, {13, 6, 1056, 96},
+      {1, 17, 2080, 128}, {8, 5, 1312, 256}, {3, 9, 960, 192}, {1, 67, 4096, 32},
+  };
+  uint32_t seed = 1700;
+  for (int threads : {1, 2}) {
+    ThreadPool pool(threads);
+    for (const Case &c : cases) {
+      std::mt19937 rng(seed++);
+      RandomQ4 w(rng, c.n, c.k, c.groupSize);
+      const std::vector<float> x = randomX(rng, c.tokens * c.k);
+      std::vector<float> vnni(c.tokens * c.n), maddubs(c.tokens * c.n);
+      matmulQ4(pool, x.data(), c.tokens, w.matrix(), nullptr, 0.0f, vnni.data());
+      ASSERT_TRUE(setX86VnniForTesting(false));
+      EXPECT_FALSE(x86VnniActive());
+      matmulQ4(pool, x.data(), c.tokens, w.matrix(), nullptr, 0.0f, maddubs.data());
+      ASSERT_TRUE(setX86VnniForTesting(true));
+      for (size_t i = 0; i < vnni.size(); ++i)
+        ASSERT_EQ(bitsOf(vnni[i]), bitsOf(maddubs[i]))
+            << "T=" << c.tokens << " N=" << c.n << " K=" << c.k << " G=" << c.groupSize
+            << " output " << i << ": " << vnni[i] << " vs " << maddubs[i];
+    }
+  }
+}
+
+// Scalar kernels never report VNNI, whatever the CPU has.
+TEST(MatmulQ4Q8, ScalarIsaTurnsVnniOff) {
+  ScopedIsa scoped(Isa::Scalar);
+  EXPECT_FALSE(x86VnniActive());
+  EXPECT_EQ(activeKernelsName(), "scalar");
+}
+
+// llmrun's "running on" line names the VNNI kernel where it runs.
+TEST(MatmulQ4Q8, KernelsNameSaysVnni) {
+  if (!x86VnniSupported())
+    GTEST_SKIP() << "this CPU has no AVX-512 VNNI";
+  ScopedIsa scoped(Isa::Avx512);
+  EXPECT_EQ(activeKernelsName(), "avx512 + vnni");
+  ASSERT_TRUE(setX86VnniForTesting(false));
+  EXPECT_EQ(activeKernelsName(), "avx512");
+  ASSERT_TRUE(setX86VnniForTesting(true));
+}
 
 TEST(MatmulQ4Q8, LargeLayersSplitOverThreads) {
   ThreadPool pool(4);

@@ -98,15 +98,6 @@ bool shrinkDefaultKvCache(const Plan &plan, const EngineOptions &options, uint64
   return true;
 }
 
-// The kernels' instruction set, as llmrun's "running on" line shows it:
-// "avx2", "avx512", "neon", "neon + dotprod" (the int4 SDOT kernel), "scalar".
-std::string kernelIsa() {
-  std::string isa = cpu::isaName(cpu::activeIsa());
-  if (cpu::activeIsa() == cpu::Isa::Neon && cpu::neonDotProdActive())
-    isa += " + dotprod";
-  return isa;
-}
-
 } // namespace
 
 Expected<std::unique_ptr<CpuBackend>> CpuBackend::create(const Plan &plan,
@@ -125,8 +116,8 @@ Expected<std::unique_ptr<CpuBackend>> CpuBackend::create(const Plan &plan,
   auto ropeTables = CpuRopeTables::build(plan); // one set of tables for both programs
   LLMC_ASSIGN_OR_RETURN(CpuExecutor prefill, CpuExecutor::create(plan, backend->weights_,
                                                                  fb::Phase::Prefill, ropeTables));
-  LLMC_ASSIGN_OR_RETURN(CpuExecutor decode,
-                        CpuExecutor::create(plan, backend->weights_, fb::Phase::Decode, ropeTables));
+  LLMC_ASSIGN_OR_RETURN(CpuExecutor decode, CpuExecutor::create(plan, backend->weights_,
+                                                                fb::Phase::Decode, ropeTables));
   backend->prefill_ = std::make_unique<CpuExecutor>(std::move(prefill));
   backend->decode_ = std::make_unique<CpuExecutor>(std::move(decode));
   return backend;
@@ -134,7 +125,8 @@ Expected<std::unique_ptr<CpuBackend>> CpuBackend::create(const Plan &plan,
 
 std::string CpuBackend::description() const {
   return "the CPU backend (" + std::to_string(pool_->numThreads()) + " threads" +
-         (kvNote_.empty() ? std::string() : "; " + kvNote_) + ") with " + kernelIsa() + " kernels";
+         (kvNote_.empty() ? std::string() : "; " + kvNote_) + ") with " + cpu::activeKernelsName() +
+         " kernels";
 }
 
 Status CpuBackend::run(const StepInput &input, StepOutput &out) {
