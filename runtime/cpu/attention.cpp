@@ -177,6 +177,21 @@ void attendBlock(const detail::IsaOps &ops, bool blockKernels, const AttentionBa
   }
 }
 
+// Whether heads of `dim` features take the AVX2 block kernels. AVX-512
+// machines take them too, as they take the AVX2 int4 kernel: the portable
+// path's per-position ops.dot / ops.axpy calls and scalar exp were 30% of a
+// 110M f32 pp512 there (perf, docs/perf.md). Decode and prefill share the
+// choice, so they keep summing alike on every machine.
+bool runsBlockKernels(int64_t dim) {
+#if defined(__x86_64__)
+  return (activeIsa() == Isa::Avx2 || activeIsa() == Isa::Avx512) &&
+         detail::attentionKernelsFit(dim);
+#else
+  (void)dim;
+  return false;
+#endif
+}
+
 // Attention of the `group` query heads of kv head `kvHead` for the tile's
 // rows; scratch.q [rows * group, headDim] holds their queries (row r's head
 // g at r * group + g). Block by block over the union of the rows' windows;
@@ -193,10 +208,7 @@ void attendTile(const detail::IsaOps &ops, const AttentionBatch &b, const kv::Kv
   std::fill(acc, acc + queries * dim, 0.0f);
   std::fill(state, state + queries, hd::softmaxEmpty());
   const int64_t kvStride = cache.kvHeads * dim;
-  bool blockKernels = false;
-#if defined(__x86_64__)
-  blockKernels = activeIsa() == Isa::Avx2 && detail::attentionKernelsFit(dim);
-#endif
+  const bool blockKernels = runsBlockKernels(dim);
   int64_t first = positions[0], last = positions[0];
   for (int64_t r = 0; r < tile.rows; ++r) {
     first = std::min<int64_t>(first, hd::windowStart(positions[r], b.scores.window));

@@ -5,7 +5,8 @@
 // calls they replace (dotAvx2, scaleAvx2 and axpyAvx2 of simd_avx2.cpp, same
 // products, same order), one query or several at a time; the weights use the
 // vector exp of attention_exp.h. Decode and prefill run the same operations
-// per query, so they keep summing alike.
+// per query, so they keep summing alike. AVX2 and AVX-512 machines run them
+// (an AVX-512 machine's attention sums in AVX2's order, not its own dot's).
 #pragma once
 
 #include "kernels/common/online_softmax.h"
