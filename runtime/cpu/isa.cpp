@@ -98,7 +98,7 @@ std::string activeKernelsName() {
   std::string name = isaName(activeIsa());
   if (activeIsa() == Isa::Neon && neonDotProdActive())
     name += " + dotprod";
-  if (activeIsa() == Isa::Avx512 && x86VnniActive())
+  if (x86VnniActive())
     name += " + vnni";
   return name;
 }
@@ -148,7 +148,7 @@ bool x86VnniSupported() {
 }
 
 bool x86VnniActive() {
-  return activeIsa() != Isa::Scalar && x86VnniInUse().load(std::memory_order_relaxed);
+  return activeIsa() == Isa::Avx512 && x86VnniInUse().load(std::memory_order_relaxed);
 }
 
 bool setX86VnniForTesting(bool use) {

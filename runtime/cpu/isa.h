@@ -56,8 +56,8 @@ bool setNeonDotProdForTesting(bool use);
 bool x86VnniSupported();
 
 // Whether the AVX2 int4 kernel takes its dot products with vpdpbusd now:
-// x86VnniSupported() and an x86 ISA above Scalar active, unless a test
-// turned it off. vpdpbusd sums the same 4 products per 32-bit lane as
+// x86VnniSupported() and the AVX-512 ISA active (a forced AVX2 runs what an
+// AVX2 machine runs), unless a test turned it off. vpdpbusd sums the same 4 products per 32-bit lane as
 // vpmaddubsw + vpmaddwd, so the outputs have the same bits either way.
 bool x86VnniActive();
 

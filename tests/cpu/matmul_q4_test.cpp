@@ -459,11 +459,19 @@ TEST(MatmulQ4Q8, VnniGivesTheBitsOfMaddubs) {
   }
 }
 
-// Scalar kernels never report VNNI, whatever the CPU has.
-TEST(MatmulQ4Q8, ScalarIsaTurnsVnniOff) {
-  ScopedIsa scoped(Isa::Scalar);
-  EXPECT_FALSE(x86VnniActive());
-  EXPECT_EQ(activeKernelsName(), "scalar");
+// Scalar and forced AVX2 kernels never take VNNI, whatever the CPU has: a
+// forced AVX2 runs what an AVX2 machine runs.
+TEST(MatmulQ4Q8, IsasBelowAvx512TurnVnniOff) {
+  {
+    ScopedIsa scoped(Isa::Scalar);
+    EXPECT_FALSE(x86VnniActive());
+    EXPECT_EQ(activeKernelsName(), "scalar");
+  }
+  if (isaSupported(Isa::Avx2)) {
+    ScopedIsa scoped(Isa::Avx2);
+    EXPECT_FALSE(x86VnniActive());
+    EXPECT_EQ(activeKernelsName(), "avx2");
+  }
 }
 
 // llmrun's "running on" line names the VNNI kernel where it runs.
