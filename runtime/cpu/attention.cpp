@@ -194,9 +194,8 @@ void prefetchBlock(const kv::KvLayerView &cache, const int32_t *blockTable, int6
   const int64_t base = slotOffset(cache, blockTable, start) + kvHead * dim;
   const int64_t count = std::min<int64_t>(cache.blockSize - start % cache.blockSize,
                                           last + 1 - start);
-  constexpr int64_t kLineFloats = 64 / sizeof(float);
   for (int64_t j = 0; j < count; ++j)
-    for (int64_t f = 0; f < dim; f += kLineFloats) {
+    for (int64_t f = 0; f < dim; f += detail::kCacheLineFloats) {
       __builtin_prefetch(cache.keys + base + j * stride + f, 0, 2);
       __builtin_prefetch(cache.values + base + j * stride + f, 0, 2);
     }

@@ -22,6 +22,9 @@ struct MatmulProblem {
   const float *xTiles = nullptr;
 };
 
+// Floats per 64-byte cache line: the prefetches' step.
+constexpr int64_t kCacheLineFloats = 64 / sizeof(float);
+
 // Tokens per packed token tile of the prefill GEMMs (simd_gemm.h: every
 // kernel takes 4 tokens; the columns per step are the ISA's, 8 for the AVX2
 // and NEON kernels, 16 for AVX-512's: IsaOps::gemmColumns).

@@ -119,10 +119,9 @@ inline int64_t rowTilesOf(int64_t rows, int64_t rowTile) { return (rows + rowTil
 // on a loaded machine (docs/perf.md, "CPU prefill GEMM: x packed once, the
 // next token tile prefetched").
 inline void prefetchShare(const float *data, int64_t count, int64_t part, int64_t parts) {
-  constexpr int64_t kLineFloats = 64 / sizeof(float);
-  const int64_t lines = (count + kLineFloats - 1) / kLineFloats;
+  const int64_t lines = (count + kCacheLineFloats - 1) / kCacheLineFloats;
   for (int64_t l = part * lines / parts; l < (part + 1) * lines / parts; ++l)
-    __builtin_prefetch(data + l * kLineFloats, 0, 3);
+    __builtin_prefetch(data + l * kCacheLineFloats, 0, 3);
 }
 
 // A tile of R rows by tokens (<= Kernel::kTokens) tokens.
