@@ -1,12 +1,16 @@
 // Host storage of the paged KV cache (the CPU backend's), with its block pool.
 //
-// Layout, one allocation, f32, 64-byte aligned; for each layer l:
+// Layout, one allocation of f32 or f16 elements (KvDtype), 64-byte aligned;
+// for each layer l:
 //   keys(l)   [numBlocks, blockSize, kvHeads, headDim]
 //   values(l) [numBlocks, blockSize, kvHeads, headDim]
 // so the key of kv head h at position p of a sequence with block table bt is
 //   keys(l)[((bt[p / blockSize] * blockSize + p % blockSize) * kvHeads + h) * headDim + d].
 // A token slot holds all kv heads contiguously: writing one token is one copy.
 // Pages are touched on first write; memory of unused blocks is never read.
+// An f16 cache holds IEEE binary16 bits, rounded to nearest even from the f32
+// keys and values at write: half the bytes a long-context decode step reads
+// (llama.cpp's default cache type), for about 3 decimal digits of K and V.
 #pragma once
 
 #include "kv/block_pool.h"
@@ -14,8 +18,16 @@
 
 #include <cstdint>
 #include <memory>
+#include <string_view>
 
 namespace llmc::kv {
+
+enum class KvDtype : uint8_t { F32, F16 };
+
+// "f32" or "f16"; the error names `what` (the flag or field) and the choices.
+Expected<KvDtype> parseKvDtype(std::string_view text, std::string_view what);
+const char *kvDtypeName(KvDtype dtype);
+int64_t kvDtypeBytes(KvDtype dtype);
 
 struct KvCacheShape {
   int32_t numLayers = 0;
@@ -23,9 +35,11 @@ struct KvCacheShape {
   int32_t blockSize = kDefaultBlockSize;
   int32_t kvHeads = 0;
   int32_t headDim = 0;
+  KvDtype dtype = KvDtype::F32;
 };
 
-// One layer's K and V as the attention kernel sees them.
+// One layer's K and V as the attention kernel sees them: the f32 pointers
+// for an f32 cache, the f16 ones for an f16 cache (the others are null).
 struct KvLayerView {
   float *keys;   // [numBlocks, blockSize, kvHeads, headDim]
   float *values; // [numBlocks, blockSize, kvHeads, headDim]
@@ -33,6 +47,10 @@ struct KvLayerView {
   int64_t blockSize;
   int64_t kvHeads;
   int64_t headDim;
+  uint16_t *keysF16 = nullptr; // the same layout, f16 bits
+  uint16_t *valuesF16 = nullptr;
+
+  bool isF16() const { return keysF16 != nullptr; }
 };
 
 class KvCache {
@@ -53,15 +71,15 @@ public:
 
 private:
   struct FreeStorage {
-    void operator()(float *p) const;
+    void operator()(unsigned char *p) const;
   };
 
-  KvCache(const KvCacheShape &shape, float *storage);
-  int64_t floatsPerTensor() const;
+  KvCache(const KvCacheShape &shape, unsigned char *storage);
+  int64_t elementsPerTensor() const;
 
   KvCacheShape shape_;
   BlockPool pool_;
-  std::unique_ptr<float, FreeStorage> storage_; // [numLayers, 2 (K, V), numBlocks * ...]
+  std::unique_ptr<unsigned char, FreeStorage> storage_; // [numLayers, 2 (K, V), numBlocks * ...]
 };
 
 } // namespace llmc::kv

@@ -120,6 +120,50 @@ TEST(BlockPool, RandomChurnKeepsCountsConsistent) {
   }
 }
 
+// An f16 cache: half the bytes, the f16 pointers set and the f32 ones null,
+// the same layout in elements; its free blocks poison to f16 NaN.
+TEST(KvCache, F16CacheHalvesTheBytesAndPoisonsWithF16Nan) {
+  auto cache = KvCache::create({3, 10, 16, 2, 8, KvDtype::F16});
+  ASSERT_TRUE(cache.isOk()) << cache.message();
+  EXPECT_EQ(cache->bytes(), 3 * 2 * 10 * 16 * 2 * 8 * 2);
+  KvLayerView l0 = cache->layer(0), l2 = cache->layer(2);
+  ASSERT_TRUE(l0.isF16());
+  EXPECT_EQ(l0.keys, nullptr);
+  EXPECT_EQ(l0.values, nullptr);
+  EXPECT_EQ(l0.valuesF16 - l0.keysF16, 10 * 16 * 2 * 8);
+  EXPECT_EQ(l2.keysF16 - l0.keysF16, 2 * 2 * 10 * 16 * 2 * 8);
+  EXPECT_EQ(reinterpret_cast<uintptr_t>(l0.keysF16) % 64, 0u);
+  std::fill(l2.keysF16, l2.keysF16 + 2 * 10 * 16 * 2 * 8, uint16_t{0x3c00}); // the last layer
+  std::vector<int32_t> used;
+  ASSERT_TRUE(cache->pool().allocate(1, used));
+  cache->poisonFreeBlocks();
+  const int64_t perBlock = 16 * 2 * 8;
+  EXPECT_EQ(l2.keysF16[used[0] * perBlock], 0x3c00);
+  const int32_t freeBlock = used[0] == 1 ? 2 : 1;
+  EXPECT_EQ(l2.keysF16[freeBlock * perBlock], 0x7e00);
+  EXPECT_EQ(l0.valuesF16[freeBlock * perBlock + perBlock - 1], 0x7e00);
+  EXPECT_FALSE(KvCache::create({1, 1, 16, 2, 8, KvDtype::F16}).isOk());
+  auto tooBig = KvCache::create({64, 1 << 20, 16, 8, 128, KvDtype::F16});
+  if (!tooBig.isOk())
+    EXPECT_NE(tooBig.message().find("cannot allocate 4398046511104 bytes for 64 layers x 2 x "
+                                    "1048576 blocks x 16 tokens x 8 kv heads x 128 x f16"),
+              std::string::npos)
+        << tooBig.message();
+}
+
+TEST(KvCache, ParsesTheElementTypesAndNamesABadOne) {
+  EXPECT_EQ(*parseKvDtype("f32", "--kv-cache-dtype"), KvDtype::F32);
+  EXPECT_EQ(*parseKvDtype("f16", "--kv-cache-dtype"), KvDtype::F16);
+  for (const char *bad : {"", "F16", "bf16", "fp8", "f16 "}) {
+    auto parsed = parseKvDtype(bad, "--kv-cache-dtype");
+    ASSERT_FALSE(parsed.isOk()) << bad;
+    EXPECT_EQ(parsed.message(),
+              std::string("--kv-cache-dtype '") + bad + "' is not a KV cache type: use f32 or f16");
+  }
+  EXPECT_STREQ(kvDtypeName(KvDtype::F16), "f16");
+  EXPECT_EQ(kvDtypeBytes(KvDtype::F32), 4);
+}
+
 TEST(KvCache, SizesLayersAndRejectsBadShapes) {
   auto cache = KvCache::create({3, 10, 16, 2, 8});
   ASSERT_TRUE(cache.isOk()) << cache.message();
