@@ -1,6 +1,7 @@
 #include "cpu/attention.h"
 
 #include "cpu/attention_kernels.h"
+#include "cpu/half_rows.h"
 #include "cpu/isa.h"
 #include "cpu/simd.h"
 #include "kernels/common/online_softmax.h"
@@ -17,7 +18,7 @@ namespace {
 // Work (floats touched or multiply-adds) below which a chunk is not worth a thread.
 constexpr int64_t kMinFloatsPerChunk = 16 * 1024;
 
-// Offset in floats of the slot of `position` in a layer's K or V.
+// Offset in elements of the slot of `position` in a layer's K or V.
 inline int64_t slotOffset(const kv::KvLayerView &cache, const int32_t *blockTable,
                           int64_t position) {
   int64_t block = blockTable[position / cache.blockSize];
@@ -89,10 +90,17 @@ struct Scratch {
   int64_t blockSize = 0;
   std::vector<hd::SoftmaxState> states; // [queries]
   std::vector<float> q;                 // [queries, headDim] (rotated) queries
+  // An f16 cache's keys and values of one kv head over one block, widened:
+  // [blockSize, headDim] each, what the kernels read in place of the cache.
+  std::vector<float> blockKeys, blockValues;
 
   void reserve(int64_t queries, const kv::KvLayerView &cache) {
     acc.resize(std::max<size_t>(acc.size(), queries * cache.headDim));
     q.resize(std::max<size_t>(q.size(), queries * cache.headDim));
+    if (cache.isF16()) {
+      blockKeys.resize(std::max<size_t>(blockKeys.size(), cache.blockSize * cache.headDim));
+      blockValues.resize(std::max<size_t>(blockValues.size(), cache.blockSize * cache.headDim));
+    }
     columns = std::max<int64_t>(columns, (queries + 7) / 8 * 8);
     scores.resize(std::max<size_t>(scores.size(), columns * cache.blockSize));
     accScales.resize(std::max<size_t>(accScales.size(), queries));
@@ -123,31 +131,63 @@ float attentionWeightsPortable(float *s, int64_t count, float scale, float softc
   return merged.scaleA;
 }
 
+// Where attendBlock reads one block's keys and values of a kv head: f32 rows
+// (an f32 cache's, or an f16 cache's widened into the scratch), or an f16
+// cache's rows in place.
+struct BlockRows {
+  const float *keys, *values;
+  const uint16_t *keysF16, *valuesF16;
+  int64_t stride; // elements from one position to the next
+
+  // The rows from `positions` positions on.
+  BlockRows skip(int64_t positions) const {
+    const int64_t by = positions * stride;
+    return keys != nullptr ? BlockRows{keys + by, values + by, nullptr, nullptr, stride}
+                           : BlockRows{nullptr, nullptr, keysF16 + by, valuesF16 + by, stride};
+  }
+};
+
+#if defined(__x86_64__)
+// attendBlock's few-query path (the block kernels' Many variants), over f32
+// rows or an f16 cache's rows in place.
+template <typename Element>
+void attendFewQueries(const AttentionBatch &b, Scratch &scratch, int64_t first, int64_t end,
+                      const Element *keys, const Element *values, int64_t kvStride, int64_t longest,
+                      int64_t dim) {
+  const int64_t *counts = scratch.counts.data();
+  float *scores = scratch.scores.data(), *accScale = scratch.accScales.data();
+  detail::attentionScoresManyAvx2(scratch.q.data() + first * dim, dim, end - first, keys, kvStride,
+                                  longest, dim, scores, scratch.blockSize);
+  detail::attentionWeightsManyAvx2(scores, scratch.blockSize, end - first, counts + first, b.scale,
+                                   b.scores.softcap, scratch.states.data() + first, accScale);
+  detail::attentionAccumulateManyAvx2(scratch.acc.data() + first * dim, accScale, scores,
+                                      scratch.blockSize, end - first, values, kvStride,
+                                      counts + first, dim);
+}
+#endif
+
 // Queries [first, end) of a tile over the positions of a block from the
 // same first one, query i over its own first scratch.counts[i] (at most
-// `longest`; keys and values rows of stride kvStride): their scores,
+// `longest`; keys and values in `rows`): their scores,
 // running softmaxes and accumulators. Each step runs for all of them before
 // the next (every query's scores, then every query's weights, ...), so one
 // query's exp latency overlaps the next one's dot products; each query's own
 // operations are the ones it gets alone (the scores past a query's count are
 // computed with the others' and not used).
 void attendBlock(const detail::IsaOps &ops, bool blockKernels, const AttentionBatch &b,
-                 Scratch &scratch, int64_t first, int64_t end, const float *keys,
-                 const float *values, int64_t kvStride, int64_t longest, int64_t dim) {
+                 Scratch &scratch, int64_t first, int64_t end, const BlockRows &rows,
+                 int64_t longest, int64_t dim) {
   const int64_t *counts = scratch.counts.data();
+  const float *keys = rows.keys, *values = rows.values;
+  const int64_t kvStride = rows.stride;
 #if defined(__x86_64__)
   if (blockKernels) {
     float *scores = scratch.scores.data(), *accScale = scratch.accScales.data();
     if (end - first < kMinColumnQueries) { // a decode step's few query heads
-      detail::attentionScoresManyAvx2(scratch.q.data() + first * dim, dim, end - first, keys,
-                                      kvStride, longest, dim, scores, scratch.blockSize);
-      detail::attentionWeightsManyAvx2(scores, scratch.blockSize, end - first, counts + first,
-                                       b.scale, b.scores.softcap, scratch.states.data() + first,
-                                       accScale);
-      detail::attentionAccumulateManyAvx2(scratch.acc.data() + first * dim, accScale, scores,
-                                          scratch.blockSize, end - first, values, kvStride,
-                                          counts + first, dim);
-      return;
+      if (rows.keysF16 != nullptr)
+        return attendFewQueries(b, scratch, first, end, rows.keysF16, rows.valuesF16, kvStride,
+                                longest, dim);
+      return attendFewQueries(b, scratch, first, end, keys, values, kvStride, longest, dim);
     }
     const int64_t ldw = scratch.columns;
     detail::attentionScoresColumnsAvx2(scratch.q.data() + first * dim, dim, end - first, keys,
@@ -190,15 +230,41 @@ void prefetchBlock(const kv::KvLayerView &cache, const int32_t *blockTable, int6
                    int64_t last, int64_t kvHead) {
   if (start > last)
     return;
-  const int64_t dim = cache.headDim, stride = cache.kvHeads * dim;
-  const int64_t base = slotOffset(cache, blockTable, start) + kvHead * dim;
+  const int64_t elementBytes = cache.isF16() ? 2 : 4;
+  const int64_t headBytes = cache.headDim * elementBytes;
+  const int64_t strideBytes = cache.kvHeads * headBytes;
+  const int64_t baseBytes =
+      (slotOffset(cache, blockTable, start) + kvHead * cache.headDim) * elementBytes;
+  const char *keys = cache.isF16() ? reinterpret_cast<const char *>(cache.keysF16)
+                                   : reinterpret_cast<const char *>(cache.keys);
+  const char *values = cache.isF16() ? reinterpret_cast<const char *>(cache.valuesF16)
+                                     : reinterpret_cast<const char *>(cache.values);
   const int64_t count = std::min<int64_t>(cache.blockSize - start % cache.blockSize,
                                           last + 1 - start);
+  constexpr int64_t kLineBytes = detail::kCacheLineFloats * sizeof(float);
   for (int64_t j = 0; j < count; ++j)
-    for (int64_t f = 0; f < dim; f += detail::kCacheLineFloats) {
-      __builtin_prefetch(cache.keys + base + j * stride + f, 0, 2);
-      __builtin_prefetch(cache.values + base + j * stride + f, 0, 2);
+    for (int64_t f = 0; f < headBytes; f += kLineBytes) {
+      __builtin_prefetch(keys + baseBytes + j * strideBytes + f, 0, 2);
+      __builtin_prefetch(values + baseBytes + j * strideBytes + f, 0, 2);
     }
+}
+
+// Positions [start, end) of one cache block, kv head `kvHead`: an f32
+// cache's rows in place; an f16 cache's in place where `f16InPlace` (the
+// few-query kernels widen them as they load), else widened into the scratch.
+BlockRows blockRows(const kv::KvLayerView &cache, const int32_t *blockTable, int64_t start,
+                    int64_t end, int64_t kvHead, bool f16InPlace, Scratch &scratch) {
+  const int64_t dim = cache.headDim, stride = cache.kvHeads * dim;
+  const int64_t base = slotOffset(cache, blockTable, start) + kvHead * dim;
+  if (!cache.isF16())
+    return {cache.keys + base, cache.values + base, nullptr, nullptr, stride};
+  if (f16InPlace)
+    return {nullptr, nullptr, cache.keysF16 + base, cache.valuesF16 + base, stride};
+  for (int64_t j = 0; j < end - start; ++j) {
+    f16ToF32Row(cache.keysF16 + base + j * stride, scratch.blockKeys.data() + j * dim, dim);
+    f16ToF32Row(cache.valuesF16 + base + j * stride, scratch.blockValues.data() + j * dim, dim);
+  }
+  return {scratch.blockKeys.data(), scratch.blockValues.data(), nullptr, nullptr, dim};
 }
 
 // Whether heads of `dim` features take the AVX2 block kernels. AVX-512
@@ -231,8 +297,10 @@ void attendTile(const detail::IsaOps &ops, const AttentionBatch &b, const kv::Kv
   hd::SoftmaxState *state = scratch.states.data();
   std::fill(acc, acc + queries * dim, 0.0f);
   std::fill(state, state + queries, hd::softmaxEmpty());
-  const int64_t kvStride = cache.kvHeads * dim;
   const bool blockKernels = runsBlockKernels(dim);
+  // Every part of a block this tile attends has fewer queries than the tile:
+  // below kMinColumnQueries the few-query kernels read an f16 cache in place.
+  const bool f16InPlace = blockKernels && queries < kMinColumnQueries;
   int64_t first = positions[0], last = positions[0];
   for (int64_t r = 0; r < tile.rows; ++r) {
     first = std::min<int64_t>(first, hd::windowStart(positions[r], b.scores.window));
@@ -243,6 +311,7 @@ void attendTile(const detail::IsaOps &ops, const AttentionBatch &b, const kv::Kv
   for (int64_t start = first; start <= last; start = (start / bs + 1) * bs) {
     const int64_t end = std::min((start / bs + 1) * bs, last + 1);
     prefetchBlock(cache, blockTable, end + (kPrefetchBlocks - 1) * bs, last, kvHead);
+    const BlockRows rows = blockRows(cache, blockTable, start, end, kvHead, f16InPlace, scratch);
     // Runs of rows whose part of the block starts at the same position go
     // together, each row to its own end (in a prefill's diagonal block the
     // rows end one after another).
@@ -262,9 +331,8 @@ void attendTile(const detail::IsaOps &ops, const AttentionBatch &b, const kv::Kv
         ++next;
         continue;
       }
-      const int64_t base = slotOffset(cache, blockTable, from) + kvHead * dim;
-      attendBlock(ops, blockKernels, b, scratch, r * group, next * group, cache.keys + base,
-                  cache.values + base, kvStride, longest, dim);
+      attendBlock(ops, blockKernels, b, scratch, r * group, next * group, rows.skip(from - start),
+                  longest, dim);
     }
   }
   for (int64_t r = 0; r < tile.rows; ++r)
@@ -303,18 +371,30 @@ void writeKvCache(ThreadPool &pool, const AttentionBatch &b, const kv::KvLayerVi
   pool.parallelFor(
       last.firstRow + last.numRows,
       [&](int64_t begin, int64_t end) {
+        thread_local std::vector<float> rotated; // an f16 cache's key row before rounding
         for (int64_t row = begin; row < end; ++row) {
           const int64_t s = sequenceOfRow(b, row);
           if (s < 0)
             continue;
           int64_t slot = slotOffset(cache, b.sequences[s].blockTable, b.positions[row]);
-          if (b.ropeTable != nullptr)
-            rotateHeads(b.k + row * b.ldk, cache.keys + slot, cache.kvHeads, cache.headDim,
-                        rotaryDimOf(b, cache.headDim), b.ropeInterleaved,
+          const float *key = b.k + row * b.ldk;
+          if (b.ropeTable != nullptr) {
+            rotated.resize(rowFloats);
+            float *to = cache.isF16() ? rotated.data() : cache.keys + slot;
+            rotateHeads(key, to, cache.kvHeads, cache.headDim, rotaryDimOf(b, cache.headDim),
+                        b.ropeInterleaved,
                         b.ropeTable + ropeRow(b, row) * rotaryDimOf(b, cache.headDim));
-          else
-            std::memcpy(cache.keys + slot, b.k + row * b.ldk, rowFloats * sizeof(float));
-          std::memcpy(cache.values + slot, b.v + row * b.ldv, rowFloats * sizeof(float));
+            key = to;
+          }
+          const float *value = b.v + row * b.ldv;
+          if (cache.isF16()) {
+            f32ToF16Row(key, cache.keysF16 + slot, rowFloats);
+            f32ToF16Row(value, cache.valuesF16 + slot, rowFloats);
+            continue;
+          }
+          if (key != cache.keys + slot)
+            std::memcpy(cache.keys + slot, key, rowFloats * sizeof(float));
+          std::memcpy(cache.values + slot, value, rowFloats * sizeof(float));
         }
       },
       kMinFloatsPerChunk / rowFloats + 1);

@@ -53,7 +53,8 @@ struct AttentionBatch {
 };
 
 // Copies the step's k (rotated with a ropeTable) and v rows into their cache
-// slots (position p goes to slot p % blockSize of block blockTable[p / blockSize]).
+// slots (position p goes to slot p % blockSize of block blockTable[p / blockSize]),
+// rounded to f16 for an f16 cache; attention then reads those rounded values.
 void writeKvCache(ThreadPool &pool, const AttentionBatch &batch, const kv::KvLayerView &cache);
 
 // Writes the step's k/v into the cache, then for every row t and head h:

@@ -10,10 +10,17 @@
 #include <cmath>
 #include <immintrin.h>
 
-#define LLMC_ATTN_AVX2 __attribute__((target("avx2,fma")))
+#define LLMC_ATTN_AVX2 __attribute__((target("avx2,fma,f16c")))
 
 namespace llmc::cpu::detail {
 namespace {
+
+// 8 lanes of keys or values: an f32 cache's as they are, an f16 cache's
+// widened (exact), so both give the kernels the same floats.
+LLMC_ATTN_AVX2 inline __m256 loadLanes(const float *p) { return _mm256_loadu_ps(p); }
+LLMC_ATTN_AVX2 inline __m256 loadLanes(const uint16_t *p) {
+  return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i *>(p)));
+}
 
 // The largest of 8 lanes (max is exact: the order does not matter).
 LLMC_ATTN_AVX2 inline float hmax(__m256 v) {
@@ -45,8 +52,8 @@ LLMC_ATTN_AVX2 inline __m128 hsum4(__m256 a, __m256 b, __m256 c, __m256 d) {
 // for all the queries; a (query, key) pair's bits do not depend on QUERIES
 // or KEYS. QUERIES x KEYS is 1 x 4, 2 x 2 (hsum4 of the four pairs) or Q x 1;
 // the pair (n, k) goes to out[n * outStride + k * outKey].
-template <int QUERIES, int KEYS>
-LLMC_ATTN_AVX2 inline void dots(const float *q, int64_t qStride, const float *keys, int64_t stride,
+template <int QUERIES, int KEYS, typename Key>
+LLMC_ATTN_AVX2 inline void dots(const float *q, int64_t qStride, const Key *keys, int64_t stride,
                                 int64_t dim, float *out, int64_t outStride, int64_t outKey = 1) {
   __m256 acc0[QUERIES][KEYS], acc1[QUERIES][KEYS];
 #pragma GCC unroll 4
@@ -64,8 +71,8 @@ LLMC_ATTN_AVX2 inline void dots(const float *q, int64_t qStride, const float *ke
     }
 #pragma GCC unroll 4
     for (int k = 0; k < KEYS; ++k) {
-      const __m256 ka = _mm256_loadu_ps(keys + k * stride + i);
-      const __m256 kb = _mm256_loadu_ps(keys + k * stride + i + 8);
+      const __m256 ka = loadLanes(keys + k * stride + i);
+      const __m256 kb = loadLanes(keys + k * stride + i + 8);
 #pragma GCC unroll 4
       for (int n = 0; n < QUERIES; ++n) {
         acc0[n][k] = _mm256_fmadd_ps(qa[n], ka, acc0[n][k]);
@@ -76,7 +83,7 @@ LLMC_ATTN_AVX2 inline void dots(const float *q, int64_t qStride, const float *ke
   if (i + 8 <= dim) {
 #pragma GCC unroll 4
     for (int k = 0; k < KEYS; ++k) {
-      const __m256 ka = _mm256_loadu_ps(keys + k * stride + i);
+      const __m256 ka = loadLanes(keys + k * stride + i);
 #pragma GCC unroll 4
       for (int n = 0; n < QUERIES; ++n)
         acc0[n][k] = _mm256_fmadd_ps(_mm256_loadu_ps(q + n * qStride + i), ka, acc0[n][k]);
@@ -125,10 +132,10 @@ LLMC_ATTN_AVX2 inline void dots(const float *q, int64_t qStride, const float *ke
 // them. Every feature's sum is its own and runs over j = 0, 1, ... in order:
 // the bits of a query's feature do not depend on QUERIES, V or the other
 // queries' counts.
-template <int QUERIES, int V>
+template <int QUERIES, int V, typename Value>
 LLMC_ATTN_AVX2 inline void accumulate(float *acc, int64_t accStride, const float *accScale,
                                       const float *weights, int64_t weightStride,
-                                      const float *values, int64_t stride, const int64_t *counts,
+                                      const Value *values, int64_t stride, const int64_t *counts,
                                       int64_t weightKey = 1) {
   __m256 a[QUERIES][V];
   int64_t common = counts[0], longest = counts[0];
@@ -147,10 +154,10 @@ LLMC_ATTN_AVX2 inline void accumulate(float *acc, int64_t accStride, const float
 #pragma GCC unroll 4
     for (int n = 0; n < QUERIES; ++n)
       w[n] = _mm256_set1_ps(weights[n * weightStride + j * weightKey]);
-    const float *row = values + j * stride;
+    const Value *row = values + j * stride;
 #pragma GCC unroll 8
     for (int v = 0; v < V; ++v) {
-      const __m256 x = _mm256_loadu_ps(row + 8 * v);
+      const __m256 x = loadLanes(row + 8 * v);
 #pragma GCC unroll 4
       for (int n = 0; n < QUERIES; ++n)
         a[n][v] = _mm256_fmadd_ps(w[n], x, a[n][v]);
@@ -158,7 +165,7 @@ LLMC_ATTN_AVX2 inline void accumulate(float *acc, int64_t accStride, const float
   }
   // The rest of the longer queries' parts (a diagonal block of a prefill).
   for (int64_t j = common; j < longest; ++j) {
-    const float *row = values + j * stride;
+    const Value *row = values + j * stride;
 #pragma GCC unroll 4
     for (int n = 0; n < QUERIES; ++n) {
       if (j >= counts[n])
@@ -166,7 +173,7 @@ LLMC_ATTN_AVX2 inline void accumulate(float *acc, int64_t accStride, const float
       const __m256 w = _mm256_set1_ps(weights[n * weightStride + j * weightKey]);
 #pragma GCC unroll 8
       for (int v = 0; v < V; ++v)
-        a[n][v] = _mm256_fmadd_ps(w, _mm256_loadu_ps(row + 8 * v), a[n][v]);
+        a[n][v] = _mm256_fmadd_ps(w, loadLanes(row + 8 * v), a[n][v]);
     }
   }
 #pragma GCC unroll 4
@@ -212,10 +219,9 @@ LLMC_ATTN_AVX2 inline float mergeBlock(hd::SoftmaxState &state, float blockMax, 
   return scaleA;
 }
 
-} // namespace
-
-LLMC_ATTN_AVX2 void attentionScoresAvx2(const float *q, const float *keys, int64_t stride,
-                                        int64_t count, int64_t dim, float *out) {
+template <typename Key>
+LLMC_ATTN_AVX2 void scoresOneQuery(const float *q, const Key *keys, int64_t stride, int64_t count,
+                                   int64_t dim, float *out) {
   int64_t j = 0;
   for (; j + 4 <= count; j += 4)
     dots<1, 4>(q, 0, keys + j * stride, stride, dim, out + j, 0);
@@ -225,9 +231,10 @@ LLMC_ATTN_AVX2 void attentionScoresAvx2(const float *q, const float *keys, int64
 
 // Queries 2 at a time (2 x 2 pairs of two accumulators: 8 registers, the
 // keys' chunks shared), a last odd one alone.
-LLMC_ATTN_AVX2 void attentionScoresManyAvx2(const float *q, int64_t qStride, int64_t queries,
-                                            const float *keys, int64_t stride, int64_t count,
-                                            int64_t dim, float *out, int64_t outStride) {
+template <typename Key>
+LLMC_ATTN_AVX2 void scoresManyQueries(const float *q, int64_t qStride, int64_t queries,
+                                      const Key *keys, int64_t stride, int64_t count, int64_t dim,
+                                      float *out, int64_t outStride) {
   int64_t n = 0;
   for (; n + 2 <= queries; n += 2) {
     const float *qn = q + n * qStride;
@@ -239,14 +246,15 @@ LLMC_ATTN_AVX2 void attentionScoresManyAvx2(const float *q, int64_t qStride, int
       dots<2, 1>(qn, qStride, keys + j * stride, stride, dim, o + j, outStride);
   }
   if (n < queries)
-    attentionScoresAvx2(q + n * qStride, keys, stride, count, dim, out + n * outStride);
+    scoresOneQuery(q + n * qStride, keys, stride, count, dim, out + n * outStride);
 }
 
 // 64 features (8 registers) at a time: every feature's sum is independent
 // of the others', so splitting the head changes no bit.
-LLMC_ATTN_AVX2 void attentionAccumulateAvx2(float *acc, float accScale, const float *weights,
-                                            const float *values, int64_t stride, int64_t count,
-                                            int64_t dim) {
+template <typename Value>
+LLMC_ATTN_AVX2 void accumulateOneQuery(float *acc, float accScale, const float *weights,
+                                       const Value *values, int64_t stride, int64_t count,
+                                       int64_t dim) {
   int64_t d = 0;
   for (; d + 64 <= dim; d += 64)
     accumulate<1, 8>(acc + d, 0, &accScale, weights, 0, values + d, stride, &count);
@@ -256,11 +264,11 @@ LLMC_ATTN_AVX2 void attentionAccumulateAvx2(float *acc, float accScale, const fl
 
 // Queries 2 at a time, 32 features (2 x 4 registers) at a time; a last odd
 // query alone.
-LLMC_ATTN_AVX2 void attentionAccumulateManyAvx2(float *acc, const float *accScales,
-                                                const float *weights, int64_t weightStride,
-                                                int64_t queries, const float *values,
-                                                int64_t stride, const int64_t *counts,
-                                                int64_t dim) {
+template <typename Value>
+LLMC_ATTN_AVX2 void accumulateManyQueries(float *acc, const float *accScales, const float *weights,
+                                          int64_t weightStride, int64_t queries,
+                                          const Value *values, int64_t stride,
+                                          const int64_t *counts, int64_t dim) {
   int64_t n = 0;
   for (; n + 2 <= queries; n += 2) {
     int64_t d = 0;
@@ -272,8 +280,51 @@ LLMC_ATTN_AVX2 void attentionAccumulateManyAvx2(float *acc, const float *accScal
                        weightStride, values + d, stride, counts + n);
   }
   if (n < queries)
-    attentionAccumulateAvx2(acc + n * dim, accScales[n], weights + n * weightStride, values,
-                            stride, counts[n], dim);
+    accumulateOneQuery(acc + n * dim, accScales[n], weights + n * weightStride, values, stride,
+                       counts[n], dim);
+}
+
+} // namespace
+
+LLMC_ATTN_AVX2 void attentionScoresAvx2(const float *q, const float *keys, int64_t stride,
+                                        int64_t count, int64_t dim, float *out) {
+  scoresOneQuery(q, keys, stride, count, dim, out);
+}
+
+LLMC_ATTN_AVX2 void attentionScoresManyAvx2(const float *q, int64_t qStride, int64_t queries,
+                                            const float *keys, int64_t stride, int64_t count,
+                                            int64_t dim, float *out, int64_t outStride) {
+  scoresManyQueries(q, qStride, queries, keys, stride, count, dim, out, outStride);
+}
+
+LLMC_ATTN_AVX2 void attentionScoresManyAvx2(const float *q, int64_t qStride, int64_t queries,
+                                            const uint16_t *keys, int64_t stride, int64_t count,
+                                            int64_t dim, float *out, int64_t outStride) {
+  scoresManyQueries(q, qStride, queries, keys, stride, count, dim, out, outStride);
+}
+
+LLMC_ATTN_AVX2 void attentionAccumulateAvx2(float *acc, float accScale, const float *weights,
+                                            const float *values, int64_t stride, int64_t count,
+                                            int64_t dim) {
+  accumulateOneQuery(acc, accScale, weights, values, stride, count, dim);
+}
+
+LLMC_ATTN_AVX2 void attentionAccumulateManyAvx2(float *acc, const float *accScales,
+                                                const float *weights, int64_t weightStride,
+                                                int64_t queries, const float *values,
+                                                int64_t stride, const int64_t *counts,
+                                                int64_t dim) {
+  accumulateManyQueries(acc, accScales, weights, weightStride, queries, values, stride, counts,
+                        dim);
+}
+
+LLMC_ATTN_AVX2 void attentionAccumulateManyAvx2(float *acc, const float *accScales,
+                                                const float *weights, int64_t weightStride,
+                                                int64_t queries, const uint16_t *values,
+                                                int64_t stride, const int64_t *counts,
+                                                int64_t dim) {
+  accumulateManyQueries(acc, accScales, weights, weightStride, queries, values, stride, counts,
+                        dim);
 }
 
 namespace {

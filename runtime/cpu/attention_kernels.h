@@ -30,6 +30,11 @@ void attentionScoresAvx2(const float *q, const float *keys, int64_t stride, int6
 void attentionScoresManyAvx2(const float *q, int64_t qStride, int64_t queries, const float *keys,
                              int64_t stride, int64_t count, int64_t dim, float *dots,
                              int64_t outStride);
+// The same over an f16 cache's keys, read in place and widened (exact): the
+// bits of the f32 call over those keys widened.
+void attentionScoresManyAvx2(const float *q, int64_t qStride, int64_t queries, const uint16_t *keys,
+                             int64_t stride, int64_t count, int64_t dim, float *dots,
+                             int64_t outStride);
 
 // One block's softmax step: s[j] = softCap(scale * s[j], softcap) for
 // j < count, the block's max b, s[j] = attentionExp(s[j] - b), their sum in
@@ -60,6 +65,10 @@ void attentionAccumulateAvx2(float *acc, float accScale, const float *weights,
 // same bits as one attentionAccumulateAvx2 per query.
 void attentionAccumulateManyAvx2(float *acc, const float *accScales, const float *weights,
                                  int64_t weightStride, int64_t queries, const float *values,
+                                 int64_t stride, const int64_t *counts, int64_t dim);
+// The same over an f16 cache's values, read in place and widened.
+void attentionAccumulateManyAvx2(float *acc, const float *accScales, const float *weights,
+                                 int64_t weightStride, int64_t queries, const uint16_t *values,
                                  int64_t stride, const int64_t *counts, int64_t dim);
 
 // The column layout of a tile's block (query n's value for position j at

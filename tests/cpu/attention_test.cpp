@@ -2,11 +2,13 @@
 // tables, a NaN-poisoned cache (so any read of an unused slot shows), GQA,
 // several sequences mixing prefill chunks and decode tokens; sliding windows
 // and soft-capping against an explicitly masked reference, with every slot
-// before a step's window poisoned (so a read outside the window shows).
+// before a step's window poisoned (so a read outside the window shows); the
+// same with an f16 cache, against the reference of its rounded K and V.
+#include "common/compare.h"
 #include "cpu/attention.h"
 #include "cpu/attention_kernels.h"
 #include "cpu/simd.h"
-#include "common/compare.h"
+#include "kernels/common/half.h"
 #include "kv/window_retention.h"
 #include "test_util.h"
 
@@ -28,18 +30,30 @@ struct SequenceState {
   std::vector<std::vector<float>> keys, values; // [position][kvHeads * headDim]
 };
 
+float roundedToF16(float x) { return hd::f16ToF32(hd::f32ToF16(x)); }
+
+// How a harness's step k and v reach its cache.
+enum class KvInput {
+  AsDrawn,     // the cache stores them (rounding them to f16 for an f16 cache)
+  RoundedToF16 // rounded to f16 values before the step: an f32 cache then holds what an f16 one
+               // does
+};
+
 class AttentionHarness {
 public:
-  AttentionHarness(const Dims &d, uint32_t seed) : d_(d), rng_(seed) {
-    kv::KvCacheShape shape{1, static_cast<int32_t>(d.numBlocks), static_cast<int32_t>(d.blockSize),
-                           static_cast<int32_t>(d.kvHeads), static_cast<int32_t>(d.headDim)};
+  AttentionHarness(const Dims &d, uint32_t seed, kv::KvDtype dtype = kv::KvDtype::F32,
+                   KvInput input = KvInput::AsDrawn)
+      : d_(d), rng_(seed), dtype_(dtype), input_(input) {
+    kv::KvCacheShape shape{1,
+                           static_cast<int32_t>(d.numBlocks),
+                           static_cast<int32_t>(d.blockSize),
+                           static_cast<int32_t>(d.kvHeads),
+                           static_cast<int32_t>(d.headDim),
+                           dtype};
     auto cache = kv::KvCache::create(shape);
     EXPECT_TRUE(cache.isOk()) << cache.message();
     cache_.emplace(std::move(*cache));
-    kv::KvLayerView view = cache_->layer(0);
-    const int64_t floats = d.numBlocks * d.blockSize * d.kvHeads * d.headDim;
-    std::fill(view.keys, view.keys + floats, NAN);
-    std::fill(view.values, view.values + floats, NAN);
+    poisonSlots(0, d.numBlocks * d.blockSize * d.kvHeads * d.headDim);
     // Free block ids in random order, so tables are scattered over the pool.
     for (int32_t b = 1; b < d.numBlocks; ++b)
       freeBlocks_.push_back(b);
@@ -66,6 +80,10 @@ public:
     for (const auto &s : steps)
       rows += s.second;
     std::vector<float> qkv = test::randomFloats(rng_, rows * ld);
+    if (input_ == KvInput::RoundedToF16)
+      for (int64_t r = 0; r < rows; ++r)
+        for (int64_t i = qWidth; i < ld; ++i)
+          qkv[r * ld + i] = roundedToF16(qkv[r * ld + i]);
     std::vector<float> out(rows * qWidth, -7.0f);
     std::vector<int32_t> positions(rows, 0);
     std::vector<AttentionSequence> batch;
@@ -82,6 +100,11 @@ public:
         const float *k = qkv.data() + (row + t) * ld + qWidth;
         seq.keys.emplace_back(k, k + kvWidth);
         seq.values.emplace_back(k + kvWidth, k + 2 * kvWidth);
+        if (dtype_ == kv::KvDtype::F16) // what the cache holds, the reference reads
+          for (int64_t i = 0; i < kvWidth; ++i) {
+            seq.keys.back()[i] = roundedToF16(seq.keys.back()[i]);
+            seq.values.back()[i] = roundedToF16(seq.values.back()[i]);
+          }
       }
       batch.push_back({row, steps[i].second, seq.blockTable.data()});
       row += steps[i].second;
@@ -124,13 +147,22 @@ private:
   // NaN into the cache slots of positions [0, end) of `seq`, which this step
   // must not read: what a released and reused block would hold.
   void poisonBeforeWindow(const SequenceState &seq, int64_t end) {
-    kv::KvLayerView view = cache_->layer(0);
     const int64_t width = d_.kvHeads * d_.headDim;
-    for (int64_t p = 0; p < end; ++p) {
-      const int64_t slot = (seq.blockTable[p / d_.blockSize] * d_.blockSize + p % d_.blockSize) * width;
-      std::fill(view.keys + slot, view.keys + slot + width, NAN);
-      std::fill(view.values + slot, view.values + slot + width, NAN);
+    for (int64_t p = 0; p < end; ++p)
+      poisonSlots((seq.blockTable[p / d_.blockSize] * d_.blockSize + p % d_.blockSize) * width,
+                  width);
+  }
+
+  // NaN into elements [first, first + count) of the cache's K and V.
+  void poisonSlots(int64_t first, int64_t count) {
+    kv::KvLayerView view = cache_->layer(0);
+    if (view.isF16()) {
+      std::fill(view.keysF16 + first, view.keysF16 + first + count, uint16_t{0x7e00});
+      std::fill(view.valuesF16 + first, view.valuesF16 + first + count, uint16_t{0x7e00});
+      return;
     }
+    std::fill(view.keys + first, view.keys + first + count, NAN);
+    std::fill(view.values + first, view.values + first + count, NAN);
   }
 
   void checkRow(const SequenceState &seq, const float *q, int64_t position, const float *out,
@@ -170,6 +202,8 @@ private:
 
   Dims d_;
   std::mt19937 rng_;
+  kv::KvDtype dtype_;
+  KvInput input_;
   std::optional<kv::KvCache> cache_;
   std::vector<int32_t> freeBlocks_;
   std::vector<SequenceState> sequences_;
@@ -177,18 +211,20 @@ private:
 };
 
 TEST(PagedAttention, MatchesContiguousReferenceThroughRandomBlockTables) {
-  for (Isa isa : test::supportedIsas()) {
-    test::ScopedIsa scoped(isa);
-    for (const Dims &d : {Dims{6, 2, 24, 16, 40}, Dims{4, 4, 8, 4, 64}, Dims{8, 1, 64, 16, 16}}) {
-      AttentionHarness h(d, 7);
-      size_t a = h.addSequence(), b = h.addSequence(), c = h.addSequence(), e = h.addSequence();
-      const float scale = 1.0f / std::sqrt(static_cast<float>(d.headDim));
-      h.step({{a, 37}, {b, 20}, {c, 5}}, scale);        // prefills
-      h.step({{b, 1}, {a, 12}, {e, 1}, {c, 1}}, scale); // decodes and a prefill chunk
-      h.step({{a, 1}, {b, 1}, {c, 1}, {e, 1}}, scale);  // decode batch
-      h.step({{e, 17}}, 0.3f);                          // a chunk crossing blocks
+  for (Isa isa : test::supportedIsas())
+    for (kv::KvDtype dtype : {kv::KvDtype::F32, kv::KvDtype::F16}) {
+      test::ScopedIsa scoped(isa);
+      SCOPED_TRACE(std::string(kv::kvDtypeName(dtype)) + " cache");
+      for (const Dims &d : {Dims{6, 2, 24, 16, 40}, Dims{4, 4, 8, 4, 64}, Dims{8, 1, 64, 16, 16}}) {
+        AttentionHarness h(d, 7, dtype);
+        size_t a = h.addSequence(), b = h.addSequence(), c = h.addSequence(), e = h.addSequence();
+        const float scale = 1.0f / std::sqrt(static_cast<float>(d.headDim));
+        h.step({{a, 37}, {b, 20}, {c, 5}}, scale);        // prefills
+        h.step({{b, 1}, {a, 12}, {e, 1}, {c, 1}}, scale); // decodes and a prefill chunk
+        h.step({{a, 1}, {b, 1}, {c, 1}, {e, 1}}, scale);  // decode batch
+        h.step({{e, 17}}, 0.3f);                          // a chunk crossing blocks
+      }
     }
-  }
 }
 
 TEST(PagedAttention, LargeScoresStayFinite) {
@@ -206,23 +242,25 @@ TEST(PagedAttention, LargeScoresStayFinite) {
 // chunk, another sequence in three chunks, then decode steps, with and
 // without Gemma2-style soft-capping.
 TEST(PagedAttention, SlidingWindowMatchesMaskedReference) {
-  for (Isa isa : test::supportedIsas()) {
-    test::ScopedIsa scoped(isa);
-    for (const Dims &d : {Dims{6, 2, 24, 16, 40}, Dims{8, 1, 32, 16, 40}})
-      for (int32_t window : {16, 5})
-        for (float softcap : {0.0f, 1.5f}) {
-          SCOPED_TRACE("window " + std::to_string(window) + " softcap " + std::to_string(softcap));
-          AttentionHarness h(d, 21);
-          h.setScores({window, softcap});
-          size_t a = h.addSequence(), b = h.addSequence();
-          const float scale = 1.0f / std::sqrt(static_cast<float>(d.headDim));
-          h.step({{a, 75}, {b, 20}}, scale); // one-chunk prefill; b's first chunk
-          h.step({{b, 33}, {a, 1}}, scale);  // a chunk starting mid-sequence
-          h.step({{b, 22}}, scale);
-          for (int i = 0; i < 10; ++i)
-            h.step({{a, 1}, {b, 1}}, scale); // decode past block boundaries
-        }
-  }
+  for (Isa isa : test::supportedIsas())
+    for (kv::KvDtype dtype : {kv::KvDtype::F32, kv::KvDtype::F16}) {
+      test::ScopedIsa scoped(isa);
+      for (const Dims &d : {Dims{6, 2, 24, 16, 40}, Dims{8, 1, 32, 16, 40}})
+        for (int32_t window : {16, 5})
+          for (float softcap : {0.0f, 1.5f}) {
+            SCOPED_TRACE("window " + std::to_string(window) + " softcap " +
+                         std::to_string(softcap) + " " + kv::kvDtypeName(dtype) + " cache");
+            AttentionHarness h(d, 21, dtype);
+            h.setScores({window, softcap});
+            size_t a = h.addSequence(), b = h.addSequence();
+            const float scale = 1.0f / std::sqrt(static_cast<float>(d.headDim));
+            h.step({{a, 75}, {b, 20}}, scale); // one-chunk prefill; b's first chunk
+            h.step({{b, 33}, {a, 1}}, scale);  // a chunk starting mid-sequence
+            h.step({{b, 22}}, scale);
+            for (int i = 0; i < 10; ++i)
+              h.step({{a, 1}, {b, 1}}, scale); // decode past block boundaries
+          }
+    }
 }
 
 // Soft-capping alone (no window) bounds every score: large scales stay
@@ -247,6 +285,67 @@ TEST(PagedAttention, WindowCoveringTheSequenceIsBitIdenticalToNone) {
     ASSERT_EQ(got.size(), want.size());
     ASSERT_EQ(std::memcmp(got.data(), want.data(), got.size() * sizeof(float)), 0)
         << "after " << tokens << " tokens: " << test::maxAbsDiff(got, want).describe();
+  }
+}
+
+// An f16 cache reads what it stored widened back to f32, through the same
+// kernels: its outputs are the bits of an f32 cache given the same K and V
+// already rounded to f16, on every ISA, prefill chunks (column kernels,
+// diagonal blocks) and decode steps, GQA and MHA.
+TEST(PagedAttention, F16CacheGivesTheBitsOfAnF32CacheOfRoundedValues) {
+  for (Isa isa : test::supportedIsas()) {
+    test::ScopedIsa scoped(isa);
+    for (const Dims &d :
+         {Dims{6, 2, 24, 16, 40}, Dims{12, 12, 64, 16, 24}, Dims{8, 1, 128, 16, 16}}) {
+      AttentionHarness half(d, 13, kv::KvDtype::F16),
+          rounded(d, 13, kv::KvDtype::F32, KvInput::RoundedToF16);
+      size_t a = half.addSequence(), b = half.addSequence();
+      ASSERT_EQ(rounded.addSequence(), a);
+      ASSERT_EQ(rounded.addSequence(), b);
+      for (const std::vector<std::pair<size_t, int64_t>> &steps :
+           std::vector<std::vector<std::pair<size_t, int64_t>>>{
+               {{a, 37}, {b, 3}}, {{a, 1}, {b, 20}}, {{a, 1}, {b, 1}}, {{b, 1}}}) {
+        std::vector<float> got = half.step(steps, 0.125f), want = rounded.step(steps, 0.125f);
+        ASSERT_EQ(std::memcmp(got.data(), want.data(), got.size() * sizeof(float)), 0)
+            << isaName(isa) << " heads " << d.heads << ": "
+            << test::maxAbsDiff(got, want).describe();
+      }
+    }
+  }
+}
+
+// A RoPE prologue rotates k before it is rounded: the f16 cache holds the f16
+// of what the f32 cache holds, and the values are rounded as they are.
+TEST(PagedAttention, F16CacheStoresTheRotatedKeysRounded) {
+  const int32_t blockSize = 16, kvHeads = 2, headDim = 32, heads = 4, rows = 21;
+  auto f32 = kv::KvCache::create({1, 4, blockSize, kvHeads, headDim});
+  auto f16 = kv::KvCache::create({1, 4, blockSize, kvHeads, headDim, kv::KvDtype::F16});
+  ASSERT_TRUE(f32.isOk() && f16.isOk());
+  std::mt19937 rng(3);
+  const int64_t kvWidth = kvHeads * headDim, qWidth = heads * headDim;
+  std::vector<float> q = test::randomFloats(rng, rows * qWidth);
+  std::vector<float> k = test::randomFloats(rng, rows * kvWidth, -40.0f, 40.0f);
+  std::vector<float> v = test::randomFloats(rng, rows * kvWidth);
+  std::vector<float> rope = test::randomFloats(rng, rows * headDim); // cos | sin rows
+  std::vector<int32_t> positions(rows), blocks = {3, 1};
+  for (int32_t t = 0; t < rows; ++t)
+    positions[t] = t;
+  std::vector<float> out(rows * qWidth);
+  AttentionSequence seq{0, rows, blocks.data()};
+  AttentionBatch b{q.data(), qWidth,           k.data(), kvWidth, v.data(), kvWidth, out.data(),
+                   qWidth,   positions.data(), &seq,     1,       heads,    0.2f};
+  b.ropeTable = rope.data();
+  ThreadPool pool(2);
+  writeKvCache(pool, b, f32->layer(0));
+  writeKvCache(pool, b, f16->layer(0));
+  const kv::KvLayerView wide = f32->layer(0), half = f16->layer(0);
+  for (int32_t t = 0; t < rows; ++t) {
+    const int64_t slot = (blocks[t / blockSize] * blockSize + t % blockSize) * kvWidth;
+    for (int64_t i = 0; i < kvWidth; ++i) {
+      ASSERT_EQ(half.keysF16[slot + i], hd::f32ToF16(wide.keys[slot + i])) << t << " " << i;
+      ASSERT_EQ(half.valuesF16[slot + i], hd::f32ToF16(v[t * kvWidth + i])) << t << " " << i;
+    }
+    EXPECT_NE(wide.keys[slot], k[t * kvWidth]) << "the keys were not rotated";
   }
 }
 

@@ -3,7 +3,7 @@
 // query heads over 8 kv heads of 64, Llama-3.2-1B's), timed by the calling
 // thread's CPU time with one thread, so other processes on a loaded machine
 // disturb it much less than wall time. Usage: bench_attention_cputime
-// [context, default 512]
+// [context, default 512] [KV cache type f32 | f16, default f32]
 //
 // "prefill": one step of `context` rows (positions 0 .. context - 1, the
 // cache written by the step itself); "decode": one row at position context
@@ -34,9 +34,9 @@ struct Shape {
 };
 
 // Best ms per pagedAttention call of `rows` rows ending at position context - 1.
-double measure(ThreadPool &pool, const Shape &s, int64_t context, int64_t rows) {
+double measure(ThreadPool &pool, const Shape &s, int64_t context, int64_t rows, kv::KvDtype dtype) {
   const int32_t blockSize = 16, blocks = static_cast<int32_t>(context / blockSize + 2);
-  auto cache = kv::KvCache::create({1, blocks, blockSize, s.kvHeads, s.headDim});
+  auto cache = kv::KvCache::create({1, blocks, blockSize, s.kvHeads, s.headDim, dtype});
   if (!cache.isOk()) {
     std::fprintf(stderr, "error: %s\n", cache.message().c_str());
     std::exit(1);
@@ -88,14 +88,17 @@ double measure(ThreadPool &pool, const Shape &s, int64_t context, int64_t rows) 
 
 int main(int argc, char **argv) {
   const int64_t context = argc > 1 ? std::atoll(argv[1]) : 512;
-  if (context < 1 || context > (1 << 20)) {
-    std::fprintf(stderr, "error: usage: bench_attention_cputime [context, 1 .. 1048576]\n");
+  auto dtype = kv::parseKvDtype(argc > 2 ? argv[2] : "f32", "the KV cache type");
+  if (context < 1 || context > (1 << 20) || !dtype.isOk()) {
+    std::fprintf(stderr, "error: usage: bench_attention_cputime [context, 1 .. 1048576] "
+                         "[f32 | f16]\n");
     return 1;
   }
   ThreadPool pool(1);
-  std::printf("%-22s %8s %14s %14s\n", "shape", "context", "prefill ms", "decode ms");
+  std::printf("%-22s %8s %5s %14s %14s\n", "shape", "context", "kv", "prefill ms", "decode ms");
   for (const Shape &s : {Shape{"110M 12 x 64", 12, 12, 64}, Shape{"1B 32/8 x 64", 32, 8, 64}})
-    std::printf("%-22s %8lld %14.3f %14.4f\n", s.name, static_cast<long long>(context),
-                measure(pool, s, context, context), measure(pool, s, context, 1));
+    std::printf("%-22s %8lld %5s %14.3f %14.4f\n", s.name, static_cast<long long>(context),
+                kv::kvDtypeName(*dtype), measure(pool, s, context, context, *dtype),
+                measure(pool, s, context, 1, *dtype));
   return 0;
 }
