@@ -40,6 +40,7 @@ struct EngineFlags {
   double gpuMemoryFraction = 0.9;
   bool noCudaGraphs = false;
   bool noCublasLt = false;
+  std::string kvCacheDtype = "auto";
 
   void add(CLI::App &command) {
     command.add_option("-t,--threads", threads, "CPU threads (default: all cores)")
@@ -50,6 +51,12 @@ struct EngineFlags {
     command.add_option("--device", device, "auto (a GPU when one can run the plan, else the CPU), "
                                            "cpu or cuda")
         ->check(CLI::IsMember({"auto", "cpu", "cuda"}));
+    command
+        .add_option("--kv-cache-dtype", kvCacheDtype,
+                    "KV cache element type: auto (f32 on the CPU, the plan's on the GPU), "
+                    "f32, or f16 (half the memory and the bytes a long-context step reads, "
+                    "K and V rounded to f16; the CPU backend)")
+        ->check(CLI::IsMember({"auto", "f32", "f16"}));
     command.add_option("--gpu-memory-fraction", gpuMemoryFraction,
                        "Share of the GPU's memory for weights, activations and the KV cache "
                        "(default 0.9)")
@@ -58,6 +65,19 @@ struct EngineFlags {
     command.add_flag("--no-cublaslt", noCublasLt,
                      "Run every GEMM on llmc's kernels, none on cuBLASLt (plain bf16 GEMMs use "
                      "cuBLASLt by default when it loads)");
+  }
+
+  // The engine options these flags set (sizes of the KV pool aside).
+  EngineOptions options() const {
+    EngineOptions o;
+    o.device = device;
+    o.gpuMemoryFraction = gpuMemoryFraction;
+    o.cudaGraphs = !noCudaGraphs;
+    o.cublasLt = !noCublasLt;
+    o.threads = threads;
+    o.verifyWeights = !noVerify;
+    o.kvCacheDtype = kvCacheDtype;
+    return o;
   }
 };
 
@@ -69,13 +89,7 @@ inline Expected<std::unique_ptr<Engine>> loadEngine(const std::string &plan,
                                                     int64_t maxSequences,
                                                     cli::LogLevel level = cli::LogLevel::Info,
                                                     int64_t kvCacheTokens = 0) {
-  EngineOptions options;
-  options.device = flags.device;
-  options.gpuMemoryFraction = flags.gpuMemoryFraction;
-  options.cudaGraphs = !flags.noCudaGraphs;
-  options.cublasLt = !flags.noCublasLt;
-  options.threads = flags.threads;
-  options.verifyWeights = !flags.noVerify;
+  EngineOptions options = flags.options();
   options.maxSequences = maxSequences;
   options.kvCacheTokens = kvCacheTokens;
   LLMC_ASSIGN_OR_RETURN(std::unique_ptr<Engine> engine, Engine::load(plan, options));

@@ -87,13 +87,7 @@ int runServe(const ServeOptions &o) {
       return cli::fail(tmpl.status());
     serverOptions.chatTemplate = *tmpl;
   }
-  EngineOptions engineOptions;
-  engineOptions.device = o.engine.device;
-  engineOptions.gpuMemoryFraction = o.engine.gpuMemoryFraction;
-  engineOptions.cudaGraphs = !o.engine.noCudaGraphs;
-  engineOptions.cublasLt = !o.engine.noCublasLt;
-  engineOptions.threads = o.engine.threads;
-  engineOptions.verifyWeights = !o.engine.noVerify;
+  EngineOptions engineOptions = o.engine.options();
   engineOptions.maxSequences = o.maxNumSeqs;
   engineOptions.kvCacheTokens = o.kvCacheTokens;
   if (o.kvCacheTokens == 0) {

@@ -85,9 +85,12 @@ typedef struct llmc_engine_options {
   int64_t max_sequences;      /* sequences the KV cache is sized for when kv_cache_tokens is 0 */
   double gpu_memory_fraction; /* of the GPU's memory for weights, activations and KV (0, 1] */
   int32_t verify_weights;     /* nonzero: recompute the plan's weight checksum at load */
+  const char *kv_cache_dtype; /* "auto" (default; NULL too), "f32" or "f16" (the CPU's KV cache
+                                 in half the memory, K and V rounded to f16) */
 } llmc_engine_options;
 
-/* Defaults: device "auto", all cores, one sequence, 0.9 of the GPU, verify. */
+/* Defaults: device "auto", all cores, one sequence, 0.9 of the GPU, verify,
+ * KV cache type "auto". */
 LLMC_API void llmc_engine_options_init(llmc_engine_options *options);
 
 /* Opens and validates the plan at `plan_path` and loads it onto a device.

@@ -19,6 +19,7 @@ class EngineOptions(ctypes.Structure):
         ("max_sequences", ctypes.c_int64),
         ("gpu_memory_fraction", ctypes.c_double),
         ("verify_weights", ctypes.c_int32),
+        ("kv_cache_dtype", ctypes.c_char_p),
     ]
 
 

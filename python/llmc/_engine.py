@@ -76,12 +76,14 @@ class Engine(_Closing):
     """A loaded engine plan. Use from one thread at a time."""
 
     def __init__(self, plan, device="auto", threads=0, kv_cache_tokens=0, max_sequences=1,
-                 gpu_memory_fraction=0.9, verify_weights=True):
+                 gpu_memory_fraction=0.9, verify_weights=True, kv_cache_dtype="auto"):
         lib = _library()
         options = _capi.EngineOptions()
         lib.llmc_engine_options_init(ctypes.byref(options))
         self._device = device.encode()  # kept alive while the call reads it
         options.device = self._device
+        self._kv_cache_dtype = kv_cache_dtype.encode()
+        options.kv_cache_dtype = self._kv_cache_dtype
         options.threads = threads
         options.kv_cache_tokens = kv_cache_tokens
         options.max_sequences = max_sequences

@@ -122,6 +122,7 @@ void llmc_engine_options_init(llmc_engine_options *options) {
   options->max_sequences = 1;
   options->gpu_memory_fraction = 0.9;
   options->verify_weights = 1;
+  options->kv_cache_dtype = "auto";
 }
 
 llmc_status llmc_engine_open(const char *planPath, const llmc_engine_options *given,
@@ -149,6 +150,7 @@ llmc_status llmc_engine_open(const char *planPath, const llmc_engine_options *gi
     options.maxSequences = o.max_sequences;
     options.gpuMemoryFraction = o.gpu_memory_fraction;
     options.verifyWeights = o.verify_weights != 0;
+    options.kvCacheDtype = o.kv_cache_dtype != nullptr ? o.kv_cache_dtype : "auto";
     auto engine = llmc::Engine::load(planPath, options);
     if (!engine)
       return fromStatus(engine.status(), LLMC_STATUS_LOAD_FAILED);

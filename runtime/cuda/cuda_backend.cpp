@@ -305,6 +305,11 @@ Status CudaBackend::allocateKvCache(const EngineOptions &options) {
           plan_->program(target_, fb::Phase::Prefill)->buffers()->Get(s->inputs()->Get(1))->dtype();
       break;
     }
+  if (options.kvCacheDtype != "auto" && options.kvCacheDtype != dtypeTag(kvType))
+    return Status::error("--kv-cache-dtype " + options.kvCacheDtype +
+                         ": the GPU's KV cache holds " +
+                         "what this plan's attention kernels read, " + dtypeTag(kvType) +
+                         "; use auto (or " + dtypeTag(kvType) + ") on the GPU, or --device cpu");
   uint64_t perLayerBlock = static_cast<uint64_t>(blockSize_) * m.num_kv_heads() * m.head_dim() *
                            dtypeSize(static_cast<DType>(kvType));
   uint64_t perBlock = perLayerBlock * 2 * m.num_layers();

@@ -17,6 +17,10 @@ struct EngineOptions {
   double gpuMemoryFraction = 0.9; // of the GPU's memory for weights, activations, KV cache
   bool cudaGraphs = true;         // replay decode steps as CUDA graphs
   bool cublasLt = true;           // plain bf16 GEMMs of any-T programs on cuBLASLt when it loads
+  // Element type of the KV cache: "auto" (the CPU's f32; the GPU's, the
+  // plan's attention dtype), "f32" or "f16" (the CPU backend; a GPU plan's
+  // cache holds what its kernels read, so there it must match that).
+  std::string kvCacheDtype = "auto";
 };
 
 } // namespace llmc

@@ -10,6 +10,8 @@
 
 #include <gtest/gtest.h>
 
+#include <cstddef>
+
 #include <string>
 #include <vector>
 
@@ -95,6 +97,38 @@ TEST_F(CApiTest, NullArgumentsAreStatusesWithMessages) {
   llmc_engine_close(nullptr);
   llmc_sampler_free(nullptr);
   EXPECT_STREQ(llmc_status_name(LLMC_STATUS_KV_CACHE_FULL), "KV cache full");
+}
+
+// kv_cache_dtype: "f16" opens an f16 cache (the backend line says so), an
+// unknown type fails naming it, and a caller whose header predates the field
+// (a smaller struct_size) gets the default.
+TEST_F(CApiTest, KvCacheDtypeOpensAnF16CacheAndOldStructsKeepTheDefault) {
+  llmc_engine_options options;
+  llmc_engine_options_init(&options);
+  EXPECT_STREQ(options.kv_cache_dtype, "auto");
+  options.device = "cpu";
+  options.threads = 1;
+  options.kv_cache_tokens = 64;
+  options.kv_cache_dtype = "f16";
+  llmc_engine *engine = nullptr;
+  ASSERT_EQ(llmc_engine_open(stories260kPlan().c_str(), &options, &engine), LLMC_STATUS_OK)
+      << llmc_last_error();
+  llmc_model_info info{};
+  ASSERT_EQ(llmc_engine_model_info(engine, &info), LLMC_STATUS_OK);
+  EXPECT_NE(std::string(info.backend).find("f16 KV cache"), std::string::npos) << info.backend;
+  llmc_engine_close(engine);
+  options.kv_cache_dtype = "int8";
+  EXPECT_EQ(llmc_engine_open(stories260kPlan().c_str(), &options, &engine),
+            LLMC_STATUS_LOAD_FAILED);
+  EXPECT_NE(std::string(llmc_last_error()).find("'int8' is not a KV cache type: use f32 or f16"),
+            std::string::npos)
+      << llmc_last_error();
+  options.struct_size = offsetof(llmc_engine_options, kv_cache_dtype); // an older header
+  ASSERT_EQ(llmc_engine_open(stories260kPlan().c_str(), &options, &engine), LLMC_STATUS_OK)
+      << llmc_last_error();
+  ASSERT_EQ(llmc_engine_model_info(engine, &info), LLMC_STATUS_OK);
+  EXPECT_EQ(std::string(info.backend).find("KV cache"), std::string::npos) << info.backend;
+  llmc_engine_close(engine);
 }
 
 TEST_F(CApiTest, BuffersReportTheirNeededSize) {

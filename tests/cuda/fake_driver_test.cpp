@@ -406,6 +406,27 @@ TEST(CudaFakeDriverFaults, AnOldDriverIsOneLineNamingBothVersions) {
       << current->backend().description();
 }
 
+// The GPU's KV cache holds what the plan's attention kernels read: a bf16
+// plan takes "auto" or "bf16"-equal types only, and an f16 or f32 request is
+// one line naming the plan's type and the way out.
+TEST(CudaFakeDriver, KvCacheDtypeOtherThanThePlansIsRefusedWithTheFix) {
+  const std::string path = plan("cpu,sm_90a,ptx", "bf16");
+  for (const char *asked : {"f16", "f32"}) {
+    EngineOptions options;
+    options.device = "cuda";
+    options.gpuMemoryFraction = 0.5;
+    options.kvCacheDtype = asked;
+    auto engine = Engine::load(path, options);
+    ASSERT_FALSE(engine.isOk()) << asked;
+    EXPECT_NE(engine.message().find(std::string("--kv-cache-dtype ") + asked +
+                                    ": the GPU's KV cache holds what this plan's attention "
+                                    "kernels read, bf16; use auto (or bf16) on the GPU, or "
+                                    "--device cpu"),
+              std::string::npos)
+        << engine.message();
+  }
+}
+
 TEST(CudaFakeDriver, BadTokenIdsAreAnErrorNamingThePosition) {
   auto engine = loadCuda(plan("cpu,sm_90a,ptx"), 1);
   ASSERT_NE(engine, nullptr);

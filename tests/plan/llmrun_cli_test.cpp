@@ -143,6 +143,28 @@ TEST_F(LlmrunCli, BenchRangeChecksItsSizeFlags) {
             std::string::npos)
       << run.err;
 }
+// --- --kv-cache-dtype f16 halves the KV cache bench reports; other types are refused.
+TEST_F(LlmrunCli, KvCacheDtypeF16HalvesTheCacheAndUnknownTypesAreRefused) {
+  auto kvBytes = [&](const std::string &dtype) {
+    Outcome run = llmrun("bench " + plan_ +
+                         " --device cpu --threads 1 --prompt-len 2 --gen-len 2 "
+                         "--repeats 1 --no-bandwidth --json --kv-cache-dtype " +
+                         dtype);
+    EXPECT_EQ(run.exitCode, 0) << dtype << ": " << run.err;
+    const size_t key = run.out.find("\"kv_cache_bytes\":");
+    EXPECT_NE(key, std::string::npos) << run.out;
+    return key == std::string::npos ? 0.0 : std::strtod(run.out.c_str() + key + 17, nullptr);
+  };
+  const double f32 = kvBytes("f32"), f16 = kvBytes("f16");
+  EXPECT_GT(f32, 0.0);
+  EXPECT_EQ(f16 * 2, f32);
+  EXPECT_EQ(kvBytes("auto"), f32);
+  Outcome run = llmrun("bench " + plan_ + " --device cpu --kv-cache-dtype bf16");
+  EXPECT_EQ(run.exitCode, 2);
+  EXPECT_NE(run.err.find("--kv-cache-dtype: bf16 not in {auto,f32,f16}"), std::string::npos)
+      << run.err;
+}
+
 // --- bench's read-bandwidth probe (cpu/read_bandwidth.h) reports a figure.
 TEST_F(LlmrunCli, BenchReportsThePositiveReadBandwidthItMeasured) {
   for (const char *threads : {"1", "2"}) {

@@ -139,6 +139,29 @@ TEST(CpuBackendBounds, RefusesABlockCountBeyondInt32) {
       << backend.message();
 }
 
+// --kv-cache-dtype: f16 halves the cache and says so; an unknown type is
+// refused with the flag and the choices; the plan still runs.
+TEST(CpuBackendBounds, KvCacheDtypeF16HalvesTheCacheAndBadTypesAreNamed) {
+  auto plan = written(test::makeSyntheticTinyPlan(), "kvtype.plan");
+  ASSERT_TRUE(plan.isOk()) << plan.message();
+  EngineOptions options;
+  options.threads = 1;
+  options.kvCacheTokens = 64;
+  auto f32 = CpuBackend::create(*plan, options);
+  ASSERT_TRUE(f32.isOk()) << f32.message();
+  options.kvCacheDtype = "f16";
+  auto f16 = CpuBackend::create(*plan, options);
+  ASSERT_TRUE(f16.isOk()) << f16.message();
+  EXPECT_EQ((*f16)->kvCacheBytes() * 2, (*f32)->kvCacheBytes());
+  EXPECT_NE((*f16)->description().find("; f16 KV cache"), std::string::npos)
+      << (*f16)->description();
+  EXPECT_EQ((*f32)->description().find("KV cache"), std::string::npos) << (*f32)->description();
+  options.kvCacheDtype = "fp8";
+  auto bad = CpuBackend::create(*plan, options);
+  ASSERT_FALSE(bad.isOk());
+  EXPECT_EQ(bad.message(), "--kv-cache-dtype 'fp8' is not a KV cache type: use f32 or f16");
+}
+
 TEST(CpuBackendBounds, RefusesAKvCacheBeyondTheMachineBeforeAllocating) {
   // llmrun bench --batch 134217729 on a max_seq_len 32 plan: 2^32 + 32 slots,
   // 137 GB of KV cache, once truncated to int32 blocks.

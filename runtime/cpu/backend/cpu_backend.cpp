@@ -33,6 +33,9 @@ Expected<kv::KvCacheShape> kvCacheShapeFor(const Plan &plan, const EngineOptions
                          ") needs more than " + std::to_string(maxBlocks) + " blocks of " +
                          std::to_string(blockSize) + " tokens; ask for fewer sequences or tokens");
   kv::KvCacheShape shape;
+  if (options.kvCacheDtype != "auto") {
+    LLMC_ASSIGN_OR_RETURN(shape.dtype, kv::parseKvDtype(options.kvCacheDtype, "--kv-cache-dtype"));
+  }
   shape.numLayers = static_cast<int32_t>(m.num_layers());
   shape.blockSize = static_cast<int32_t>(blockSize);
   shape.numBlocks = static_cast<int32_t>((slots + blockSize - 1) / blockSize + 1);
@@ -43,7 +46,7 @@ Expected<kv::KvCacheShape> kvCacheShapeFor(const Plan &plan, const EngineOptions
 
 // Bytes of K and V for every layer, or 2^64 - 1 when that does not fit.
 uint64_t kvCacheBytes(const kv::KvCacheShape &shape) {
-  uint64_t bytes = 2 * sizeof(float);
+  uint64_t bytes = 2 * static_cast<uint64_t>(kv::kvDtypeBytes(shape.dtype));
   for (int64_t factor : {int64_t{shape.numLayers}, int64_t{shape.numBlocks},
                          int64_t{shape.blockSize}, int64_t{shape.kvHeads}, int64_t{shape.headDim}})
     if (__builtin_mul_overflow(bytes, static_cast<uint64_t>(factor), &bytes))
@@ -124,7 +127,9 @@ Expected<std::unique_ptr<CpuBackend>> CpuBackend::create(const Plan &plan,
 }
 
 std::string CpuBackend::description() const {
+  const bool f16 = cache_->shape().dtype == kv::KvDtype::F16;
   return "the CPU backend (" + std::to_string(pool_->numThreads()) + " threads" +
+         (f16 ? std::string("; f16 KV cache") : std::string()) +
          (kvNote_.empty() ? std::string() : "; " + kvNote_) + ") with " + cpu::activeKernelsName() +
          " kernels";
 }
