@@ -148,21 +148,34 @@ struct BlockRows {
 };
 
 #if defined(__x86_64__)
-// attendBlock's few-query path (the block kernels' Many variants), over f32
-// rows or an f16 cache's rows in place.
+// attendBlock's block kernels over f32 rows or an f16 cache's rows in place:
+// a decode step's few query heads one query per row of scores, more of them
+// 8 per vector (columns).
 template <typename Element>
-void attendFewQueries(const AttentionBatch &b, Scratch &scratch, int64_t first, int64_t end,
-                      const Element *keys, const Element *values, int64_t kvStride, int64_t longest,
-                      int64_t dim) {
+void attendWithBlockKernels(const AttentionBatch &b, Scratch &scratch, int64_t first, int64_t end,
+                            const Element *keys, const Element *values, int64_t kvStride,
+                            int64_t longest, int64_t dim) {
   const int64_t *counts = scratch.counts.data();
   float *scores = scratch.scores.data(), *accScale = scratch.accScales.data();
-  detail::attentionScoresManyAvx2(scratch.q.data() + first * dim, dim, end - first, keys, kvStride,
-                                  longest, dim, scores, scratch.blockSize);
-  detail::attentionWeightsManyAvx2(scores, scratch.blockSize, end - first, counts + first, b.scale,
-                                   b.scores.softcap, scratch.states.data() + first, accScale);
-  detail::attentionAccumulateManyAvx2(scratch.acc.data() + first * dim, accScale, scores,
-                                      scratch.blockSize, end - first, values, kvStride,
-                                      counts + first, dim);
+  const float *q = scratch.q.data() + first * dim;
+  float *acc = scratch.acc.data() + first * dim;
+  hd::SoftmaxState *states = scratch.states.data() + first;
+  if (end - first < kMinColumnQueries) {
+    detail::attentionScoresManyAvx2(q, dim, end - first, keys, kvStride, longest, dim, scores,
+                                    scratch.blockSize);
+    detail::attentionWeightsManyAvx2(scores, scratch.blockSize, end - first, counts + first,
+                                     b.scale, b.scores.softcap, states, accScale);
+    detail::attentionAccumulateManyAvx2(acc, accScale, scores, scratch.blockSize, end - first,
+                                        values, kvStride, counts + first, dim);
+    return;
+  }
+  const int64_t ldw = scratch.columns;
+  detail::attentionScoresColumnsAvx2(q, dim, end - first, keys, kvStride, longest, dim, scores,
+                                     ldw);
+  detail::attentionWeightsColumnsAvx2(scores, ldw, end - first, counts + first, longest, b.scale,
+                                      b.scores.softcap, states, accScale);
+  detail::attentionAccumulateColumnsAvx2(acc, accScale, scores, ldw, end - first, values, kvStride,
+                                         counts + first, dim);
 }
 #endif
 
@@ -181,25 +194,11 @@ void attendBlock(const detail::IsaOps &ops, bool blockKernels, const AttentionBa
   const float *keys = rows.keys, *values = rows.values;
   const int64_t kvStride = rows.stride;
 #if defined(__x86_64__)
-  if (blockKernels) {
-    float *scores = scratch.scores.data(), *accScale = scratch.accScales.data();
-    if (end - first < kMinColumnQueries) { // a decode step's few query heads
-      if (rows.keysF16 != nullptr)
-        return attendFewQueries(b, scratch, first, end, rows.keysF16, rows.valuesF16, kvStride,
-                                longest, dim);
-      return attendFewQueries(b, scratch, first, end, keys, values, kvStride, longest, dim);
-    }
-    const int64_t ldw = scratch.columns;
-    detail::attentionScoresColumnsAvx2(scratch.q.data() + first * dim, dim, end - first, keys,
-                                       kvStride, longest, dim, scores, ldw);
-    detail::attentionWeightsColumnsAvx2(scores, ldw, end - first, counts + first, longest,
-                                        b.scale, b.scores.softcap, scratch.states.data() + first,
-                                        accScale);
-    detail::attentionAccumulateColumnsAvx2(scratch.acc.data() + first * dim, accScale, scores,
-                                           ldw, end - first, values, kvStride, counts + first,
-                                           dim);
-    return;
-  }
+  if (blockKernels && rows.keysF16 != nullptr)
+    return attendWithBlockKernels(b, scratch, first, end, rows.keysF16, rows.valuesF16, kvStride,
+                                  longest, dim);
+  if (blockKernels)
+    return attendWithBlockKernels(b, scratch, first, end, keys, values, kvStride, longest, dim);
 #endif
   (void)blockKernels;
   (void)longest;
@@ -298,9 +297,9 @@ void attendTile(const detail::IsaOps &ops, const AttentionBatch &b, const kv::Kv
   std::fill(acc, acc + queries * dim, 0.0f);
   std::fill(state, state + queries, hd::softmaxEmpty());
   const bool blockKernels = runsBlockKernels(dim);
-  // Every part of a block this tile attends has fewer queries than the tile:
-  // below kMinColumnQueries the few-query kernels read an f16 cache in place.
-  const bool f16InPlace = blockKernels && queries < kMinColumnQueries;
+  // The block kernels read an f16 cache in place; the portable path reads
+  // it widened into the scratch.
+  const bool f16InPlace = blockKernels;
   int64_t first = positions[0], last = positions[0];
   for (int64_t r = 0; r < tile.rows; ++r) {
     first = std::min<int64_t>(first, hd::windowStart(positions[r], b.scores.window));

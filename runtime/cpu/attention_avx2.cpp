@@ -435,11 +435,14 @@ LLMC_ATTN_AVX2 void attentionWeightsManyAvx2(float *s, int64_t sStride, int64_t 
   }
 }
 
+namespace {
+
 // Queries 2 at a time as attentionScoresManyAvx2, each pair's dots stored
 // at out[j * ldw + n]; a last odd query 4 keys at a time.
-LLMC_ATTN_AVX2 void attentionScoresColumnsAvx2(const float *q, int64_t qStride, int64_t queries,
-                                               const float *keys, int64_t stride, int64_t count,
-                                               int64_t dim, float *out, int64_t ldw) {
+template <typename Key>
+LLMC_ATTN_AVX2 void scoresColumns(const float *q, int64_t qStride, int64_t queries, const Key *keys,
+                                  int64_t stride, int64_t count, int64_t dim, float *out,
+                                  int64_t ldw) {
   int64_t n = 0;
   for (; n < tripleQueries(queries); n += 3) {
     const float *qn = q + n * qStride;
@@ -470,6 +473,8 @@ LLMC_ATTN_AVX2 void attentionScoresColumnsAvx2(const float *q, int64_t qStride, 
       dots<1, 1>(qn, 0, keys + j * stride, stride, dim, out + j * ldw + n, 0);
   }
 }
+
+} // namespace
 
 // Eight queries (lanes) at a time over the keys (rows of ldw floats): lane
 // n's steps are expWeights' and attentionWeightsAvx2's on its own column
@@ -532,13 +537,14 @@ LLMC_ATTN_AVX2 void attentionWeightsColumnsAvx2(float *w, int64_t ldw, int64_t q
   }
 }
 
+namespace {
+
 // Q queries (n .. n + Q of the column layout) over all dim features: Wide
 // vectors per step, then one.
-template <int Q, int Wide>
-LLMC_ATTN_AVX2 inline void accumulateColumnQueries(float *acc, const float *accScales,
-                                                   const float *weights, int64_t ldw,
-                                                   const float *values, int64_t stride,
-                                                   const int64_t *counts, int64_t dim) {
+template <int Q, int Wide, typename Value>
+LLMC_ATTN_AVX2 inline void
+accumulateColumnQueries(float *acc, const float *accScales, const float *weights, int64_t ldw,
+                        const Value *values, int64_t stride, const int64_t *counts, int64_t dim) {
   int64_t d = 0;
   for (; d + 8 * Wide <= dim; d += 8 * Wide)
     accumulate<Q, Wide>(acc + d, dim, accScales, weights, 1, values + d, stride, counts, ldw);
@@ -548,11 +554,10 @@ LLMC_ATTN_AVX2 inline void accumulateColumnQueries(float *acc, const float *accS
 
 // attentionAccumulateManyAvx2 with query n's weight of position j at
 // weights[j * ldw + n].
-LLMC_ATTN_AVX2 void attentionAccumulateColumnsAvx2(float *acc, const float *accScales,
-                                                   const float *weights, int64_t ldw,
-                                                   int64_t queries, const float *values,
-                                                   int64_t stride, const int64_t *counts,
-                                                   int64_t dim) {
+template <typename Value>
+LLMC_ATTN_AVX2 void accumulateColumns(float *acc, const float *accScales, const float *weights,
+                                      int64_t ldw, int64_t queries, const Value *values,
+                                      int64_t stride, const int64_t *counts, int64_t dim) {
   int64_t n = 0;
   for (; n < tripleQueries(queries); n += 3)
     accumulateColumnQueries<3, 4>(acc + n * dim, accScales + n, weights + n, ldw, values, stride,
@@ -563,6 +568,36 @@ LLMC_ATTN_AVX2 void attentionAccumulateColumnsAvx2(float *acc, const float *accS
   if (n < queries) // one query: its strides are never used
     accumulateColumnQueries<1, 8>(acc + n * dim, accScales + n, weights + n, ldw, values, stride,
                                   counts + n, dim);
+}
+
+} // namespace
+
+LLMC_ATTN_AVX2 void attentionScoresColumnsAvx2(const float *q, int64_t qStride, int64_t queries,
+                                               const float *keys, int64_t stride, int64_t count,
+                                               int64_t dim, float *out, int64_t ldw) {
+  scoresColumns(q, qStride, queries, keys, stride, count, dim, out, ldw);
+}
+
+LLMC_ATTN_AVX2 void attentionScoresColumnsAvx2(const float *q, int64_t qStride, int64_t queries,
+                                               const uint16_t *keys, int64_t stride, int64_t count,
+                                               int64_t dim, float *out, int64_t ldw) {
+  scoresColumns(q, qStride, queries, keys, stride, count, dim, out, ldw);
+}
+
+LLMC_ATTN_AVX2 void attentionAccumulateColumnsAvx2(float *acc, const float *accScales,
+                                                   const float *weights, int64_t ldw,
+                                                   int64_t queries, const float *values,
+                                                   int64_t stride, const int64_t *counts,
+                                                   int64_t dim) {
+  accumulateColumns(acc, accScales, weights, ldw, queries, values, stride, counts, dim);
+}
+
+LLMC_ATTN_AVX2 void attentionAccumulateColumnsAvx2(float *acc, const float *accScales,
+                                                   const float *weights, int64_t ldw,
+                                                   int64_t queries, const uint16_t *values,
+                                                   int64_t stride, const int64_t *counts,
+                                                   int64_t dim) {
+  accumulateColumns(acc, accScales, weights, ldw, queries, values, stride, counts, dim);
 }
 
 LLMC_ATTN_AVX2 void attentionExpAvx2(const float *x, int64_t n, float *out) {

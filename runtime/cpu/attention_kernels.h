@@ -78,6 +78,9 @@ void attentionAccumulateManyAvx2(float *acc, const float *accScales, const float
 void attentionScoresColumnsAvx2(const float *q, int64_t qStride, int64_t queries,
                                 const float *keys, int64_t stride, int64_t count, int64_t dim,
                                 float *out, int64_t ldw);
+void attentionScoresColumnsAvx2(const float *q, int64_t qStride, int64_t queries,
+                                const uint16_t *keys, int64_t stride, int64_t count, int64_t dim,
+                                float *out, int64_t ldw); // an f16 cache's keys in place
 
 // ... attentionWeightsManyAvx2 on the columns (positions j < longest, the
 // largest count; the ones past a query's count may hold anything and are
@@ -89,6 +92,9 @@ void attentionWeightsColumnsAvx2(float *w, int64_t ldw, int64_t queries, const i
 // ... and attentionAccumulateManyAvx2 reading them.
 void attentionAccumulateColumnsAvx2(float *acc, const float *accScales, const float *weights,
                                     int64_t ldw, int64_t queries, const float *values,
+                                    int64_t stride, const int64_t *counts, int64_t dim);
+void attentionAccumulateColumnsAvx2(float *acc, const float *accScales, const float *weights,
+                                    int64_t ldw, int64_t queries, const uint16_t *values,
                                     int64_t stride, const int64_t *counts, int64_t dim);
 
 // out[i] = attentionExp(x[i]) for i < n, 8 lanes at a time (for the tests).
