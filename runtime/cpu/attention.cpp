@@ -249,15 +249,15 @@ void prefetchBlock(const kv::KvLayerView &cache, const int32_t *blockTable, int6
 }
 
 // Positions [start, end) of one cache block, kv head `kvHead`: an f32
-// cache's rows in place; an f16 cache's in place where `f16InPlace` (the
-// few-query kernels widen them as they load), else widened into the scratch.
+// cache's rows in place; an f16 cache's in place for the block kernels (they
+// widen them as they load), else widened into the scratch for the portable path.
 BlockRows blockRows(const kv::KvLayerView &cache, const int32_t *blockTable, int64_t start,
-                    int64_t end, int64_t kvHead, bool f16InPlace, Scratch &scratch) {
+                    int64_t end, int64_t kvHead, bool blockKernels, Scratch &scratch) {
   const int64_t dim = cache.headDim, stride = cache.kvHeads * dim;
   const int64_t base = slotOffset(cache, blockTable, start) + kvHead * dim;
   if (!cache.isF16())
     return {cache.keys + base, cache.values + base, nullptr, nullptr, stride};
-  if (f16InPlace)
+  if (blockKernels)
     return {nullptr, nullptr, cache.keysF16 + base, cache.valuesF16 + base, stride};
   for (int64_t j = 0; j < end - start; ++j) {
     f16ToF32Row(cache.keysF16 + base + j * stride, scratch.blockKeys.data() + j * dim, dim);
@@ -297,9 +297,6 @@ void attendTile(const detail::IsaOps &ops, const AttentionBatch &b, const kv::Kv
   std::fill(acc, acc + queries * dim, 0.0f);
   std::fill(state, state + queries, hd::softmaxEmpty());
   const bool blockKernels = runsBlockKernels(dim);
-  // The block kernels read an f16 cache in place; the portable path reads
-  // it widened into the scratch.
-  const bool f16InPlace = blockKernels;
   int64_t first = positions[0], last = positions[0];
   for (int64_t r = 0; r < tile.rows; ++r) {
     first = std::min<int64_t>(first, hd::windowStart(positions[r], b.scores.window));
@@ -310,7 +307,7 @@ void attendTile(const detail::IsaOps &ops, const AttentionBatch &b, const kv::Kv
   for (int64_t start = first; start <= last; start = (start / bs + 1) * bs) {
     const int64_t end = std::min((start / bs + 1) * bs, last + 1);
     prefetchBlock(cache, blockTable, end + (kPrefetchBlocks - 1) * bs, last, kvHead);
-    const BlockRows rows = blockRows(cache, blockTable, start, end, kvHead, f16InPlace, scratch);
+    const BlockRows rows = blockRows(cache, blockTable, start, end, kvHead, blockKernels, scratch);
     // Runs of rows whose part of the block starts at the same position go
     // together, each row to its own end (in a prefill's diagonal block the
     // rows end one after another).
@@ -378,8 +375,11 @@ void writeKvCache(ThreadPool &pool, const AttentionBatch &b, const kv::KvLayerVi
           int64_t slot = slotOffset(cache, b.sequences[s].blockTable, b.positions[row]);
           const float *key = b.k + row * b.ldk;
           if (b.ropeTable != nullptr) {
-            rotated.resize(rowFloats);
-            float *to = cache.isF16() ? rotated.data() : cache.keys + slot;
+            float *to = cache.keys + slot;
+            if (cache.isF16()) {
+              rotated.resize(rowFloats);
+              to = rotated.data();
+            }
             rotateHeads(key, to, cache.kvHeads, cache.headDim, rotaryDimOf(b, cache.headDim),
                         b.ropeInterleaved,
                         b.ropeTable + ropeRow(b, row) * rotaryDimOf(b, cache.headDim));
