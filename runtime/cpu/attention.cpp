@@ -375,10 +375,14 @@ void writeKvCache(ThreadPool &pool, const AttentionBatch &b, const kv::KvLayerVi
           int64_t slot = slotOffset(cache, b.sequences[s].blockTable, b.positions[row]);
           const float *key = b.k + row * b.ldk;
           if (b.ropeTable != nullptr) {
-            float *to = cache.keys + slot;
+            // An f32 cache takes the rotated key in place; an f16 one (whose
+            // f32 pointers are null) through the rotation row, then rounded.
+            float *to = nullptr;
             if (cache.isF16()) {
               rotated.resize(rowFloats);
               to = rotated.data();
+            } else {
+              to = cache.keys + slot;
             }
             rotateHeads(key, to, cache.kvHeads, cache.headDim, rotaryDimOf(b, cache.headDim),
                         b.ropeInterleaved,
