@@ -122,6 +122,9 @@ void ServingLoop::run() {
       });
       inbox.swap(inbox_);
       cancels.swap(cancels_);
+      // Until the step below refreshes stats_, the requests taken from the
+      // inbox still count against maxWaiting (submit reads inbox + waiting).
+      stats_.waiting += static_cast<int64_t>(inbox.size());
       if (stopping_ && !draining) {
         draining = true;
         drainDeadline = Clock::now() + std::chrono::duration_cast<Clock::duration>(
