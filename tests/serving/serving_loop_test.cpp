@@ -101,16 +101,24 @@ TEST(ServingLoop, BadRequestsQueueFullCancelAndShutdown) {
   // One long request runs; the queue of 2 fills behind it.
   SubmitResult running = loop->submit(test::greedy({1, 2, 3}, 400), c.callback());
   ASSERT_EQ(running.status, SubmitStatus::Accepted);
-  for (int i = 0; i < 100 && loop->metrics().running == 0; ++i)
+  for (int i = 0; i < 2000 && loop->metrics().running == 0; ++i)
     std::this_thread::sleep_for(std::chrono::milliseconds(5));
-  SubmitResult w1 = loop->submit(test::greedy({1, 4}, 400), c.callback());
-  SubmitResult w2 = loop->submit(test::greedy({1, 5}, 400), c.callback());
+  ASSERT_EQ(loop->metrics().running, 1);
+  SubmitResult w1, w2, full;
+  {
+    // Holding the callbacks' mutex stalls the loop at its next token event,
+    // so the running request cannot finish (400 tokens take ~40 ms) while the
+    // queue fills and the cancels go in, however this thread is scheduled.
+    std::lock_guard<std::mutex> stall(c.mutex);
+    w1 = loop->submit(test::greedy({1, 4}, 400), c.callback());
+    w2 = loop->submit(test::greedy({1, 5}, 400), c.callback());
+    full = loop->submit(test::greedy({1, 6}, 4), c.callback());
+    loop->cancel(w1.id);
+    loop->cancel(running.id);
+  }
   ASSERT_EQ(w1.status, SubmitStatus::Accepted);
   ASSERT_EQ(w2.status, SubmitStatus::Accepted);
-  SubmitResult full = loop->submit(test::greedy({1, 6}, 4), c.callback());
   EXPECT_EQ(full.status, SubmitStatus::QueueFull) << full.message;
-  loop->cancel(w1.id);
-  loop->cancel(running.id);
   ASSERT_TRUE(c.waitFor(2, 10));
   {
     std::lock_guard<std::mutex> lock(c.mutex);
@@ -138,11 +146,16 @@ TEST(ServingLoop, DrainFinishesInFlightRequestsThenAbortsAfterTheDeadline) {
   SubmitResult quick = loop->submit(test::greedy({1, 2}, 3), c.callback());
   ASSERT_EQ(quick.status, SubmitStatus::Accepted);
   ASSERT_TRUE(c.waitFor(1));
-  // One at a time, 20 x 500 tokens cannot finish within the 0.5 s drain.
+  // One at a time, 20 x 500 tokens cannot finish within the 0.5 s drain:
+  // each token event takes a millisecond, however fast the machine steps.
+  EventCallback collect = c.callback();
+  EventCallback slowly = [&collect](const TokenEvent &e) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    collect(e);
+  };
   std::vector<RequestId> slow;
   for (int i = 0; i < 20; ++i)
-    slow.push_back(
-        loop->submit(test::greedy({1, 3, static_cast<int32_t>(i + 4)}, 500), c.callback()).id);
+    slow.push_back(loop->submit(test::greedy({1, 3, static_cast<int32_t>(i + 4)}, 500), slowly).id);
   SubmitResult small = loop->submit(test::greedy({1, 7}, 2), c.callback());
   auto start = Clock::now();
   loop->shutdown(ShutdownMode::Drain);
