@@ -36,7 +36,7 @@
 #   --work DIR       models, GGUFs, plans and raw results ($TMPDIR/llmc-vs-llamacpp);
 #                    kept and reused by the next run: delete it to start afresh
 #   --tokenizer DIR  a 32000-token tokenizer.json (default ../shared/tokenizers/llama2)
-# Environment: PYTHON runs the converter (needs torch, numpy, safetensors and
+# Environment: PYTHON runs the weight generator and the converter (needs torch, numpy, safetensors and
 # llama.cpp's gguf-py; default python3); LLMC, LLMRUN (default build/tools/*);
 # LLAMA_BENCH_ARGS, extra llama-bench options (e.g. "--poll 0"; default none);
 # OMP_WAIT_POLICY reaches llama.cpp's OpenMP threads (passive: they sleep at
@@ -95,7 +95,7 @@ prepare() { # prepare MODEL: HF weights, GGUFs, plans (each made once, then reus
   local m="$1" hf="$WORK/$1-hf" d
   if [[ ! -f $hf/model.safetensors.index.json ]]; then
     log "$m: random weights -> $hf"
-    python3 "$ROOT/scripts/make-random-hf-model.py" "$m" "$hf" --tokenizer "$TOKENIZER" >&2
+    "$PYTHON" "$ROOT/scripts/make-random-hf-model.py" "$m" "$hf" --tokenizer "$TOKENIZER" >&2
   fi
   for d in "${dtypes[@]}"; do
     local gguf; gguf="$(gguf_of "$m" "$d")"
