@@ -36,8 +36,9 @@
 #   --work DIR       models, GGUFs, plans and raw results ($TMPDIR/llmc-vs-llamacpp);
 #                    kept and reused by the next run: delete it to start afresh
 #   --tokenizer DIR  a 32000-token tokenizer.json (default ../shared/tokenizers/llama2)
-# Environment: PYTHON runs the weight generator and the converter (needs torch, numpy, safetensors and
-# llama.cpp's gguf-py; default python3); LLMC, LLMRUN (default build/tools/*);
+# Environment: PYTHON runs the weight generator and the converter (needs numpy,
+# safetensors, torch, transformers and llama.cpp's gguf-py; default python3);
+# LLMC, LLMRUN (default build/tools/*);
 # LLAMA_BENCH_ARGS, extra llama-bench options (e.g. "--poll 0"; default none);
 # OMP_WAIT_POLICY reaches llama.cpp's OpenMP threads (passive: they sleep at
 # barriers instead of spinning, which on a loaded machine changes its 2-thread
