@@ -73,6 +73,10 @@ void matmulQ4(ThreadPool &pool, const float *x, int64_t tokens, const Q4Matrix &
     rows = detail::matmulQ4RowsAvx2;
     chunked = true;
   }
+  if (x86VnniActive() && tokens >= detail::kQ4PanelMinTokens) {
+    rows = detail::matmulQ4RowsPanelAvx512;
+    chunked = false;
+  }
 #endif
 #if defined(__aarch64__)
   if (activeIsa() == Isa::Neon)

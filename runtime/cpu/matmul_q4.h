@@ -118,7 +118,14 @@ void quantizeQ8Avx2(const float *x, int64_t cols, int64_t groupSize, int64_t sca
 void matmulQ4RowsScalar(const Q4Problem &p, int64_t rowBegin, int64_t rowEnd);
 #if defined(__x86_64__)
 void matmulQ4RowsAvx2(const Q4Problem &p, int64_t rowBegin, int64_t rowEnd); // lanes 8
+// AVX-512 VNNI, from the AVX2 quantizer's layout with chunkScales unused:
+// 16-row panels unpacked per call, lanes = rows, for calls of
+// kQ4PanelMinTokens tokens or more. The bits of matmulQ4RowsAvx2.
+void matmulQ4RowsPanelAvx512(const Q4Problem &p, int64_t rowBegin, int64_t rowEnd);
 #endif
+// Tokens from which x86VnniActive() machines take the panel kernel: below,
+// unpacking the panel costs more than it saves (bench_q4_cputime).
+constexpr int64_t kQ4PanelMinTokens = 10;
 #if defined(__aarch64__)
 // lanes 8: SDOT where neonDotProdActive() (cpu/isa.h), else widening multiplies.
 void matmulQ4RowsNeon(const Q4Problem &p, int64_t rowBegin, int64_t rowEnd);

@@ -138,53 +138,10 @@ LLMC_Q4_AVX2 inline __m256 chunkScales(const uint16_t *scales, int64_t c, int64_
   }
 }
 
-// Stores y for R rows x TT tokens from their Q8 dot products:
-// dots - sum_g scale[g] * zero[g] * groupSums[t, g].
-template <int R, int TT>
-LLMC_Q4_AVX2 void storeTile(const Q4Problem &p, const Rows &geo, int64_t n0, int64_t t0,
-                            const float (&dots)[R][TT]) {
-  const float *sums = p.xq.groupSums + t0 * geo.groups;
-  LLMC_Q4_UNROLL
-  for (int r = 0; r < R; ++r) {
-    const uint16_t *scales = p.w.scales + (n0 + r) * geo.groups;
-    const uint16_t *zeros = p.w.zeros + (n0 + r) * geo.groups;
-    __m256 acc[TT];
-    LLMC_Q4_UNROLL
-    for (int t = 0; t < TT; ++t)
-      acc[t] = _mm256_setzero_ps();
-    int64_t g = 0;
-    for (; g + 8 <= geo.groups; g += 8) {
-      const __m256 s =
-          _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i *>(scales + g)));
-      const __m256 z =
-          _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i *>(zeros + g)));
-      const __m256 sz = _mm256_mul_ps(s, z);
-      LLMC_Q4_UNROLL
-      for (int t = 0; t < TT; ++t)
-        acc[t] = _mm256_fmadd_ps(sz, _mm256_loadu_ps(sums + t * geo.groups + g), acc[t]);
-    }
-    // The last few groups in scalar: padding them through memory to a vector
-    // load stalls store forwarding, measured slower for K = 768, G = 128.
-    float zeroes[TT];
-    LLMC_Q4_UNROLL
-    for (int t = 0; t < TT; ++t)
-      zeroes[t] = hsum(acc[t]);
-    for (; g < geo.groups; ++g) {
-      const float sz = halfToFloat(scales[g]) * halfToFloat(zeros[g]);
-      LLMC_Q4_UNROLL
-      for (int t = 0; t < TT; ++t)
-        zeroes[t] += sz * sums[t * geo.groups + g];
-    }
-    LLMC_Q4_UNROLL
-    for (int t = 0; t < TT; ++t) {
-      const float zero = zeroes[t];
-      storeQ4Output(p, t0 + t, n0 + r, dots[r][t] - zero);
-    }
-  }
-}
-
-// storeTile from the tile's 8-lane accumulators: their sums and those of
-// the zero-point term go through hsum8, 8 at a time (the same bits). Row r
+// Stores y for R rows x TT tokens from their 8-lane accumulators: the
+// lanes' sums (hsum8, 8 outputs at a time) minus the zero-point term
+// sum_g scale[g] * zero[g] * groupSums[t, g] (8 lanes over the groups, then
+// the last groups one at a time). Row r
 // of the tile is row n0 + r * rowStep of y.
 template <int R, int TT>
 LLMC_Q4_AVX2 void storeTileLanes(const Q4Problem &p, const Rows &geo, int64_t n0, int64_t t0,
@@ -227,11 +184,14 @@ LLMC_Q4_AVX2 void storeTileLanes(const Q4Problem &p, const Rows &geo, int64_t n0
     const uint16_t *scales = p.w.scales + (n0 + r * rowStep) * geo.groups;
     const uint16_t *zeros = p.w.zeros + (n0 + r * rowStep) * geo.groups;
     float *zeroes = h + kOut + r * TT;
-    for (int64_t g = vectorGroups; g < geo.groups; ++g) { // as storeTile's scalar tail
-      const float sz = halfToFloat(scales[g]) * halfToFloat(zeros[g]);
+    // The last groups one at a time, each a fused multiply-add whatever the
+    // compiler's contraction rule (the AVX-512 panel kernel has these bits).
+    for (int64_t g = vectorGroups; g < geo.groups; ++g) {
+      const __m128 sz = _mm_set_ss(halfToFloat(scales[g]) * halfToFloat(zeros[g]));
       LLMC_Q4_UNROLL
       for (int t = 0; t < TT; ++t)
-        zeroes[t] += sz * sums[t * geo.groups + g];
+        zeroes[t] = _mm_cvtss_f32(
+            _mm_fmadd_ss(sz, _mm_set_ss(sums[t * geo.groups + g]), _mm_set_ss(zeroes[t])));
     }
     LLMC_Q4_UNROLL
     for (int t = 0; t < TT; ++t)

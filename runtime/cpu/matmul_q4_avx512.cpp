@@ -1,0 +1,237 @@
+// AVX-512 VNNI int4 prefill kernel (matmul_q4.h), lanes = rows: each call
+// unpacks a 16-row block's nibbles once into a panel of bytes, 16 rows x 4
+// columns per 64-byte vector, so that one vpdpbusd with x's 4 bytes
+// broadcast (EVEX {1to16}) takes 64 products for 16 rows, and the tokens
+// of a call reuse the panel from L1/L2. No horizontal sums: a 16-row vector
+// of outputs is stored directly.
+//
+// Bits: the same as the AVX2 kernel (matmul_q4_avx2.cpp) for every token,
+// so a token's output does not depend on how many tokens share its call
+// (prefill, batched decode and decode agree). The AVX2 tile keeps 8 f32
+// lanes per row and token, lane l summing, pair after pair, the dot
+// products of x's bytes 4l .. 4l + 3 and 32 + 4l .. 32 + 4l + 3 of the pair
+// times the group scale times x's d of the lane's block, then adds the 8
+// lanes in the order of hsum8; here lane l of a row is accumulator l of its
+// 16-row vector, with the same integers, products and order. The zero-point
+// term follows storeTileLanes the same way.
+#if defined(__x86_64__)
+
+#include "cpu/matmul_q4.h"
+#include "kernels/common/q4_layout.h"
+
+#include <immintrin.h>
+
+#include <cstring>
+#include <vector>
+
+#define LLMC_Q4_AVX512                                                                             \
+  __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq,avx512vnni,avx2,fma,f16c")))
+#define LLMC_Q4_UNROLL _Pragma("GCC unroll 16")
+
+namespace llmc::cpu::detail {
+namespace {
+
+constexpr int kRows = 16;      // rows per panel, one per 32-bit lane
+constexpr int kQuads = 16;     // 4-byte quads of x per pair (64 columns)
+constexpr int kQuadBytes = 64; // one quad of 16 rows
+constexpr int kPairBytes = kQuads * kQuadBytes;
+
+// A 16-row block unpacked for the tiles. quads: [pairs][16][64 B], slot 2l
+// holding x's quad l (bytes 4l .. 4l + 3 of the pair: the low nibbles) and
+// slot 2l + 1 quad 8 + l (the high nibbles) of every row, in the order the
+// tiles read them; rows past the block's end are zero. blockScales:
+// [2 * pairs][16] f32, the group scale of each Q8 block (the half pair's
+// missing block takes its first block's, as pairScales does); zeroScales:
+// [groups][16] f32, scale * zero per group.
+struct Panel {
+  std::vector<uint8_t> quads;
+  std::vector<float> blockScales, zeroScales;
+};
+
+// The 16 x 16 transpose of 32-bit lanes: out[k] lane r = in[r] lane k.
+LLMC_Q4_AVX512 void transpose16(const __m512i (&in)[16], __m512i (&out)[16]) {
+  __m512i t[16], u[16];
+  LLMC_Q4_UNROLL
+  for (int i = 0; i < 16; i += 2) {
+    t[i] = _mm512_unpacklo_epi32(in[i], in[i + 1]);
+    t[i + 1] = _mm512_unpackhi_epi32(in[i], in[i + 1]);
+  }
+  // u[4a + c], 128-bit lane L: rows 4a .. 4a + 3, lane 4L + c.
+  LLMC_Q4_UNROLL
+  for (int a = 0; a < 4; ++a) {
+    u[4 * a] = _mm512_unpacklo_epi64(t[4 * a], t[4 * a + 2]);
+    u[4 * a + 1] = _mm512_unpackhi_epi64(t[4 * a], t[4 * a + 2]);
+    u[4 * a + 2] = _mm512_unpacklo_epi64(t[4 * a + 1], t[4 * a + 3]);
+    u[4 * a + 3] = _mm512_unpackhi_epi64(t[4 * a + 1], t[4 * a + 3]);
+  }
+  LLMC_Q4_UNROLL
+  for (int c = 0; c < 4; ++c) {
+    const __m512i v0 = _mm512_shuffle_i32x4(u[c], u[4 + c], 0x44);
+    const __m512i v1 = _mm512_shuffle_i32x4(u[c], u[4 + c], 0xee);
+    const __m512i v2 = _mm512_shuffle_i32x4(u[8 + c], u[12 + c], 0x44);
+    const __m512i v3 = _mm512_shuffle_i32x4(u[8 + c], u[12 + c], 0xee);
+    out[c] = _mm512_shuffle_i32x4(v0, v2, 0x88);
+    out[4 + c] = _mm512_shuffle_i32x4(v0, v2, 0xdd);
+    out[8 + c] = _mm512_shuffle_i32x4(v1, v3, 0x88);
+    out[12 + c] = _mm512_shuffle_i32x4(v1, v3, 0xdd);
+  }
+}
+
+// Pair q of `rows` rows from n0 into the panel: each row's 32 bytes (16,
+// zero-extended, for the half pair at the end) as 16 lanes of nibbles, the
+// low nibbles (quads 0..7) then the high ones (8..15), transposed.
+LLMC_Q4_AVX512 void packPair(const Q4Matrix &w, int64_t words, int64_t n0, int rows, int64_t q,
+                             bool full, uint8_t *out) {
+  const __m256i low4 = _mm256_set1_epi8(0x0f);
+  __m512i in[16], cols[16];
+  LLMC_Q4_UNROLL
+  for (int r = 0; r < kRows; ++r) {
+    __m256i v = _mm256_setzero_si256();
+    if (r < rows) {
+      const hd::u32 *src = w.qweight + (n0 + r) * words + 8 * q;
+      v = full ? _mm256_loadu_si256(reinterpret_cast<const __m256i *>(src))
+               : _mm256_zextsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i *>(src)));
+    }
+    const __m256i lo = _mm256_and_si256(v, low4);
+    const __m256i hi = _mm256_and_si256(_mm256_srli_epi16(v, 4), low4);
+    in[r] = _mm512_inserti64x4(_mm512_castsi256_si512(lo), hi, 1);
+  }
+  transpose16(in, cols);
+  LLMC_Q4_UNROLL
+  for (int k = 0; k < kQuads; ++k)
+    _mm512_storeu_si512(out + (2 * (k % 8) + k / 8) * kQuadBytes, cols[k]);
+}
+
+// The panel of rows [n0, n0 + rows), rows <= 16.
+LLMC_Q4_AVX512 void packPanel(const Q4Problem &p, int64_t n0, int rows, Panel &panel) {
+  const Q4Matrix &w = p.w;
+  const int64_t words = hd::q4WordsPerRow(w.cols), groups = hd::q4NumGroups(w.cols, w.groupSize);
+  const int64_t pairs = p.xq.pairs, fullPairs = words / 8, blocks = words / 4;
+  panel.quads.resize(pairs * kPairBytes);
+  panel.blockScales.assign(2 * pairs * kRows, 0.0f);
+  panel.zeroScales.assign(groups * kRows, 0.0f);
+  for (int64_t q = 0; q < pairs; ++q)
+    packPair(w, words, n0, rows, q, q < fullPairs, panel.quads.data() + q * kPairBytes);
+  for (int r = 0; r < rows; ++r) {
+    const uint16_t *scales = w.scales + (n0 + r) * groups, *zeros = w.zeros + (n0 + r) * groups;
+    for (int64_t b = 0; b < 2 * pairs; ++b) {
+      const int64_t block = b < blocks ? b : b - 1; // the half pair's missing block
+      panel.blockScales[b * kRows + r] = _cvtsh_ss(scales[block * kQ8Block / w.groupSize]);
+    }
+    for (int64_t g = 0; g < groups; ++g)
+      panel.zeroScales[g * kRows + r] = _cvtsh_ss(scales[g]) * _cvtsh_ss(zeros[g]);
+  }
+}
+
+LLMC_Q4_AVX512 inline __m512i broadcastQuad(const int8_t *x) {
+  int32_t v;
+  std::memcpy(&v, x, sizeof(v));
+  return _mm512_set1_epi32(v);
+}
+
+// ((v0 + v4) + (v2 + v6)) + ((v1 + v5) + (v3 + v7)), hsum8's order.
+LLMC_Q4_AVX512 inline __m512 laneSum(const __m512 (&v)[8]) {
+  return _mm512_add_ps(_mm512_add_ps(_mm512_add_ps(v[0], v[4]), _mm512_add_ps(v[2], v[6])),
+                       _mm512_add_ps(_mm512_add_ps(v[1], v[5]), _mm512_add_ps(v[3], v[7])));
+}
+
+// y for the panel's rows and one token from its 8 lane accumulators:
+// minus the zero-point term (storeTileLanes: 8 lanes over the groups in
+// steps of 8, their lane sum, then the last groups one at a time), plus
+// bias, plus y where beta is 1.
+LLMC_Q4_AVX512 void storeRows(const Q4Problem &p, const Panel &panel, int64_t n0, int rows,
+                              int64_t t, const __m512 (&acc)[8]) {
+  const int64_t groups = hd::q4NumGroups(p.w.cols, p.w.groupSize), vectorGroups = groups / 8 * 8;
+  const float *sums = p.xq.groupSums + t * groups;
+  const float *sz = panel.zeroScales.data();
+  __m512 z[8];
+  LLMC_Q4_UNROLL
+  for (int j = 0; j < 8; ++j)
+    z[j] = _mm512_setzero_ps();
+  for (int64_t g = 0; g < vectorGroups; g += 8)
+    LLMC_Q4_UNROLL
+  for (int j = 0; j < 8; ++j)
+    z[j] =
+        _mm512_fmadd_ps(_mm512_loadu_ps(sz + (g + j) * kRows), _mm512_set1_ps(sums[g + j]), z[j]);
+  __m512 zero = laneSum(z);
+  for (int64_t g = vectorGroups; g < groups; ++g)
+    zero = _mm512_fmadd_ps(_mm512_loadu_ps(sz + g * kRows), _mm512_set1_ps(sums[g]), zero);
+  const __mmask16 mask = static_cast<__mmask16>((1u << rows) - 1);
+  const __m512 bias =
+      p.bias != nullptr ? _mm512_maskz_loadu_ps(mask, p.bias + n0) : _mm512_setzero_ps();
+  float *out = p.y + t * p.w.rows + n0;
+  __m512 value = _mm512_add_ps(_mm512_sub_ps(laneSum(acc), zero), bias);
+  if (p.beta != 0.0f)
+    value = _mm512_add_ps(_mm512_maskz_loadu_ps(mask, out), value);
+  _mm512_mask_storeu_ps(out, mask, value);
+}
+
+// TT tokens from t0 against the panel: per pair and token, lane l adds
+// (quad l + quad 8 + l dot products) x (group scale x d) of its block.
+template <int TT>
+LLMC_Q4_AVX512 void panelTile(const Q4Problem &p, const Panel &panel, int64_t n0, int rows,
+                              int64_t t0) {
+  const Q8Activations &xq = p.xq;
+  const int64_t xStride = xq.pairs * kQ8PairBytes, sStride = xq.pairs * xq.scaleLanes;
+  const int8_t *x = xq.values + t0 * xStride;
+  const float *d = xq.scales + t0 * sStride;
+  __m512 acc[TT][8];
+  LLMC_Q4_UNROLL
+  for (int t = 0; t < TT; ++t)
+    LLMC_Q4_UNROLL
+  for (int l = 0; l < 8; ++l)
+    acc[t][l] = _mm512_setzero_ps();
+  const uint8_t *quads = panel.quads.data();
+  const float *ws = panel.blockScales.data();
+  for (int64_t q = 0; q < xq.pairs; ++q) {
+    const uint8_t *pair = quads + q * kPairBytes;
+    LLMC_Q4_UNROLL
+    for (int half = 0; half < 2; ++half) {
+      const __m512 blockScale = _mm512_loadu_ps(ws + (2 * q + half) * kRows);
+      __m512 scale[TT];
+      LLMC_Q4_UNROLL
+      for (int t = 0; t < TT; ++t)
+        scale[t] = _mm512_mul_ps(blockScale,
+                                 _mm512_set1_ps(d[t * sStride + q * xq.scaleLanes + 4 * half]));
+      LLMC_Q4_UNROLL
+      for (int i = 0; i < 4; ++i) {
+        const int l = 4 * half + i;
+        const __m512i w0 = _mm512_loadu_si512(pair + 2 * l * kQuadBytes);
+        const __m512i w1 = _mm512_loadu_si512(pair + (2 * l + 1) * kQuadBytes);
+        LLMC_Q4_UNROLL
+        for (int t = 0; t < TT; ++t) {
+          const int8_t *xp = x + t * xStride + q * kQ8PairBytes;
+          __m512i dot = _mm512_dpbusd_epi32(_mm512_setzero_si512(), w0, broadcastQuad(xp + 4 * l));
+          dot = _mm512_dpbusd_epi32(dot, w1, broadcastQuad(xp + 32 + 4 * l));
+          acc[t][l] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(dot), scale[t], acc[t][l]);
+        }
+      }
+    }
+  }
+  LLMC_Q4_UNROLL
+  for (int t = 0; t < TT; ++t)
+    storeRows(p, panel, n0, rows, t0 + t, acc[t]);
+}
+
+constexpr int kPanelTokens = 3; // tokens per tile: 24 accumulators
+
+} // namespace
+
+LLMC_Q4_AVX512 void matmulQ4RowsPanelAvx512(const Q4Problem &p, int64_t rowBegin, int64_t rowEnd) {
+  thread_local Panel panel;
+  for (int64_t n0 = rowBegin; n0 < rowEnd; n0 += kRows) {
+    const int rows = static_cast<int>(rowEnd - n0 < kRows ? rowEnd - n0 : kRows);
+    packPanel(p, n0, rows, panel);
+    int64_t t = 0;
+    for (; t + kPanelTokens <= p.tokens; t += kPanelTokens)
+      panelTile<kPanelTokens>(p, panel, n0, rows, t);
+    for (; t + 2 <= p.tokens; t += 2)
+      panelTile<2>(p, panel, n0, rows, t);
+    for (; t < p.tokens; ++t)
+      panelTile<1>(p, panel, n0, rows, t);
+  }
+}
+
+} // namespace llmc::cpu::detail
+
+#endif // __x86_64__
