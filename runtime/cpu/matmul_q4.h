@@ -12,8 +12,9 @@
 // Every ISA path computes this, up to the order of the f32 additions. The
 // weights are never dequantized; decode (T = 1, 2) and prefill share the
 // kernel, tiles of rows x tokens over 16-row blocks that stay in L1.
-// Scalar, AVX2 (vpmaddubsw; AVX-512 machines run it too) and NEON paths,
-// chosen at run time; rows split over the thread pool.
+// Scalar, AVX2 (vpmaddubsw, or vpdpbusd on AVX-512 VNNI machines), an
+// AVX-512 VNNI prefill panel kernel (lanes = rows, the AVX2 kernel's bits)
+// and NEON paths, chosen at run time; rows split over the thread pool.
 #pragma once
 
 #include "support/status.h"
@@ -122,6 +123,9 @@ void matmulQ4RowsAvx2(const Q4Problem &p, int64_t rowBegin, int64_t rowEnd); // 
 // 16-row panels unpacked per call, lanes = rows, for calls of
 // kQ4PanelMinTokens tokens or more. The bits of matmulQ4RowsAvx2.
 void matmulQ4RowsPanelAvx512(const Q4Problem &p, int64_t rowBegin, int64_t rowEnd);
+// AVX-512 VNNI decode (one token, chunkScales set): the AVX2 kernel's row
+// runs two rows per 512-bit vector, its bits; other calls go to it.
+void matmulQ4RowsDecodeAvx512(const Q4Problem &p, int64_t rowBegin, int64_t rowEnd);
 #endif
 // Tokens from which x86VnniActive() machines take the panel kernel: below,
 // unpacking the panel costs more than it saves (bench_q4_cputime).

@@ -1,6 +1,7 @@
-// The x86 int4 kernel's building blocks (matmul_q4_avx2.cpp; an AVX-512
-// kernel would share them): row geometry, the per-pair group scales, the
-// zero-point term and the row x token tiling. Every function carries the
+// The x86 int4 kernel's building blocks, shared by matmul_q4_avx2.cpp and
+// the AVX-512 decode kernel (matmul_q4_avx512.cpp): row geometry, the
+// per-pair group scales, the zero-point term, the 8-lane tile (Q4Tile)
+// and the row x token tiling. Every function carries the
 // AVX2 target attribute, so the rest of the binary stays baseline x86-64.
 #pragma once
 #if defined(__x86_64__)
@@ -198,6 +199,182 @@ LLMC_Q4_AVX2 void storeTileLanes(const Q4Problem &p, const Rows &geo, int64_t n0
       storeQ4Output(p, t0 + t, n0 + r * rowStep, h[r * TT + t] - zeroes[t]);
   }
 }
+
+// The 32-bit dot products of one pair of Q8 blocks of a row (lo, hi: its
+// 32 bytes' low and high nibbles) with x's pair (64 bytes), as f32: block
+// 2p's partial sums in lanes 0..3, block 2p + 1's in 4..7. The low nibbles
+// are the even columns of both blocks, the high nibbles the odd ones, as in
+// the Q8 layout, so two vpmaddubsw and one vpmaddwd suffice (at most
+// 4 x 15 x 127 per 16-bit lane: no saturation). With Vnni, two vpdpbusd
+// give each 32-bit lane the same 8 products (bytes 4l .. 4l + 3 of lo and of
+// hi), so the same integers and the same bits, in 2 instructions instead
+// of 4. It is written as inline asm (EVEX, AVX-512 VNNI + VL) so that the
+// kernel's functions keep their AVX2 target and one instantiation serves
+// both; x86VnniActive() says when the CPU has it.
+template <bool Vnni> LLMC_Q4_AVX2 inline __m256 pairDot(__m256i lo, __m256i hi, const int8_t *x) {
+  const __m256i *v = reinterpret_cast<const __m256i *>(x);
+  const __m256i x0 = _mm256_loadu_si256(v), x1 = _mm256_loadu_si256(v + 1);
+  if constexpr (Vnni) {
+    __m256i dots = _mm256_setzero_si256();
+    asm("%{evex%} vpdpbusd %[x0], %[lo], %[dots]\n\t"
+        "%{evex%} vpdpbusd %[x1], %[hi], %[dots]"
+        : [dots] "+x"(dots)
+        : [lo] "x"(lo), [hi] "x"(hi), [x0] "x"(x0), [x1] "x"(x1));
+    return _mm256_cvtepi32_ps(dots);
+  } else {
+    const __m256i d16 =
+        _mm256_add_epi16(_mm256_maddubs_epi16(lo, x0), _mm256_maddubs_epi16(hi, x1));
+    return _mm256_cvtepi32_ps(_mm256_madd_epi16(d16, _mm256_set1_epi16(1)));
+  }
+}
+
+// The nibbles of a full pair's 32 bytes.
+LLMC_Q4_AVX2 inline void pairNibbles(const hd::u32 *words, __m256i &lo, __m256i &hi) {
+  const __m256i low4 = _mm256_set1_epi8(0x0f);
+  const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i *>(words));
+  lo = _mm256_and_si256(v, low4);
+  hi = _mm256_and_si256(_mm256_srli_epi16(v, 4), low4);
+}
+
+// Rows per decode tile: row j of each of kDecodeRuns equal runs of a call's
+// rows, so that a decode step reads kDecodeRuns long sequential streams.
+constexpr int kDecodeRuns = 4;
+
+// How far ahead of a tile's chunk each run is prefetched: 256 to 2048 B
+// measured alike for the AVX2 tile on a Zen 3 (bench_q4_cputime 1 32 1b).
+constexpr int64_t kPrefetchBytes = 512;
+
+// Prefetches, in each run, the weights `ahead` bytes past chunk c of the
+// tile's rows (two lines: a chunk is 128 B of a row; past a row's end, the
+// run's next rows). The scales and zero points (1/8 of the bytes at
+// G = 32) were measured no faster prefetched too.
+LLMC_Q4_AVX2 inline void prefetchRuns(const Q4Problem &p, const Rows &geo, int64_t n0, int64_t step,
+                                      int64_t c, int64_t ahead = kPrefetchBytes) {
+  LLMC_Q4_UNROLL
+  for (int r = 0; r < kDecodeRuns; ++r) {
+    const char *w = reinterpret_cast<const char *>(p.w.qweight + (n0 + r * step) * geo.words +
+                                                   8 * kQ8ChunkPairs * c) +
+                    ahead;
+    _mm_prefetch(w, _MM_HINT_T0);
+    _mm_prefetch(w + 64, _MM_HINT_T0);
+  }
+}
+
+// The integer tile: R packed rows x TT tokens; each pair of Q8 blocks (64
+// columns, 32 bytes of nibbles) adds pairDot times the group scale times the
+// block's d into 8 f32 lanes per row and token. Pairs go 4 at a time
+// ("chunks", 256 columns) where a pair's blocks share the group pattern of
+// the chunk (G a multiple of 32 but not Mixed): the chunk's group scales are
+// converted and multiplied by x's d once (8 lanes, Q8Activations::chunkScales)
+// and each pair takes its lanes with one vpermilps, instead of converting a
+// scale and multiplying per pair; the products and their order are the same,
+// so both ways give the same bits. The pairs after the last whole chunk (and
+// every pair for Mixed groups) go one at a time.
+template <int R, int TT, Groups G, bool Vnni> struct Q4Tile {
+  using Acc = __m256[R][TT];
+
+  // Pair 4c + I of chunk c, with the chunk's scales (lanes of chunkScales).
+  template <int I>
+  LLMC_Q4_AVX2 static void chunkPair(const Q4Problem &p, const Rows &geo, int64_t n0, int64_t step,
+                                     const int8_t *xv, int64_t xStride, int64_t c,
+                                     const __m256 (&scale)[R][TT], Acc &acc) {
+    const int64_t q = kQ8ChunkPairs * c + I;
+    LLMC_Q4_UNROLL
+    for (int r = 0; r < R; ++r) {
+      __m256i lo, hi;
+      pairNibbles(p.w.qweight + (n0 + r * step) * geo.words + 8 * q, lo, hi);
+      LLMC_Q4_UNROLL
+      for (int t = 0; t < TT; ++t)
+        acc[r][t] = _mm256_fmadd_ps(pairDot<Vnni>(lo, hi, xv + t * xStride + q * kQ8PairBytes),
+                                    _mm256_permute_ps(scale[r][t], I * 0x55), acc[r][t]);
+    }
+  }
+
+  // The whole chunks of the rows; returns the pairs they cover.
+  LLMC_Q4_AVX2 static int64_t chunks(const Q4Problem &p, const Rows &geo, int64_t n0, int64_t step,
+                                     int64_t t0, Acc &acc) {
+    const Q8Activations &xq = p.xq;
+    const int64_t xStride = xq.pairs * kQ8PairBytes, cStride = q8Chunks(p.w.cols) * 8;
+    const int8_t *xv = xq.values + t0 * xStride;
+    const float *xd = xq.chunkScales + t0 * cStride;
+    const int64_t whole = geo.fullPairs / kQ8ChunkPairs;
+    for (int64_t c = 0; c < whole; ++c) {
+      if constexpr (TT == 1 && R == kDecodeRuns)
+        prefetchRuns(p, geo, n0, step, c);
+      __m256 scale[R][TT];
+      LLMC_Q4_UNROLL
+      for (int r = 0; r < R; ++r) {
+        const __m256 s =
+            chunkScales<G>(p.w.scales + (n0 + r * step) * geo.groups, c, p.w.groupSize);
+        LLMC_Q4_UNROLL
+        for (int t = 0; t < TT; ++t)
+          scale[r][t] = _mm256_mul_ps(s, _mm256_loadu_ps(xd + t * cStride + 8 * c));
+      }
+      chunkPair<0>(p, geo, n0, step, xv, xStride, c, scale, acc);
+      chunkPair<1>(p, geo, n0, step, xv, xStride, c, scale, acc);
+      chunkPair<2>(p, geo, n0, step, xv, xStride, c, scale, acc);
+      chunkPair<3>(p, geo, n0, step, xv, xStride, c, scale, acc);
+    }
+    return whole * kQ8ChunkPairs;
+  }
+
+  // Pairs [first, pairs) one at a time.
+  LLMC_Q4_AVX2 static void pairsFrom(const Q4Problem &p, const Rows &geo, int64_t n0, int64_t step,
+                                     int64_t t0, int64_t first, Acc &acc) {
+    const Q8Activations &xq = p.xq;
+    const int64_t xStride = xq.pairs * kQ8PairBytes, sStride = xq.pairs * 8;
+    const int8_t *xv = xq.values + t0 * xStride;
+    const float *xs = xq.scales + t0 * sStride;
+    const __m256i low4 = _mm256_set1_epi8(0x0f);
+    PairGroups groups(p.w.groupSize);
+    for (int64_t q = first; q < xq.pairs; ++q) {
+      const bool full = q < geo.fullPairs; // else the row's last 4 words
+      groups.advanceTo(q);
+      LLMC_Q4_UNROLL
+      for (int r = 0; r < R; ++r) {
+        const hd::u32 *words = p.w.qweight + (n0 + r * step) * geo.words + 8 * q;
+        const __m256i v =
+            full
+                ? _mm256_loadu_si256(reinterpret_cast<const __m256i *>(words))
+                : _mm256_zextsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i *>(words)));
+        const __m256i lo = _mm256_and_si256(v, low4);
+        const __m256i hi = _mm256_and_si256(_mm256_srli_epi16(v, 4), low4);
+        const __m256 s = pairScales<G>(p.w.scales + (n0 + r * step) * geo.groups, groups, full);
+        LLMC_Q4_UNROLL
+        for (int t = 0; t < TT; ++t) {
+          const __m256 scale = _mm256_mul_ps(s, _mm256_loadu_ps(xs + t * sStride + 8 * q));
+          acc[r][t] = _mm256_fmadd_ps(pairDot<Vnni>(lo, hi, xv + t * xStride + q * kQ8PairBytes),
+                                      scale, acc[r][t]);
+        }
+      }
+    }
+  }
+
+  LLMC_Q4_AVX2 static void run(const Q4Problem &p, const Rows &geo, int64_t n0, int64_t t0) {
+    runRows(p, geo, n0, 1, t0);
+  }
+
+  // Rows n0, n0 + step, ..., n0 + (R - 1) * step.
+  LLMC_Q4_AVX2 static void runRows(const Q4Problem &p, const Rows &geo, int64_t n0, int64_t step,
+                                   int64_t t0) {
+    Acc acc;
+    LLMC_Q4_UNROLL
+    for (int r = 0; r < R; ++r) {
+      LLMC_Q4_UNROLL
+      for (int t = 0; t < TT; ++t)
+        acc[r][t] = _mm256_setzero_ps();
+    }
+    int64_t first = 0;
+    if constexpr (G != Groups::Mixed)
+      if (p.xq.chunkScales != nullptr) // else every pair one at a time
+        first = chunks(p, geo, n0, step, t0, acc);
+    pairsFrom(p, geo, n0, step, t0, first, acc);
+    storeTileLanes<R, TT>(p, geo, n0, t0, acc, step);
+  }
+};
+
+template <int R, int TT, Groups G> using Avx2Tile = Q4Tile<R, TT, G, false>;
+template <int R, int TT, Groups G> using VnniTile = Q4Tile<R, TT, G, true>;
 
 // One tile of R rows x min(tokens, TT) tokens from token t0.
 template <template <int, int, Groups> class Tile, int R, Groups G, int TT>

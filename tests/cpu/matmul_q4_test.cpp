@@ -460,20 +460,19 @@ TEST(MatmulQ4Q8, VnniGivesTheBitsOfMaddubs) {
 }
 
 #if defined(__x86_64__)
-// The AVX-512 VNNI panel kernel (lanes = rows, the call's rows unpacked
-// into 16-row panels) gives the AVX2 kernel's bits for every token count,
-// including those below kQ4PanelMinTokens that matmulQ4 does not give it:
-// N off the 16-row panels, K with a half pair, every group pattern (and G
-// past the last vector of 8 groups), with bias and beta 1, NaN in x.
-TEST(MatmulQ4Q8, PanelKernelGivesTheAvx2Bits) {
-  if (!x86VnniSupported())
-    GTEST_SKIP() << "no AVX-512 VNNI on this CPU";
+using RowsKernel = void (*)(const detail::Q4Problem &, int64_t, int64_t);
+
+// Each case's tokens 1..min(c.tokens, maxTokens) through `kernel` and
+// matmulQ4RowsAvx2, rows split in two calls at n / 3 (a thread's share):
+// the same bits, with bias and beta 1, and nothing written past the
+// call's tokens. chunkScales goes to `kernel` when withChunks.
+void expectAvx2Bits(RowsKernel kernel, bool withChunks, int64_t maxTokens, uint32_t seed) {
   const Case cases[] = {
       {13, 37, 800, 32},  {11, 21, 768, 64}, {7, 19, 544, 32},  {6, 6, 1056, 96},
       {5, 17, 2080, 128}, {9, 5, 1312, 256}, {4, 9, 960, 192},  {12, 33, 4096, 32},
       {3, 16, 32, 32},    {2, 1, 100, 32},   {10, 48, 288, 32}, {8, 3, 5, 32},
+      {1, 64, 1024, 32},  {1, 70, 2048, 64},
   };
-  uint32_t seed = 2100;
   for (const Case &c : cases) {
     std::mt19937 rng(seed++);
     RandomQ4 w(rng, c.n, c.k, c.groupSize);
@@ -482,34 +481,62 @@ TEST(MatmulQ4Q8, PanelKernelGivesTheAvx2Bits) {
       x[2 * c.k + c.k / 2] = NAN; // token 2's outputs are all NaN, in both
     const std::vector<float> bias = test::randomFloats(rng, c.n);
     const std::vector<float> y0 = test::randomFloats(rng, c.tokens * c.n);
-    for (int64_t tokens = 1; tokens <= c.tokens; ++tokens) {
-      Q8Buffers q(tokens, c.k, c.groupSize, 8);
-      std::vector<float> chunks(tokens * detail::q8Chunks(c.k) * 8);
-      detail::quantizeQ8Avx2(x.data(), c.k, c.groupSize, 8, 0, tokens, q.values.data(),
-                             q.scales.data(), q.groupSums.data());
-      detail::chunkQ8Scales(q.scales.data(), detail::q8Pairs(c.k), 0, tokens, chunks.data());
-      std::vector<float> avx2 = y0, panel = y0;
-      detail::Q4Problem problem{x.data(),
-                                tokens,
-                                w.matrix(),
-                                bias.data(),
-                                1.0f,
-                                avx2.data(),
-                                {q.values.data(), q.scales.data(), q.groupSums.data(),
-                                 detail::q8Pairs(c.k), 8, chunks.data()}};
-      detail::matmulQ4RowsAvx2(problem, 0, c.n);
-      problem.y = panel.data();
-      problem.xq.chunkScales = nullptr;
-      detail::matmulQ4RowsPanelAvx512(problem, 0, c.n);
-      for (int64_t i = 0; i < tokens * c.n; ++i)
-        ASSERT_EQ(bitsOf(panel[i]), bitsOf(avx2[i]))
-            << "T=" << tokens << " N=" << c.n << " K=" << c.k << " G=" << c.groupSize << " output "
-            << i << ": " << panel[i] << " vs " << avx2[i];
-      // Untouched past the call's tokens.
-      for (int64_t i = tokens * c.n; i < c.tokens * c.n; ++i)
-        ASSERT_EQ(bitsOf(panel[i]), bitsOf(y0[i]));
-    }
+    // Calls from token 0, and from the NaN token 2.
+    for (int64_t first : {int64_t{0}, int64_t{2}})
+      for (int64_t tokens = 1; tokens <= std::min(c.tokens - first, maxTokens); ++tokens) {
+        const float *xt = x.data() + first * c.k;
+        Q8Buffers q(tokens, c.k, c.groupSize, 8);
+        std::vector<float> chunks(tokens * detail::q8Chunks(c.k) * 8);
+        detail::quantizeQ8Avx2(xt, c.k, c.groupSize, 8, 0, tokens, q.values.data(), q.scales.data(),
+                               q.groupSums.data());
+        detail::chunkQ8Scales(q.scales.data(), detail::q8Pairs(c.k), 0, tokens, chunks.data());
+        std::vector<float> avx2 = y0, other = y0;
+        detail::Q4Problem problem{xt,
+                                  tokens,
+                                  w.matrix(),
+                                  bias.data(),
+                                  1.0f,
+                                  avx2.data(),
+                                  {q.values.data(), q.scales.data(), q.groupSums.data(),
+                                   detail::q8Pairs(c.k), 8, chunks.data()}};
+        const int64_t split = c.n / 3;
+        detail::matmulQ4RowsAvx2(problem, 0, split);
+        detail::matmulQ4RowsAvx2(problem, split, c.n);
+        problem.y = other.data();
+        if (!withChunks)
+          problem.xq.chunkScales = nullptr;
+        kernel(problem, 0, split);
+        kernel(problem, split, c.n);
+        for (int64_t i = 0; i < tokens * c.n; ++i)
+          ASSERT_EQ(bitsOf(other[i]), bitsOf(avx2[i]))
+              << "T=" << tokens << " N=" << c.n << " K=" << c.k << " G=" << c.groupSize
+              << " output " << i << ": " << other[i] << " vs " << avx2[i];
+        for (int64_t i = tokens * c.n; i < c.tokens * c.n; ++i)
+          ASSERT_EQ(bitsOf(other[i]), bitsOf(y0[i]));
+      }
   }
+}
+
+// The AVX-512 VNNI panel kernel (lanes = rows, the call's rows unpacked
+// into 16-row panels) gives the AVX2 kernel's bits for every token count,
+// including those below kQ4PanelMinTokens that matmulQ4 does not give it:
+// N off the 16-row panels, K with a half pair, every group pattern (and G
+// past the last vector of 8 groups), NaN in x.
+TEST(MatmulQ4Q8, PanelKernelGivesTheAvx2Bits) {
+  if (!x86VnniSupported())
+    GTEST_SKIP() << "no AVX-512 VNNI on this CPU";
+  expectAvx2Bits(detail::matmulQ4RowsPanelAvx512, false, 64, 2100);
+}
+
+// The AVX-512 VNNI decode kernel (two rows per 512-bit vector) gives the
+// AVX2 kernel's bits: rows in runs of 4 and the 0..3 left, K with tail
+// pairs after the whole chunks and a half pair, every group pattern
+// (Mixed goes to the AVX2 kernel), NaN in x; and it hands calls of more
+// than one token to the AVX2 kernel.
+TEST(MatmulQ4Q8, DecodeKernelGivesTheAvx2Bits) {
+  if (!x86VnniSupported())
+    GTEST_SKIP() << "no AVX-512 VNNI on this CPU";
+  expectAvx2Bits(detail::matmulQ4RowsDecodeAvx512, true, 3, 2200);
 }
 #endif
 
