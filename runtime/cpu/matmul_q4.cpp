@@ -64,23 +64,23 @@ void matmulQ4(ThreadPool &pool, const float *x, int64_t tokens, const Q4Matrix &
   int64_t lanes = 8;
   bool chunked = false; // the AVX2 kernel reads chunkScales
 #if defined(__x86_64__)
-  // AVX-512 machines too: the AVX2 kernel's row runs and chunk scales ran
-  // 2x faster from DRAM on a Sapphire Rapids Xeon than the AVX-512 VNNI
-  // kernel (4 adjacent rows, vpdpbusd), and 1.2x at 64 tokens (docs/perf.md,
-  // "AVX-512 prefill GEMM"), which was therefore removed.
+  // AVX-512 machines too, for 2 to 9 tokens: the AVX2 kernel's row runs and
+  // chunk scales ran 2x faster from DRAM on a Sapphire Rapids Xeon than an
+  // earlier AVX-512 VNNI kernel (4 adjacent rows, vpdpbusd), and 1.2x at 64
+  // tokens (docs/perf.md, "AVX-512 prefill GEMM"), which was removed.
   if (activeIsa() != Isa::Scalar) {
     quantize = detail::quantizeQ8Avx2;
     rows = detail::matmulQ4RowsAvx2;
     chunked = true;
   }
-  // Prefill on VNNI machines: 512-bit vpdpbusd over 16-row panels (lanes =
-  // rows) ran 1.2x the AVX2 tile on a Zen 5 at 16 tokens and 2.2-2.5x at
-  // 64-512 (docs/perf.md, "int4 prefill panels"), with the same bits.
   // Decode on VNNI machines: the AVX2 kernel's row runs two rows per
   // 512-bit vector, 1.5x its compute rate and 1.1-1.2x from DRAM on a Zen 5
   // (docs/perf.md, "int4 decode two rows per vector"), with the same bits.
   if (x86VnniActive() && tokens == 1)
     rows = detail::matmulQ4RowsDecodeAvx512;
+  // Prefill on VNNI machines: 512-bit vpdpbusd over 16-row panels (lanes =
+  // rows) ran 1.2x the AVX2 tile on a Zen 5 at 16 tokens and 2.2-2.5x at
+  // 64-512 (docs/perf.md, "int4 prefill panels"), with the same bits.
   if (x86VnniActive() && tokens >= detail::kQ4PanelMinTokens) {
     rows = detail::matmulQ4RowsPanelAvx512;
     chunked = false;

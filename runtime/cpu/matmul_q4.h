@@ -12,9 +12,9 @@
 // Every ISA path computes this, up to the order of the f32 additions. The
 // weights are never dequantized; decode (T = 1, 2) and prefill share the
 // kernel, tiles of rows x tokens over 16-row blocks that stay in L1.
-// Scalar, AVX2 (vpmaddubsw, or vpdpbusd on AVX-512 VNNI machines), an
-// AVX-512 VNNI prefill panel kernel (lanes = rows, the AVX2 kernel's bits)
-// and NEON paths, chosen at run time; rows split over the thread pool.
+// Scalar, AVX2 (vpmaddubsw, or vpdpbusd on AVX-512 VNNI machines), AVX-512
+// VNNI decode and prefill panel kernels (the AVX2 kernel's bits) and NEON
+// paths, chosen at run time; rows split over the thread pool.
 #pragma once
 
 #include "support/status.h"

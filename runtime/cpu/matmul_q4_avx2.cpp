@@ -97,20 +97,10 @@ constexpr int kPrefillTokens = 8;
 // measured 10% slower than 1 x 4.
 template <bool Vnni>
 LLMC_Q4_AVX2 void matmulQ4Rows(const Q4Problem &p, int64_t rowBegin, int64_t rowEnd) {
-  if (p.tokens == 1) {
-    const int64_t g = p.w.groupSize;
-    if (g == 32)
-      return decodeRuns<Groups::PerBlock, Vnni>(p, rowBegin, rowEnd);
-    if (g == 64)
-      return decodeRuns<Groups::PerPair, Vnni>(p, rowBegin, rowEnd);
-    if (g == 128)
-      return decodeRuns<Groups::TwoPairs, Vnni>(p, rowBegin, rowEnd);
-    if (g % 256 == 0)
-      return decodeRuns<Groups::PerChunk, Vnni>(p, rowBegin, rowEnd);
-    if (g % 64 == 0)
-      return decodeRuns<Groups::PairsOther, Vnni>(p, rowBegin, rowEnd);
-    return decodeRuns<Groups::Mixed, Vnni>(p, rowBegin, rowEnd);
-  }
+  if (p.tokens == 1)
+    return withGroups(p.w.groupSize, [&](auto groups) {
+      decodeRuns<decltype(groups)::value, Vnni>(p, rowBegin, rowEnd);
+    });
   if constexpr (Vnni)
     tiledRows<VnniTile, kDecodeRuns, 1, kPrefillTokens>(p, rowBegin, rowEnd);
   else

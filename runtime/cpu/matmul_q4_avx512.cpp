@@ -316,18 +316,12 @@ constexpr int kPanelTokens = 3; // tokens per tile: 24 accumulators
 } // namespace
 
 LLMC_Q4_AVX512 void matmulQ4RowsDecodeAvx512(const Q4Problem &p, int64_t rowBegin, int64_t rowEnd) {
-  const int64_t g = p.w.groupSize;
-  if (p.tokens != 1 || p.xq.chunkScales == nullptr || (g % 64 != 0 && g != 32))
+  if (p.tokens != 1 || p.xq.chunkScales == nullptr || groupsOf(p.w.groupSize) == Groups::Mixed)
     return matmulQ4RowsAvx2(p, rowBegin, rowEnd); // Mixed groups: one pair at a time
-  if (g == 32)
-    return decodeRuns<Groups::PerBlock>(p, rowBegin, rowEnd);
-  if (g == 64)
-    return decodeRuns<Groups::PerPair>(p, rowBegin, rowEnd);
-  if (g == 128)
-    return decodeRuns<Groups::TwoPairs>(p, rowBegin, rowEnd);
-  if (g % 256 == 0)
-    return decodeRuns<Groups::PerChunk>(p, rowBegin, rowEnd);
-  decodeRuns<Groups::PairsOther>(p, rowBegin, rowEnd);
+  withGroups(p.w.groupSize, [&](auto groups) {
+    if constexpr (decltype(groups)::value != Groups::Mixed)
+      decodeRuns<decltype(groups)::value>(p, rowBegin, rowEnd);
+  });
 }
 
 LLMC_Q4_AVX512 void matmulQ4RowsPanelAvx512(const Q4Problem &p, int64_t rowBegin, int64_t rowEnd) {

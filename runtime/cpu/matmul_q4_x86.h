@@ -13,6 +13,7 @@
 #include <immintrin.h>
 
 #include <cstring>
+#include <type_traits>
 
 #define LLMC_Q4_AVX2 __attribute__((target("avx2,fma,f16c")))
 // Small loops over the tile's rows and tokens (compile-time bounds) are
@@ -66,6 +67,35 @@ enum class Groups {
   PairsOther, // other multiples of 64 (192, 320, ...): both in group 64p / G
   Mixed,      // other multiples of 32 (96, 160, ...): either
 };
+
+// The pattern of group size g (a positive multiple of 32).
+constexpr Groups groupsOf(int64_t g) {
+  return g == 32        ? Groups::PerBlock
+         : g == 64      ? Groups::PerPair
+         : g == 128     ? Groups::TwoPairs
+         : g % 256 == 0 ? Groups::PerChunk
+         : g % 64 == 0  ? Groups::PairsOther
+                        : Groups::Mixed;
+}
+
+// f(std::integral_constant<Groups, groupsOf(g)>{}): a kernel instantiated
+// per pattern, chosen at run time.
+template <class F> inline void withGroups(int64_t g, F &&f) {
+  switch (groupsOf(g)) {
+  case Groups::PerBlock:
+    return f(std::integral_constant<Groups, Groups::PerBlock>{});
+  case Groups::PerPair:
+    return f(std::integral_constant<Groups, Groups::PerPair>{});
+  case Groups::TwoPairs:
+    return f(std::integral_constant<Groups, Groups::TwoPairs>{});
+  case Groups::PerChunk:
+    return f(std::integral_constant<Groups, Groups::PerChunk>{});
+  case Groups::PairsOther:
+    return f(std::integral_constant<Groups, Groups::PairsOther>{});
+  case Groups::Mixed:
+    return f(std::integral_constant<Groups, Groups::Mixed>{});
+  }
+}
 
 // Whether both blocks of a pair always share a group.
 constexpr bool pairInOneGroup(Groups g) { return g != Groups::PerBlock && g != Groups::Mixed; }
@@ -426,19 +456,9 @@ LLMC_Q4_AVX2 void tiledRowsFor(const Q4Problem &p, int64_t rowBegin, int64_t row
 // tiledRowsFor with the group pattern of p.w.groupSize.
 template <template <int, int, Groups> class Tile, int DecodeR, int PrefillR, int PrefillT>
 LLMC_Q4_AVX2 void tiledRows(const Q4Problem &p, int64_t rowBegin, int64_t rowEnd) {
-  const int64_t g = p.w.groupSize;
-  if (g == 32)
-    return tiledRowsFor<Tile, Groups::PerBlock, DecodeR, PrefillR, PrefillT>(p, rowBegin, rowEnd);
-  if (g == 64)
-    return tiledRowsFor<Tile, Groups::PerPair, DecodeR, PrefillR, PrefillT>(p, rowBegin, rowEnd);
-  if (g == 128)
-    return tiledRowsFor<Tile, Groups::TwoPairs, DecodeR, PrefillR, PrefillT>(p, rowBegin, rowEnd);
-  if (g % 256 == 0)
-    return tiledRowsFor<Tile, Groups::PerChunk, DecodeR, PrefillR, PrefillT>(p, rowBegin, rowEnd);
-  if (g % 64 == 0)
-    return tiledRowsFor<Tile, Groups::PairsOther, DecodeR, PrefillR, PrefillT>(p, rowBegin,
-                                                                              rowEnd);
-  tiledRowsFor<Tile, Groups::Mixed, DecodeR, PrefillR, PrefillT>(p, rowBegin, rowEnd);
+  withGroups(p.w.groupSize, [&](auto groups) {
+    tiledRowsFor<Tile, decltype(groups)::value, DecodeR, PrefillR, PrefillT>(p, rowBegin, rowEnd);
+  });
 }
 
 } // namespace llmc::cpu::detail::q4x86
