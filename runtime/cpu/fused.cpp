@@ -29,7 +29,7 @@ WeightMatrix rowsOf(const WeightMatrix &w, int64_t begin, int64_t count) {
 // tile[tokens, rows.rows] = x . rows^T, on the calling thread; xTiles: x in
 // the GEMM's token tiles (prefillTokenTiles), or null.
 void product(const float *x, int64_t tokens, const WeightMatrix &rows, float *tile,
-             const float *xTiles = nullptr) {
+             const void *xTiles = nullptr) {
   detail::MatmulProblem problem{x, tokens, rows, nullptr, 0.0f, tile};
   problem.xTiles = xTiles;
   detail::activeOps().matmulRows(problem, 0, rows.rows);
@@ -79,12 +79,12 @@ void matmulSwigluQ4(ThreadPool &pool, const float *x, int64_t tokens, const Q4Ma
   swiglu(pool, gateOut, upOut, y, tokens * inter, gateKind);
 }
 
-void matmulSwiglu(ThreadPool &pool, const float *x, int64_t tokens, const WeightMatrix &w,
-                  float *y, int gateKind) {
+void matmulSwiglu(ThreadPool &pool, const float *x, int64_t tokens, const WeightMatrix &w, float *y,
+                  int gateKind) {
   const int64_t inter = w.rows / 2, perBlock = blockRows(tokens);
   const int64_t blocks = (inter + perBlock - 1) / perBlock;
   // x packed once for every block's two GEMMs (prefill), not once per block.
-  const float *xTiles = prefillTokenTiles(pool, x, tokens, w.cols);
+  const void *xTiles = prefillTokenTiles(pool, x, tokens, w);
   pool.parallelFor(
       blocks,
       [&](int64_t begin, int64_t end) {

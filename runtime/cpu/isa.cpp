@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cstdlib>
+#include <string>
 
 #include <unistd.h>
 
@@ -73,6 +75,27 @@ std::atomic<bool> &x86VnniInUse() {
   return use;
 }
 
+bool detectX86Bf16() {
+#if defined(__x86_64__) || defined(__i386__)
+  // CPUID.(EAX=7, ECX=1):EAX bit 5 (not every compiler's
+  // __builtin_cpu_supports knows "avx512bf16").
+  unsigned eax, ebx, ecx, edx;
+  return detectBestIsa() == Isa::Avx512 && __get_cpuid_count(7, 1, &eax, &ebx, &ecx, &edx) &&
+         (eax & (1u << 5)) != 0;
+#else
+  return false;
+#endif
+}
+
+// On where supported, unless LLMC_CPU_BF16_DOT=0.
+std::atomic<bool> &x86Bf16InUse() {
+  static std::atomic<bool> use{[] {
+    const char *env = std::getenv("LLMC_CPU_BF16_DOT");
+    return x86Bf16Supported() && !(env != nullptr && std::string(env) == "0");
+  }()};
+  return use;
+}
+
 std::atomic<bool> &dotProdInUse() {
   static std::atomic<bool> use{neonDotProdSupported()};
   return use;
@@ -100,6 +123,8 @@ std::string activeKernelsName() {
     name += " + dotprod";
   if (x86VnniActive())
     name += " + vnni";
+  if (x86Bf16Active())
+    name += " + bf16";
   return name;
 }
 
@@ -155,6 +180,22 @@ bool setX86VnniForTesting(bool use) {
   if (use && !x86VnniSupported())
     return false;
   x86VnniInUse().store(use, std::memory_order_relaxed);
+  return true;
+}
+
+bool x86Bf16Supported() {
+  static const bool supported = detectX86Bf16();
+  return supported;
+}
+
+bool x86Bf16Active() {
+  return activeIsa() == Isa::Avx512 && x86Bf16InUse().load(std::memory_order_relaxed);
+}
+
+bool setX86Bf16ForTesting(bool use) {
+  if (use && !x86Bf16Supported())
+    return false;
+  x86Bf16InUse().store(use, std::memory_order_relaxed);
   return true;
 }
 

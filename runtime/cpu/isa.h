@@ -23,7 +23,8 @@ const char *isaName(Isa isa);
 
 // The kernels' instruction set now, as llmrun's "running on" line shows it:
 // isaName(activeIsa()), with " + vnni" where the x86 int4 kernel takes
-// vpdpbusd and " + dotprod" where the NEON one takes SDOT.
+// vpdpbusd, " + bf16" where bf16 weights take vdpbf16ps (x86Bf16Active) and
+// " + dotprod" where the NEON int4 kernel takes SDOT.
 std::string activeKernelsName();
 
 // Whether this CPU can run kernels for `isa`.
@@ -57,14 +58,34 @@ bool x86VnniSupported();
 
 // Whether the AVX2 int4 kernel takes its dot products with vpdpbusd now:
 // x86VnniSupported() and the AVX-512 ISA active (a forced AVX2 runs what an
-// AVX2 machine runs), unless a test turned it off. vpdpbusd sums the same 4 products per 32-bit lane as
-// vpmaddubsw + vpmaddwd, so the outputs have the same bits either way.
+// AVX2 machine runs), unless a test turned it off. vpdpbusd sums the same 4 products per 32-bit
+// lane as vpmaddubsw + vpmaddwd, so the outputs have the same bits either way.
 bool x86VnniActive();
 
 // Test hook: with `use` false, the int4 kernel takes the vpmaddubsw path
 // that CPUs without VNNI run. Returns false (and changes nothing) when `use`
 // is true and the CPU lacks VNNI. Not thread-safe with kernels running.
 bool setX86VnniForTesting(bool use);
+
+// Whether this x86-64 CPU has AVX512-BF16 (vdpbf16ps: Cooper Lake and
+// Sapphire Rapids Xeons and later, Zen 4 and later). False elsewhere.
+bool x86Bf16Supported();
+
+// Whether bf16 weights run the bf16 dot-product kernels now
+// (matmul_bf16_avx512.cpp): x86Bf16Supported() and the AVX-512 ISA active,
+// unless the environment (LLMC_CPU_BF16_DOT=0, read once) or a test turned
+// them off. They round x to bf16 (round to nearest even) and sum pairs of
+// exact bf16 products into f32 lanes with vdpbf16ps, as llama.cpp and oneDNN
+// do on these CPUs: twice the multiply-adds per instruction of the f32 FMAs
+// that every other CPU (and this one with them off) runs on bf16 weights
+// widened to f32, with x kept in f32. Decode and prefill take the same sums
+// either way, so a token gets the same bits on both paths.
+bool x86Bf16Active();
+
+// Test hook: turns the bf16 dot-product kernels on or off. Returns false (and
+// changes nothing) when `use` is true and the CPU lacks AVX512-BF16. Not
+// thread-safe with kernels running.
+bool setX86Bf16ForTesting(bool use);
 
 // Bytes of L2 cache per core (sysconf(_SC_LEVEL2_CACHE_SIZE) where the C
 // library reports it), or 0 when unknown. Read once.

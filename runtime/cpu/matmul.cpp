@@ -32,7 +32,8 @@ void matmulDecode(ThreadPool &pool, const detail::MatmulProblem &problem,
 void matmulPrefill(ThreadPool &pool, const detail::MatmulProblem &problem,
                    const detail::IsaOps &ops) {
   const int64_t rows = problem.w.rows, threads = pool.numThreads();
-  const int64_t rounds = ((rows + ops.splitRowBlock - 1) / ops.splitRowBlock + threads - 1) / threads;
+  const int64_t rounds =
+      ((rows + ops.splitRowBlock - 1) / ops.splitRowBlock + threads - 1) / threads;
   // Whole 2- and 3-row tiles (the NEON and AVX2 GEMMs').
   const int64_t rowBlock = ((rows + rounds * threads - 1) / (rounds * threads) + 5) / 6 * 6;
   const int64_t rowBlocks = (rows + rowBlock - 1) / rowBlock;
@@ -78,13 +79,28 @@ void setGemmL2BudgetForTesting(int64_t bytes) {
 }
 } // namespace detail
 
-const float *prefillTokenTiles(ThreadPool &pool, const float *x, int64_t tokens, int64_t k) {
+const void *prefillTokenTiles(ThreadPool &pool, const float *x, int64_t tokens,
+                              const WeightMatrix &w) {
   const detail::IsaOps &ops = detail::activeOps();
   if (ops.packedGemm == nullptr || ops.splitMinTokens <= 0 || tokens < ops.splitMinTokens)
     return nullptr;
+  const int64_t k = w.cols;
+  const int64_t tileCount = (tokens + detail::kGemmTileTokens - 1) / detail::kGemmTileTokens;
+#if defined(__x86_64__)
+  if (w.dtype == DType::BF16 && x86Bf16Active()) {
+    const int64_t elements = detail::tokenTilesFloats(tokens, k, detail::kBf16DotColumns);
+    auto *tiles = reinterpret_cast<uint16_t *>(tokenTileBuffer((elements + 1) / 2));
+    pool.parallelFor(
+        tileCount,
+        [&](int64_t begin, int64_t end) {
+          detail::packBf16TokenTiles(x, tokens, k, begin, end, tiles);
+        },
+        8);
+    return tiles;
+  }
+#endif
   const int64_t columns = ops.gemmColumns;
   float *tiles = tokenTileBuffer(detail::tokenTilesFloats(tokens, k, columns));
-  const int64_t tileCount = (tokens + detail::kGemmTileTokens - 1) / detail::kGemmTileTokens;
   pool.parallelFor(
       tileCount,
       [&](int64_t begin, int64_t end) {
@@ -102,7 +118,7 @@ void matmul(ThreadPool &pool, const float *x, int64_t tokens, const WeightMatrix
   const detail::IsaOps &ops = detail::activeOps();
   if (ops.splitMinTokens > 0 && tokens >= ops.splitMinTokens) {
     detail::MatmulProblem packed = problem;
-    packed.xTiles = prefillTokenTiles(pool, x, tokens, w.cols);
+    packed.xTiles = prefillTokenTiles(pool, x, tokens, w);
     matmulPrefill(pool, packed, ops);
   } else {
     matmulDecode(pool, problem, ops);

@@ -17,11 +17,14 @@ namespace llmc::cpu {
 void matmul(ThreadPool &pool, const float *x, int64_t tokens, const WeightMatrix &w,
             const float *bias, float beta, float *y);
 
-// x[tokens, k] in the prefill GEMM's token tiles (detail::packTokenTiles),
-// packed by the pool into a buffer of the calling thread that its next call
-// reuses; null where the active ISA has no packed GEMM or the tokens are too
-// few for it. Callers that run several GEMMs on one x (matmulSwiglu) pack
-// it once and pass it in MatmulProblem::xTiles.
-const float *prefillTokenTiles(ThreadPool &pool, const float *x, int64_t tokens, int64_t k);
+// x[tokens, w.cols] in the token tiles of the prefill GEMM that runs on w's
+// dtype (detail::packTokenTiles, or detail::packBf16TokenTiles for bf16
+// weights where cpu::x86Bf16Active()), packed by the pool into a buffer of
+// the calling thread that its next call reuses; null where the active ISA has
+// no packed GEMM or the tokens are too few for it. Callers that run several
+// GEMMs on one x (matmulSwiglu) pack it once and pass it in
+// MatmulProblem::xTiles.
+const void *prefillTokenTiles(ThreadPool &pool, const float *x, int64_t tokens,
+                              const WeightMatrix &w);
 
 } // namespace llmc::cpu

@@ -17,9 +17,11 @@ struct MatmulProblem {
   const float *bias; // [N] or null
   float beta;        // 0 or 1
   float *y;          // [tokens, N]
-  // x in token tiles (packTokenTiles, tiles of the GEMM's kTokens from token
-  // 0), or null: the prefill GEMM then copies each tile as it first reads it.
-  const float *xTiles = nullptr;
+  // x in token tiles (tiles of the GEMM's kTokens from token 0), or null: the
+  // prefill GEMM then copies each tile as it first reads it. f32 tiles
+  // (packTokenTiles), or for bf16 weights under the bf16 dot-product kernels
+  // (bf16DotActive) x rounded to bf16 (packBf16TokenTiles).
+  const void *xTiles = nullptr;
 };
 
 // Floats per 64-byte cache line: the prefetches' step.
@@ -126,6 +128,25 @@ extern const IsaOps kAvx512Ops;
 #endif
 #if defined(__aarch64__)
 extern const IsaOps kNeonOps; // simd_neon.cpp
+#endif
+
+#if defined(__x86_64__)
+// bf16 weights by vdpbf16ps on x rounded to bf16, where cpu::x86Bf16Active()
+// (matmul_bf16_avx512.cpp; the AVX-512 table's BF16 cases run these then).
+// matmulRowsBf16Dot is IsaOps::matmulRows and packedGemmBf16Dot its
+// packedGemm for such weights, with the same promises; xTiles, where set,
+// are packBf16TokenTiles'.
+void matmulRowsBf16Dot(const MatmulProblem &p, int64_t rowBegin, int64_t rowEnd);
+void packedGemmBf16Dot(const MatmulProblem &p, int64_t rowBegin, int64_t rowEnd, int64_t tokenBegin,
+                       int64_t tokenEnd);
+
+// bf16 elements per step of that GEMM's panels and token tiles.
+constexpr int64_t kBf16DotColumns = 32;
+
+// packTokenTiles' layout with kBf16DotColumns columns a step, x rounded to
+// bf16 (round to nearest even); `out` 64-byte aligned.
+void packBf16TokenTiles(const float *x, int64_t tokens, int64_t k, int64_t tileBegin,
+                        int64_t tileEnd, uint16_t *out);
 #endif
 
 // The table for the active ISA.

@@ -213,6 +213,7 @@ LLMC_AVX2 inline void storeOutputs(const MatmulProblem &p, int64_t t, int64_t n0
 // accumulators; a k-step is 3 weight loads from the panel, 4 x loads from
 // the packed token tile and 12 FMAs, the sums in dotTile's order.
 struct Avx2Gemm {
+  using Element = float; // panels and token tiles in f32
   static constexpr int kRows = 3, kTokens = 4, kColumns = 8;
 
   template <DType D> LLMC_AVX2 static void convert(const char *row, int64_t k, float *out) {

@@ -30,19 +30,24 @@
 // fma for k = j, j + L, j + 2L, ... (L = C lanes, k below K rounded down to
 // L), then the K % L tail as the ISA's decode tiles take it (AVX2 and NEON:
 // by fma after the lanes are added by the ISA's fixed tree; AVX-512: as one
-// more masked step into the lanes, then the tree), then storeOutput. The kernels' tiles of every size share one function, so an
+// more masked step into the lanes, then the tree), then storeOutput. The
+// bf16 dot-product kernel (matmul_bf16_avx512.cpp) sums the same way with
+// vdpbf16ps on x rounded to bf16: lane j adds the products of columns 2j
+// and 2j + 1 of every 32-column step. The kernels' tiles of every size share one function, so an
 // output depends neither on the rows, tokens or tile a thread computes nor on
 // the path (GEMV or GEMM) computing it: a prompt prefilled whole, in chunks
 // or after a cached prefix, and a sequence decoded alone or in a batch, get
 // the same bits.
 //
 // Kernel provides, with its ISA's target attribute:
+//   using Element: the panels' and token tiles' element (float; uint16_t
+//     bf16 bits for the bf16 dot-product kernel);
 //   static constexpr int kRows, kTokens (= kGemmTileTokens), kColumns (C);
-//   template <DType D> static void convert(const char *row, int64_t k, float *out);
-//     columns [0, k) of the row as f32 (exact), column i at
+//   template <DType D> static void convert(const char *row, int64_t k, Element *out);
+//     columns [0, k) of the row as Element (exact), column i at
 //     out[i / C * kRows * C + i % C] (one row of a panel, tail included).
 //   template <int R, int TT, bool PackTokens> static void tile(const MatmulProblem &p,
-//       const float *panel, float *xs, int64_t n0, int64_t t0,
+//       const Element *panel, Element *xs, int64_t n0, int64_t t0,
 //       int64_t kBegin, int64_t kEnd, float *carry);
 //     y[t0 .. t0 + TT, n0 .. n0 + R) from the first R rows of the panel and
 //     the TT tokens of xs, both starting at column kBegin, over columns
@@ -64,11 +69,19 @@ namespace llmc::cpu::detail {
 // lanes carried between depth chunks), 64-byte aligned.
 class GemmScratch {
 public:
-  float *panels(int64_t floats) { return alignedFloats(panels_, floats); }
-  float *tokens(int64_t floats) { return alignedFloats(tokens_, floats); }
+  // `count` elements of E (float, or the bf16 kernel's uint16_t bf16 bits).
+  template <typename E> E *panels(int64_t count) {
+    return reinterpret_cast<E *>(alignedFloats(panels_, floatsFor<E>(count)));
+  }
+  template <typename E> E *tokens(int64_t count) {
+    return reinterpret_cast<E *>(alignedFloats(tokens_, floatsFor<E>(count)));
+  }
   float *carries(int64_t floats) { return alignedFloats(carries_, floats); }
 
 private:
+  template <typename E> static int64_t floatsFor(int64_t count) {
+    return (count * static_cast<int64_t>(sizeof(E)) + 3) / 4;
+  }
   std::vector<float> panels_, tokens_, carries_;
 };
 
@@ -79,22 +92,30 @@ inline GemmScratch &gemmScratch() {
 
 // Columns per depth chunk: all of K up to kGemmDepthMax, else equal chunks of
 // at most kGemmDepth, each a multiple of the kernel's `columns` (a lane sums
-// the same columns whatever the chunks). Past about 1024 columns the 4 tokens
-// of x of a tile (16 KiB) and its rows no longer share L1 (32 KiB on Zen 3).
+// the same columns whatever the chunks). Past about 1024 f32 columns the 4
+// tokens of x of a tile (16 KiB) and its rows no longer share L1 (32 KiB on
+// Zen 3). 2-byte elements (the bf16 kernel's) take all of K up to 2048 (the
+// 1B's K = 2048 ran 81-87% of the vdpbf16ps peak on a Zen 4, against 55-56%
+// in chunks of 688), else chunks of at most 1024 (K = 8192: 76-82%, 1536:
+// 68-76%, 768: 45-72%; docs/perf.md, "bf16 weights by vdpbf16ps").
 constexpr int64_t kGemmDepthMax = 1024, kGemmDepth = 768;
+constexpr int64_t kGemmDepthMaxBf16 = 2048, kGemmDepthBf16 = 1024;
 
-inline int64_t depthChunk(int64_t k, int64_t columns) {
-  if (k <= kGemmDepthMax)
+inline int64_t depthChunk(int64_t k, int64_t columns, int64_t elementBytes = 4) {
+  const int64_t most = elementBytes == 2 ? kGemmDepthMaxBf16 : kGemmDepthMax;
+  const int64_t chunk = elementBytes == 2 ? kGemmDepthBf16 : kGemmDepth;
+  if (k <= most)
     return k;
-  const int64_t chunks = (k + kGemmDepth - 1) / kGemmDepth;
+  const int64_t chunks = (k + chunk - 1) / chunk;
   return ((k + chunks - 1) / chunks + columns - 1) / columns * columns;
 }
 
-// Rows per block: at most rowsPerL2Block of f32 rows of `depth` columns, in
-// blocks of about equal size (120 rows at most 84 per block make two of 60,
-// not 84 and 36). 192 and 384 KiB blocks measured the same as 256.
-inline int64_t balancedBlock(int64_t rows, int64_t depth, int64_t rowTile) {
-  const int64_t most = rowsPerL2Block(depth * static_cast<int64_t>(sizeof(float)), rowTile);
+// Rows per block: at most rowsPerL2Block of packed rows of `rowBytes` bytes
+// (a depth chunk's f32 or bf16 panel row), in blocks of about equal size (120
+// rows at most 84 per block make two of 60, not 84 and 36). 192 and 384 KiB
+// blocks measured the same as 256.
+inline int64_t balancedBlock(int64_t rows, int64_t rowBytes, int64_t rowTile) {
+  const int64_t most = rowsPerL2Block(rowBytes, rowTile);
   const int64_t blocks = (rows + most - 1) / most;
   const int64_t tiles = ((rows + blocks - 1) / blocks + rowTile - 1) / rowTile;
   return tiles * rowTile;
@@ -102,31 +123,32 @@ inline int64_t balancedBlock(int64_t rows, int64_t depth, int64_t rowTile) {
 
 // Where a tile reads its rows, tokens and columns, and keeps its lanes
 // between chunks.
-struct GemmSpan {
-  const float *panel; // the tile's panel at column kBegin
-  float *xs;          // the token tile, packed, at column kBegin
+template <typename Element> struct GemmSpan {
+  const Element *panel; // the tile's panel at column kBegin
+  Element *xs;          // the token tile, packed, at column kBegin
   int64_t kBegin, kEnd;
-  float *carry; // [kRows][kTokens][C], or null when the chunk is all of K
+  float *carry;    // [kRows][kTokens][C], or null when the chunk is all of K
   bool packTokens; // the tile reads x from p.x and writes xs (the first row tile)
 };
 
 inline int64_t rowTilesOf(int64_t rows, int64_t rowTile) { return (rows + rowTile - 1) / rowTile; }
 
-// Prefetches share `part` of `parts` of the 64-byte lines of floats [0,
-// count) of `data` into L1. With x's token tiles packed, a token tile's first
+// Prefetches share `part` of `parts` of the 64-byte lines of the `bytes`
+// bytes at `data` into L1. With x's token tiles packed, a token tile's first
 // row tile otherwise waits on them from L3 or DRAM: fetched a share per row
 // tile of the tile before, the GEMM ran 1.05-1.2x faster at K = 2048 and 8192
 // on a loaded machine (docs/perf.md, "CPU prefill GEMM: x packed once, the
 // next token tile prefetched").
-inline void prefetchShare(const float *data, int64_t count, int64_t part, int64_t parts) {
-  const int64_t lines = (count + kCacheLineFloats - 1) / kCacheLineFloats;
+inline void prefetchShare(const void *data, int64_t bytes, int64_t part, int64_t parts) {
+  const int64_t lines = (bytes + 63) / 64;
   for (int64_t l = part * lines / parts; l < (part + 1) * lines / parts; ++l)
-    __builtin_prefetch(data + l * kCacheLineFloats, 0, 3);
+    __builtin_prefetch(static_cast<const char *>(data) + l * 64, 0, 3);
 }
 
 // A tile of R rows by tokens (<= Kernel::kTokens) tokens.
 template <typename Kernel, int R, int TT = Kernel::kTokens>
-void gemmTile(int64_t tokens, const MatmulProblem &p, const GemmSpan &s, int64_t n0, int64_t t0) {
+void gemmTile(int64_t tokens, const MatmulProblem &p, const GemmSpan<typename Kernel::Element> &s,
+              int64_t n0, int64_t t0) {
   if constexpr (TT > 1)
     if (tokens < TT)
       return gemmTile<Kernel, R, TT - 1>(tokens, p, s, n0, t0);
@@ -138,8 +160,8 @@ void gemmTile(int64_t tokens, const MatmulProblem &p, const GemmSpan &s, int64_t
 
 // A tile of rows (<= Kernel::kRows) rows by tokens tokens.
 template <typename Kernel, int R = Kernel::kRows>
-void gemmTileUpTo(int64_t rows, int64_t tokens, const MatmulProblem &p, const GemmSpan &s,
-                  int64_t n0, int64_t t0) {
+void gemmTileUpTo(int64_t rows, int64_t tokens, const MatmulProblem &p,
+                  const GemmSpan<typename Kernel::Element> &s, int64_t n0, int64_t t0) {
   if constexpr (R > 1)
     if (rows < R)
       return gemmTileUpTo<Kernel, R - 1>(rows, tokens, p, s, n0, t0);
@@ -150,18 +172,20 @@ void gemmTileUpTo(int64_t rows, int64_t tokens, const MatmulProblem &p, const Ge
 template <typename Kernel, DType D>
 void packedGemm(const MatmulProblem &p, int64_t rowBegin, int64_t rowEnd, int64_t tokenBegin,
                 int64_t tokenEnd) {
+  using Element = typename Kernel::Element;
   constexpr int64_t kRows = Kernel::kRows, kTokens = Kernel::kTokens, kColumns = Kernel::kColumns;
-  const int64_t k = p.w.cols, depth = depthChunk(k, kColumns);
+  const int64_t k = p.w.cols, depth = depthChunk(k, kColumns, sizeof(Element));
   // A panel of kRows rows by depth columns (the tail's step padded to kColumns).
   const int64_t steps = (depth + kColumns - 1) / kColumns, panelFloats = steps * kRows * kColumns;
   const int64_t rowBytes = k * static_cast<int64_t>(dtypeSize(D));
-  const int64_t block = balancedBlock(rowEnd - rowBegin, depth, kRows);
+  const int64_t block =
+      balancedBlock(rowEnd - rowBegin, depth * static_cast<int64_t>(sizeof(Element)), kRows);
   const char *weights = static_cast<const char *>(p.w.data);
   GemmScratch &scratch = gemmScratch();
   const int64_t blockRows = std::min(block, rowEnd - rowBegin);
   const int64_t rowTiles = rowTilesOf(blockRows, kRows);
-  float *panels = scratch.panels(rowTiles * panelFloats);
-  float *xs = scratch.tokens(steps * kTokens * kColumns);
+  Element *panels = scratch.panels<Element>(rowTiles * panelFloats);
+  Element *xs = scratch.tokens<Element>(steps * kTokens * kColumns);
   // One carry slot per tile of the block.
   constexpr int64_t kSlot = kRows * kTokens * kColumns;
   const int64_t tokenTiles = (tokenEnd - tokenBegin + kTokens - 1) / kTokens;
@@ -178,21 +202,23 @@ void packedGemm(const MatmulProblem &p, int64_t rowBegin, int64_t rowEnd, int64_
       for (int64_t r = 0; r < rows; ++r)
         Kernel::template convert<D>(first + r * rowBytes, width,
                                     panels + r / kRows * panelFloats + r % kRows * kColumns);
-      GemmSpan span{panels, xs, k0, k0 + width, nullptr, false};
+      GemmSpan<Element> span{panels, xs, k0, k0 + width, nullptr, false};
       for (int64_t t0 = tokenBegin; t0 < tokenEnd; t0 += kTokens) {
         const int64_t tokens = std::min(kTokens, tokenEnd - t0);
         if (packed) // read only: the tiles write xs only when packTokens is set
-          span.xs = const_cast<float *>(p.xTiles) + t0 / kTokens * tokenTileFloats(k, kColumns) +
+          span.xs = const_cast<Element *>(static_cast<const Element *>(p.xTiles)) +
+                    t0 / kTokens * tokenTileFloats(k, kColumns) +
                     k0 / kColumns * kTokens * kColumns;
         // The next token tile's columns of this chunk, fetched a share per
         // row tile while this one runs (packed: one sequential run).
-        const float *next =
+        const Element *next =
             packed && t0 + kTokens < tokenEnd ? span.xs + tokenTileFloats(k, kColumns) : nullptr;
         for (int64_t r = 0; r < rows; r += kRows) {
           span.panel = panels + r / kRows * panelFloats;
           span.packTokens = !packed && r == 0;
           if (next != nullptr)
-            prefetchShare(next, width / kColumns * kTokens * kColumns, r / kRows, blockTiles);
+            prefetchShare(next, width / kColumns * kTokens * kColumns * sizeof(Element), r / kRows,
+                          blockTiles);
           if (carries != nullptr)
             span.carry = carries + ((t0 - tokenBegin) / kTokens * rowTiles + r / kRows) * kSlot;
           gemmTileUpTo<Kernel>(std::min(kRows, rows - r), tokens, p, span, r0 + r, t0);

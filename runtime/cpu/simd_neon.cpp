@@ -148,6 +148,7 @@ void tiledRows(const MatmulProblem &p, int64_t rowBegin, int64_t rowEnd) {
 // loads from the packed token tile and 16 FMAs, the sums in dotTile's order.
 // (3 x 4 would take all 32 registers and spill.)
 struct NeonGemm {
+  using Element = float; // panels and token tiles in f32
   static constexpr int kRows = 2, kTokens = 4, kColumns = 8;
 
   template <DType D> static void convert(const char *row, int64_t k, float *out) {

@@ -8,7 +8,9 @@
 // The FMA peak is measured, not taken from a data sheet: each thread runs
 // independent chains of f32 FMAs on registers (enough chains to cover the
 // FMA latency on both pipes), 8 lanes (16 flops per FMA instruction), or 16
-// where the active ISA is AVX-512.
+// where the active ISA is AVX-512. Where bf16 weights take vdpbf16ps
+// (cpu::x86Bf16Active; LLMC_BENCH_BF16DOT=0 turns it off), their peak is
+// that instruction's, measured the same way.
 #include "bench_isa.h"
 #include "cpu/isa.h"
 #include "cpu/matmul.h"
@@ -113,6 +115,26 @@ void fmaChainsOfTheActiveIsa(int64_t steps) {
   else
     fmaChains(steps);
 }
+
+// The same with vdpbf16ps (the bf16 dot-product kernels' instruction, 32
+// multiply-adds each): 12 chains x 32 x 2 flops per step, counted as four
+// 8-lane FMA steps.
+__attribute__((target("avx512f,avx512bf16"))) void dpbf16Chains(int64_t steps) {
+  __m512 acc[12];
+  for (int i = 0; i < 12; ++i)
+    acc[i] = _mm512_set1_ps(static_cast<float>(i));
+  const __m512bh a = _mm512_cvtne2ps_pbh(_mm512_set1_ps(0.999f), _mm512_set1_ps(0.999f));
+  const __m512bh b = _mm512_cvtne2ps_pbh(_mm512_set1_ps(1e-4f), _mm512_set1_ps(1e-4f));
+  for (int64_t s = 0; s < steps / 4; ++s)
+#pragma GCC unroll 12
+    for (int i = 0; i < 12; ++i)
+      acc[i] = _mm512_dpbf16_ps(acc[i], a, b);
+  __m512 sum = acc[0];
+  for (int i = 1; i < 12; ++i)
+    sum = _mm512_add_ps(sum, acc[i]);
+  gSink = _mm512_reduce_add_ps(sum);
+}
+bool hasDpbf16Peak() { return llmc::cpu::x86Bf16Active(); }
 #else
 void fmaChains(int64_t steps) {
   float acc = 1;
@@ -121,17 +143,20 @@ void fmaChains(int64_t steps) {
   gSink = acc;
 }
 void fmaChainsOfTheActiveIsa(int64_t steps) { fmaChains(steps); }
+void dpbf16Chains(int64_t) {}
+bool hasDpbf16Peak() { return false; }
 constexpr double kFlopsPerStep = 2;
 #endif
 
-Rate fmaPeakGflops(ThreadPool &pool) {
+template <typename Chains> Rate peakGflops(ThreadPool &pool, const Chains &chains) {
   constexpr int64_t kSteps = 1 << 22;
   const int threads = pool.numThreads();
-  Rate r = bestRate(kFlopsPerStep * kSteps * threads, threads, [&] {
-    pool.parallelFor(threads, [&](int64_t, int64_t) { fmaChainsOfTheActiveIsa(kSteps); });
-  });
+  Rate r = bestRate(kFlopsPerStep * kSteps * threads, threads,
+                    [&] { pool.parallelFor(threads, [&](int64_t, int64_t) { chains(kSteps); }); });
   return {r.wall / 1e9, r.cpu / 1e9};
 }
+
+Rate fmaPeakGflops(ThreadPool &pool) { return peakGflops(pool, fmaChainsOfTheActiveIsa); }
 
 struct Shape {
   const char *name;
@@ -154,9 +179,8 @@ Rate gemmGflops(ThreadPool &pool, Shape s, DType dtype, int64_t tokens, float be
                                                 : static_cast<const void *>(half.data()),
                             dtype, s.n, s.k};
   const double flops = 2.0 * tokens * s.n * s.k;
-  Rate r = bestRate(flops, pool.numThreads(), [&] {
-    llmc::cpu::matmul(pool, x.data(), tokens, w, nullptr, beta, y.data());
-  });
+  Rate r = bestRate(flops, pool.numThreads(),
+                    [&] { llmc::cpu::matmul(pool, x.data(), tokens, w, nullptr, beta, y.data()); });
   return {r.wall / 1e9, r.cpu / 1e9};
 }
 
@@ -221,14 +245,24 @@ int main(int argc, char **argv) {
     std::printf("threads %d: FMA peak %.1f GFLOP/s (%.1f per CPU second x threads), parallelFor "
                 "%.2f us back to back, %.1f us after 2 ms idle\n",
                 t, peak.wall, peak.cpu, dispatchMicros(pool), dispatchAfterSleepMicros(pool));
+    // bf16 weights under the bf16 dot-product kernels: against vdpbf16ps's peak.
+    Rate bf16Peak = peak;
+    if (hasDpbf16Peak()) {
+      bf16Peak = peakGflops(pool, dpbf16Chains);
+      std::printf("threads %d: vdpbf16ps peak %.1f GFLOP/s (%.1f per CPU second x threads), the "
+                  "peak of bf16 weights\n",
+                  t, bf16Peak.wall, bf16Peak.cpu);
+    }
     if (poolOnly)
       continue;
     for (const Shape &s : shapes)
       for (DType dtype : dtypes) {
         const Rate gflops = gemmGflops(pool, s, dtype, tokens, 0.0f);
-        std::printf("  matmul %-9s %-5s %7.1f GFLOP/s %5.1f%% of peak | by CPU time %7.1f %5.1f%%\n",
-                    s.name, llmc::dtypeName(dtype).data(), gflops.wall, 100 * gflops.wall / peak.wall,
-                    gflops.cpu, 100 * gflops.cpu / peak.cpu);
+        const Rate &of = dtype == DType::BF16 ? bf16Peak : peak;
+        std::printf(
+            "  matmul %-9s %-5s %7.1f GFLOP/s %5.1f%% of peak | by CPU time %7.1f %5.1f%%\n",
+            s.name, llmc::dtypeName(dtype).data(), gflops.wall, 100 * gflops.wall / of.wall,
+            gflops.cpu, 100 * gflops.cpu / of.cpu);
       }
   }
   return 0;

@@ -1,7 +1,9 @@
 // The microbenchmarks' LLMC_BENCH_ISA: a name isaName prints (scalar, avx2,
 // avx512, neon) runs that supported ISA's kernels instead of the best one,
 // to compare two ISAs' kernels on one machine. LLMC_BENCH_VNNI=0 runs the
-// int4 kernel's vpmaddubsw path on a CPU with AVX-512 VNNI.
+// int4 kernel's vpmaddubsw path on a CPU with AVX-512 VNNI;
+// LLMC_BENCH_BF16DOT=0 runs bf16 weights on the f32 FMA kernels on a CPU
+// with AVX512-BF16.
 #pragma once
 
 #include "cpu/isa.h"
@@ -18,6 +20,9 @@ inline bool applyBenchIsa() {
   const char *vnni = std::getenv("LLMC_BENCH_VNNI");
   if (vnni != nullptr && std::string(vnni) == "0")
     cpu::setX86VnniForTesting(false);
+  const char *bf16Dot = std::getenv("LLMC_BENCH_BF16DOT");
+  if (bf16Dot != nullptr && std::string(bf16Dot) == "0")
+    cpu::setX86Bf16ForTesting(false);
   const char *name = std::getenv("LLMC_BENCH_ISA");
   if (name == nullptr)
     return true;

@@ -56,7 +56,8 @@ float laneSum8(const float *x, const float *w, int64_t k) {
   for (; i + 8 <= k; i += 8)
     for (int j = 0; j < 8; ++j)
       lane[j] = std::fma(x[i + j], w[i + j], lane[j]);
-  float acc = ((lane[0] + lane[4]) + (lane[2] + lane[6])) + ((lane[1] + lane[5]) + (lane[3] + lane[7]));
+  float acc =
+      ((lane[0] + lane[4]) + (lane[2] + lane[6])) + ((lane[1] + lane[5]) + (lane[3] + lane[7]));
   for (; i < k; ++i)
     acc = std::fma(x[i], w[i], acc);
   return acc;
@@ -81,6 +82,12 @@ float laneSum16(const float *x, const float *w, int64_t k) {
 // y[t, n] as the GEMM of the active ISA computes it (its decode tiles' order).
 float reference(const GemmData &d, GemmCase c, int64_t t, int64_t n, bool withBias, float beta) {
   const float *x = d.x.data() + t * c.k, *w = d.w.values.data() + n * c.k;
+#if defined(__x86_64__)
+  if (test::roundsInputsToBf16(d.w.dtype)) {
+    const float value = test::bf16DotLaneSum(x, w, c.k) + (withBias ? d.bias[n] : 0.0f);
+    return beta != 0.0f ? d.y0[t * c.n + n] + value : value;
+  }
+#endif
   const float acc =
       detail::activeOps().gemmColumns == 16 ? laneSum16(x, w, c.k) : laneSum8(x, w, c.k);
   float value = acc + (withBias ? d.bias[n] : 0.0f);
@@ -106,7 +113,7 @@ void packedMatmul(ThreadPool &pool, const float *x, int64_t tokens, const Weight
                   const float *bias, float beta, float *y, bool tokenTiles) {
   detail::MatmulProblem p{x, tokens, w, bias, beta, y};
   if (tokenTiles)
-    p.xTiles = prefillTokenTiles(pool, x, tokens, w.cols);
+    p.xTiles = prefillTokenTiles(pool, x, tokens, w);
   const int64_t rowBlock = detail::activeOps().splitRowBlock;
   const int64_t blocks = (w.rows + rowBlock - 1) / rowBlock;
   const int64_t half = (tokens / 2 + 3) / 4 * 4;
@@ -123,49 +130,54 @@ void packedMatmul(ThreadPool &pool, const float *x, int64_t tokens, const Weight
 // Token counts at or past the AVX2 GEMM threshold (32), with every remainder
 // of the 4-token tile and of the 3-row tile.
 const GemmCase kCases[] = {
-    {36, 15, 8},     // whole tiles, one 8-lane step
-    {38, 17, 9},     // a 2-token tile, a 2-row tile, a 1-column tail
-    {41, 130, 257},  // a 1-token tile, a 1-row tile, two items of rows, a 1-column tail
-    {39, 300, 600},  // a 3-token tile, three items of rows, in two converted blocks each
-    {37, 5, 1},      // K = 1: only the tail
-    {40, 1, 300},    // N = 1
-    {35, 4, 2100},   // K = 2100: three depth chunks of 704, 704, 692 (a 4-column tail)
-    {33, 70, 1030},  // K = 1030: two depth chunks of 520 and 510 (a 6-column tail)
-    {34, 10, 1024},  // K = 1024: one chunk of all of K, x rows 4 KiB apart
-    {35, 7, 2048},   // K = 2048: three depth chunks of 688, 688, 672 (no tail)
-    {38, 4, 8192},   // K = 8192: eleven depth chunks of 752, the last 672; a 2-token tile
-    {33, 8, 8195},   // K = 8195: eleven chunks, a 3-column tail after the last
-    {33, 122, 96},   // two items of rows, the second a block of one 2-row panel
-    {36, 11, 16},    // AVX-512: one 16-lane step, a 6-row and a 5-row tile
-    {37, 13, 31},    // a 15-column tail after one 16-lane step (AVX2: a 7-column one)
-    {34, 6, 1040},   // K = 1040: two depth chunks of 528 and 512 at 16 lanes, 520 at 8
+    {36, 15, 8},    // whole tiles, one 8-lane step
+    {38, 17, 9},    // a 2-token tile, a 2-row tile, a 1-column tail
+    {41, 130, 257}, // a 1-token tile, a 1-row tile, two items of rows, a 1-column tail
+    {39, 300, 600}, // a 3-token tile, three items of rows, in two converted blocks each
+    {37, 5, 1},     // K = 1: only the tail
+    {40, 1, 300},   // N = 1
+    {35, 4, 2100},  // K = 2100: three depth chunks of 704, 704, 692 (a 4-column tail; bf16 too)
+    {33, 70, 1030}, // K = 1030: two depth chunks of 520 and 510 (a 6-column tail; bf16: one)
+    {34, 10, 1024}, // K = 1024: one chunk of all of K, x rows 4 KiB apart
+    {35, 7, 2048},  // K = 2048: three depth chunks of 688, 688, 672 (no tail; bf16: one)
+    {38, 4, 8192},  // K = 8192: eleven depth chunks of 752, the last 672 (bf16: 8 of 1024)
+    {33, 8, 8195},  // K = 8195: eleven chunks (bf16: 9 of 928), a 3-column tail after the last
+    {33, 122, 96},  // two items of rows, the second a block of one 2-row panel
+    {36, 11, 16},   // AVX-512: one 16-lane step, a 6-row and a 5-row tile
+    {37, 13, 31},   // a 15-column tail after one 16-lane step (AVX2: a 7-column one)
+    {34, 6, 1040},  // K = 1040: two depth chunks of 528 and 512 at 16 lanes, 520 at 8
 };
 
 TEST(PackedGemm, MatchesTheDecodeOrderReferenceBitForBit) {
   uint32_t seed = 100;
-  for (Isa isa : test::supportedIsas()) {
-    test::ScopedIsa scoped(isa);
-    if (!packed())
-      continue; // this ISA has no packed GEMM
-    for (int threads : {1, 2}) {
-      ThreadPool pool(threads);
-      for (DType dtype : test::kWeightDTypes)
-        for (const GemmCase &c : kCases)
-          for (int form = 0; form < 6; ++form) {
-            const bool withBias = form % 3 > 0, tokenTiles = form >= 3;
-            const float beta = form % 3 == 2 ? 1.0f : 0.0f;
-            GemmData d = makeData(dtype, c, seed++);
-            std::vector<float> y = d.y0;
-            packedMatmul(pool, d.x.data(), c.tokens, d.w.matrix(c.n, c.k),
-                         withBias ? d.bias.data() : nullptr, beta, y.data(), tokenTiles);
-            test::Difference diff = test::maxAbsDiff(y, referenceAll(d, c, withBias, beta));
-            ASSERT_EQ(diff.maxAbs, 0.0)
-                << diff.describe() << " " << isaName(isa) << " " << dtypeName(dtype) << " threads "
-                << threads << " T=" << c.tokens << " N=" << c.n << " K=" << c.k << " bias "
-                << withBias << " beta " << beta << " token tiles " << tokenTiles;
-          }
+  for (Isa isa : test::supportedIsas())
+    for (bool bf16Dot : test::bf16DotSettings()) {
+      test::ScopedIsa scoped(isa);
+      test::ScopedBf16Dot scopedDot(bf16Dot);
+      if (!packed())
+        continue; // this ISA has no packed GEMM
+      for (int threads : {1, 2}) {
+        ThreadPool pool(threads);
+        for (DType dtype : test::kWeightDTypes)
+          for (const GemmCase &c : kCases)
+            for (int form = 0; form < 6; ++form) {
+              if (bf16Dot && !test::roundsInputsToBf16(dtype))
+                continue; // the kernels that run with it off
+              const bool withBias = form % 3 > 0, tokenTiles = form >= 3;
+              const float beta = form % 3 == 2 ? 1.0f : 0.0f;
+              GemmData d = makeData(dtype, c, seed++);
+              std::vector<float> y = d.y0;
+              packedMatmul(pool, d.x.data(), c.tokens, d.w.matrix(c.n, c.k),
+                           withBias ? d.bias.data() : nullptr, beta, y.data(), tokenTiles);
+              test::Difference diff = test::maxAbsDiff(y, referenceAll(d, c, withBias, beta));
+              ASSERT_EQ(diff.maxAbs, 0.0)
+                  << diff.describe() << " " << isaName(isa) << " " << dtypeName(dtype)
+                  << " threads " << threads << " T=" << c.tokens << " N=" << c.n << " K=" << c.k
+                  << " bias " << withBias << " beta " << beta << " token tiles " << tokenTiles
+                  << " bf16 dot " << bf16Dot;
+            }
+      }
     }
-  }
 }
 
 TEST(PackedGemm, ABlockWritesOnlyItsRowsAndTokensAndTheirValuesDoNotDependOnIt) {
@@ -190,7 +202,7 @@ TEST(PackedGemm, ABlockWritesOnlyItsRowsAndTokensAndTheirValuesDoNotDependOnIt) 
           detail::MatmulProblem p{d.x.data(),    c.tokens, d.w.matrix(c.n, c.k),
                                   d.bias.data(), 0.0f,     y.data()};
           if (tokenTiles)
-            p.xTiles = prefillTokenTiles(pool, d.x.data(), c.tokens, c.k);
+            p.xTiles = prefillTokenTiles(pool, d.x.data(), c.tokens, p.w);
           detail::activeOps().packedGemm(p, b[0], b[1], b[2], b[3]);
           for (int64_t t = 0; t < c.tokens; ++t)
             for (int64_t n = 0; n < c.n; ++n) {
@@ -239,11 +251,12 @@ TEST(PackedGemm, TokenCountsAroundTheTokenSplitMatchTheDoubleReference) {
         GemmData d = makeData(dtype, {tokens, n, k}, static_cast<uint32_t>(tokens));
         std::vector<float> y = d.y0;
         matmul(pool, d.x.data(), tokens, d.w.matrix(n, k), d.bias.data(), 1.0f, y.data());
+        const std::vector<float> x = test::kernelInputs(dtype, d.x);
         for (int64_t t = 0; t < tokens; ++t)
           for (int64_t r = 0; r < n; ++r) {
             double expected = d.bias[r] + static_cast<double>(d.y0[t * n + r]), magnitude = 0;
             for (int64_t i = 0; i < k; ++i) {
-              const double term = static_cast<double>(d.x[t * k + i]) * d.w.values[r * k + i];
+              const double term = static_cast<double>(x[t * k + i]) * d.w.values[r * k + i];
               expected += term;
               magnitude += std::fabs(term);
             }
@@ -308,45 +321,51 @@ TEST(PackedGemm, MatmulGivesEveryTokenTheSameBitsWhateverTheTokenCount) {
 TEST(PackedGemm, DecodeRunsOfRowsMatchTheReferenceBitForBit) {
   const float poison = std::numeric_limits<float>::quiet_NaN();
   uint32_t seed = 300;
-  for (Isa isa : test::supportedIsas()) {
-    test::ScopedIsa scoped(isa);
-    if (!packed())
-      continue; // the reference is the packed GEMMs' order
-    for (DType dtype : test::kWeightDTypes)
-      for (int64_t tokens : {1, 2})
-        for (const GemmCase &shape : {GemmCase{0, 1, 9}, GemmCase{0, 7, 8}, GemmCase{0, 64, 300},
-                                      GemmCase{0, 129, 257}, GemmCase{0, 262, 768}}) {
-          const GemmCase c{tokens, shape.n, shape.k};
-          GemmData d = makeData(dtype, c, seed++);
-          const std::vector<float> expected = referenceAll(d, c, true, 0.0f);
-          const int64_t ranges[][2] = {{0, c.n}, {c.n / 3, c.n}, {1, c.n - c.n / 2}};
-          for (const auto &range : ranges) {
-            std::vector<float> y(c.tokens * c.n, poison);
-            const detail::MatmulProblem p{d.x.data(),    c.tokens, d.w.matrix(c.n, c.k),
-                                          d.bias.data(), 0.0f,     y.data()};
-            detail::activeOps().matmulRows(p, range[0], range[1]);
-            for (int64_t t = 0; t < c.tokens; ++t)
-              for (int64_t n = 0; n < c.n; ++n) {
-                const float got = y[t * c.n + n];
-                if (n >= range[0] && n < range[1])
-                  ASSERT_EQ(got, expected[t * c.n + n])
-                      << dtypeName(dtype) << " T=" << tokens << " N=" << c.n << " K=" << c.k
-                      << " rows " << range[0] << ".." << range[1] << " t=" << t << " n=" << n;
-                else
-                  ASSERT_TRUE(std::isnan(got)) << "wrote outside the rows at t=" << t << " n=" << n;
+  for (Isa isa : test::supportedIsas())
+    for (bool bf16Dot : test::bf16DotSettings()) {
+      test::ScopedIsa scoped(isa);
+      test::ScopedBf16Dot scopedDot(bf16Dot);
+      if (!packed())
+        continue; // the reference is the packed GEMMs' order
+      for (DType dtype : test::kWeightDTypes)
+        for (int64_t tokens : {1, 2})
+          if (!bf16Dot || test::roundsInputsToBf16(dtype)) // else the kernels that run with it off
+            for (const GemmCase &shape :
+                 {GemmCase{0, 1, 9}, GemmCase{0, 7, 8}, GemmCase{0, 64, 300}, GemmCase{0, 129, 257},
+                  GemmCase{0, 262, 768}}) {
+              const GemmCase c{tokens, shape.n, shape.k};
+              GemmData d = makeData(dtype, c, seed++);
+              const std::vector<float> expected = referenceAll(d, c, true, 0.0f);
+              const int64_t ranges[][2] = {{0, c.n}, {c.n / 3, c.n}, {1, c.n - c.n / 2}};
+              for (const auto &range : ranges) {
+                std::vector<float> y(c.tokens * c.n, poison);
+                const detail::MatmulProblem p{d.x.data(),    c.tokens, d.w.matrix(c.n, c.k),
+                                              d.bias.data(), 0.0f,     y.data()};
+                detail::activeOps().matmulRows(p, range[0], range[1]);
+                for (int64_t t = 0; t < c.tokens; ++t)
+                  for (int64_t n = 0; n < c.n; ++n) {
+                    const float got = y[t * c.n + n];
+                    if (n >= range[0] && n < range[1])
+                      ASSERT_EQ(got, expected[t * c.n + n])
+                          << dtypeName(dtype) << " T=" << tokens << " N=" << c.n << " K=" << c.k
+                          << " rows " << range[0] << ".." << range[1] << " t=" << t << " n=" << n;
+                    else
+                      ASSERT_TRUE(std::isnan(got))
+                          << "wrote outside the rows at t=" << t << " n=" << n;
+                  }
               }
-          }
-          for (int threads : {1, 2}) {
-            ThreadPool pool(threads);
-            std::vector<float> y(c.tokens * c.n);
-            matmul(pool, d.x.data(), c.tokens, d.w.matrix(c.n, c.k), d.bias.data(), 0.0f,
-                   y.data());
-            test::Difference diff = test::maxAbsDiff(y, expected);
-            ASSERT_EQ(diff.maxAbs, 0.0) << diff.describe() << " " << dtypeName(dtype) << " T="
-                                        << tokens << " N=" << c.n << " threads " << threads;
-          }
-        }
-  }
+              for (int threads : {1, 2}) {
+                ThreadPool pool(threads);
+                std::vector<float> y(c.tokens * c.n);
+                matmul(pool, d.x.data(), c.tokens, d.w.matrix(c.n, c.k), d.bias.data(), 0.0f,
+                       y.data());
+                test::Difference diff = test::maxAbsDiff(y, expected);
+                ASSERT_EQ(diff.maxAbs, 0.0)
+                    << diff.describe() << " " << dtypeName(dtype) << " T=" << tokens << " N=" << c.n
+                    << " threads " << threads;
+              }
+            }
+    }
 }
 
 // The L2 block size (the machine's, 256 KiB to 1 MiB) decides which rows are
@@ -402,8 +421,8 @@ TEST(PackedGemm, AlignedAndMisalignedF32WeightsGiveTheSameBits) {
     for (int64_t offset : {0, 1, 3}) {
       std::copy(d.w.values.begin(), d.w.values.end(), aligned + offset);
       std::vector<float> y(c.tokens * c.n);
-      const detail::MatmulProblem p{
-          d.x.data(), c.tokens, {aligned + offset, DType::F32, c.n, c.k}, nullptr, 0.0f, y.data()};
+      const detail::MatmulProblem p{d.x.data(), c.tokens, {aligned + offset, DType::F32, c.n, c.k},
+                                    nullptr,    0.0f,     y.data()};
       detail::activeOps().packedGemm(p, 0, c.n, 0, c.tokens);
       test::Difference diff = test::maxAbsDiff(y, expected);
       ASSERT_EQ(diff.maxAbs, 0.0) << diff.describe() << " offset " << offset;

@@ -560,6 +560,7 @@ TEST(MatmulQ4Q8, KernelsNameSaysVnni) {
   if (!x86VnniSupported())
     GTEST_SKIP() << "this CPU has no AVX-512 VNNI";
   ScopedIsa scoped(Isa::Avx512);
+  test::ScopedBf16Dot noBf16(false); // matmul_test checks " + bf16"
   EXPECT_EQ(activeKernelsName(), "avx512 + vnni");
   ASSERT_TRUE(setX86VnniForTesting(false));
   EXPECT_EQ(activeKernelsName(), "avx512");

@@ -26,6 +26,7 @@ void checkMatmul(ThreadPool &pool, DType dtype, MatmulCase c, bool withBias, flo
   std::vector<float> y = y0;
   matmul(pool, x.data(), c.tokens, w.matrix(c.n, c.k), withBias ? bias.data() : nullptr, beta,
          y.data());
+  x = test::kernelInputs(dtype, x); // what the reference multiplies
   for (int64_t t = 0; t < c.tokens; ++t)
     for (int64_t n = 0; n < c.n; ++n) {
       double expected = 0, magnitude = 0;
@@ -67,6 +68,23 @@ TEST(Matmul, LargePrefillTilesOverL2Blocks) {
     test::ScopedIsa scoped(isa);
     checkMatmul(pool, DType::BF16, {37, 300, 1100}, true, 1.0f, 99);
   }
+}
+
+// llmrun's "running on" line names the bf16 dot-product kernels where bf16
+// weights take them, and only there.
+TEST(Matmul, KernelsNameSaysBf16WhereBf16WeightsTakeVdpbf16ps) {
+  if (!x86Bf16Supported())
+    GTEST_SKIP() << "this CPU has no AVX512-BF16";
+  test::ScopedIsa avx512(Isa::Avx512);
+  const std::string name = activeKernelsName();
+  EXPECT_EQ(name.substr(name.size() - 7), " + bf16");
+  {
+    test::ScopedBf16Dot off(false);
+    EXPECT_EQ(activeKernelsName().find("bf16"), std::string::npos);
+  }
+  test::ScopedIsa avx2(Isa::Avx2);
+  EXPECT_FALSE(x86Bf16Active());
+  EXPECT_EQ(activeKernelsName(), "avx2");
 }
 
 TEST(Matmul, ZeroTokensWritesNothing) {

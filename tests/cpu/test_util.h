@@ -7,6 +7,10 @@
 
 #include <gtest/gtest.h>
 
+#if defined(__x86_64__)
+#include <immintrin.h>
+#endif
+
 #include <cstdint>
 #include <cstring>
 #include <random>
@@ -88,5 +92,68 @@ inline TestWeights makeWeights(std::mt19937 &rng, DType dtype, size_t n, float l
 }
 
 constexpr DType kWeightDTypes[] = {DType::F32, DType::F16, DType::BF16};
+
+// The settings of the bf16 dot-product kernels this CPU can run: off, and
+// on where it has AVX512-BF16 (cpu::x86Bf16Supported).
+inline std::vector<bool> bf16DotSettings() {
+  return cpu::x86Bf16Supported() ? std::vector<bool>{false, true} : std::vector<bool>{false};
+}
+
+// Turns the bf16 dot-product kernels on or off for one scope, then back to
+// their default (on where supported).
+class ScopedBf16Dot {
+public:
+  explicit ScopedBf16Dot(bool use) { EXPECT_TRUE(cpu::setX86Bf16ForTesting(use)); }
+  ~ScopedBf16Dot() { cpu::setX86Bf16ForTesting(cpu::x86Bf16Supported()); }
+};
+
+// Whether the matmul kernels run weights of `dtype` on x rounded to bf16
+// (bf16 weights where cpu::x86Bf16Active()).
+inline bool roundsInputsToBf16(DType dtype) { return dtype == DType::BF16 && cpu::x86Bf16Active(); }
+
+// x as the matmul kernels multiply it with weights of `dtype`: rounded to
+// bf16 (round to nearest even) where roundsInputsToBf16, else as it is. A
+// double-precision reference over these inputs holds the kernels to f32
+// accumulation error.
+inline std::vector<float> kernelInputs(DType dtype, std::vector<float> x) {
+  if (roundsInputsToBf16(dtype))
+    for (float &v : x)
+      v = hd::bf16ToF32(hd::f32ToBf16(v));
+  return x;
+}
+
+#if defined(__x86_64__)
+// The bf16 dot-product kernels' sum of one output (cpu/matmul_bf16_avx512.cpp,
+// "Numerics"), independently of their tiling: x rounded to bf16 by
+// hd::f32ToBf16, 16 lanes, lane j taking vdpbf16ps of elements 2j and 2j + 1
+// of each 32-column step (zeros past k), then _mm512_reduce_add_ps's tree.
+// Each lane's step is the instruction itself, on one lane of a 128-bit
+// vector, so the reference holds for any CPU's rounding inside it.
+__attribute__((target("avx512f,avx512vl,avx512bf16"))) inline float
+bf16DotLaneSum(const float *x, const float *w, int64_t k) {
+  float lane[16] = {};
+  for (int64_t i = 0; i < k; i += 32)
+    for (int j = 0; j < 16; ++j) {
+      uint16_t xs[8] = {}, ws[8] = {};
+      for (int e = 0; e < 2; ++e) {
+        const int64_t column = i + 2 * j + e;
+        xs[e] = column < k ? hd::f32ToBf16(x[column]) : 0;
+        ws[e] = column < k ? hd::f32ToBf16(w[column]) : 0; // exact: w holds bf16 values
+      }
+      __m128i xv, wv;
+      std::memcpy(&xv, xs, sizeof xv);
+      std::memcpy(&wv, ws, sizeof wv);
+      const __m128 sum = _mm_dpbf16_ps(_mm_set_ss(lane[j]), reinterpret_cast<__m128bh>(wv),
+                                       reinterpret_cast<__m128bh>(xv));
+      lane[j] = _mm_cvtss_f32(sum);
+    }
+  float half[8], quarter[4];
+  for (int j = 0; j < 8; ++j)
+    half[j] = lane[j] + lane[j + 8];
+  for (int j = 0; j < 4; ++j)
+    quarter[j] = half[j] + half[j + 4];
+  return (quarter[0] + quarter[2]) + (quarter[1] + quarter[3]);
+}
+#endif
 
 } // namespace llmc::test

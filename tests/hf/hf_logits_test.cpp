@@ -10,6 +10,7 @@
 //     identical too.
 #include "common/compare.h"
 #include "common/test_paths.h"
+#include "cpu/isa.h"
 #include "driver/build.h"
 #include "engine/engine.h"
 #include "support/json.h"
@@ -135,10 +136,12 @@ int32_t argmax(const float *row, int64_t vocab) {
   return static_cast<int32_t>(std::max_element(row, row + vocab) - row);
 }
 
-// Max |ours - HF| over reference row `r`; also checks its greedy token.
-double compareRow(const Reference &ref, size_t r, const float *row) {
+// Max |ours - HF| over reference row `r`; also checks its greedy token
+// unless `checkGreedy` is false.
+double compareRow(const Reference &ref, size_t r, const float *row, bool checkGreedy = true) {
   double maxDiff = test::maxAbsDiff(row, ref.row(r), ref.vocab).maxAbs; // +inf on a NaN
-  EXPECT_EQ(argmax(row, ref.vocab), ref.greedyNext[r]) << "row " << r;
+  if (checkGreedy)
+    EXPECT_EQ(argmax(row, ref.vocab), ref.greedyNext[r]) << "row " << r;
   return maxDiff;
 }
 
@@ -160,7 +163,8 @@ void dumpRows(const std::string &name, const std::string &tag, const std::vector
 // Prefills the prompt, then feeds HF's greedy ids one by one (HF's, so one
 // differing choice is reported once rather than derailing every later
 // step), comparing every row. Returns the max difference; `ours` gets our rows.
-double prefillThenDecode(Engine &engine, const Reference &ref, std::vector<float> *ours = nullptr) {
+double prefillThenDecode(Engine &engine, const Reference &ref, std::vector<float> *ours = nullptr,
+                         bool checkGreedy = true) {
   SequenceId seq = engine.addSequence();
   auto prefill = engine.step({{seq, ref.ids}}, /*allLogits=*/true);
   EXPECT_TRUE(prefill.isOk()) << prefill.message();
@@ -169,7 +173,7 @@ double prefillThenDecode(Engine &engine, const Reference &ref, std::vector<float
   double maxDiff = 0.0;
   for (size_t k = 0; k < ref.prefillRows.size(); ++k) {
     const float *row = *prefill + ref.prefillRows[k] * ref.vocab;
-    maxDiff = std::max(maxDiff, compareRow(ref, k, row));
+    maxDiff = std::max(maxDiff, compareRow(ref, k, row, checkGreedy));
     if (ours != nullptr)
       ours->insert(ours->end(), row, row + ref.vocab);
   }
@@ -178,7 +182,7 @@ double prefillThenDecode(Engine &engine, const Reference &ref, std::vector<float
     EXPECT_TRUE(logits.isOk()) << logits.message();
     if (!logits.isOk())
       return INFINITY;
-    maxDiff = std::max(maxDiff, compareRow(ref, ref.prefillRows.size() + i, *logits));
+    maxDiff = std::max(maxDiff, compareRow(ref, ref.prefillRows.size() + i, *logits, checkGreedy));
     if (ours != nullptr)
       ours->insert(ours->end(), *logits, *logits + ref.vocab);
   }
@@ -215,8 +219,7 @@ protected:
 
   void report(const char *mode, size_t rows, double maxDiff, double tolerance) {
     EXPECT_LT(maxDiff, tolerance) << mode;
-    std::printf("%s %s: max |logit - HF| over %zu rows: %.3g\n", GetParam(), mode, rows,
-                maxDiff);
+    std::printf("%s %s: max |logit - HF| over %zu rows: %.3g\n", GetParam(), mode, rows, maxDiff);
   }
 
   Reference ref_;
@@ -283,16 +286,38 @@ TEST_P(HfLogits, GreedyDecodeOf64StepsMatchesHf) {
   dumpRows(GetParam(), "f32", ours);
 }
 
+// The plan's math on bf16 weights with f32 activations, as the reference
+// computes it: on a CPU with AVX512-BF16 the bf16 dot-product kernels, which
+// round the activations to bf16, are off for this comparison.
 TEST_P(HfLogits, Bf16PlanMatchesHfOnBf16RoundedMatrices) {
   Reference ref16 = loadReference(GetParam(), "_bf16");
   ASSERT_FALSE(ref16.logits.empty());
   ASSERT_TRUE(test::allFinite(ref16.logits.data(), ref16.logits.size())) << GetParam();
   std::unique_ptr<Engine> engine = buildAndLoad(GetParam(), "bf16");
   ASSERT_NE(engine, nullptr);
+  const bool bf16Dot = cpu::x86Bf16Active();
+  cpu::setX86Bf16ForTesting(false);
   std::vector<float> ours;
-  report("bf16 prefill + 64 greedy steps", ref16.rows(), prefillThenDecode(*engine, ref16, &ours),
-         bf16ToleranceFor(GetParam()));
+  const double maxDiff = prefillThenDecode(*engine, ref16, &ours);
+  cpu::setX86Bf16ForTesting(bf16Dot);
+  report("bf16 prefill + 64 greedy steps", ref16.rows(), maxDiff, bf16ToleranceFor(GetParam()));
   dumpRows(GetParam(), "bf16", ours);
+}
+
+// With the bf16 dot-product kernels (activations rounded to bf16 before each
+// bf16 matrix): near the reference, not on it. Measured on a Zen 4: 0.017
+// (granite) to 0.36 (phi3-longrope-long), logits' std ~1.7; the greedy ids of
+// near-ties may differ, so they are not compared. A wrong kernel lands units
+// away.
+TEST_P(HfLogits, Bf16PlanWithBf16ActivationsStaysNearHf) {
+  if (!cpu::x86Bf16Active())
+    GTEST_SKIP() << "this CPU has no AVX512-BF16: bf16 weights take f32 activations";
+  Reference ref16 = loadReference(GetParam(), "_bf16");
+  ASSERT_FALSE(ref16.logits.empty());
+  std::unique_ptr<Engine> engine = buildAndLoad(GetParam(), "bf16");
+  ASSERT_NE(engine, nullptr);
+  report("bf16 activations, prefill + 64 greedy steps", ref16.rows(),
+         prefillThenDecode(*engine, ref16, nullptr, /*checkGreedy=*/false), 0.6);
 }
 
 TEST_P(HfLogits, Int4RtnPlanBuildsAndStaysNearHf) {
@@ -352,9 +377,9 @@ TEST(HfLogitsUnfused, GraniteWithoutFusionMatchesHf) {
 
 // Llama-layout families with multipliers (Granite) or packed projections
 // (Phi-3), and Llama's mlp_bias.
-INSTANTIATE_TEST_SUITE_P(LlamaLayoutExtras, HfLogits, ::testing::Values("granite", "llama-mlp-bias",
-                                                                    "phi3-longrope-short",
-                                                                    "phi3-longrope-long"),
+INSTANTIATE_TEST_SUITE_P(LlamaLayoutExtras, HfLogits,
+                         ::testing::Values("granite", "llama-mlp-bias", "phi3-longrope-short",
+                                           "phi3-longrope-long"),
                          [](const auto &info) {
                            std::string name = info.param;
                            std::replace(name.begin(), name.end(), '-', '_');
@@ -364,8 +389,7 @@ INSTANTIATE_TEST_SUITE_P(LlamaLayoutExtras, HfLogits, ::testing::Values("granite
 // Past 2048 positions: partial rotary (StableLM rotating 8 of 16 features)
 // and dynamic NTK, whose base regrows at every decode step.
 INSTANTIATE_TEST_SUITE_P(LongContextExtras, HfLogits,
-                         ::testing::Values("long-partial", "long-dynamic"),
-                         [](const auto &info) {
+                         ::testing::Values("long-partial", "long-dynamic"), [](const auto &info) {
                            std::string name = info.param;
                            std::replace(name.begin(), name.end(), '-', '_');
                            return name;
@@ -385,8 +409,7 @@ INSTANTIATE_TEST_SUITE_P(LayerNormFamilies, HfLogits,
 // Hybrid sliding/global layers with per-layer RoPE (ModelConfig::layerRopes):
 // Gemma3's local and global bases, EXAONE 4's NoPE global layers; both with
 // per-head q/k norms.
-INSTANTIATE_TEST_SUITE_P(PerLayerRopeFamilies, HfLogits,
-                         ::testing::Values("gemma3", "exaone4"),
+INSTANTIATE_TEST_SUITE_P(PerLayerRopeFamilies, HfLogits, ::testing::Values("gemma3", "exaone4"),
                          [](const auto &info) { return std::string(info.param); });
 
 // Checkpoints under their publishers' config and tensor names: EXAONE 3.x
