@@ -30,9 +30,9 @@
 #   --rounds N       alternating rounds (default 3)
 #   --first-round N  number of the first round (default 0): a run that continues an
 #                    earlier one keeps flipping the order where that one stopped
-#   --repeats N      runs per measurement (3): llama-bench -r (after its warm-up run),
-#                    llmrun --repeats; both reduced as llmrun does (sorted, the middle
-#                    one; of 2, the faster)
+#   --repeats N      runs per measurement (3): llama-bench -r, llmrun --repeats (each
+#                    after its own untimed warm-up run); both reduced as llmrun does
+#                    (sorted, the middle one; of 2, the faster)
 #   --work DIR       models, GGUFs, plans and raw results ($TMPDIR/llmc-vs-llamacpp);
 #                    kept and reused by the next run: delete it to start afresh
 #   --tokenizer DIR  a 32000-token tokenizer.json (default ../shared/tokenizers/llama2)

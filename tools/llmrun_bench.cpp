@@ -1,5 +1,5 @@
 // llmrun bench engine.plan: prefill and decode throughput (median of
-// repeats) and, for decode, the weight-read bandwidth it achieves next to
+// repeats, after one untimed warm-up run) and, for decode, the weight-read bandwidth it achieves next to
 // this machine's measured memory bandwidth. Prompts are fixed pseudo-random
 // token ids, so runs are comparable; generation ignores EOS.
 #include "cli_common.h"
@@ -60,7 +60,7 @@ void registerBenchCommand(CLI::App &app, int &exitCode) {
   struct Options {
     std::string plan;
     int64_t promptLen = 128, genLen = 64, batch = 1, repeats = 3;
-    bool json = false, noBandwidth = false;
+    bool json = false, noBandwidth = false, noWarmup = false;
     EngineFlags engine;
   };
   auto o = std::make_shared<Options>();
@@ -76,6 +76,8 @@ void registerBenchCommand(CLI::App &app, int &exitCode) {
       ->check(CLI::Range(int64_t{1}, kMaxBatch));
   cmd->add_option("--repeats", o->repeats, "Runs; the median is reported (3)")
       ->check(CLI::Range(int64_t{1}, kMaxRepeats));
+  cmd->add_flag("--no-warmup", o->noWarmup,
+                "Time the first run too (default: one untimed run first, as llama-bench)");
   cmd->add_flag("--no-bandwidth", o->noBandwidth, "Skip measuring the memory bandwidth");
   cmd->add_flag("--json", o->json, "Print JSON");
   o->engine.add(*cmd);
@@ -104,6 +106,17 @@ void registerBenchCommand(CLI::App &app, int &exitCode) {
     options.maxNewTokens = o->genLen;
     options.ignoreEos = true;
     options.sampling.temperature = 0.0f;
+    // The warm-up (llama-bench's): the prompts and one generated token,
+    // untimed, so that the first timed run does not fault the mapped weights
+    // in (from disk when the page cache dropped them) or grow the buffers.
+    if (!o->noWarmup) {
+      GenerateOptions warmup = options;
+      warmup.maxNewTokens = 1;
+      if (auto results = generateBatch(engine, prompts, warmup, nullptr); !results) {
+        exitCode = cli::fail(results.status());
+        return;
+      }
+    }
     std::vector<double> prefill, decode;
     for (int64_t r = 0; r < o->repeats; ++r) {
       GenerateTimings t;
@@ -142,6 +155,7 @@ void registerBenchCommand(CLI::App &app, int &exitCode) {
     if (o->json) {
       nlohmann::json j{{"prompt_len", o->promptLen}, {"gen_len", o->genLen},
                        {"batch", o->batch}, {"repeats", o->repeats},
+                       {"warmup_runs", o->noWarmup ? 0 : 1},
                        {"threads", engine.threads()},
                        {"prefill_tokens_per_second", prefillTps},
                        {"decode_tokens_per_second", decodeTps},
@@ -154,10 +168,10 @@ void registerBenchCommand(CLI::App &app, int &exitCode) {
                        {"kv_cache_bytes", kvBytes}};
       std::printf("%s\n", j.dump().c_str());
     } else {
-      std::printf("batch %lld, prompt %lld, gen %lld, %d threads, median of %lld\n",
+      std::printf("batch %lld, prompt %lld, gen %lld, %d threads, median of %lld%s\n",
                   static_cast<long long>(o->batch), static_cast<long long>(o->promptLen),
                   static_cast<long long>(o->genLen), engine.threads(),
-                  static_cast<long long>(o->repeats));
+                  static_cast<long long>(o->repeats), o->noWarmup ? "" : " after a warm-up run");
       std::printf("prefill  %10.1f tok/s\n", prefillTps);
       std::printf("decode   %10.1f tok/s  (%.2f GB/s of weights read", decodeTps, achievedGBs);
       if (machineGBs > 0)

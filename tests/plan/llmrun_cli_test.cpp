@@ -121,6 +121,22 @@ TEST_F(LlmrunCli, WritingToAFullStdoutFails) {
   }
 }
 
+// --- bench runs the work once untimed first (llama-bench's warm-up), unless told not to.
+TEST_F(LlmrunCli, BenchWarmsUpUnlessToldNotTo) {
+  const std::string args = "bench " + plan_ +
+                           " --device cpu --threads 1 --prompt-len 2 --gen-len 2 --repeats 1 "
+                           "--no-bandwidth";
+  Outcome run = llmrun(args + " --json");
+  ASSERT_EQ(run.exitCode, 0) << run.err;
+  EXPECT_NE(run.out.find("\"warmup_runs\":1"), std::string::npos) << run.out;
+  run = llmrun(args + " --json --no-warmup");
+  ASSERT_EQ(run.exitCode, 0) << run.err;
+  EXPECT_NE(run.out.find("\"warmup_runs\":0"), std::string::npos) << run.out;
+  run = llmrun(args);
+  ASSERT_EQ(run.exitCode, 0) << run.err;
+  EXPECT_NE(run.out.find("median of 1 after a warm-up run"), std::string::npos) << run.out;
+}
+
 // --- Size flags say their valid range.
 TEST_F(LlmrunCli, BenchRangeChecksItsSizeFlags) {
   Outcome run = llmrun("bench " + plan_ + " --prompt-len 9223372036854775807");
