@@ -172,11 +172,7 @@ struct Bf16DotGemm {
                                     float *carry) {
     const int64_t k = p.w.cols, steps = (kEnd - kBegin) / kColumns;
     __m512 acc[R][TT];
-#pragma GCC unroll 16
-    for (int r = 0; r < R; ++r)
-#pragma GCC unroll 16
-      for (int t = 0; t < TT; ++t)
-        acc[r][t] = kBegin > 0 ? _mm512_loadu_ps(carry + (r * TT + t) * 16) : _mm512_setzero_ps();
+    startLanes(acc, carry, kBegin == 0);
     const uint16_t *w = panel;
     const float *x = p.x + t0 * k + kBegin;
     uint16_t *xv = xs;
@@ -197,14 +193,8 @@ struct Bf16DotGemm {
           acc[r][t] = dotStep(acc[r][t], wv[r], x32);
       }
     }
-    if (kEnd < k) {
-#pragma GCC unroll 16
-      for (int r = 0; r < R; ++r)
-#pragma GCC unroll 16
-        for (int t = 0; t < TT; ++t)
-          _mm512_storeu_ps(carry + (r * TT + t) * 16, acc[r][t]);
-      return;
-    }
+    if (kEnd < k)
+      return carryLanes(acc, carry);
     if (const int64_t tail = k - (kBegin + steps * kColumns); tail > 0) {
 #pragma GCC unroll 16
       for (int t = 0; t < TT; ++t) {
@@ -215,6 +205,13 @@ struct Bf16DotGemm {
       }
     }
     storeTile<R, TT>(p, acc, n0, t0);
+  }
+};
+
+// A token tile's step for packTokenTileSteps: 32 columns rounded to bf16.
+struct RoundStep {
+  LLMC_AVX512_BF16 void operator()(const float *from, uint16_t *to) const {
+    _mm512_store_si512(to, roundedStep(from));
   }
 };
 
@@ -262,18 +259,9 @@ void packedGemmBf16Dot(const MatmulProblem &p, int64_t rowBegin, int64_t rowEnd,
   packedGemm<Bf16DotGemm, DType::BF16>(p, rowBegin, rowEnd, tokenBegin, tokenEnd);
 }
 
-LLMC_AVX512_BF16 void packBf16TokenTiles(const float *x, int64_t tokens, int64_t k,
-                                         int64_t tileBegin, int64_t tileEnd, uint16_t *out) {
-  const int64_t steps = k / kColumns, tileElements = tokenTileFloats(k, kColumns);
-  for (int64_t j = tileBegin; j < tileEnd; ++j) {
-    const int64_t first = j * kGemmTileTokens;
-    const int64_t count = first + kGemmTileTokens <= tokens ? kGemmTileTokens : tokens - first;
-    uint16_t *tile = out + j * tileElements;
-    for (int64_t s = 0; s < steps; ++s)
-      for (int64_t t = 0; t < count; ++t)
-        _mm512_store_si512(tile + (s * kGemmTileTokens + t) * kColumns,
-                           roundedStep(x + (first + t) * k + s * kColumns));
-  }
+void packBf16TokenTiles(const float *x, int64_t tokens, int64_t k, int64_t tileBegin,
+                        int64_t tileEnd, uint16_t *out) {
+  packTokenTileSteps(x, tokens, k, kColumns, tileBegin, tileEnd, out, RoundStep{});
 }
 
 } // namespace llmc::cpu::detail

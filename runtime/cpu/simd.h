@@ -20,7 +20,7 @@ struct MatmulProblem {
   // x in token tiles (tiles of the GEMM's kTokens from token 0), or null: the
   // prefill GEMM then copies each tile as it first reads it. f32 tiles
   // (packTokenTiles), or for bf16 weights under the bf16 dot-product kernels
-  // (bf16DotActive) x rounded to bf16 (packBf16TokenTiles).
+  // (cpu::x86Bf16Active) x rounded to bf16 (packBf16TokenTiles).
   const void *xTiles = nullptr;
 };
 
@@ -50,24 +50,36 @@ inline float *alignedFloats(std::vector<float> &v, int64_t floats) {
   return v.data() + ((64 - address % 64) % 64) / sizeof(float);
 }
 
-// Token tiles [tileBegin, tileEnd) of x[tokens, k] into out, in steps of C =
-// `columns` columns: tile j holds tokens 4j .. 4j + 3, its columns i < k
-// rounded down to C at out + j * tokenTileFloats(k, C) + i / C * 4C +
-// (t - 4j) * C + i % C (a tile's steps in order, each step its tokens' C
-// columns). The k % C tail stays in x; a last tile of fewer than 4 tokens
-// leaves the missing tokens' slots unwritten.
-inline void packTokenTiles(const float *x, int64_t tokens, int64_t k, int64_t columns,
-                           int64_t tileBegin, int64_t tileEnd, float *out) {
-  const int64_t steps = k / columns, tileFloats = tokenTileFloats(k, columns);
+// Token tiles [tileBegin, tileEnd) of x[tokens, k] into out (elements E),
+// in steps of C = `columns` columns: tile j holds tokens 4j .. 4j + 3, its
+// columns i < k rounded down to C at out + j * tokenTileFloats(k, C) + i / C
+// * 4C + (t - 4j) * C + i % C (a tile's steps in order, each step its
+// tokens' C columns). copyStep(from, to) writes one step: the C columns at
+// `from` (in x) to `to`. The k % C tail stays in x; a last tile of fewer
+// than 4 tokens leaves the missing tokens' slots unwritten.
+template <typename E, typename CopyStep>
+inline void packTokenTileSteps(const float *x, int64_t tokens, int64_t k, int64_t columns,
+                               int64_t tileBegin, int64_t tileEnd, E *out,
+                               const CopyStep &copyStep) {
+  const int64_t steps = k / columns, tileElements = tokenTileFloats(k, columns);
   for (int64_t j = tileBegin; j < tileEnd; ++j) {
     const int64_t first = j * kGemmTileTokens;
     const int64_t count = first + kGemmTileTokens <= tokens ? kGemmTileTokens : tokens - first;
-    float *tile = out + j * tileFloats;
+    E *tile = out + j * tileElements;
     for (int64_t s = 0; s < steps; ++s)
       for (int64_t t = 0; t < count; ++t)
-        for (int64_t c = 0; c < columns; ++c)
-          tile[(s * kGemmTileTokens + t) * columns + c] = x[(first + t) * k + s * columns + c];
+        copyStep(x + (first + t) * k + s * columns, tile + (s * kGemmTileTokens + t) * columns);
   }
+}
+
+// The f32 GEMMs' token tiles: x's columns as they are.
+inline void packTokenTiles(const float *x, int64_t tokens, int64_t k, int64_t columns,
+                           int64_t tileBegin, int64_t tileEnd, float *out) {
+  packTokenTileSteps(x, tokens, k, columns, tileBegin, tileEnd, out,
+                     [columns](const float *from, float *to) {
+                       for (int64_t c = 0; c < columns; ++c)
+                         to[c] = from[c];
+                     });
 }
 
 // Writes one output element: the dot product plus the epilogue.

@@ -137,11 +137,7 @@ struct Avx512Gemm {
                                int64_t t0, int64_t kBegin, int64_t kEnd, float *carry) {
     const int64_t k = p.w.cols, steps = (kEnd - kBegin) / 16;
     __m512 acc[R][TT];
-#pragma GCC unroll 16
-    for (int r = 0; r < R; ++r)
-#pragma GCC unroll 16
-      for (int t = 0; t < TT; ++t)
-        acc[r][t] = kBegin > 0 ? _mm512_loadu_ps(carry + (r * TT + t) * 16) : _mm512_setzero_ps();
+    startLanes(acc, carry, kBegin == 0);
     const float *w = panel, *x = p.x + t0 * k + kBegin;
     float *xv = xs;
     for (int64_t s = 0; s < steps; ++s, w += kRows * 16, x += 16, xv += kTokens * 16) {
@@ -159,14 +155,8 @@ struct Avx512Gemm {
           acc[r][t] = _mm512_fmadd_ps(wv[r], x16, acc[r][t]);
       }
     }
-    if (kEnd < k) {
-#pragma GCC unroll 16
-      for (int r = 0; r < R; ++r)
-#pragma GCC unroll 16
-        for (int t = 0; t < TT; ++t)
-          _mm512_storeu_ps(carry + (r * TT + t) * 16, acc[r][t]);
-      return;
-    }
+    if (kEnd < k)
+      return carryLanes(acc, carry);
     if (const int64_t tail = k - (kBegin + steps * 16); tail > 0) {
       const __mmask16 mask = static_cast<__mmask16>((1u << tail) - 1);
 #pragma GCC unroll 16

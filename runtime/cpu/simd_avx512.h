@@ -57,6 +57,27 @@ LLMC_AVX512 inline void storeOutputs(const MatmulProblem &p, int64_t t, int64_t 
   _mm512_mask_storeu_ps(out, kMask, value);
 }
 
+// A GEMM tile's lanes at the start of a depth chunk (simd_gemm.h): carried
+// from the chunk before, or zeros for the first.
+template <int R, int TT>
+LLMC_AVX512 inline void startLanes(__m512 (&acc)[R][TT], const float *carry, bool first) {
+#pragma GCC unroll 16
+  for (int r = 0; r < R; ++r)
+#pragma GCC unroll 16
+    for (int t = 0; t < TT; ++t)
+      acc[r][t] = first ? _mm512_setzero_ps() : _mm512_loadu_ps(carry + (r * TT + t) * 16);
+}
+
+// Keeps a tile's lanes for the next depth chunk.
+template <int R, int TT>
+LLMC_AVX512 inline void carryLanes(const __m512 (&acc)[R][TT], float *carry) {
+#pragma GCC unroll 16
+  for (int r = 0; r < R; ++r)
+#pragma GCC unroll 16
+    for (int t = 0; t < TT; ++t)
+      _mm512_storeu_ps(carry + (r * TT + t) * 16, acc[r][t]);
+}
+
 // Finishes a GEMM tile: acc[r][t], the 16 lanes of output (t0 + t, n0 + r),
 // reduced by _mm512_reduce_add_ps's tree (reduceAdd16) and stored by
 // storeOutputs, token by token (each token's R rows together), 16 at a time.

@@ -71,12 +71,7 @@ float laneSum16(const float *x, const float *w, int64_t k) {
   for (int64_t i = 0; i < k; i += 16)
     for (int j = 0; j < 16; ++j)
       lane[j] = i + j < k ? std::fma(x[i + j], w[i + j], lane[j]) : std::fma(0.0f, 0.0f, lane[j]);
-  float half[8], quarter[4];
-  for (int j = 0; j < 8; ++j)
-    half[j] = lane[j] + lane[j + 8];
-  for (int j = 0; j < 4; ++j)
-    quarter[j] = half[j] + half[j + 4];
-  return (quarter[0] + quarter[2]) + (quarter[1] + quarter[3]);
+  return test::reduceAddTree16(lane);
 }
 
 // y[t, n] as the GEMM of the active ISA computes it (its decode tiles' order).

@@ -122,6 +122,16 @@ inline std::vector<float> kernelInputs(DType dtype, std::vector<float> x) {
   return x;
 }
 
+// 16 lanes added in _mm512_reduce_add_ps's tree: the halves, the quarters, the pairs.
+inline float reduceAddTree16(const float (&lane)[16]) {
+  float half[8], quarter[4];
+  for (int j = 0; j < 8; ++j)
+    half[j] = lane[j] + lane[j + 8];
+  for (int j = 0; j < 4; ++j)
+    quarter[j] = half[j] + half[j + 4];
+  return (quarter[0] + quarter[2]) + (quarter[1] + quarter[3]);
+}
+
 #if defined(__x86_64__)
 // The bf16 dot-product kernels' sum of one output (cpu/matmul_bf16_avx512.cpp,
 // "Numerics"), independently of their tiling: x rounded to bf16 by
@@ -147,12 +157,7 @@ bf16DotLaneSum(const float *x, const float *w, int64_t k) {
                                        reinterpret_cast<__m128bh>(xv));
       lane[j] = _mm_cvtss_f32(sum);
     }
-  float half[8], quarter[4];
-  for (int j = 0; j < 8; ++j)
-    half[j] = lane[j] + lane[j + 8];
-  for (int j = 0; j < 4; ++j)
-    quarter[j] = half[j] + half[j + 4];
-  return (quarter[0] + quarter[2]) + (quarter[1] + quarter[3]);
+  return reduceAddTree16(lane);
 }
 #endif
 
