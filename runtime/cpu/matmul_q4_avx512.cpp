@@ -78,6 +78,12 @@ LLMC_Q4_AVX512 inline void chunkPair(const hd::u32 *const (&w)[4], const int8_t 
 // How far ahead the decode tile prefetches each run: 1.2x the dram figures
 // of 512 B with 1.5 to 3 KiB on a Zen 5 (bench_q4_cputime 1 32), as the
 // tile runs 1.5x faster than the AVX2 one; 1 KiB and 6 KiB were slower.
+// Into L2, not L1: on a Zen 4 (bench_q4_cputime 1 32 1b) the DRAM rate rose
+// from 20.5-28.3 to 30.2-35.7 G weights/s (prefetching nothing read
+// 23.7-29.4), 1.5 KiB to 6 KiB alike; the 1B int4 decode from 21.8-23.7 to
+// 29.7-29.8 tok/s on 1 thread (docs/perf.md, "int4 decode prefetch into
+// L2"). Lines prefetched this far ahead into L1 hold its miss buffers,
+// which the tile's own loads then wait for.
 constexpr int64_t kDecodePrefetchBytes = 3072;
 
 // Rows n0 + r * step (r < 4) for one token: the whole chunks two rows per
@@ -97,7 +103,7 @@ LLMC_Q4_AVX512 void decodeTile(const Q4Problem &p, const Rows &geo, int64_t n0, 
   __m512 acc[2] = {_mm512_setzero_ps(), _mm512_setzero_ps()};
   const int64_t whole = geo.fullPairs / kQ8ChunkPairs;
   for (int64_t c = 0; c < whole; ++c) {
-    prefetchRuns(p, geo, n0, step, c, kDecodePrefetchBytes);
+    prefetchRuns(p, geo, n0, step, c, kDecodePrefetchBytes, PrefetchInto::L2);
     const __m256 xs = _mm256_loadu_ps(xd + 8 * c);
     __m512 scale[2];
     LLMC_Q4_UNROLL

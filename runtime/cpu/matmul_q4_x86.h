@@ -274,19 +274,29 @@ constexpr int kDecodeRuns = 4;
 // measured alike for the AVX2 tile on a Zen 3 (bench_q4_cputime 1 32 1b).
 constexpr int64_t kPrefetchBytes = 512;
 
+// Where prefetchRuns puts the lines: L1 (prefetcht0), or L2 only
+// (prefetcht1), which leaves the L1 miss buffers to the loads.
+enum class PrefetchInto { L1, L2 };
+
 // Prefetches, in each run, the weights `ahead` bytes past chunk c of the
 // tile's rows (two lines: a chunk is 128 B of a row; past a row's end, the
 // run's next rows). The scales and zero points (1/8 of the bytes at
 // G = 32) were measured no faster prefetched too.
 LLMC_Q4_AVX2 inline void prefetchRuns(const Q4Problem &p, const Rows &geo, int64_t n0, int64_t step,
-                                      int64_t c, int64_t ahead = kPrefetchBytes) {
+                                      int64_t c, int64_t ahead = kPrefetchBytes,
+                                      PrefetchInto into = PrefetchInto::L1) {
   LLMC_Q4_UNROLL
   for (int r = 0; r < kDecodeRuns; ++r) {
     const char *w = reinterpret_cast<const char *>(p.w.qweight + (n0 + r * step) * geo.words +
                                                    8 * kQ8ChunkPairs * c) +
                     ahead;
-    _mm_prefetch(w, _MM_HINT_T0);
-    _mm_prefetch(w + 64, _MM_HINT_T0);
+    if (into == PrefetchInto::L2) {
+      _mm_prefetch(w, _MM_HINT_T1);
+      _mm_prefetch(w + 64, _MM_HINT_T1);
+    } else {
+      _mm_prefetch(w, _MM_HINT_T0);
+      _mm_prefetch(w + 64, _MM_HINT_T0);
+    }
   }
 }
 
