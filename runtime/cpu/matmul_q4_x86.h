@@ -186,23 +186,30 @@ LLMC_Q4_AVX2 void storeTileLanes(const Q4Problem &p, const Rows &geo, int64_t n0
       v[r * TT + t] = acc[r][t];
   const float *sums = p.xq.groupSums + t0 * geo.groups;
   const int64_t vectorGroups = geo.groups / 8 * 8;
+  // Groups outer, rows inner: the R x TT chains of FMAs run side by side
+  // (one row after another, each waited on its FMA latency per 8 groups).
+  const uint16_t *scales[R], *zeros[R];
   LLMC_Q4_UNROLL
   for (int r = 0; r < R; ++r) {
-    const uint16_t *scales = p.w.scales + (n0 + r * rowStep) * geo.groups;
-    const uint16_t *zeros = p.w.zeros + (n0 + r * rowStep) * geo.groups;
-    __m256 *z = v + kOut + r * TT;
+    scales[r] = p.w.scales + (n0 + r * rowStep) * geo.groups;
+    zeros[r] = p.w.zeros + (n0 + r * rowStep) * geo.groups;
+  }
+  __m256 *z = v + kOut; // [R][TT]
+  LLMC_Q4_UNROLL
+  for (int i = 0; i < kOut; ++i)
+    z[i] = _mm256_setzero_ps();
+  for (int64_t g = 0; g < vectorGroups; g += 8) {
     LLMC_Q4_UNROLL
-    for (int t = 0; t < TT; ++t)
-      z[t] = _mm256_setzero_ps();
-    for (int64_t g = 0; g < vectorGroups; g += 8) {
+    for (int r = 0; r < R; ++r) {
       const __m256 s =
-          _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i *>(scales + g)));
+          _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i *>(scales[r] + g)));
       const __m256 zr =
-          _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i *>(zeros + g)));
+          _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i *>(zeros[r] + g)));
       const __m256 sz = _mm256_mul_ps(s, zr);
       LLMC_Q4_UNROLL
       for (int t = 0; t < TT; ++t)
-        z[t] = _mm256_fmadd_ps(sz, _mm256_loadu_ps(sums + t * geo.groups + g), z[t]);
+        z[r * TT + t] =
+            _mm256_fmadd_ps(sz, _mm256_loadu_ps(sums + t * geo.groups + g), z[r * TT + t]);
     }
   }
   for (int i = 2 * kOut; i < kPadded; ++i)
@@ -212,13 +219,11 @@ LLMC_Q4_AVX2 void storeTileLanes(const Q4Problem &p, const Rows &geo, int64_t n0
     hsum8(v + i, h + i);
   LLMC_Q4_UNROLL
   for (int r = 0; r < R; ++r) {
-    const uint16_t *scales = p.w.scales + (n0 + r * rowStep) * geo.groups;
-    const uint16_t *zeros = p.w.zeros + (n0 + r * rowStep) * geo.groups;
     float *zeroes = h + kOut + r * TT;
     // The last groups one at a time, each a fused multiply-add whatever the
     // compiler's contraction rule (the AVX-512 panel kernel has these bits).
     for (int64_t g = vectorGroups; g < geo.groups; ++g) {
-      const __m128 sz = _mm_set_ss(halfToFloat(scales[g]) * halfToFloat(zeros[g]));
+      const __m128 sz = _mm_set_ss(halfToFloat(scales[r][g]) * halfToFloat(zeros[r][g]));
       LLMC_Q4_UNROLL
       for (int t = 0; t < TT; ++t)
         zeroes[t] = _mm_cvtss_f32(
