@@ -3,10 +3,12 @@
 // this machine's measured memory bandwidth. Prompts are fixed pseudo-random
 // token ids, so runs are comparable; generation ignores EOS.
 #include "cli_common.h"
+#include "cpu/matmul_q4.h"
 #include "cpu/read_bandwidth.h"
 #include "engine/generate.h"
 #include "llmrun_commands.h"
 #include "llmrun_engine.h"
+#include "ops/operands.h"
 #include "support/thread_pool.h"
 
 #include <nlohmann/json.hpp>
@@ -30,7 +32,8 @@ double median(std::vector<double> v) {
 }
 
 // Bytes of weights a decode step reads once for the whole batch: every
-// tensor a step uses, except the embedding table (a gather of a few rows).
+// tensor a step uses, except the embedding table (a gather of a few rows);
+// int4 zero points as the CPU backend holds them (4 bits each).
 uint64_t weightBytesPerDecodeStep(const Plan &plan) {
   const fb::Program *program = plan.program(fb::Target::Cpu, fb::Phase::Decode);
   std::vector<bool> counted(plan.meta().tensors()->size(), false);
@@ -38,11 +41,17 @@ uint64_t weightBytesPerDecodeStep(const Plan &plan) {
   for (const fb::Step *step : *program->steps()) {
     if (step->op() == fb::OpKind::Embedding || step->weights() == nullptr)
       continue;
-    for (int w : *step->weights())
-      if (!counted[w]) {
-        counted[w] = true;
-        bytes += plan.meta().tensors()->Get(w)->size();
-      }
+    const int zeros = ops::q4ZerosOperand(*step);
+    for (uint32_t i = 0; i < step->weights()->size(); ++i) {
+      const int w = step->weights()->Get(i);
+      if (counted[w])
+        continue;
+      counted[w] = true;
+      const fb::Tensor &t = *plan.meta().tensors()->Get(w);
+      bytes += static_cast<int>(i) == zeros
+                   ? t.shape()->Get(0) * cpu::q4ZeroRowBytes(t.shape()->Get(1))
+                   : t.size();
+    }
   }
   return bytes;
 }

@@ -63,7 +63,7 @@ void matmulSwigluQ4(ThreadPool &pool, const float *x, int64_t tokens, const Q4Ma
   const Q4Matrix gate{w.qweight, w.scales, w.zeros, inter, w.cols, w.groupSize};
   const Q4Matrix up{w.qweight + inter * words,
                     w.scales + inter * groups,
-                    w.zeros + inter * groups,
+                    w.zeros + inter * q4ZeroRowBytes(groups),
                     inter,
                     w.cols,
                     w.groupSize};

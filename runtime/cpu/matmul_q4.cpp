@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cmath>
+#include <cstdio>
 #include <string>
 #include <vector>
 
@@ -42,6 +43,48 @@ Status checkWeight(const Q4Matrix &w, std::string_view name) {
     return Status::error(where + ": group size " + std::to_string(w.groupSize) +
                          " is not a positive multiple of 32");
   return Status::ok();
+}
+
+Status packQ4Zeros(ThreadPool &pool, const uint16_t *zeros, int64_t rows, int64_t groups,
+                   uint8_t *out, std::string_view name) {
+  const int64_t rowBytes = q4ZeroRowBytes(groups);
+  std::atomic<int64_t> firstBad{rows * groups}; // the lowest bad cell, if any
+  pool.parallelFor(
+      rows,
+      [&](int64_t begin, int64_t end) {
+        for (int64_t n = begin; n < end; ++n) {
+          uint8_t *packed = out + n * rowBytes;
+          std::fill(packed, packed + rowBytes, uint8_t{0});
+          for (int64_t g = 0; g < groups; ++g) {
+            const float z = hd::f16ToF32(zeros[n * groups + g]);
+            if (!(z >= 0.0f && z <= 15.0f && z == std::floor(z))) { // NaN fails too
+              int64_t seen = firstBad.load();
+              while (n * groups + g < seen && !firstBad.compare_exchange_weak(seen, n * groups + g))
+                ;
+              return;
+            }
+            packed[g / 2] |= static_cast<uint8_t>(static_cast<int>(z) << (4 * (g % 2)));
+          }
+        }
+      },
+      std::max<int64_t>(1, 65536 / std::max<int64_t>(groups, 1)));
+  const int64_t bad = firstBad.load();
+  if (bad == rows * groups)
+    return Status::ok();
+  char value[32];
+  std::snprintf(value, sizeof(value), "%g", static_cast<double>(hd::f16ToF32(zeros[bad])));
+  return Status::error("int4 zero points '" + std::string(name) + "': row " +
+                       std::to_string(bad / groups) + ", group " + std::to_string(bad % groups) +
+                       " holds " + value +
+                       "; int4 zero points must be integers 0 .. 15 (rebuild the plan with llmc)");
+}
+
+Expected<std::vector<uint8_t>> packQ4Zeros(const uint16_t *zeros, int64_t rows, int64_t groups,
+                                           std::string_view name) {
+  ThreadPool oneThread(1);
+  std::vector<uint8_t> packed(rows * q4ZeroRowBytes(groups));
+  LLMC_RETURN_IF_ERROR(packQ4Zeros(oneThread, zeros, rows, groups, packed.data(), name));
+  return packed;
 }
 
 void setQ4ExactActivationsForTesting(bool exact) {
@@ -181,7 +224,8 @@ void matmulQ4RowsScalar(const Q4Problem &p, int64_t rowBegin, int64_t rowEnd) {
   const Q8Activations &xq = p.xq;
   for (int64_t n = rowBegin; n < rowEnd; ++n) {
     const hd::u32 *packed = p.w.qweight + n * words;
-    const uint16_t *scales = p.w.scales + n * groups, *zeros = p.w.zeros + n * groups;
+    const uint16_t *scales = p.w.scales + n * groups;
+    const uint8_t *zeros = p.w.zeros + n * q4ZeroRowBytes(groups);
     for (int64_t t = 0; t < p.tokens; ++t) {
       const int8_t *v = xq.values + t * xq.pairs * kQ8PairBytes;
       const float *d = xq.scales + t * xq.pairs * xq.scaleLanes;
@@ -196,7 +240,7 @@ void matmulQ4RowsScalar(const Q4Problem &p, int64_t rowBegin, int64_t rowEnd) {
         total += hd::f16ToF32(scales[b * kQ8Block / g]) * (blockScale * static_cast<float>(dot));
       }
       for (int64_t k = 0; k < groups; ++k)
-        total -= hd::f16ToF32(scales[k]) * hd::f16ToF32(zeros[k]) * sums[k];
+        total -= hd::f16ToF32(scales[k]) * static_cast<float>(q4ZeroAt(zeros, k)) * sums[k];
       storeQ4Output(p, t, n, total);
     }
   }
@@ -210,9 +254,13 @@ void matmulQ4RowsExact(const Q4Problem &p, int64_t rowBegin, int64_t rowEnd) {
   row.resize(k);
   for (int64_t n = rowBegin; n < rowEnd; ++n) {
     const hd::u32 *packed = p.w.qweight + n * words;
-    for (int64_t c = 0; c < k; ++c)
-      row[c] =
-          hd::q4Dequant(packed, p.w.scales + n * groups, p.w.zeros + n * groups, c, p.w.groupSize);
+    const uint16_t *scales = p.w.scales + n * groups;
+    const uint8_t *zeros = p.w.zeros + n * q4ZeroRowBytes(groups);
+    for (int64_t c = 0; c < k; ++c) { // hd::q4Dequant's arithmetic
+      const int64_t g = c / p.w.groupSize;
+      row[c] = (static_cast<float>(hd::q4At(packed, c)) - static_cast<float>(q4ZeroAt(zeros, g))) *
+               hd::f16ToF32(scales[g]);
+    }
     for (int64_t t = 0; t < p.tokens; ++t) {
       const float *xt = p.x + t * k;
       float s[4] = {0, 0, 0, 0};

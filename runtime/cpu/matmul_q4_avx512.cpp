@@ -224,13 +224,15 @@ LLMC_Q4_AVX512 void packPanel(const Q4Problem &p, int64_t n0, int rows, Panel &p
   for (int64_t q = 0; q < pairs; ++q)
     packPair(w, words, n0, rows, q, q < fullPairs, panel.quads.data() + q * kPairBytes);
   for (int r = 0; r < rows; ++r) {
-    const uint16_t *scales = w.scales + (n0 + r) * groups, *zeros = w.zeros + (n0 + r) * groups;
+    const uint16_t *scales = w.scales + (n0 + r) * groups;
+    const uint8_t *zeros = w.zeros + (n0 + r) * q4ZeroRowBytes(groups);
     for (int64_t b = 0; b < 2 * pairs; ++b) {
       const int64_t block = b < blocks ? b : b - 1; // the half pair's missing block
       panel.blockScales[b * kRows + r] = _cvtsh_ss(scales[block * kQ8Block / w.groupSize]);
     }
     for (int64_t g = 0; g < groups; ++g)
-      panel.zeroScales[g * kRows + r] = _cvtsh_ss(scales[g]) * _cvtsh_ss(zeros[g]);
+      panel.zeroScales[g * kRows + r] =
+          _cvtsh_ss(scales[g]) * static_cast<float>(q4ZeroAt(zeros, g));
   }
 }
 

@@ -37,7 +37,7 @@ namespace q4neon {
 constexpr int64_t kBlockRows = 16;
 constexpr int kTileRows = 4;
 
-// The f16 values at index g of four rows' arrays (scales or zeros), as f32 lanes.
+// The f16 values at index g of four rows' scales, as f32 lanes.
 inline float32x4_t rowHalves(const uint16_t *const (&rows)[kTileRows], int64_t g) {
   const uint16_t h[kTileRows] = {rows[0][g], rows[1][g], rows[2][g], rows[3][g]};
   return vcvt_f32_f16(vreinterpret_f16_u16(vld1_u16(h)));
@@ -52,12 +52,13 @@ void tile(const Q4Problem &p, int64_t n0, int64_t count, int64_t t0) {
   const int64_t groupSize = p.w.groupSize, groups = hd::q4NumGroups(p.w.cols, groupSize);
   const Q8Activations &xq = p.xq;
   const uint8_t *packed[kTileRows];
-  const uint16_t *scales[kTileRows], *zeros[kTileRows];
+  const uint16_t *scales[kTileRows];
+  const uint8_t *zeros[kTileRows];
   for (int r = 0; r < kTileRows; ++r) {
     const int64_t n = n0 + (r < count ? r : count - 1);
     packed[r] = reinterpret_cast<const uint8_t *>(p.w.qweight + n * words);
     scales[r] = p.w.scales + n * groups;
-    zeros[r] = p.w.zeros + n * groups;
+    zeros[r] = p.w.zeros + n * q4ZeroRowBytes(groups);
   }
   const int8_t *xv[TT];
   const float *xd[TT], *sums[TT];
@@ -78,7 +79,11 @@ void tile(const Q4Problem &p, int64_t n0, int64_t count, int64_t t0) {
       group = b * kQ8Block / groupSize;
       groupEnd = ((group + 1) * groupSize + kQ8Block - 1) / kQ8Block;
       scale = rowHalves(scales, group);
-      const float32x4_t scaledZero = vmulq_f32(scale, rowHalves(zeros, group));
+      const float zeroLanes[kTileRows] = {static_cast<float>(q4ZeroAt(zeros[0], group)),
+                                          static_cast<float>(q4ZeroAt(zeros[1], group)),
+                                          static_cast<float>(q4ZeroAt(zeros[2], group)),
+                                          static_cast<float>(q4ZeroAt(zeros[3], group))};
+      const float32x4_t scaledZero = vmulq_f32(scale, vld1q_f32(zeroLanes));
 #pragma GCC unroll 4
       for (int t = 0; t < TT; ++t)
         zero[t] = vfmaq_n_f32(zero[t], scaledZero, sums[t][group]);

@@ -52,11 +52,23 @@ LLMC_Q4_AVX2 inline float halfToFloat(uint16_t h) { return _cvtsh_ss(h); }
 struct Rows {
   int64_t words;     // u32 per row: 4 per Q8 block
   int64_t groups;    // scales / zeros per row
+  int64_t zeroBytes; // bytes of packed zeros per row
   int64_t fullPairs; // pairs whose two blocks both lie in the row
   explicit Rows(const Q4Matrix &w)
       : words(hd::q4WordsPerRow(w.cols)), groups(hd::q4NumGroups(w.cols, w.groupSize)),
-        fullPairs(words / 8) {}
+        zeroBytes(q4ZeroRowBytes(groups)), fullPairs(words / 8) {}
 };
+
+// The zero points of groups g .. g + 7 (g a multiple of 8, g + 7 < groups)
+// of a row of packed zeros, as f32: 4 bytes, low nibbles interleaved with
+// high ones.
+LLMC_Q4_AVX2 inline __m256 zeros8(const uint8_t *rowZeros, int64_t g) {
+  int32_t four;
+  std::memcpy(&four, rowZeros + g / 2, sizeof(four));
+  const __m128i v = _mm_cvtsi32_si128(four), low4 = _mm_set1_epi8(0x0f);
+  const __m128i lo = _mm_and_si128(v, low4), hi = _mm_and_si128(_mm_srli_epi16(v, 4), low4);
+  return _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_unpacklo_epi8(lo, hi)));
+}
 
 // Which groups the two blocks of a pair (columns 64p .. 64p + 63) read.
 enum class Groups {
@@ -188,11 +200,12 @@ LLMC_Q4_AVX2 void storeTileLanes(const Q4Problem &p, const Rows &geo, int64_t n0
   const int64_t vectorGroups = geo.groups / 8 * 8;
   // Groups outer, rows inner: the R x TT chains of FMAs run side by side
   // (one row after another, each waited on its FMA latency per 8 groups).
-  const uint16_t *scales[R], *zeros[R];
+  const uint16_t *scales[R];
+  const uint8_t *zeros[R];
   LLMC_Q4_UNROLL
   for (int r = 0; r < R; ++r) {
     scales[r] = p.w.scales + (n0 + r * rowStep) * geo.groups;
-    zeros[r] = p.w.zeros + (n0 + r * rowStep) * geo.groups;
+    zeros[r] = p.w.zeros + (n0 + r * rowStep) * geo.zeroBytes;
   }
   __m256 *z = v + kOut; // [R][TT]
   LLMC_Q4_UNROLL
@@ -203,8 +216,7 @@ LLMC_Q4_AVX2 void storeTileLanes(const Q4Problem &p, const Rows &geo, int64_t n0
     for (int r = 0; r < R; ++r) {
       const __m256 s =
           _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i *>(scales[r] + g)));
-      const __m256 zr =
-          _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i *>(zeros[r] + g)));
+      const __m256 zr = zeros8(zeros[r], g);
       const __m256 sz = _mm256_mul_ps(s, zr);
       LLMC_Q4_UNROLL
       for (int t = 0; t < TT; ++t)
@@ -223,7 +235,8 @@ LLMC_Q4_AVX2 void storeTileLanes(const Q4Problem &p, const Rows &geo, int64_t n0
     // The last groups one at a time, each a fused multiply-add whatever the
     // compiler's contraction rule (the AVX-512 panel kernel has these bits).
     for (int64_t g = vectorGroups; g < geo.groups; ++g) {
-      const __m128 sz = _mm_set_ss(halfToFloat(scales[r][g]) * halfToFloat(zeros[r][g]));
+      const __m128 sz =
+          _mm_set_ss(halfToFloat(scales[r][g]) * static_cast<float>(q4ZeroAt(zeros[r], g)));
       LLMC_Q4_UNROLL
       for (int t = 0; t < TT; ++t)
         zeroes[t] = _mm_cvtss_f32(

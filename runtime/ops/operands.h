@@ -61,6 +61,21 @@ inline int logitsBias(const fb::LogitsParams &p) {
   return p.bias() ? logitsMatrix(p) + matrixParts(p.weights()) : -1;
 }
 
+// The Step.weights index of the zero points of a step's int4 matrix (Linear,
+// Logits, LmHead with Q4 weights), or -1: the CPU backend packs them.
+inline int q4ZerosOperand(const fb::Step &step) {
+  if (step.op() == fb::OpKind::Linear) {
+    const fb::LinearParams *p = step.params_as_LinearParams();
+    if (p != nullptr && p->weights() == fb::WeightFormat::Q4)
+      return linearOperands(*p).matrix + 2;
+  } else if (step.op() == fb::OpKind::Logits || step.op() == fb::OpKind::LmHead) {
+    const fb::LogitsParams *p = step.params_as_LogitsParams();
+    if (p != nullptr && p->weights() == fb::WeightFormat::Q4)
+      return logitsMatrix(*p) + 2;
+  }
+  return -1;
+}
+
 // The buffers and weights a step with these params reads (the validator has
 // checked that the params are the kind's member).
 int expectedInputs(const fb::Step &step);

@@ -42,26 +42,32 @@ double threadSeconds() {
 struct Copies {
   int64_t n, k, g, count;
   std::vector<llmc::hd::u32> words;
-  std::vector<uint16_t> scales, zeros;
+  std::vector<uint16_t> scales;
+  std::vector<uint8_t> zeros; // packed, as the runtime loads them
 
   Copies(int64_t rows, int64_t cols, int64_t group, size_t budget)
       : n(rows), k(cols), g(group) {
     const int64_t w = llmc::hd::q4WordsPerRow(k), groups = llmc::hd::q4NumGroups(k, g);
-    const size_t bytes = static_cast<size_t>(n * (4 * w + 4 * groups));
+    const int64_t zeroBytes = llmc::cpu::q4ZeroRowBytes(groups);
+    const size_t bytes = static_cast<size_t>(n * (4 * w + 2 * groups + zeroBytes));
     count = std::max<int64_t>(1, static_cast<int64_t>(budget / bytes));
     std::mt19937 rng(7);
     words.resize(count * n * w);
     for (auto &v : words)
       v = rng();
-    for (int64_t i = 0; i < count * n * groups; ++i) {
+    for (int64_t i = 0; i < count * n * groups; ++i)
       scales.push_back(llmc::hd::f32ToF16(0.01f + 0.001f * static_cast<float>(i % 7)));
-      zeros.push_back(llmc::hd::f32ToF16(static_cast<float>(i % 16)));
-    }
+    for (int64_t i = 0; i < count * n * zeroBytes; ++i)
+      zeros.push_back(static_cast<uint8_t>(i % 256));
   }
   Q4Matrix matrix(int64_t c) const {
     const int64_t w = llmc::hd::q4WordsPerRow(k), groups = llmc::hd::q4NumGroups(k, g);
-    return {words.data() + c * n * w, scales.data() + c * n * groups,
-            zeros.data() + c * n * groups, n, k, g};
+    return {words.data() + c * n * w,
+            scales.data() + c * n * groups,
+            zeros.data() + c * n * llmc::cpu::q4ZeroRowBytes(groups),
+            n,
+            k,
+            g};
   }
 };
 

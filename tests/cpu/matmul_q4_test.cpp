@@ -39,6 +39,7 @@ struct RandomQ4 {
   int64_t rows, cols, groupSize;
   std::vector<hd::u32> qweight;
   std::vector<uint16_t> scales, zeros;
+  std::vector<uint8_t> packedZeros; // as the runtime loads them
 
   RandomQ4(std::mt19937 &rng, int64_t n, int64_t k, int64_t g) : rows(n), cols(k), groupSize(g) {
     std::uniform_int_distribution<hd::u32> word;
@@ -51,9 +52,10 @@ struct RandomQ4 {
       scales.push_back(hd::f32ToF16(scale(rng)));
       zeros.push_back(hd::f32ToF16(static_cast<float>(nibble(rng))));
     }
+    packedZeros = *packQ4Zeros(zeros.data(), n, hd::q4NumGroups(k, g), "random");
   }
   Q4Matrix matrix() const {
-    return {qweight.data(), scales.data(), zeros.data(), rows, cols, groupSize};
+    return {qweight.data(), scales.data(), packedZeros.data(), rows, cols, groupSize};
   }
   int q(int64_t n, int64_t k) const {
     return hd::q4At(qweight.data() + n * hd::q4WordsPerRow(cols), k);
@@ -112,6 +114,47 @@ std::vector<float> randomX(std::mt19937 &rng, int64_t n) {
       x[i] = 0.0f;
   }
   return x;
+}
+
+// Zero points packed two per byte, rows padded to whole bytes: every value
+// 0..15 at even and odd groups, an odd group count (the pad nibble is 0),
+// and threads splitting the rows give the same bytes.
+TEST(Q4Zeros, PackTwoPerByteAndReadBack) {
+  for (int64_t groups : {1, 7, 8, 33}) {
+    const int64_t rows = 300;
+    std::vector<uint16_t> halves(rows * groups);
+    for (int64_t i = 0; i < rows * groups; ++i)
+      halves[i] = hd::f32ToF16(static_cast<float>((i * 7 + i / 16) % 16));
+    auto packed = packQ4Zeros(halves.data(), rows, groups, "z");
+    ASSERT_TRUE(packed.isOk()) << packed.message();
+    ASSERT_EQ(static_cast<int64_t>(packed->size()), rows * q4ZeroRowBytes(groups));
+    for (int64_t n = 0; n < rows; ++n) {
+      const uint8_t *row = packed->data() + n * q4ZeroRowBytes(groups);
+      for (int64_t g = 0; g < groups; ++g)
+        ASSERT_EQ(q4ZeroAt(row, g), static_cast<int>(hd::f16ToF32(halves[n * groups + g])))
+            << "groups " << groups << " row " << n << " group " << g;
+      if (groups % 2 == 1)
+        EXPECT_EQ(row[groups / 2] >> 4, 0) << "pad nibble, row " << n;
+    }
+    ThreadPool pool(2);
+    std::vector<uint8_t> split(packed->size(), 0xff);
+    ASSERT_TRUE(packQ4Zeros(pool, halves.data(), rows, groups, split.data(), "z").isOk());
+    EXPECT_EQ(split, *packed) << "groups " << groups;
+  }
+}
+
+// Of several bad cells, the error names the first, whichever thread saw it.
+TEST(Q4Zeros, PackingNamesTheFirstBadCell) {
+  const int64_t rows = 4096, groups = 4;
+  std::vector<uint16_t> halves(rows * groups, hd::f32ToF16(3.0f));
+  halves[3000 * groups + 2] = hd::f32ToF16(2.5f);
+  halves[100 * groups + 1] = hd::f32ToF16(15.5f);
+  ThreadPool pool(2);
+  std::vector<uint8_t> out(rows * q4ZeroRowBytes(groups));
+  const Status status = packQ4Zeros(pool, halves.data(), rows, groups, out.data(), "layer.zeros");
+  ASSERT_FALSE(status.isOk());
+  EXPECT_NE(status.message().find("'layer.zeros': row 100, group 1 holds 15.5"), std::string::npos)
+      << status.message();
 }
 
 TEST(Q8Quantize, FollowsTheRuleAndTheLayout) {
@@ -301,7 +344,7 @@ TEST(MatmulQ4Q8, EveryTileGivesTheDecodeBits) {
       Q4Matrix slice = w.matrix();
       slice.qweight += first * hd::q4WordsPerRow(c.k);
       slice.scales += first * groups;
-      slice.zeros += first * groups;
+      slice.zeros += first * q4ZeroRowBytes(groups);
       slice.rows -= first;
       std::vector<float> part(c.tokens * slice.rows);
       matmulQ4(pool, x.data(), c.tokens, slice, nullptr, 0.0f, part.data());
@@ -340,7 +383,7 @@ TEST(MatmulQ4Q8, DecodeRunsGiveThePrefillTileBits) {
           Q4Matrix slice = w.matrix();
           slice.qweight += first * hd::q4WordsPerRow(c.k);
           slice.scales += first * groups;
-          slice.zeros += first * groups;
+          slice.zeros += first * q4ZeroRowBytes(groups);
           slice.rows -= first;
           std::vector<float> one(slice.rows + 1, -7.0f);
           matmulQ4(pool, x.data() + c.k, 1, slice, nullptr, 0.0f, one.data());
@@ -374,7 +417,7 @@ TEST(MatmulQ4Q8, SwigluLinearHasTheUnfusedBits) {
         gate.rows = up.rows = inter;
         up.qweight += inter * hd::q4WordsPerRow(c.k);
         up.scales += inter * groups;
-        up.zeros += inter * groups;
+        up.zeros += inter * q4ZeroRowBytes(groups);
         std::vector<float> g(c.tokens * inter), u(c.tokens * inter), want(c.tokens * inter);
         matmulQ4(pool, x.data(), c.tokens, gate, nullptr, 0.0f, g.data());
         matmulQ4(pool, x.data(), c.tokens, up, nullptr, 0.0f, u.data());

@@ -1201,7 +1201,8 @@ void checkLinearQ4(const LinearForm &op, DType act, int64_t N, int64_t K, int64_
     cpu::rmsNorm(pool, x.data(), T, {gamma.data(), DType::F32, K}, eps, normed.data());
     xin = normed.data();
   }
-  const cpu::Q4Matrix w{qweight.data(), scales.data(), zeros.data(), rows, K, G};
+  const std::vector<uint8_t> packedZeros = *cpu::packQ4Zeros(zeros.data(), rows, groups, "zeros");
+  const cpu::Q4Matrix w{qweight.data(), scales.data(), packedZeros.data(), rows, K, G};
   cpu::setQ4ExactActivationsForTesting(true); // W4A16 like the GPU, not the CPU's int8 x
   if (form.swiglu) {
     cpu::matmulSwigluQ4(pool, xin, T, w, want.data(), products);

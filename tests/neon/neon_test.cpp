@@ -153,6 +153,7 @@ TEST(NeonQ8, SumsInTheAvx2OrderBitForBit) {
 struct Q4Data {
   std::vector<hd::u32> qweight;
   std::vector<uint16_t> scales, zeros;
+  std::vector<uint8_t> packedZeros; // as the runtime loads them
   Q4Matrix m;
 };
 
@@ -168,7 +169,8 @@ Q4Data randomQ4(std::mt19937 &rng, int64_t rows, int64_t cols, int64_t group) {
     d.scales.push_back(hd::f32ToF16(scale(rng)));
     d.zeros.push_back(hd::f32ToF16(static_cast<float>(nibble(rng))));
   }
-  d.m = {d.qweight.data(), d.scales.data(), d.zeros.data(), rows, cols, group};
+  d.packedZeros = *packQ4Zeros(d.zeros.data(), rows, hd::q4NumGroups(cols, group), "random");
+  d.m = {d.qweight.data(), d.scales.data(), d.packedZeros.data(), rows, cols, group};
   return d;
 }
 

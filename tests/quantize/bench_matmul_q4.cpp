@@ -67,17 +67,19 @@ void benchShape(ThreadPool &pool, int64_t n, int64_t k, int64_t tokens) {
       if (!llmc::cpu::setIsaForTesting(isa))
         continue;
       int64_t words = llmc::hd::q4WordsPerRow(k), groups = llmc::hd::q4NumGroups(k, group);
-      size_t bytes = n * words * 4 + n * groups * 4;
+      const int64_t zeroBytes = llmc::cpu::q4ZeroRowBytes(groups);
+      size_t bytes = n * words * 4 + n * groups * 2 + n * zeroBytes;
       size_t copies = std::max<size_t>(1, kSpanBytes / bytes);
       std::vector<uint32_t> q(copies * n * words);
       for (uint32_t &v : q)
         v = static_cast<uint32_t>(rng());
-      std::vector<uint16_t> s(copies * n * groups, 0x2000), z(copies * n * groups, 0x4800);
+      std::vector<uint16_t> s(copies * n * groups, 0x2000);
+      std::vector<uint8_t> z(copies * n * zeroBytes, 0x88); // zero points 8
       double rate = callsPerSecond([&](int64_t i) {
         size_t c = i % copies;
         llmc::cpu::Q4Matrix w{q.data() + c * n * words,
                               s.data() + c * n * groups,
-                              z.data() + c * n * groups,
+                              z.data() + c * n * zeroBytes,
                               n,
                               k,
                               group};

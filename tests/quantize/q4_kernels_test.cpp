@@ -65,6 +65,7 @@ struct RandomQ4 {
   int64_t rows, cols, groupSize;
   std::vector<hd::u32> qweight;
   std::vector<uint16_t> scales, zeros;
+  std::vector<uint8_t> packedZeros; // as the runtime loads them
 
   RandomQ4(std::mt19937 &rng, int64_t n, int64_t k, int64_t g) : rows(n), cols(k), groupSize(g) {
     std::uniform_int_distribution<int> nibble(0, 15);
@@ -81,9 +82,10 @@ struct RandomQ4 {
       scales.push_back(hd::f32ToF16(scale(rng)));
       zeros.push_back(hd::f32ToF16(static_cast<float>(nibble(rng))));
     }
+    packedZeros = *packQ4Zeros(zeros.data(), n, groups, "random");
   }
   Q4Matrix matrix() const {
-    return {qweight.data(), scales.data(), zeros.data(), rows, cols, groupSize};
+    return {qweight.data(), scales.data(), packedZeros.data(), rows, cols, groupSize};
   }
   // The reference: every weight dequantized, in double.
   double weight(int64_t n, int64_t k) const {
@@ -173,7 +175,8 @@ TEST(MatmulQ4, LargeLayerSplitsOverThreads) {
 TEST(MatmulQ4, CheckNamesTheTensorAndTheProblem) {
   std::vector<hd::u32> words(4);
   std::vector<uint16_t> halves(1);
-  Q4Matrix ok{words.data(), halves.data(), halves.data(), 1, 32, 32};
+  std::vector<uint8_t> nibbles(1);
+  Q4Matrix ok{words.data(), halves.data(), nibbles.data(), 1, 32, 32};
   EXPECT_TRUE(checkWeight(ok, "w").isOk());
   Q4Matrix bad = ok;
   bad.groupSize = 48;

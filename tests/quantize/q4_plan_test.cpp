@@ -3,9 +3,14 @@
 // or parameters is rejected with a message that names the file, the step,
 // the tensor and what the layout expects.
 #include "common/test_paths.h"
+#include "cpu/backend/cpu_backend.h"
+#include "engine/engine.h"
 #include "kernels/common/q4_layout.h"
 #include "ops/op_table.h"
 #include "plan/plan_fixture.h"
+
+#include <cmath>
+#include <functional>
 
 namespace llmc {
 namespace {
@@ -47,8 +52,11 @@ std::unique_ptr<Q4Plan> makeQ4Plan() {
   return p;
 }
 
-std::string writeQ4Plan(const std::string &name) {
+std::string writeQ4Plan(const std::string &name,
+                        const std::function<void(Q4Plan &)> &edit = nullptr) {
   auto p = makeQ4Plan();
+  if (edit)
+    edit(*p);
   std::string path = test::scratchDir("q4-plan-" + name) + "/tiny.plan";
   auto written = writePlan(path, p->tiny.contents);
   EXPECT_TRUE(written.isOk()) << written.message();
@@ -160,6 +168,54 @@ TEST(Q4Plan, CorruptionsAreNamed) {
                                  fb::WeightFormat::Dense;
                          }),
                  "LinearParams.group_size = 32: must be 0 for Dense weights");
+}
+
+// The CPU backend's load of the plan at `path`: its error, or "" when it loads.
+std::string cpuLoadError(const std::string &path) {
+  auto plan = Plan::open(path);
+  EXPECT_TRUE(plan.isOk()) << plan.message();
+  if (!plan)
+    return "no plan";
+  EngineOptions options;
+  options.threads = 1;
+  options.kvCacheTokens = 8;
+  auto backend = CpuBackend::create(*plan, options);
+  return backend.isOk() ? "" : backend.message();
+}
+
+// The CPU backend packs the zero points to nibbles (cpu/matmul_q4.h), so a
+// stored zero must be what q4_layout.h says: an integer 0..15. The plan
+// passes Plan::open (values are not metadata); the load names the tensor
+// and the cell.
+TEST(Q4Plan, ZeroPointsThatAreNotIntegers0To15FailTheCpuLoad) {
+  EXPECT_EQ(cpuLoadError(writeQ4Plan("zeros-ok")), "");
+  const struct {
+    const char *name;
+    float value;
+    const char *holds;
+  } bad[] = {{"fraction", 7.5f, "holds 7.5"},
+             {"sixteen", 16.0f, "holds 16"},
+             {"negative", -1.0f, "holds -1"},
+             {"nan", std::nanf(""), "holds nan"}};
+  for (const auto &b : bad) {
+    const std::string path = writeQ4Plan(std::string("zeros-") + b.name,
+                                         [&](Q4Plan &p) { p.zeros[3] = hd::f32ToF16(b.value); });
+    const std::string message = cpuLoadError(path);
+    expectContains(message, path);
+    expectContains(message, "'proj.zeros': row 3, group 0 " + std::string(b.holds));
+    expectContains(message, "must be integers 0 .. 15");
+  }
+}
+
+// A tensor read as zero points and as anything else cannot be packed for one
+// without breaking the other: the load refuses it.
+TEST(Q4Plan, ZerosTensorSharedWithAnotherOperandFailsTheCpuLoad) {
+  const std::string path = writeQ4Plan("zeros-shared", [](Q4Plan &p) {
+    for (auto &program : p.tiny.contents.meta.programs)
+      program->steps[2]->weights = {2, 3, 3}; // the scales as the zeros too
+  });
+  expectContains(cpuLoadError(path),
+                 "tensor 'proj.scales' is read both as int4 zero points and as another operand");
 }
 
 } // namespace

@@ -1,13 +1,16 @@
 #include "cpu/backend/loaded_weights.h"
 
+#include "cpu/matmul_q4.h"
 #include "kernels/common/half.h"
 #include "kernels/common/q4_rtn.h"
+#include "ops/operands.h"
 #include "plan/plan_format.h"
 #include "plan/synthetic_float.h"
 
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>
+#include <string>
 
 namespace llmc {
 
@@ -54,6 +57,72 @@ void fillSyntheticQ4(const fb::SyntheticInit &init, uint64_t firstCell, uint64_t
   }
 }
 
+uint8_t *LoadedWeights::allocate(uint64_t bytes) {
+  auto *memory = static_cast<uint8_t *>(std::aligned_alloc(64, alignUp(bytes, 64)));
+  if (memory != nullptr) {
+    generated_.emplace_back(memory);
+    generatedBytes_ += bytes;
+  }
+  return memory;
+}
+
+namespace {
+
+// Which tensors the CPU programs read as int4 zero points, and which as
+// anything else.
+struct ZeroUses {
+  std::vector<bool> asZeros, asOther;
+};
+
+ZeroUses zeroUses(const fb::Plan &meta, size_t tensors) {
+  ZeroUses uses{std::vector<bool>(tensors), std::vector<bool>(tensors)};
+  for (const fb::Program *program : *meta.programs()) {
+    if (program->target() != fb::Target::Cpu)
+      continue;
+    for (const fb::Step *step : *program->steps()) {
+      if (step->weights() == nullptr)
+        continue;
+      const int zeros = ops::q4ZerosOperand(*step);
+      for (uint32_t i = 0; i < step->weights()->size(); ++i) {
+        std::vector<bool> &use = static_cast<int>(i) == zeros ? uses.asZeros : uses.asOther;
+        use[step->weights()->Get(i)] = true;
+      }
+    }
+  }
+  return uses;
+}
+
+} // namespace
+
+Status LoadedWeights::packQ4Zeros(const Plan &plan, ThreadPool &pool) {
+  const fb::Plan &meta = plan.meta();
+  const ZeroUses uses = zeroUses(meta, data_.size());
+  for (uint32_t index = 0; index < data_.size(); ++index) {
+    if (!uses.asZeros[index])
+      continue;
+    const std::string name = meta.tensors()->Get(index)->name()->str();
+    // The packed tensor has another dtype and size: no other step may read it.
+    if (uses.asOther[index])
+      return Status::error(plan.path() + ": tensor '" + name +
+                           "' is read both as int4 zero points and as another operand");
+    // The validator checked the shape: F16 [rows, groups].
+    const int64_t rows = shapes_[index][0], groups = shapes_[index][1];
+    const int64_t rowBytes = cpu::q4ZeroRowBytes(groups);
+    uint8_t *out = allocate(static_cast<uint64_t>(rows * rowBytes));
+    if (out == nullptr)
+      return Status::error(plan.path() + ": cannot allocate " + std::to_string(rows * rowBytes) +
+                           " bytes for the packed zero points of '" + name + "'");
+    const Status packed = cpu::packQ4Zeros(pool, static_cast<const uint16_t *>(data_[index]), rows,
+                                           groups, out, name);
+    if (!packed.isOk())
+      return Status::error(plan.path() + ": " + packed.message());
+    data_[index] = out;
+    dtypes_[index] = DType::U8;
+    shapes_[index] = {rows, rowBytes};
+  }
+  return Status::ok();
+}
+
 Expected<LoadedWeights> LoadedWeights::load(const Plan &plan, ThreadPool &pool) {
   LoadedWeights weights;
   const auto &tensors = *plan.meta().tensors();
@@ -66,10 +135,9 @@ Expected<LoadedWeights> LoadedWeights::load(const Plan &plan, ThreadPool &pool) 
       weights.data_.push_back(plan.tensorData(i));
       continue;
     }
-    uint64_t bytes = alignUp(t.size(), 64);
-    auto *memory = static_cast<uint8_t *>(std::aligned_alloc(64, bytes));
+    uint8_t *memory = weights.allocate(t.size());
     if (memory == nullptr)
-      return Status::error(plan.path() + ": cannot allocate " + std::to_string(bytes) +
+      return Status::error(plan.path() + ": cannot allocate " + std::to_string(t.size()) +
                            " bytes for synthetic tensor '" + t.name()->str() + "'");
     const fb::SyntheticInit &init = *t.synthetic();
     if (isSyntheticQ4(init.kind())) {
@@ -89,9 +157,8 @@ Expected<LoadedWeights> LoadedWeights::load(const Plan &plan, ThreadPool &pool) 
           1 << 16);
     }
     weights.data_.push_back(memory);
-    weights.generated_.emplace_back(memory);
-    weights.generatedBytes_ += t.size();
   }
+  LLMC_RETURN_IF_ERROR(weights.packQ4Zeros(plan, pool));
   return weights;
 }
 
@@ -110,6 +177,8 @@ Expected<LoadedWeights> LoadedWeights::fromViews(const Plan &plan, std::vector<c
     weights.shapes_.emplace_back(t.shape()->begin(), t.shape()->end());
   }
   weights.data_ = std::move(data);
+  ThreadPool oneThread(1);
+  LLMC_RETURN_IF_ERROR(weights.packQ4Zeros(plan, oneThread));
   return weights;
 }
 

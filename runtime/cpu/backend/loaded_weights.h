@@ -1,6 +1,10 @@
 // The weights of a loaded plan as the CPU kernels see them: views into the
 // mapped plan (no copy), or, for a --synthetic-weights plan, tensors generated
-// once at load time from each tensor's SyntheticInit.
+// once at load time from each tensor's SyntheticInit. The int4 zero points
+// of the CPU programs' matrices are packed to 4 bits at load time (dtype U8,
+// [rows, q4ZeroRowBytes(groups)]; cpu/matmul_q4.h), so that decode reads
+// 18.5 instead of 20 bytes per group of 32 weights; a zero point that is not
+// an integer 0..15 fails the load, naming its tensor.
 #pragma once
 
 #include "cpu/weights.h"
@@ -34,10 +38,15 @@ public:
   DType dtype(uint32_t index) const { return dtypes_[index]; }
   cpu::WeightMatrix matrix(uint32_t index) const;
   cpu::WeightVector vector(uint32_t index) const;
-  // Bytes generated for a synthetic plan (0 for a plan with stored weights).
+  // Bytes generated at load time: a synthetic plan's tensors and the packed
+  // int4 zero points.
   uint64_t generatedBytes() const { return generatedBytes_; }
 
 private:
+  // Replaces each int4 zeros tensor of the plan's CPU programs by its packed nibbles.
+  Status packQ4Zeros(const Plan &plan, ThreadPool &pool);
+  uint8_t *allocate(uint64_t bytes);
+
   struct FreeAligned {
     void operator()(uint8_t *p) const;
   };

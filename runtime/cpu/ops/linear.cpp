@@ -38,14 +38,15 @@ Status denseLinear(const OpContext &c, const fb::LinearParams &p, const ops::Lin
   return Status::ok();
 }
 
-// Weights: qweight, scales, zeros of [N', K] (kernels/common/q4_layout.h).
+// Weights: qweight, scales, zeros of [N', K] (kernels/common/q4_layout.h),
+// the zeros packed to nibbles at load (cpu/matmul_q4.h, LoadedWeights).
 Status q4Linear(const OpContext &c, const fb::LinearParams &p, const ops::LinearOperands &o,
                 float *out, bool accumulate) {
   const int64_t T = c.tokens(), k = c.inWidth(0), n = c.outWidth();
   auto data = [&](int i) { return c.weights.data(c.weight(i)); };
   const Q4Matrix w{static_cast<const uint32_t *>(data(o.matrix)),
                    static_cast<const uint16_t *>(data(o.matrix + 1)),
-                   static_cast<const uint16_t *>(data(o.matrix + 2)),
+                   static_cast<const uint8_t *>(data(o.matrix + 2)),
                    p.gated() ? 2 * n : n,
                    k,
                    p.group_size()};

@@ -23,8 +23,8 @@ void projectVocabulary(const OpContext &c, const fb::LogitsParams &p, const floa
   case fb::WeightFormat::Q4:
     matmulQ4(c.pool, x, rows,
              Q4Matrix{static_cast<const uint32_t *>(data(0)),
-                      static_cast<const uint16_t *>(data(1)),
-                      static_cast<const uint16_t *>(data(2)), vocab, hidden, p.group_size()},
+                      static_cast<const uint16_t *>(data(1)), static_cast<const uint8_t *>(data(2)),
+                      vocab, hidden, p.group_size()},
              bias, 0.0f, y);
     return;
   case fb::WeightFormat::Q8:
