@@ -60,14 +60,14 @@ struct Rows {
 };
 
 // The zero points of groups g .. g + 7 (g a multiple of 8, g + 7 < groups)
-// of a row of packed zeros, as f32: 4 bytes, low nibbles interleaved with
-// high ones.
+// of a row of packed zeros, as f32: their 4 bytes are one 32-bit word whose
+// nibble i is group g + i, so lane i shifts the broadcast word by 4i.
 LLMC_Q4_AVX2 inline __m256 zeros8(const uint8_t *rowZeros, int64_t g) {
-  int32_t four;
-  std::memcpy(&four, rowZeros + g / 2, sizeof(four));
-  const __m128i v = _mm_cvtsi32_si128(four), low4 = _mm_set1_epi8(0x0f);
-  const __m128i lo = _mm_and_si128(v, low4), hi = _mm_and_si128(_mm_srli_epi16(v, 4), low4);
-  return _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_unpacklo_epi8(lo, hi)));
+  int32_t word;
+  std::memcpy(&word, rowZeros + g / 2, sizeof(word));
+  const __m256i nibbles = _mm256_srlv_epi32(_mm256_set1_epi32(word),
+                                            _mm256_setr_epi32(0, 4, 8, 12, 16, 20, 24, 28));
+  return _mm256_cvtepi32_ps(_mm256_and_si256(nibbles, _mm256_set1_epi32(0x0f)));
 }
 
 // Which groups the two blocks of a pair (columns 64p .. 64p + 63) read.
