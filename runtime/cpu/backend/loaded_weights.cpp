@@ -66,6 +66,15 @@ uint8_t *LoadedWeights::allocate(uint64_t bytes) {
   return memory;
 }
 
+void LoadedWeights::releaseGenerated(const void *data, uint64_t bytes) {
+  auto owned = std::find_if(generated_.begin(), generated_.end(),
+                            [&](const auto &memory) { return memory.get() == data; });
+  if (owned == generated_.end())
+    return;
+  generated_.erase(owned);
+  generatedBytes_ -= bytes;
+}
+
 namespace {
 
 // Which tensors the CPU programs read as int4 zero points, and which as
@@ -116,6 +125,8 @@ Status LoadedWeights::packQ4Zeros(const Plan &plan, ThreadPool &pool) {
                                            groups, out, name);
     if (!packed.isOk())
       return Status::error(plan.path() + ": " + packed.message());
+    // A synthetic plan's f16 zeros were generated for this alone.
+    releaseGenerated(data_[index], meta.tensors()->Get(index)->size());
     data_[index] = out;
     dtypes_[index] = DType::U8;
     shapes_[index] = {rows, rowBytes};

@@ -46,6 +46,9 @@ private:
   // Replaces each int4 zeros tensor of the plan's CPU programs by its packed nibbles.
   Status packQ4Zeros(const Plan &plan, ThreadPool &pool);
   uint8_t *allocate(uint64_t bytes);
+  // Frees `data` of `bytes` if allocate() made it (a synthetic tensor the
+  // load replaced); views into the plan are left alone.
+  void releaseGenerated(const void *data, uint64_t bytes);
 
   struct FreeAligned {
     void operator()(uint8_t *p) const;
