@@ -137,6 +137,30 @@ TEST_F(LlmrunCli, BenchWarmsUpUnlessToldNotTo) {
   EXPECT_NE(run.out.find("median of 1 after a warm-up run"), std::string::npos) << run.out;
 }
 
+// --- bench counts an int4 matrix's zero points as the CPU backend holds them:
+// 4 bits each, not the plan's f16.
+TEST_F(LlmrunCli, BenchCountsInt4ZeroPointsPacked) {
+  auto weightBytes = [&](const std::string &plan) -> long long {
+    Outcome run = llmrun("bench " + plan +
+                         " --device cpu --threads 1 --prompt-len 2 --gen-len 2 --repeats 1 "
+                         "--no-bandwidth --no-warmup --json");
+    EXPECT_EQ(run.exitCode, 0) << run.err;
+    const std::string key = "\"weight_bytes_per_decode_step\":";
+    const size_t at = run.out.find(key);
+    EXPECT_NE(at, std::string::npos) << run.out;
+    return at == std::string::npos ? -1 : std::stoll(run.out.substr(at + key.size()));
+  };
+  auto q4 = test::makeQ4Plan();
+  q4->tiny.contents.meta.tokenizer->tokenizer_json = kTokenizer;
+  const std::string q4Path = dir_ + "/q4.plan";
+  ASSERT_TRUE(writePlan(q4Path, q4->tiny.contents).isOk());
+  // The [8, 8] f32 projection (256 bytes) becomes 8 rows of 4 words, an f16
+  // scale and a packed zero byte per row.
+  const long long rows = test::kHidden;
+  EXPECT_EQ(weightBytes(q4Path),
+            weightBytes(plan_) - rows * rows * 4 + rows * 4 * 4 + rows * 2 + rows * 1);
+}
+
 // --- Size flags say their valid range.
 TEST_F(LlmrunCli, BenchRangeChecksItsSizeFlags) {
   Outcome run = llmrun("bench " + plan_ + " --prompt-len 9223372036854775807");

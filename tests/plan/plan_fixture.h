@@ -4,6 +4,8 @@
 #pragma once
 
 #include "common/step_params.h"
+#include "kernels/common/half.h"
+#include "kernels/common/q4_layout.h"
 #include "plan/plan.h"
 #include "plan/plan_format.h"
 #include "plan_writer.h"
@@ -12,6 +14,7 @@
 #include <fstream>
 #include <functional>
 #include <iterator>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -318,6 +321,41 @@ inline TinyPlan makeSynthetic(TinyPlan tiny) {
 }
 
 inline TinyPlan makeSyntheticTinyPlan() { return makeSynthetic(makeTinyPlan()); }
+
+// The tiny plan with its [8, 8] projection in int4, groups of 32 (one
+// ragged group of 8 columns per row); the vectors hold the int4 parts.
+struct Q4Plan {
+  TinyPlan tiny;
+  std::vector<uint32_t> qweight;
+  std::vector<uint16_t> scales, zeros;
+};
+
+inline std::unique_ptr<Q4Plan> makeQ4Plan() {
+  auto p = std::make_unique<Q4Plan>();
+  p->tiny = makeTinyPlan();
+  fb::PlanT &meta = p->tiny.contents.meta;
+  const int64_t words = hd::q4WordsPerRow(kHidden);
+  p->qweight.assign(kHidden * words, 0x76543210u);
+  p->scales.assign(kHidden, hd::f32ToF16(0.01f));
+  p->zeros.assign(kHidden, hd::f32ToF16(8.0f));
+  // Tensor 2 ("proj") becomes proj.qweight; scales and zeros are 3 and 4.
+  meta.tensors[2] = tensor("proj.qweight", {kHidden, words});
+  meta.tensors[2]->dtype = fb::DType::I32;
+  meta.tensors.push_back(tensor("proj.scales", {kHidden, 1}));
+  meta.tensors.push_back(tensor("proj.zeros", {kHidden, 1}));
+  meta.tensors[3]->dtype = meta.tensors[4]->dtype = fb::DType::F16;
+  auto &sources = p->tiny.contents.sources;
+  sources[2] = {
+      reinterpret_cast<const uint8_t *>(p->qweight.data()), DType::I32, p->qweight.size(), {}};
+  sources.push_back({reinterpret_cast<const uint8_t *>(p->scales.data()), DType::F16, kHidden, {}});
+  sources.push_back({reinterpret_cast<const uint8_t *>(p->zeros.data()), DType::F16, kHidden, {}});
+  for (auto &program : meta.programs) {
+    fb::StepT &linear = *program->steps[2];
+    linear.weights = {2, 3, 4};
+    linear.params = linearParams({.q4 = true, .groupSize = 32});
+  }
+  return p;
+}
 
 inline std::vector<uint8_t> readBytes(const std::string &path) {
   std::ifstream in(path, std::ios::binary);

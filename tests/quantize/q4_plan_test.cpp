@@ -16,41 +16,8 @@ namespace llmc {
 namespace {
 
 using test::kHidden;
-
-// The fixture's plan with its [8, 8] projection in int4, groups of 32
-// (one ragged group of 8 columns per row).
-struct Q4Plan {
-  test::TinyPlan tiny;
-  std::vector<uint32_t> qweight;
-  std::vector<uint16_t> scales, zeros;
-};
-
-std::unique_ptr<Q4Plan> makeQ4Plan() {
-  auto p = std::make_unique<Q4Plan>();
-  p->tiny = test::makeTinyPlan();
-  fb::PlanT &meta = p->tiny.contents.meta;
-  const int64_t words = hd::q4WordsPerRow(kHidden);
-  p->qweight.assign(kHidden * words, 0x76543210u);
-  p->scales.assign(kHidden, hd::f32ToF16(0.01f));
-  p->zeros.assign(kHidden, hd::f32ToF16(8.0f));
-  // Tensor 2 ("proj") becomes proj.qweight; scales and zeros are 3 and 4.
-  meta.tensors[2] = test::tensor("proj.qweight", {kHidden, words});
-  meta.tensors[2]->dtype = fb::DType::I32;
-  meta.tensors.push_back(test::tensor("proj.scales", {kHidden, 1}));
-  meta.tensors.push_back(test::tensor("proj.zeros", {kHidden, 1}));
-  meta.tensors[3]->dtype = meta.tensors[4]->dtype = fb::DType::F16;
-  auto &sources = p->tiny.contents.sources;
-  sources[2] = {reinterpret_cast<const uint8_t *>(p->qweight.data()), DType::I32,
-                p->qweight.size(), {}};
-  sources.push_back({reinterpret_cast<const uint8_t *>(p->scales.data()), DType::F16, kHidden, {}});
-  sources.push_back({reinterpret_cast<const uint8_t *>(p->zeros.data()), DType::F16, kHidden, {}});
-  for (auto &program : meta.programs) {
-    fb::StepT &linear = *program->steps[2];
-    linear.weights = {2, 3, 4};
-    linear.params = test::linearParams({.q4 = true, .groupSize = 32});
-  }
-  return p;
-}
+using test::makeQ4Plan;
+using test::Q4Plan;
 
 std::string writeQ4Plan(const std::string &name,
                         const std::function<void(Q4Plan &)> &edit = nullptr) {
