@@ -3,6 +3,7 @@
 #include "cpu/activation_rows.h"
 #include "cpu/kernels.h"
 #include "cpu/matmul.h"
+#include "cpu/q4_panels.h"
 #include "cpu/simd.h"
 #include "kernels/common/activations.h"
 #include "kernels/common/q4_layout.h"
@@ -60,13 +61,19 @@ void matmulSwigluQ4(ThreadPool &pool, const float *x, int64_t tokens, const Q4Ma
     products.resize(2 * tokens * inter);
   // Rows [0, I) and [I, 2I) of the stacked matrix as matrices of their own.
   const int64_t words = hd::q4WordsPerRow(w.cols), groups = hd::q4NumGroups(w.cols, w.groupSize);
-  const Q4Matrix gate{w.qweight, w.scales, w.zeros, inter, w.cols, w.groupSize};
+  // The panels split there only where I is a multiple of 16: up's first
+  // panel would otherwise hold gate's last rows.
+  const bool panelsSplit = w.panels != nullptr && inter % kQ4PanelRows == 0;
+  const Q4Matrix gate{w.qweight, w.scales, w.zeros, inter, w.cols, w.groupSize, w.panels};
   const Q4Matrix up{w.qweight + inter * words,
                     w.scales + inter * groups,
                     w.zeros + inter * q4ZeroRowBytes(groups),
                     inter,
                     w.cols,
-                    w.groupSize};
+                    w.groupSize,
+                    panelsSplit
+                        ? w.panels + inter / kQ4PanelRows * q4PanelShape(w.cols, w.groupSize).stride
+                        : nullptr};
   float *gateOut = products.data(), *upOut = products.data() + tokens * inter;
   if (tokens == 1) {
     // One token: [2, 1, I] is the stacked matrix's output row, so one call

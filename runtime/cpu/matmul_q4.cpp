@@ -150,6 +150,9 @@ void matmulQ4(ThreadPool &pool, const float *x, int64_t tokens, const Q4Matrix &
   if (x86VnniActive() && tokens >= detail::kQ4PanelMinTokens) {
     rows = detail::matmulQ4RowsPanelAvx512;
     chunked = false;
+  } else if (x86VnniActive() && w.panels != nullptr) {
+    rows = detail::matmulQ4RowsPanelNibblesAvx512;
+    chunked = false;
   }
 #endif
 #if defined(__aarch64__)

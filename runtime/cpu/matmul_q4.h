@@ -37,6 +37,10 @@ struct Q4Matrix {
   int64_t rows = 0;                  // N
   int64_t cols = 0;                  // K
   int64_t groupSize = 0;             // G, a multiple of 32
+  // The same matrix in 16-row panels (cpu/q4_panels.h), or null. Where set
+  // and q4PanelsUsed(), the AVX-512 VNNI kernels read only these; the
+  // row-major pointers above stay valid for the other paths.
+  const uint8_t *panels = nullptr;
 };
 
 // Bytes of one row of packed zero points: group g's zero is the low (g
@@ -142,12 +146,17 @@ void matmulQ4RowsScalar(const Q4Problem &p, int64_t rowBegin, int64_t rowEnd);
 #if defined(__x86_64__)
 void matmulQ4RowsAvx2(const Q4Problem &p, int64_t rowBegin, int64_t rowEnd); // lanes 8
 // AVX-512 VNNI, from the AVX2 quantizer's layout with chunkScales unused:
-// 16-row panels unpacked per call, lanes = rows, for calls of
-// kQ4PanelMinTokens tokens or more. The bits of matmulQ4RowsAvx2.
+// 16-row panels unpacked per call (from p.w.panels where set, rowBegin then
+// a multiple of 16), lanes = rows, for calls of kQ4PanelMinTokens tokens
+// or more. The bits of matmulQ4RowsAvx2.
 void matmulQ4RowsPanelAvx512(const Q4Problem &p, int64_t rowBegin, int64_t rowEnd);
 // AVX-512 VNNI decode (one token, chunkScales set): the AVX2 kernel's row
 // runs two rows per 512-bit vector, its bits; other calls go to it.
 void matmulQ4RowsDecodeAvx512(const Q4Problem &p, int64_t rowBegin, int64_t rowEnd);
+// AVX-512 VNNI on p.w.panels (set), rowBegin a multiple of 16, calls of
+// fewer than kQ4PanelMinTokens tokens: the panel kernel's arithmetic with
+// the nibbles unpacked in registers. The bits of matmulQ4RowsAvx2.
+void matmulQ4RowsPanelNibblesAvx512(const Q4Problem &p, int64_t rowBegin, int64_t rowEnd);
 #endif
 // Tokens from which x86VnniActive() machines take the panel kernel: below,
 // unpacking the panel costs more than it saves (bench_q4_cputime).

@@ -26,6 +26,7 @@
 
 #include "cpu/matmul_q4.h"
 #include "cpu/matmul_q4_x86.h"
+#include "cpu/q4_panels.h"
 #include "kernels/common/q4_layout.h"
 
 #include <immintrin.h>
@@ -236,6 +237,92 @@ LLMC_Q4_AVX512 void packPanel(const Q4Problem &p, int64_t n0, int rows, Panel &p
   }
 }
 
+// Lanes r of scale * zero point of group g, from a panel's scales and
+// zeros (q4_panels.h): the arithmetic of packPanel's zeroScales.
+LLMC_Q4_AVX512 inline __m512 panelZeroScale(const uint16_t *scales, const uint8_t *zeros,
+                                            int64_t g) {
+  const __m512i both = _mm512_cvtepu8_epi32(
+      _mm_loadu_si128(reinterpret_cast<const __m128i *>(zeros + (g / 2) * kRows)));
+  const __m512i zero =
+      g % 2 != 0 ? _mm512_srli_epi32(both, 4) : _mm512_and_si512(both, _mm512_set1_epi32(0x0f));
+  const __m512 scale =
+      _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i *>(scales + g * kRows)));
+  return _mm512_mul_ps(scale, _mm512_cvtepi32_ps(zero));
+}
+
+// Lanes r of the f16 scale of group g, from a panel's scales.
+LLMC_Q4_AVX512 inline __m512 panelScale(const uint16_t *scales, int64_t g) {
+  return _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i *>(scales + g * kRows)));
+}
+
+// Word l of pair q of a panel's 16 rows: its low nibbles (x's quad l) and
+// high nibbles (quad 8 + l) as bytes, the panel's slots 2l and 2l + 1.
+LLMC_Q4_AVX512 inline void unpackPanelWord(const uint32_t *words, int64_t q, int l, __m512i &low,
+                                           __m512i &high) {
+  const __m512i low4 = _mm512_set1_epi8(0x0f);
+  const __m512i v = _mm512_loadu_si512(words + (q * 8 + l) * kRows);
+  low = _mm512_and_si512(v, low4);
+  high = _mm512_and_si512(_mm512_srli_epi16(v, 4), low4);
+}
+
+// The parts of panel b of p.w.panels.
+struct NibblePanel {
+  const uint32_t *words;
+  const uint16_t *scales;
+  const uint8_t *zeros;
+  NibblePanel(const Q4Problem &p, const Q4PanelShape &shape, int64_t b) {
+    const uint8_t *panel = p.w.panels + b * shape.stride;
+    words = reinterpret_cast<const uint32_t *>(panel);
+    scales = reinterpret_cast<const uint16_t *>(panel + shape.scalesOffset);
+    zeros = panel + shape.zerosOffset;
+  }
+};
+
+// The group of each block of 32 columns, the half pair's missing block
+// taking its first block's (as packPanel), counted rather than divided.
+class BlockGroups {
+public:
+  BlockGroups(int64_t groupSize, int64_t blocks)
+      : perGroup_(groupSize / kQ8Block), left_(perGroup_), blocks_(blocks) {}
+  // The group of the next block (blocks in order from 0).
+  int64_t next() {
+    if (block_++ >= blocks_)
+      return last_;
+    last_ = group_;
+    if (--left_ == 0) {
+      ++group_;
+      left_ = perGroup_;
+    }
+    return last_;
+  }
+
+private:
+  int64_t perGroup_, left_, blocks_, block_ = 0, group_ = 0, last_ = 0;
+};
+
+// packPanel from panel n0 / 16 of p.w.panels: the same bytes and floats.
+LLMC_Q4_AVX512 void unpackPanel(const Q4Problem &p, int64_t n0, Panel &panel) {
+  const Q4PanelShape shape = q4PanelShape(p.w.cols, p.w.groupSize);
+  const NibblePanel in(p, shape, n0 / kRows);
+  const int64_t pairs = p.xq.pairs;
+  panel.quads.resize(pairs * kPairBytes);
+  panel.blockScales.resize(2 * pairs * kRows);
+  panel.zeroScales.resize(shape.groups * kRows);
+  for (int64_t q = 0; q < pairs; ++q)
+    LLMC_Q4_UNROLL
+  for (int l = 0; l < 8; ++l) {
+    __m512i low, high;
+    unpackPanelWord(in.words, q, l, low, high);
+    _mm512_storeu_si512(panel.quads.data() + q * kPairBytes + 2 * l * kQuadBytes, low);
+    _mm512_storeu_si512(panel.quads.data() + q * kPairBytes + (2 * l + 1) * kQuadBytes, high);
+  }
+  BlockGroups groups(p.w.groupSize, shape.words / 4);
+  for (int64_t b = 0; b < 2 * pairs; ++b)
+    _mm512_storeu_ps(panel.blockScales.data() + b * kRows, panelScale(in.scales, groups.next()));
+  for (int64_t g = 0; g < shape.groups; ++g)
+    _mm512_storeu_ps(panel.zeroScales.data() + g * kRows, panelZeroScale(in.scales, in.zeros, g));
+}
+
 LLMC_Q4_AVX512 inline __m512i broadcastQuad(const int8_t *x) {
   int32_t v;
   std::memcpy(&v, x, sizeof(v));
@@ -252,11 +339,12 @@ LLMC_Q4_AVX512 inline __m512 laneSum(const __m512 (&v)[8]) {
 // minus the zero-point term (storeTileLanes: 8 lanes over the groups in
 // steps of 8, their lane sum, then the last groups one at a time), plus
 // bias, plus y where beta is 1.
-LLMC_Q4_AVX512 void storeRows(const Q4Problem &p, const Panel &panel, int64_t n0, int rows,
+// zeroScale(g): lanes r of scale * zero point of group g.
+template <class ZeroScale>
+LLMC_Q4_AVX512 void storeRows(const Q4Problem &p, const ZeroScale &zeroScale, int64_t n0, int rows,
                               int64_t t, const __m512 (&acc)[8]) {
   const int64_t groups = hd::q4NumGroups(p.w.cols, p.w.groupSize), vectorGroups = groups / 8 * 8;
   const float *sums = p.xq.groupSums + t * groups;
-  const float *sz = panel.zeroScales.data();
   __m512 z[8];
   LLMC_Q4_UNROLL
   for (int j = 0; j < 8; ++j)
@@ -264,11 +352,10 @@ LLMC_Q4_AVX512 void storeRows(const Q4Problem &p, const Panel &panel, int64_t n0
   for (int64_t g = 0; g < vectorGroups; g += 8)
     LLMC_Q4_UNROLL
   for (int j = 0; j < 8; ++j)
-    z[j] =
-        _mm512_fmadd_ps(_mm512_loadu_ps(sz + (g + j) * kRows), _mm512_set1_ps(sums[g + j]), z[j]);
+    z[j] = _mm512_fmadd_ps(zeroScale(g + j), _mm512_set1_ps(sums[g + j]), z[j]);
   __m512 zero = laneSum(z);
   for (int64_t g = vectorGroups; g < groups; ++g)
-    zero = _mm512_fmadd_ps(_mm512_loadu_ps(sz + g * kRows), _mm512_set1_ps(sums[g]), zero);
+    zero = _mm512_fmadd_ps(zeroScale(g), _mm512_set1_ps(sums[g]), zero);
   const __mmask16 mask = static_cast<__mmask16>((1u << rows) - 1);
   const __m512 bias =
       p.bias != nullptr ? _mm512_maskz_loadu_ps(mask, p.bias + n0) : _mm512_setzero_ps();
@@ -321,12 +408,75 @@ LLMC_Q4_AVX512 void panelTile(const Q4Problem &p, const Panel &panel, int64_t n0
       }
     }
   }
+  const float *sz = panel.zeroScales.data();
+  auto zeroScale = [sz](int64_t g) LLMC_Q4_AVX512 { return _mm512_loadu_ps(sz + g * kRows); };
   LLMC_Q4_UNROLL
   for (int t = 0; t < TT; ++t)
-    storeRows(p, panel, n0, rows, t0 + t, acc[t]);
+    storeRows(p, zeroScale, n0, rows, t0 + t, acc[t]);
 }
 
 constexpr int kPanelTokens = 3; // tokens per tile: 24 accumulators
+
+// How far ahead panelNibbleTile prefetches its panels into L2. On a Zen 4
+// (docs/perf.md, sixteenth pass), llmrun's 1B int4 decode on 1 thread read
+// 28.3, 28.9, 29.4, 31.1 tok/s with 4, 8, 16, 32 KiB (the row-major kernel
+// 29.9), 48 and 64 KiB about as 32, 96 KiB less; in a prototype without
+// prefetching the panels read half as fast from DRAM.
+constexpr int64_t kPanelPrefetchBytes = 32768;
+
+// panelTile<TT> on panel b of p.w.panels, unpacking its nibbles in
+// registers: the same bytes, products and order, so the same bits, without
+// writing the panel. Each pair prefetches its share of the panel
+// kPanelPrefetchBytes ahead (the panels are one stream).
+template <int TT>
+LLMC_Q4_AVX512 void panelNibbleTile(const Q4Problem &p, const Q4PanelShape &shape, int64_t b,
+                                    int rows, int64_t t0) {
+  const Q8Activations &xq = p.xq;
+  const int64_t xStride = xq.pairs * kQ8PairBytes, sStride = xq.pairs * xq.scaleLanes;
+  const int8_t *x = xq.values + t0 * xStride;
+  const float *d = xq.scales + t0 * sStride;
+  const NibblePanel in(p, shape, b);
+  const char *ahead = reinterpret_cast<const char *>(in.words) + kPanelPrefetchBytes;
+  const int64_t linesPerPair = (shape.stride / 64 + shape.pairs - 1) / shape.pairs;
+  __m512 acc[TT][8];
+  LLMC_Q4_UNROLL
+  for (int t = 0; t < TT; ++t)
+    LLMC_Q4_UNROLL
+  for (int l = 0; l < 8; ++l)
+    acc[t][l] = _mm512_setzero_ps();
+  BlockGroups groups(p.w.groupSize, shape.words / 4);
+  for (int64_t q = 0; q < xq.pairs; ++q) {
+    for (int64_t line = q * linesPerPair; line < (q + 1) * linesPerPair; ++line)
+      _mm_prefetch(ahead + 64 * line, _MM_HINT_T1);
+    LLMC_Q4_UNROLL
+    for (int half = 0; half < 2; ++half) {
+      const __m512 blockScale = panelScale(in.scales, groups.next());
+      __m512 scale[TT];
+      LLMC_Q4_UNROLL
+      for (int t = 0; t < TT; ++t)
+        scale[t] = _mm512_mul_ps(blockScale,
+                                 _mm512_set1_ps(d[t * sStride + q * xq.scaleLanes + 4 * half]));
+      LLMC_Q4_UNROLL
+      for (int i = 0; i < 4; ++i) {
+        const int l = 4 * half + i;
+        __m512i w0, w1;
+        unpackPanelWord(in.words, q, l, w0, w1);
+        LLMC_Q4_UNROLL
+        for (int t = 0; t < TT; ++t) {
+          const int8_t *xp = x + t * xStride + q * kQ8PairBytes;
+          __m512i dot = _mm512_dpbusd_epi32(_mm512_setzero_si512(), w0, broadcastQuad(xp + 4 * l));
+          dot = _mm512_dpbusd_epi32(dot, w1, broadcastQuad(xp + 32 + 4 * l));
+          acc[t][l] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(dot), scale[t], acc[t][l]);
+        }
+      }
+    }
+  }
+  auto zeroScale = [&in](int64_t g)
+                       LLMC_Q4_AVX512 { return panelZeroScale(in.scales, in.zeros, g); };
+  LLMC_Q4_UNROLL
+  for (int t = 0; t < TT; ++t)
+    storeRows(p, zeroScale, b * kRows, rows, t0 + t, acc[t]);
+}
 
 } // namespace
 
@@ -339,11 +489,29 @@ LLMC_Q4_AVX512 void matmulQ4RowsDecodeAvx512(const Q4Problem &p, int64_t rowBegi
   });
 }
 
+LLMC_Q4_AVX512 void matmulQ4RowsPanelNibblesAvx512(const Q4Problem &p, int64_t rowBegin,
+                                                   int64_t rowEnd) {
+  const Q4PanelShape shape = q4PanelShape(p.w.cols, p.w.groupSize);
+  for (int64_t n0 = rowBegin; n0 < rowEnd; n0 += kRows) {
+    const int rows = static_cast<int>(rowEnd - n0 < kRows ? rowEnd - n0 : kRows);
+    int64_t t = 0;
+    for (; t + kPanelTokens <= p.tokens; t += kPanelTokens)
+      panelNibbleTile<kPanelTokens>(p, shape, n0 / kRows, rows, t);
+    for (; t + 2 <= p.tokens; t += 2)
+      panelNibbleTile<2>(p, shape, n0 / kRows, rows, t);
+    for (; t < p.tokens; ++t)
+      panelNibbleTile<1>(p, shape, n0 / kRows, rows, t);
+  }
+}
+
 LLMC_Q4_AVX512 void matmulQ4RowsPanelAvx512(const Q4Problem &p, int64_t rowBegin, int64_t rowEnd) {
   thread_local Panel panel;
   for (int64_t n0 = rowBegin; n0 < rowEnd; n0 += kRows) {
     const int rows = static_cast<int>(rowEnd - n0 < kRows ? rowEnd - n0 : kRows);
-    packPanel(p, n0, rows, panel);
+    if (p.w.panels != nullptr)
+      unpackPanel(p, n0, panel);
+    else
+      packPanel(p, n0, rows, panel);
     int64_t t = 0;
     for (; t + kPanelTokens <= p.tokens; t += kPanelTokens)
       panelTile<kPanelTokens>(p, panel, n0, rows, t);

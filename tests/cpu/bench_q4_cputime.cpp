@@ -2,7 +2,9 @@
 // Llama's shapes, timed by the calling thread's CPU time with one thread, so
 // that other processes on a loaded machine disturb it much less than wall
 // time. Usage: bench_q4_cputime [tokens, default 1] [group size, default 32]
-// [int8] [1b]; with "int8", the int8 layer (matmulQ8, a scale per output
+// [int8] [1b] [panels]; with "panels", the matrices in 16-row panels too
+// (cpu/q4_panels.h), as the loader lays them out on AVX-512 VNNI machines;
+// with "int8", the int8 layer (matmulQ8, a scale per output
 // channel: an LM head of --quantize-lm-head=int8) on the same shapes instead;
 // with "1b", the shapes of the 1B Llama (Llama-3.2-1B: hidden 2048, 8 KV
 // heads of 64, intermediate 8192, vocab 32000) instead of the 110M's, and
@@ -15,6 +17,7 @@
 #include "bench_isa.h"
 #include "cpu/matmul_q4.h"
 #include "cpu/matmul_q8.h"
+#include "cpu/q4_panels.h"
 #include "kernels/common/half.h"
 #include "kernels/common/q4_layout.h"
 #include "kernels/common/q8_layout.h"
@@ -44,8 +47,9 @@ struct Copies {
   std::vector<llmc::hd::u32> words;
   std::vector<uint16_t> scales;
   std::vector<uint8_t> zeros; // packed, as the runtime loads them
+  std::vector<uint8_t> panels; // with "panels": each copy's, as the loader adds them
 
-  Copies(int64_t rows, int64_t cols, int64_t group, size_t budget)
+  Copies(int64_t rows, int64_t cols, int64_t group, size_t budget, bool withPanels)
       : n(rows), k(cols), g(group) {
     const int64_t w = llmc::hd::q4WordsPerRow(k), groups = llmc::hd::q4NumGroups(k, g);
     const int64_t zeroBytes = llmc::cpu::q4ZeroRowBytes(groups);
@@ -59,6 +63,13 @@ struct Copies {
       scales.push_back(llmc::hd::f32ToF16(0.01f + 0.001f * static_cast<float>(i % 7)));
     for (int64_t i = 0; i < count * n * zeroBytes; ++i)
       zeros.push_back(static_cast<uint8_t>(i % 256));
+    if (!withPanels)
+      return;
+    const int64_t panelBytes = llmc::cpu::q4PanelBytes(n, k, g);
+    panels.resize(count * panelBytes);
+    ThreadPool pool(1);
+    for (int64_t c = 0; c < count; ++c)
+      llmc::cpu::buildQ4Panels(pool, matrix(c), panels.data() + c * panelBytes);
   }
   Q4Matrix matrix(int64_t c) const {
     const int64_t w = llmc::hd::q4WordsPerRow(k), groups = llmc::hd::q4NumGroups(k, g);
@@ -67,7 +78,8 @@ struct Copies {
             zeros.data() + c * n * llmc::cpu::q4ZeroRowBytes(groups),
             n,
             k,
-            g};
+            g,
+            panels.empty() ? nullptr : panels.data() + c * llmc::cpu::q4PanelBytes(n, k, g)};
   }
 };
 
@@ -134,14 +146,16 @@ int main(int argc, char **argv) {
     return 1;
   const int64_t tokens = argc > 1 ? std::atoll(argv[1]) : 1;
   const int64_t group = argc > 2 ? std::atoll(argv[2]) : 32;
-  bool int8 = false, oneB = false;
+  bool int8 = false, oneB = false, panels = false;
   for (int i = 3; i < argc; ++i) {
     int8 = int8 || std::string(argv[i]) == "int8";
     oneB = oneB || std::string(argv[i]) == "1b";
+    panels = panels || std::string(argv[i]) == "panels";
   }
   if (tokens < 1 || !llmc::hd::q4ValidGroupSize(group)) {
-    std::fprintf(stderr,
-                 "error: usage: bench_q4_cputime [tokens >= 1] [group size, 32k] [int8] [1b]\n");
+    std::fprintf(
+        stderr,
+        "error: usage: bench_q4_cputime [tokens >= 1] [group size, 32k] [int8] [1b] [panels]\n");
     return 1;
   }
   ThreadPool pool(1);
@@ -160,7 +174,8 @@ int main(int argc, char **argv) {
       l2 = measure(pool, hot, tokens, false);
       dram = tokens <= 8 ? measure(pool, cold, tokens, true) : 0.0;
     } else {
-      const Copies hot(s.n, s.k, group, 0), cold(s.n, s.k, group, size_t(256) << 20);
+      const Copies hot(s.n, s.k, group, 0, panels),
+          cold(s.n, s.k, group, size_t(256) << 20, panels);
       l2 = measure(pool, hot, tokens, false);
       dram = tokens <= 8 ? measure(pool, cold, tokens, true) : 0.0;
     }

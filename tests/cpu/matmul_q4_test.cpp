@@ -10,6 +10,7 @@
 #include "cpu/isa.h"
 #include "cpu/kernels.h"
 #include "cpu/matmul_q4.h"
+#include "cpu/q4_panels.h"
 #if defined(__x86_64__)
 #include "cpu/matmul_q4_x86.h"
 #endif
@@ -53,10 +54,21 @@ struct RandomQ4 {
       zeros.push_back(hd::f32ToF16(static_cast<float>(nibble(rng))));
     }
     packedZeros = *packQ4Zeros(zeros.data(), n, hd::q4NumGroups(k, g), "random");
+    panels.resize(q4PanelBytes(n, k, g));
+    ThreadPool oneThread(1);
+    buildQ4Panels(oneThread, matrix(), panels.data());
   }
-  Q4Matrix matrix() const {
-    return {qweight.data(), scales.data(), packedZeros.data(), rows, cols, groupSize};
+  // With `withPanels`, the 16-row panels as the loader adds them (q4_panels.h).
+  Q4Matrix matrix(bool withPanels = false) const {
+    return {qweight.data(),
+            scales.data(),
+            packedZeros.data(),
+            rows,
+            cols,
+            groupSize,
+            withPanels ? panels.data() : nullptr};
   }
+  std::vector<uint8_t> panels;
   int q(int64_t n, int64_t k) const {
     return hd::q4At(qweight.data() + n * hd::q4WordsPerRow(cols), k);
   }
@@ -407,8 +419,9 @@ TEST(MatmulQ4Q8, SwigluLinearHasTheUnfusedBits) {
     ThreadPool pool(threads);
     for (Isa isa : supportedIsas()) {
       ScopedIsa scoped(isa);
-      for (const Case &c : {Case{1, 2 * 37, 800, 32}, Case{1, 2 * 130, 768, 64},
-                            Case{3, 2 * 21, 544, 32}, Case{2, 2 * 64, 1056, 96}}) {
+      for (const Case &c :
+           {Case{1, 2 * 37, 800, 32}, Case{1, 2 * 130, 768, 64}, Case{3, 2 * 21, 544, 32},
+            Case{2, 2 * 64, 1056, 96}, Case{5, 2 * 48, 256, 32}}) {
         std::mt19937 rng(seed++);
         RandomQ4 w(rng, c.n, c.k, c.groupSize);
         const std::vector<float> x = randomX(rng, c.tokens * c.k);
@@ -422,12 +435,75 @@ TEST(MatmulQ4Q8, SwigluLinearHasTheUnfusedBits) {
         matmulQ4(pool, x.data(), c.tokens, gate, nullptr, 0.0f, g.data());
         matmulQ4(pool, x.data(), c.tokens, up, nullptr, 0.0f, u.data());
         swiglu(pool, g.data(), u.data(), want.data(), c.tokens * inter);
-        std::vector<float> got(c.tokens * inter, -7.0f), products;
-        matmulSwigluQ4(pool, x.data(), c.tokens, w.matrix(), got.data(), products);
-        for (int64_t i = 0; i < c.tokens * inter; ++i)
-          ASSERT_EQ(bitsOf(got[i]), bitsOf(want[i]))
-              << isaName(isa) << " threads " << threads << " T=" << c.tokens << " N=" << c.n
-              << " i=" << i;
+        // With the loader's panels too: split with the rows where I is a
+        // multiple of 16 (I = 64), else up reads the row-major words.
+        for (bool withPanels : {false, true}) {
+          std::vector<float> got(c.tokens * inter, -7.0f), products;
+          matmulSwigluQ4(pool, x.data(), c.tokens, w.matrix(withPanels), got.data(), products);
+          for (int64_t i = 0; i < c.tokens * inter; ++i)
+            ASSERT_EQ(bitsOf(got[i]), bitsOf(want[i]))
+                << isaName(isa) << " threads " << threads << " panels " << withPanels
+                << " T=" << c.tokens << " N=" << c.n << " i=" << i;
+        }
+      }
+    }
+  }
+}
+
+// matmulQ4 on a matrix with the loader's panels gives the bits it gives
+// without them, on every ISA (those without AVX-512 VNNI ignore them) and
+// token count around the kernels' thresholds, split over 3 threads.
+TEST(MatmulQ4Q8, LoadedPanelsGiveTheRowMajorBits) {
+  ThreadPool pool(3);
+  uint32_t seed = 1700;
+  for (Isa isa : supportedIsas()) {
+    ScopedIsa scoped(isa);
+    for (const Case &c : {Case{16, 200, 800, 32}, Case{12, 77, 768, 64}, Case{11, 300, 544, 128},
+                          Case{10, 33, 1056, 96}, Case{3, 1, 100, 32}, Case{9, 4096, 256, 64}}) {
+      std::mt19937 rng(seed++);
+      RandomQ4 w(rng, c.n, c.k, c.groupSize);
+      const std::vector<float> x = randomX(rng, c.tokens * c.k);
+      const std::vector<float> bias = test::randomFloats(rng, c.n);
+      for (int64_t tokens : {int64_t{1}, int64_t{2}, int64_t{3}, c.tokens}) {
+        std::vector<float> rowMajor(tokens * c.n), panels(tokens * c.n);
+        matmulQ4(pool, x.data(), tokens, w.matrix(), bias.data(), 0.0f, rowMajor.data());
+        matmulQ4(pool, x.data(), tokens, w.matrix(true), bias.data(), 0.0f, panels.data());
+        for (int64_t i = 0; i < tokens * c.n; ++i)
+          ASSERT_EQ(bitsOf(panels[i]), bitsOf(rowMajor[i]))
+              << isaName(isa) << " T=" << tokens << " N=" << c.n << " K=" << c.k
+              << " G=" << c.groupSize << " output " << i;
+      }
+    }
+  }
+}
+
+// buildQ4Panels puts each row's words, scales and zero points where
+// q4_panels.h says, and zeros in the rows past N and the half pair's words.
+TEST(Q4Panels, HoldTheRowsWhereTheLayoutSays) {
+  std::mt19937 rng(1800);
+  for (const Case &c : {Case{1, 37, 800, 32}, Case{1, 16, 96, 96}, Case{1, 5, 1056, 64}}) {
+    RandomQ4 w(rng, c.n, c.k, c.groupSize);
+    const Q4PanelShape shape = q4PanelShape(c.k, c.groupSize);
+    ASSERT_EQ(static_cast<int64_t>(w.panels.size()), q4PanelCount(c.n) * shape.stride);
+    ASSERT_EQ(shape.stride % 64, 0);
+    const int64_t words = hd::q4WordsPerRow(c.k), groups = hd::q4NumGroups(c.k, c.groupSize);
+    for (int64_t n = 0; n < q4PanelCount(c.n) * kQ4PanelRows; ++n) {
+      const uint8_t *panel = w.panels.data() + n / kQ4PanelRows * shape.stride;
+      const int64_t r = n % kQ4PanelRows;
+      for (int64_t j = 0; j < 8 * shape.pairs; ++j) {
+        uint32_t got;
+        std::memcpy(&got, panel + ((j / 8 * 8 + j % 8) * kQ4PanelRows + r) * 4, 4);
+        const uint32_t want = n < c.n && j < words ? w.qweight[n * words + j] : 0u;
+        ASSERT_EQ(got, want) << "N=" << c.n << " K=" << c.k << " row " << n << " word " << j;
+      }
+      for (int64_t g = 0; g < groups; ++g) {
+        uint16_t scale;
+        std::memcpy(&scale, panel + shape.scalesOffset + (g * kQ4PanelRows + r) * 2, 2);
+        ASSERT_EQ(scale, n < c.n ? w.scales[n * groups + g] : 0) << "row " << n << " group " << g;
+        const int zero =
+            (panel[shape.zerosOffset + g / 2 * kQ4PanelRows + r] >> (4 * (g % 2))) & 15;
+        ASSERT_EQ(zero, n < c.n ? static_cast<int>(hd::f16ToF32(w.zeros[n * groups + g])) : 0)
+            << "row " << n << " group " << g;
       }
     }
   }
@@ -508,8 +584,10 @@ using RowsKernel = void (*)(const detail::Q4Problem &, int64_t, int64_t);
 // Each case's tokens 1..min(c.tokens, maxTokens) through `kernel` and
 // matmulQ4RowsAvx2, rows split in two calls at n / 3 (a thread's share):
 // the same bits, with bias and beta 1, and nothing written past the
-// call's tokens. chunkScales goes to `kernel` when withChunks.
-void expectAvx2Bits(RowsKernel kernel, bool withChunks, int64_t maxTokens, uint32_t seed) {
+// call's tokens. chunkScales goes to `kernel` when withChunks; with
+// withPanels, the matrix's 16-row panels, and the split at a panel's start.
+void expectAvx2Bits(RowsKernel kernel, bool withChunks, int64_t maxTokens, uint32_t seed,
+                    bool withPanels = false) {
   const Case cases[] = {
       {13, 37, 800, 32},  {11, 21, 768, 64}, {7, 19, 544, 32},  {6, 6, 1056, 96},
       {5, 17, 2080, 128}, {9, 5, 1312, 256}, {4, 9, 960, 192},  {12, 33, 4096, 32},
@@ -542,10 +620,11 @@ void expectAvx2Bits(RowsKernel kernel, bool withChunks, int64_t maxTokens, uint3
                                   avx2.data(),
                                   {q.values.data(), q.scales.data(), q.groupSums.data(),
                                    detail::q8Pairs(c.k), 8, chunks.data()}};
-        const int64_t split = c.n / 3;
+        const int64_t split = withPanels ? c.n / 3 / kQ4PanelRows * kQ4PanelRows : c.n / 3;
         detail::matmulQ4RowsAvx2(problem, 0, split);
         detail::matmulQ4RowsAvx2(problem, split, c.n);
         problem.y = other.data();
+        problem.w = w.matrix(withPanels);
         if (!withChunks)
           problem.xq.chunkScales = nullptr;
         kernel(problem, 0, split);
@@ -569,6 +648,23 @@ TEST(MatmulQ4Q8, PanelKernelGivesTheAvx2Bits) {
   if (!x86VnniSupported())
     GTEST_SKIP() << "no AVX-512 VNNI on this CPU";
   expectAvx2Bits(detail::matmulQ4RowsPanelAvx512, false, 64, 2100);
+}
+
+// The same, its panels unpacked from the loader's panels (q4_panels.h)
+// instead of the row-major words.
+TEST(MatmulQ4Q8, PanelKernelFromLoadedPanelsGivesTheAvx2Bits) {
+  if (!x86VnniSupported())
+    GTEST_SKIP() << "no AVX-512 VNNI on this CPU";
+  expectAvx2Bits(detail::matmulQ4RowsPanelAvx512, false, 64, 2150, true);
+}
+
+// The kernel that reads the loader's panels and unpacks their nibbles in
+// registers (decode and calls below kQ4PanelMinTokens) gives the AVX2
+// kernel's bits, for every token count it tiles (3, 2, 1 at a time).
+TEST(MatmulQ4Q8, PanelNibbleKernelGivesTheAvx2Bits) {
+  if (!x86VnniSupported())
+    GTEST_SKIP() << "no AVX-512 VNNI on this CPU";
+  expectAvx2Bits(detail::matmulQ4RowsPanelNibblesAvx512, false, 12, 2170, true);
 }
 
 // The AVX-512 VNNI decode kernel (two rows per 512-bit vector) gives the

@@ -1,0 +1,73 @@
+#include "cpu/q4_panels.h"
+
+#include "cpu/isa.h"
+#include "kernels/common/q4_layout.h"
+
+#include <algorithm>
+#include <cstring>
+
+namespace llmc::cpu {
+namespace {
+
+constexpr int64_t kWordsPerPair = 8;
+
+int64_t alignUp64(int64_t bytes) { return (bytes + 63) / 64 * 64; }
+
+// Panel b of w into out (shape.stride bytes).
+void buildPanel(const Q4Matrix &w, const Q4PanelShape &shape, int64_t b, uint8_t *out) {
+  std::memset(out, 0, static_cast<size_t>(shape.stride));
+  auto *words = reinterpret_cast<uint32_t *>(out);
+  auto *scales = reinterpret_cast<uint16_t *>(out + shape.scalesOffset);
+  uint8_t *zeros = out + shape.zerosOffset;
+  const int64_t zeroRowBytes = q4ZeroRowBytes(shape.groups);
+  const int64_t rows = std::min(kQ4PanelRows, w.rows - b * kQ4PanelRows);
+  for (int64_t r = 0; r < rows; ++r) {
+    const int64_t n = b * kQ4PanelRows + r;
+    const uint32_t *rowWords = w.qweight + n * shape.words;
+    for (int64_t j = 0; j < shape.words; ++j) {
+      const int64_t q = j / kWordsPerPair, l = j % kWordsPerPair;
+      words[(q * kWordsPerPair + l) * kQ4PanelRows + r] = rowWords[j];
+    }
+    const uint16_t *rowScales = w.scales + n * shape.groups;
+    const uint8_t *rowZeros = w.zeros + n * zeroRowBytes;
+    for (int64_t g = 0; g < shape.groups; ++g) {
+      scales[g * kQ4PanelRows + r] = rowScales[g];
+      zeros[(g / 2) * kQ4PanelRows + r] |=
+          static_cast<uint8_t>(q4ZeroAt(rowZeros, g) << (4 * (g % 2)));
+    }
+  }
+}
+
+} // namespace
+
+Q4PanelShape q4PanelShape(int64_t cols, int64_t groupSize) {
+  Q4PanelShape shape;
+  shape.words = hd::q4WordsPerRow(cols);
+  shape.pairs = (shape.words + kWordsPerPair - 1) / kWordsPerPair;
+  shape.groups = hd::q4NumGroups(cols, groupSize);
+  shape.scalesOffset = shape.pairs * kWordsPerPair * kQ4PanelRows * 4;
+  shape.zerosOffset = shape.scalesOffset + shape.groups * kQ4PanelRows * 2;
+  shape.stride = alignUp64(shape.zerosOffset + (shape.groups + 1) / 2 * kQ4PanelRows);
+  return shape;
+}
+
+bool q4PanelsUsed() {
+#if defined(__x86_64__)
+  return x86VnniActive();
+#else
+  return false;
+#endif
+}
+
+void buildQ4Panels(ThreadPool &pool, const Q4Matrix &w, uint8_t *out) {
+  const Q4PanelShape shape = q4PanelShape(w.cols, w.groupSize);
+  pool.parallelFor(
+      q4PanelCount(w.rows),
+      [&](int64_t begin, int64_t end) {
+        for (int64_t b = begin; b < end; ++b)
+          buildPanel(w, shape, b, out + b * shape.stride);
+      },
+      std::max<int64_t>(1, (1 << 18) / shape.stride));
+}
+
+} // namespace llmc::cpu
