@@ -5,12 +5,11 @@
 // the float model with their dequantized weights, and bad options are named.
 #include "common/compare.h"
 #include "common/test_paths.h"
-#include "tiny_qwen2.h"
 #include "cpu/backend/loaded_weights.h"
 #include "cpu/matmul_q4.h"
+#include "cpu/q4_panels.h"
 #include "driver/build.h"
 #include "engine/engine.h"
-#include "prefill_logits.h"
 #include "frontend/model_spec.h"
 #include "frontend/weight_check.h"
 #include "ir/LlmOps.h"
@@ -21,9 +20,11 @@
 #include "ops/op_table.h"
 #include "plan/plan.h"
 #include "plan/plan_fixture.h"
+#include "prefill_logits.h"
 #include "quantize/calibration_model.h"
 #include "quantize/q4_quantize.h"
 #include "support/mapped_file.h"
+#include "tiny_qwen2.h"
 
 #include <mlir/Dialect/Func/IR/FuncOps.h>
 #include <mlir/IR/MLIRContext.h>
@@ -477,12 +478,19 @@ TEST(QuantizeBuild, SyntheticRtnPlansGenerateWhatRtnStores) {
   }
   EXPECT_EQ(checked, 2 * 7);
   // Once packed, the generated f16 zeros are freed: what stays generated is
-  // every tensor, each zeros tensor at its packed size.
+  // every tensor, each zeros tensor at its packed size, and where the
+  // kernels read 16-row panels (cpu/q4_panels.h), each int4 matrix's panels.
   uint64_t kept = 0;
-  for (uint32_t i = 0; i < tensors.size(); ++i)
-    kept += llvm::StringRef(tensors.Get(i)->name()->str()).ends_with(".zeros")
+  for (uint32_t i = 0; i < tensors.size(); ++i) {
+    const llvm::StringRef name(tensors.Get(i)->name()->str());
+    kept += name.ends_with(".zeros")
                 ? static_cast<uint64_t>(loaded->shape(i)[0] * loaded->shape(i)[1])
                 : tensors.Get(i)->size();
+    const bool panels = cpu::q4PanelsUsed() && name.ends_with(".qweight");
+    EXPECT_EQ(loaded->q4Panels(i) != nullptr, panels) << name.str();
+    if (panels)
+      kept += cpu::q4PanelBytes(loaded->shape(i)[0], 8 * loaded->shape(i)[1], 64);
+  }
   EXPECT_EQ(loaded->generatedBytes(), kept);
   for (float v : prefillLogits(options.output))
     ASSERT_TRUE(std::isfinite(v));

@@ -4,7 +4,11 @@
 // of the CPU programs' matrices are packed to 4 bits at load time (dtype U8,
 // [rows, q4ZeroRowBytes(groups)]; cpu/matmul_q4.h), so that decode reads
 // 18.5 instead of 20 bytes per group of 32 weights; a zero point that is not
-// an integer 0..15 fails the load, naming its tensor.
+// an integer 0..15 fails the load, naming its tensor. Where the int4
+// kernels read 16-row panels (cpu/q4_panels.h: AVX-512 VNNI machines), each
+// int4 matrix is also laid out in panels at load time, and the plan's
+// row-major words, read by no kernel then, leave the process's memory
+// (Plan::releasePages; a synthetic plan keeps its generated words).
 #pragma once
 
 #include "cpu/weights.h"
@@ -37,6 +41,9 @@ public:
   const void *data(uint32_t index) const { return data_[index]; }
   DType dtype(uint32_t index) const { return dtypes_[index]; }
   cpu::WeightMatrix matrix(uint32_t index) const;
+  // The 16-row panels of the int4 matrix whose packed words are tensor
+  // `index` (cpu::Q4Matrix::panels), or null.
+  const uint8_t *q4Panels(uint32_t index) const { return q4Panels_[index]; }
   cpu::WeightVector vector(uint32_t index) const;
   // Bytes generated at load time: a synthetic plan's tensors and the packed
   // int4 zero points.
@@ -45,6 +52,10 @@ public:
 private:
   // Replaces each int4 zeros tensor of the plan's CPU programs by its packed nibbles.
   Status packQ4Zeros(const Plan &plan, ThreadPool &pool);
+  // Lays out the CPU programs' int4 matrices in panels where
+  // cpu::q4PanelsUsed(); with `release`, gives back the plan's pages of
+  // their row-major words.
+  Status buildQ4Panels(const Plan &plan, ThreadPool &pool, bool release);
   uint8_t *allocate(uint64_t bytes);
   // Frees `data` of `bytes` if allocate() made it (a synthetic tensor the
   // load replaced); views into the plan are left alone.
@@ -56,6 +67,7 @@ private:
   std::vector<const void *> data_;
   std::vector<DType> dtypes_;
   std::vector<std::vector<int64_t>> shapes_;
+  std::vector<const uint8_t *> q4Panels_; // per tensor: its panels, or null
   std::vector<std::unique_ptr<uint8_t, FreeAligned>> generated_;
   uint64_t generatedBytes_ = 0;
 };

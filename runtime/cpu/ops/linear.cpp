@@ -49,7 +49,8 @@ Status q4Linear(const OpContext &c, const fb::LinearParams &p, const ops::Linear
                    static_cast<const uint8_t *>(data(o.matrix + 2)),
                    p.gated() ? 2 * n : n,
                    k,
-                   p.group_size()};
+                   p.group_size(),
+                   c.weights.q4Panels(c.weight(o.matrix))};
   const float *x = c.in(0);
   if (p.prologue() != nullptr) { // the normalized rows feed the int4 GEMM
     if (static_cast<int64_t>(c.scratch.norm.size()) < T * k)

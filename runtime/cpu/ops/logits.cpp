@@ -24,7 +24,7 @@ void projectVocabulary(const OpContext &c, const fb::LogitsParams &p, const floa
     matmulQ4(c.pool, x, rows,
              Q4Matrix{static_cast<const uint32_t *>(data(0)),
                       static_cast<const uint16_t *>(data(1)), static_cast<const uint8_t *>(data(2)),
-                      vocab, hidden, p.group_size()},
+                      vocab, hidden, p.group_size(), c.weights.q4Panels(c.weight(first))},
              bias, 0.0f, y);
     return;
   case fb::WeightFormat::Q8:
