@@ -30,6 +30,21 @@ int64_t rowGrain(const Q4Matrix &w, int64_t tokens) {
   return std::max<int64_t>(grain, 16);
 }
 
+// The panel decode kernel's chunks, each one prefetched stream: ~128 KiB or
+// more (a chunk's first 32 KiB run ahead of their prefetch,
+// kPanelPrefetchBytes), as many per thread: at 32 KiB chunks 110M int4
+// decode on 2 threads read 258-324 tok/s, at 64-256 KiB 281-371 (Zen 4,
+// docs/perf.md, sixteenth pass); as many per thread so that no thread
+// waits for another's last chunk (an o_proj of 3 chunks on 2 threads;
+// 110M decode on 2 threads 304 -> 312 tok/s, mean of 5 alternating runs).
+int64_t streamGrain(const Q4Matrix &w, int64_t tokens, int64_t threads) {
+  const int64_t rowBytes = hd::q4WordsPerRow(w.cols) * 4 * tokens;
+  const int64_t perThread =
+      std::max<int64_t>(1, w.rows * rowBytes / (int64_t{128} * 1024 * threads));
+  const int64_t chunks = perThread * threads;
+  return std::max<int64_t>(16, (w.rows + chunks - 1) / chunks + 15) / 16 * 16;
+}
+
 } // namespace
 
 Status checkWeight(const Q4Matrix &w, std::string_view name) {
@@ -129,6 +144,7 @@ void matmulQ4(ThreadPool &pool, const float *x, int64_t tokens, const Q4Matrix &
   RowsFn rows = detail::matmulQ4RowsScalar;
   int64_t lanes = 8;
   bool chunked = false; // the AVX2 kernel reads chunkScales
+  bool streams = false; // the panel decode kernel, one prefetched stream per chunk
 #if defined(__x86_64__)
   // AVX-512 machines too, for 2 to 9 tokens: the AVX2 kernel's row runs and
   // chunk scales ran 2x faster from DRAM on a Sapphire Rapids Xeon than an
@@ -153,6 +169,7 @@ void matmulQ4(ThreadPool &pool, const float *x, int64_t tokens, const Q4Matrix &
   } else if (x86VnniActive() && w.panels != nullptr) {
     rows = detail::matmulQ4RowsPanelNibblesAvx512;
     chunked = false;
+    streams = true;
   }
 #endif
 #if defined(__aarch64__)
@@ -182,7 +199,9 @@ void matmulQ4(ThreadPool &pool, const float *x, int64_t tokens, const Q4Matrix &
           detail::chunkQ8Scales(scalesOut, pairs, b, e, chunksOut);
       },
       std::max<int64_t>(1, 16384 / w.cols));
-  pool.parallelFor(w.rows, [&](int64_t b, int64_t e) { rows(problem, b, e); }, grain);
+  pool.parallelFor(
+      w.rows, [&](int64_t b, int64_t e) { rows(problem, b, e); },
+      streams ? streamGrain(w, tokens, pool.numThreads()) : grain);
 }
 
 namespace detail {
