@@ -144,7 +144,8 @@ void registerBenchCommand(CLI::App &app, int &exitCode) {
     // Memory before the bandwidth probe (which allocates 1 GiB of its own).
     uint64_t peakRss = peakRssBytes();
     uint64_t kvBytes = engine.backend().kvCacheBytes();
-    uint64_t planBytes = engine.plan().fileSize() + engine.backend().generatedWeightBytes();
+    uint64_t planBytes = engine.plan().fileSize() - engine.backend().releasedPlanBytes() +
+                         engine.backend().generatedWeightBytes();
     ThreadPool pool(o->engine.threads);
     // On a GPU, the ceiling is the device's memory, not the host's.
     auto deviceGBs = o->noBandwidth ? Expected<double>(0.0) : engine.backend().memoryBandwidthGBs();

@@ -34,6 +34,9 @@ public:
   // load (synthetic plans on the CPU).
   virtual uint64_t kvCacheBytes() const = 0;
   virtual uint64_t generatedWeightBytes() const = 0;
+  // Bytes of the plan's mapping given back at load because the backend
+  // holds those weights in another layout (the CPU's int4 panels).
+  virtual uint64_t releasedPlanBytes() const { return 0; }
   // A GPU backend's measured device-memory copy bandwidth in GB/s (bytes
   // read + written per second), the ceiling of memory-bound decode; 0 for
   // the CPU (llmrun bench measures host memory itself).

@@ -52,8 +52,11 @@ public:
   // for a plan from metadata).
   const uint8_t *tensorData(uint32_t index) const;
   // Gives back the memory of stored bytes the process no longer reads
-  // (MappedFile::releasePages); no-op for a plan held in memory.
-  void releasePages(const void *data, uint64_t bytes) const { file_.releasePages(data, bytes); }
+  // (MappedFile::releasePages; returns the bytes given back); no-op for a
+  // plan held in memory.
+  uint64_t releasePages(const void *data, uint64_t bytes) const {
+    return file_.releasePages(data, bytes);
+  }
   // Finds a tensor by name; -1 when absent.
   int findTensor(const std::string &name) const;
   // The program for (target, phase), or nullptr.

@@ -85,16 +85,18 @@ Expected<MappedFile> MappedFile::open(const std::string &path) {
   return file;
 }
 
-void MappedFile::releasePages(const void *data, size_t bytes) const {
+size_t MappedFile::releasePages(const void *data, size_t bytes) const {
   const auto *begin = static_cast<const uint8_t *>(data);
   if (data_ == nullptr || begin < data_ || bytes > size_ ||
       begin - data_ > static_cast<ptrdiff_t>(size_ - bytes))
-    return;
+    return 0;
   const auto page = static_cast<uintptr_t>(sysconf(_SC_PAGESIZE));
   const uintptr_t first = (reinterpret_cast<uintptr_t>(begin) + page - 1) / page * page;
   const uintptr_t last = (reinterpret_cast<uintptr_t>(begin) + bytes) / page * page;
-  if (first < last) // a private read-only file mapping: the file backs the pages again
-    madvise(reinterpret_cast<void *>(first), last - first, MADV_DONTNEED);
+  // A private read-only file mapping: the file backs the pages again.
+  if (first >= last || madvise(reinterpret_cast<void *>(first), last - first, MADV_DONTNEED) != 0)
+    return 0;
+  return last - first;
 }
 
 Expected<std::string> readTextFile(const std::string &path) {

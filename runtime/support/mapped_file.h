@@ -31,8 +31,9 @@ public:
   // Gives back the resident pages wholly inside [data, data + bytes), a
   // range of this mapping that the process no longer reads (a tensor held
   // in another layout): they leave the process's memory, and a later read
-  // maps them from the file again. No-op outside the mapping.
-  void releasePages(const void *data, size_t bytes) const;
+  // maps them from the file again. No-op outside the mapping. Returns the
+  // bytes given back (whole pages).
+  size_t releasePages(const void *data, size_t bytes) const;
 
 private:
   void reset();

@@ -3,7 +3,10 @@
 #include "support/json.h"
 #include "support/mapped_file.h"
 
+#include <cstring>
 #include <fstream>
+#include <unistd.h>
+#include <vector>
 
 namespace llmc {
 namespace {
@@ -55,6 +58,28 @@ TEST(MappedFile, MapsContentsAndNamesMissingFiles) {
   auto missing = MappedFile::open(dir + "/nope.bin");
   ASSERT_FALSE(missing.isOk());
   EXPECT_NE(missing.message().find("nope.bin"), std::string::npos);
+}
+
+// releasePages gives back only whole pages inside the range, nothing
+// outside the mapping, and the bytes read afterwards are the file's.
+TEST(MappedFile, ReleasedPagesReadTheFileAgain) {
+  const size_t page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
+  std::string path = test::scratchDir("mapped-release") + "/f.bin";
+  std::string contents(4 * page, '\0');
+  for (size_t i = 0; i < contents.size(); ++i)
+    contents[i] = static_cast<char>(i * 7 + i / page);
+  std::ofstream(path, std::ios::binary) << contents;
+  auto file = MappedFile::open(path);
+  ASSERT_TRUE(file.isOk()) << file.message();
+  const uint8_t *data = file->data();
+  EXPECT_EQ(std::memcmp(data, contents.data(), contents.size()), 0); // resident now
+  // From the middle of page 0 to the middle of page 3: pages 1 and 2.
+  EXPECT_EQ(file->releasePages(data + page / 2, 3 * page), 2 * page);
+  EXPECT_EQ(file->releasePages(data + 1, page - 2), 0u);    // no whole page
+  EXPECT_EQ(file->releasePages(data + page, 4 * page), 0u); // past the end
+  const std::vector<uint8_t> elsewhere(2 * page);
+  EXPECT_EQ(file->releasePages(elsewhere.data(), elsewhere.size()), 0u);
+  EXPECT_EQ(std::memcmp(data, contents.data(), contents.size()), 0);
 }
 
 } // namespace

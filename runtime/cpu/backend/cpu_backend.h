@@ -22,6 +22,7 @@ public:
   int threads() const override { return pool_->numThreads(); }
   uint64_t kvCacheBytes() const override { return static_cast<uint64_t>(cache_->bytes()); }
   uint64_t generatedWeightBytes() const override { return weights_.generatedBytes(); }
+  uint64_t releasedPlanBytes() const override { return weights_.releasedPlanBytes(); }
   Status run(const StepInput &input, StepOutput &out) override;
 
   const kv::KvCache &kvCache() const { return *cache_; }

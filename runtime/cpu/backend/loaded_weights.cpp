@@ -227,7 +227,8 @@ Status LoadedWeights::buildQ4Panels(const Plan &plan, ThreadPool &pool, bool rel
     q4Panels_[use.words] = out;
     out += cpu::q4PanelBytes(w.rows, w.cols, w.groupSize);
     if (release)
-      plan.releasePages(data_[use.words], plan.meta().tensors()->Get(use.words)->size());
+      releasedPlanBytes_ +=
+          plan.releasePages(data_[use.words], plan.meta().tensors()->Get(use.words)->size());
   }
   return Status::ok();
 }

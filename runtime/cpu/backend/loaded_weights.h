@@ -48,6 +48,9 @@ public:
   // Bytes generated at load time: a synthetic plan's tensors and the packed
   // int4 zero points.
   uint64_t generatedBytes() const { return generatedBytes_; }
+  // Bytes of the plan's mapping given back at load (row-major int4 words
+  // read as panels).
+  uint64_t releasedPlanBytes() const { return releasedPlanBytes_; }
 
 private:
   // Replaces each int4 zeros tensor of the plan's CPU programs by its packed nibbles.
@@ -70,6 +73,7 @@ private:
   std::vector<const uint8_t *> q4Panels_; // per tensor: its panels, or null
   std::vector<std::unique_ptr<uint8_t, FreeAligned>> generated_;
   uint64_t generatedBytes_ = 0;
+  uint64_t releasedPlanBytes_ = 0;
 };
 
 // Fills `count` elements of `out` (dtype F32, F16 or BF16) with values
