@@ -366,10 +366,13 @@ LLMC_Q4_AVX512 void storeRows(const Q4Problem &p, const ZeroScale &zeroScale, in
   _mm512_mask_storeu_ps(out, mask, value);
 }
 
-// TT tokens from t0 against the panel: per pair and token, lane l adds
-// (quad l + quad 8 + l dot products) x (group scale x d) of its block.
-template <int TT>
-LLMC_Q4_AVX512 void panelTile(const Q4Problem &p, const Panel &panel, int64_t n0, int rows,
+// TT tokens from t0 against 16 rows of a panel source: per pair and
+// token, lane l adds (quad l + quad 8 + l dot products) x (group scale x d)
+// of its block. A source gives, in pair order, prefetch(q), the block
+// scales blockScale(q, half), the quads of word l quads(q, l, low, high),
+// and zeroScale(g) (BytePanel, NibblePanelSource).
+template <int TT, class Source>
+LLMC_Q4_AVX512 void panelTile(const Q4Problem &p, Source &source, int64_t n0, int rows,
                               int64_t t0) {
   const Q8Activations &xq = p.xq;
   const int64_t xStride = xq.pairs * kQ8PairBytes, sStride = xq.pairs * xq.scaleLanes;
@@ -381,13 +384,11 @@ LLMC_Q4_AVX512 void panelTile(const Q4Problem &p, const Panel &panel, int64_t n0
     LLMC_Q4_UNROLL
   for (int l = 0; l < 8; ++l)
     acc[t][l] = _mm512_setzero_ps();
-  const uint8_t *quads = panel.quads.data();
-  const float *ws = panel.blockScales.data();
   for (int64_t q = 0; q < xq.pairs; ++q) {
-    const uint8_t *pair = quads + q * kPairBytes;
+    source.prefetch(q);
     LLMC_Q4_UNROLL
     for (int half = 0; half < 2; ++half) {
-      const __m512 blockScale = _mm512_loadu_ps(ws + (2 * q + half) * kRows);
+      const __m512 blockScale = source.blockScale(q, half);
       __m512 scale[TT];
       LLMC_Q4_UNROLL
       for (int t = 0; t < TT; ++t)
@@ -396,8 +397,8 @@ LLMC_Q4_AVX512 void panelTile(const Q4Problem &p, const Panel &panel, int64_t n0
       LLMC_Q4_UNROLL
       for (int i = 0; i < 4; ++i) {
         const int l = 4 * half + i;
-        const __m512i w0 = _mm512_loadu_si512(pair + 2 * l * kQuadBytes);
-        const __m512i w1 = _mm512_loadu_si512(pair + (2 * l + 1) * kQuadBytes);
+        __m512i w0, w1;
+        source.quads(q, l, w0, w1);
         LLMC_Q4_UNROLL
         for (int t = 0; t < TT; ++t) {
           const int8_t *xp = x + t * xStride + q * kQ8PairBytes;
@@ -408,12 +409,28 @@ LLMC_Q4_AVX512 void panelTile(const Q4Problem &p, const Panel &panel, int64_t n0
       }
     }
   }
-  const float *sz = panel.zeroScales.data();
-  auto zeroScale = [sz](int64_t g) LLMC_Q4_AVX512 { return _mm512_loadu_ps(sz + g * kRows); };
+  auto zeroScale = [&source](int64_t g) LLMC_Q4_AVX512 { return source.zeroScale(g); };
   LLMC_Q4_UNROLL
   for (int t = 0; t < TT; ++t)
     storeRows(p, zeroScale, n0, rows, t0 + t, acc[t]);
 }
+
+// A Panel unpacked for the call (packPanel, unpackPanel).
+struct BytePanel {
+  const Panel &panel;
+  LLMC_Q4_AVX512 void prefetch(int64_t) const {}
+  LLMC_Q4_AVX512 __m512 blockScale(int64_t q, int half) const {
+    return _mm512_loadu_ps(panel.blockScales.data() + (2 * q + half) * kRows);
+  }
+  LLMC_Q4_AVX512 void quads(int64_t q, int l, __m512i &low, __m512i &high) const {
+    const uint8_t *pair = panel.quads.data() + q * kPairBytes;
+    low = _mm512_loadu_si512(pair + 2 * l * kQuadBytes);
+    high = _mm512_loadu_si512(pair + (2 * l + 1) * kQuadBytes);
+  }
+  LLMC_Q4_AVX512 __m512 zeroScale(int64_t g) const {
+    return _mm512_loadu_ps(panel.zeroScales.data() + g * kRows);
+  }
+};
 
 constexpr int kPanelTokens = 3; // tokens per tile: 24 accumulators
 
@@ -424,58 +441,41 @@ constexpr int kPanelTokens = 3; // tokens per tile: 24 accumulators
 // prefetching the panels read half as fast from DRAM.
 constexpr int64_t kPanelPrefetchBytes = 32768;
 
-// panelTile<TT> on panel b of p.w.panels, unpacking its nibbles in
-// registers: the same bytes, products and order, so the same bits, without
-// writing the panel. Each pair prefetches its share of the panel
-// kPanelPrefetchBytes ahead (the panels are one stream).
+// Panel b of p.w.panels, its nibbles unpacked in registers: the bytes of
+// the unpacked panel, so the same bits, without writing it. Each pair
+// prefetches its share of the panel kPanelPrefetchBytes ahead (the panels
+// are one stream). Blocks are read in order (BlockGroups).
+class NibblePanelSource {
+public:
+  NibblePanelSource(const Q4Problem &p, const Q4PanelShape &shape, int64_t b)
+      : in_(p, shape, b), groups_(p.w.groupSize, shape.words / 4),
+        ahead_(reinterpret_cast<const char *>(in_.words) + kPanelPrefetchBytes),
+        linesPerPair_((shape.stride / 64 + shape.pairs - 1) / shape.pairs) {}
+  LLMC_Q4_AVX512 void prefetch(int64_t q) const {
+    for (int64_t line = q * linesPerPair_; line < (q + 1) * linesPerPair_; ++line)
+      _mm_prefetch(ahead_ + 64 * line, _MM_HINT_T1);
+  }
+  LLMC_Q4_AVX512 __m512 blockScale(int64_t, int) { return panelScale(in_.scales, groups_.next()); }
+  LLMC_Q4_AVX512 void quads(int64_t q, int l, __m512i &low, __m512i &high) const {
+    unpackPanelWord(in_.words, q, l, low, high);
+  }
+  LLMC_Q4_AVX512 __m512 zeroScale(int64_t g) const {
+    return panelZeroScale(in_.scales, in_.zeros, g);
+  }
+
+private:
+  NibblePanel in_;
+  BlockGroups groups_;
+  const char *ahead_;
+  int64_t linesPerPair_;
+};
+
+// panelTile<TT> on panel b of p.w.panels (NibblePanelSource).
 template <int TT>
 LLMC_Q4_AVX512 void panelNibbleTile(const Q4Problem &p, const Q4PanelShape &shape, int64_t b,
                                     int rows, int64_t t0) {
-  const Q8Activations &xq = p.xq;
-  const int64_t xStride = xq.pairs * kQ8PairBytes, sStride = xq.pairs * xq.scaleLanes;
-  const int8_t *x = xq.values + t0 * xStride;
-  const float *d = xq.scales + t0 * sStride;
-  const NibblePanel in(p, shape, b);
-  const char *ahead = reinterpret_cast<const char *>(in.words) + kPanelPrefetchBytes;
-  const int64_t linesPerPair = (shape.stride / 64 + shape.pairs - 1) / shape.pairs;
-  __m512 acc[TT][8];
-  LLMC_Q4_UNROLL
-  for (int t = 0; t < TT; ++t)
-    LLMC_Q4_UNROLL
-  for (int l = 0; l < 8; ++l)
-    acc[t][l] = _mm512_setzero_ps();
-  BlockGroups groups(p.w.groupSize, shape.words / 4);
-  for (int64_t q = 0; q < xq.pairs; ++q) {
-    for (int64_t line = q * linesPerPair; line < (q + 1) * linesPerPair; ++line)
-      _mm_prefetch(ahead + 64 * line, _MM_HINT_T1);
-    LLMC_Q4_UNROLL
-    for (int half = 0; half < 2; ++half) {
-      const __m512 blockScale = panelScale(in.scales, groups.next());
-      __m512 scale[TT];
-      LLMC_Q4_UNROLL
-      for (int t = 0; t < TT; ++t)
-        scale[t] = _mm512_mul_ps(blockScale,
-                                 _mm512_set1_ps(d[t * sStride + q * xq.scaleLanes + 4 * half]));
-      LLMC_Q4_UNROLL
-      for (int i = 0; i < 4; ++i) {
-        const int l = 4 * half + i;
-        __m512i w0, w1;
-        unpackPanelWord(in.words, q, l, w0, w1);
-        LLMC_Q4_UNROLL
-        for (int t = 0; t < TT; ++t) {
-          const int8_t *xp = x + t * xStride + q * kQ8PairBytes;
-          __m512i dot = _mm512_dpbusd_epi32(_mm512_setzero_si512(), w0, broadcastQuad(xp + 4 * l));
-          dot = _mm512_dpbusd_epi32(dot, w1, broadcastQuad(xp + 32 + 4 * l));
-          acc[t][l] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(dot), scale[t], acc[t][l]);
-        }
-      }
-    }
-  }
-  auto zeroScale = [&in](int64_t g)
-                       LLMC_Q4_AVX512 { return panelZeroScale(in.scales, in.zeros, g); };
-  LLMC_Q4_UNROLL
-  for (int t = 0; t < TT; ++t)
-    storeRows(p, zeroScale, b * kRows, rows, t0 + t, acc[t]);
+  NibblePanelSource source(p, shape, b);
+  panelTile<TT>(p, source, b * kRows, rows, t0);
 }
 
 } // namespace
@@ -512,13 +512,14 @@ LLMC_Q4_AVX512 void matmulQ4RowsPanelAvx512(const Q4Problem &p, int64_t rowBegin
       unpackPanel(p, n0, panel);
     else
       packPanel(p, n0, rows, panel);
+    BytePanel source{panel};
     int64_t t = 0;
     for (; t + kPanelTokens <= p.tokens; t += kPanelTokens)
-      panelTile<kPanelTokens>(p, panel, n0, rows, t);
+      panelTile<kPanelTokens>(p, source, n0, rows, t);
     for (; t + 2 <= p.tokens; t += 2)
-      panelTile<2>(p, panel, n0, rows, t);
+      panelTile<2>(p, source, n0, rows, t);
     for (; t < p.tokens; ++t)
-      panelTile<1>(p, panel, n0, rows, t);
+      panelTile<1>(p, source, n0, rows, t);
   }
 }
 
