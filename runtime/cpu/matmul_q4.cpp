@@ -31,12 +31,12 @@ int64_t rowGrain(const Q4Matrix &w, int64_t tokens) {
 }
 
 // The panel decode kernel's chunks, each one prefetched stream: ~128 KiB or
-// more (a chunk's first 32 KiB run ahead of their prefetch,
-// kPanelPrefetchBytes), as many per thread: at 32 KiB chunks 110M int4
-// decode on 2 threads read 258-324 tok/s, at 64-256 KiB 281-371 (Zen 4,
-// docs/perf.md, sixteenth pass); as many per thread so that no thread
-// waits for another's last chunk (an o_proj of 3 chunks on 2 threads;
-// 110M decode on 2 threads 304 -> 312 tok/s, mean of 5 alternating runs).
+// more, since a chunk's first 32 KiB run ahead of their prefetch
+// (kPanelPrefetchBytes): at 32 KiB chunks 110M int4 decode on 2 threads
+// read 258-324 tok/s, at 64-256 KiB 281-371 (Zen 4, docs/perf.md,
+// sixteenth pass). As many chunks per thread, so that no thread waits for
+// another's last one (an o_proj of 3 chunks on 2 threads; 110M decode on 2
+// threads 304 -> 312 tok/s, mean of 5 alternating runs).
 int64_t streamGrain(const Q4Matrix &w, int64_t tokens, int64_t threads) {
   const int64_t rowBytes = hd::q4WordsPerRow(w.cols) * 4 * tokens;
   const int64_t perThread =
