@@ -9,11 +9,11 @@
 // and horizontal sums per row. With 16 rows interleaved, one 64-byte load
 // holds word l of a pair for 16 rows, every vpdpbusd serves 16 rows with
 // x's 4 bytes broadcast, and a block's scales and zero points are one
-// vector each: about 1.7x the L2 rate of the two-rows tile on a Zen 4, and
+// vector each: about 1.5x the L2 rate of the two-rows tile on a Zen 4, and
 // one memory stream per 16 rows (docs/perf.md, sixteenth pass).
 //
-// A matrix of N rows is ceil(N / 16) panels of q4PanelStride bytes, panel b
-// holding rows 16b .. 16b + 15 (rows past N are zero):
+// A matrix of N rows is ceil(N / 16) panels of q4PanelShape(K, G).stride
+// bytes, panel b holding rows 16b .. 16b + 15 (rows past N are zero):
 //   words  [pairs][8][16] u32: word l of pair q (row words 8q .. 8q + 7)
 //          of row 16b + r at ((q * 8 + l) * 16 + r) * 4; a half pair (K
 //          padded to 32, not 64) has words 4..7 zero;
