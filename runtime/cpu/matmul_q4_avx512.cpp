@@ -237,6 +237,11 @@ LLMC_Q4_AVX512 void packPanel(const Q4Problem &p, int64_t n0, int rows, Panel &p
   }
 }
 
+// Lanes r of the f16 scale of group g, from a panel's scales.
+LLMC_Q4_AVX512 inline __m512 panelScale(const uint16_t *scales, int64_t g) {
+  return _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i *>(scales + g * kRows)));
+}
+
 // Lanes r of scale * zero point of group g, from a panel's scales and
 // zeros (q4_panels.h): the arithmetic of packPanel's zeroScales.
 LLMC_Q4_AVX512 inline __m512 panelZeroScale(const uint16_t *scales, const uint8_t *zeros,
@@ -245,14 +250,7 @@ LLMC_Q4_AVX512 inline __m512 panelZeroScale(const uint16_t *scales, const uint8_
       _mm_loadu_si128(reinterpret_cast<const __m128i *>(zeros + (g / 2) * kRows)));
   const __m512i zero =
       g % 2 != 0 ? _mm512_srli_epi32(both, 4) : _mm512_and_si512(both, _mm512_set1_epi32(0x0f));
-  const __m512 scale =
-      _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i *>(scales + g * kRows)));
-  return _mm512_mul_ps(scale, _mm512_cvtepi32_ps(zero));
-}
-
-// Lanes r of the f16 scale of group g, from a panel's scales.
-LLMC_Q4_AVX512 inline __m512 panelScale(const uint16_t *scales, int64_t g) {
-  return _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i *>(scales + g * kRows)));
+  return _mm512_mul_ps(panelScale(scales, g), _mm512_cvtepi32_ps(zero));
 }
 
 // Word l of pair q of a panel's 16 rows: its low nibbles (x's quad l) and

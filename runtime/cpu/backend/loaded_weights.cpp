@@ -88,6 +88,17 @@ void LoadedWeights::releaseGenerated(const void *data, uint64_t bytes) {
 
 namespace {
 
+// fn(step) for every step of the plan's CPU programs that reads weights.
+template <class Fn> void forEachCpuStepWithWeights(const fb::Plan &meta, const Fn &fn) {
+  for (const fb::Program *program : *meta.programs()) {
+    if (program->target() != fb::Target::Cpu)
+      continue;
+    for (const fb::Step *step : *program->steps())
+      if (step->weights() != nullptr)
+        fn(*step);
+  }
+}
+
 // Which tensors the CPU programs read as int4 zero points, and which as
 // anything else.
 struct ZeroUses {
@@ -96,19 +107,13 @@ struct ZeroUses {
 
 ZeroUses zeroUses(const fb::Plan &meta, size_t tensors) {
   ZeroUses uses{std::vector<bool>(tensors), std::vector<bool>(tensors)};
-  for (const fb::Program *program : *meta.programs()) {
-    if (program->target() != fb::Target::Cpu)
-      continue;
-    for (const fb::Step *step : *program->steps()) {
-      if (step->weights() == nullptr)
-        continue;
-      const int zeros = ops::q4ZerosOperand(*step);
-      for (uint32_t i = 0; i < step->weights()->size(); ++i) {
-        std::vector<bool> &use = static_cast<int>(i) == zeros ? uses.asZeros : uses.asOther;
-        use[step->weights()->Get(i)] = true;
-      }
+  forEachCpuStepWithWeights(meta, [&](const fb::Step &step) {
+    const int zeros = ops::q4ZerosOperand(step);
+    for (uint32_t i = 0; i < step.weights()->size(); ++i) {
+      std::vector<bool> &use = static_cast<int>(i) == zeros ? uses.asZeros : uses.asOther;
+      use[step.weights()->Get(i)] = true;
     }
-  }
+  });
   return uses;
 }
 
@@ -168,23 +173,19 @@ int64_t q4GroupSize(const fb::Step &step) {
 std::vector<Q4Use> q4Uses(const fb::Plan &meta) {
   std::vector<Q4Use> uses;
   std::vector<uint32_t> conflicting;
-  for (const fb::Program *program : *meta.programs()) {
-    if (program->target() != fb::Target::Cpu)
-      continue;
-    for (const fb::Step *step : *program->steps()) {
-      const int zeros = step->weights() != nullptr ? ops::q4ZerosOperand(*step) : -1;
-      if (zeros < 2)
-        continue;
-      auto weight = [&](int i) { return static_cast<uint32_t>(step->weights()->Get(i)); };
-      const Q4Use use{weight(zeros - 2), weight(zeros - 1), weight(zeros), q4GroupSize(*step)};
-      auto same = std::find_if(uses.begin(), uses.end(),
-                               [&](const Q4Use &u) { return u.words == use.words; });
-      if (same == uses.end())
-        uses.push_back(use);
-      else if (!(*same == use))
-        conflicting.push_back(use.words);
-    }
-  }
+  forEachCpuStepWithWeights(meta, [&](const fb::Step &step) {
+    const int zeros = ops::q4ZerosOperand(step);
+    if (zeros < 2)
+      return;
+    auto weight = [&](int i) { return static_cast<uint32_t>(step.weights()->Get(i)); };
+    const Q4Use use{weight(zeros - 2), weight(zeros - 1), weight(zeros), q4GroupSize(step)};
+    auto same = std::find_if(uses.begin(), uses.end(),
+                             [&](const Q4Use &u) { return u.words == use.words; });
+    if (same == uses.end())
+      uses.push_back(use);
+    else if (!(*same == use))
+      conflicting.push_back(use.words);
+  });
   uses.erase(std::remove_if(uses.begin(), uses.end(),
                             [&](const Q4Use &u) {
                               return std::count(conflicting.begin(), conflicting.end(), u.words) >
@@ -202,27 +203,25 @@ Status LoadedWeights::buildQ4Panels(const Plan &plan, ThreadPool &pool, bool rel
     return Status::ok();
   // The validator checked the shapes: words [rows, q4WordsPerRow(K)], K
   // padded to 32 columns, which gives the panels' words and groups.
-  auto matrixOf = [&](const Q4Use &use) {
-    return cpu::Q4Matrix{static_cast<const uint32_t *>(data_[use.words]),
-                         static_cast<const uint16_t *>(data_[use.scales]),
-                         static_cast<const uint8_t *>(data_[use.zeros]),
-                         shapes_[use.words][0],
-                         8 * shapes_[use.words][1],
-                         use.groupSize};
-  };
-  // One buffer for all (64-byte multiples each), on huge pages (allocate).
   const std::vector<Q4Use> uses = q4Uses(plan.meta());
+  std::vector<cpu::Q4Matrix> matrices;
   uint64_t total = 0;
   for (const Q4Use &use : uses) {
-    const cpu::Q4Matrix w = matrixOf(use);
-    total += static_cast<uint64_t>(cpu::q4PanelBytes(w.rows, w.cols, w.groupSize));
+    matrices.push_back({static_cast<const uint32_t *>(data_[use.words]),
+                        static_cast<const uint16_t *>(data_[use.scales]),
+                        static_cast<const uint8_t *>(data_[use.zeros]), shapes_[use.words][0],
+                        8 * shapes_[use.words][1], use.groupSize});
+    total += static_cast<uint64_t>(
+        cpu::q4PanelBytes(matrices.back().rows, matrices.back().cols, use.groupSize));
   }
+  // One buffer for all (64-byte multiples each), on huge pages (allocate).
   uint8_t *out = total > 0 ? allocate(total) : nullptr;
   if (total > 0 && out == nullptr)
     return Status::error(plan.path() + ": cannot allocate " + std::to_string(total) +
                          " bytes for the int4 weights in 16-row panels");
-  for (const Q4Use &use : uses) {
-    const cpu::Q4Matrix w = matrixOf(use);
+  for (size_t i = 0; i < uses.size(); ++i) {
+    const Q4Use &use = uses[i];
+    const cpu::Q4Matrix &w = matrices[i];
     cpu::buildQ4Panels(pool, w, out);
     q4Panels_[use.words] = out;
     out += cpu::q4PanelBytes(w.rows, w.cols, w.groupSize);
