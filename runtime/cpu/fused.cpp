@@ -1,6 +1,7 @@
 #include "cpu/fused.h"
 
 #include "cpu/activation_rows.h"
+#include "cpu/bf16_coded.h"
 #include "cpu/kernels.h"
 #include "cpu/matmul.h"
 #include "cpu/q4_panels.h"
@@ -24,7 +25,8 @@ int64_t blockRows(int64_t tokens) { return tokens <= 2 ? 512 : 64; }
 // Rows [begin, begin + count) of w as a matrix of their own.
 WeightMatrix rowsOf(const WeightMatrix &w, int64_t begin, int64_t count) {
   const char *base = static_cast<const char *>(w.data);
-  return {base + begin * w.cols * static_cast<int64_t>(dtypeSize(w.dtype)), w.dtype, count, w.cols};
+  return {base + begin * w.cols * static_cast<int64_t>(dtypeSize(w.dtype)), w.dtype, count, w.cols,
+          w.coded.table != nullptr ? codedBf16From(w.coded, w.cols, begin) : CodedBf16{}};
 }
 
 // tile[tokens, rows.rows] = x . rows^T, on the calling thread; xTiles: x in

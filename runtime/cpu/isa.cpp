@@ -87,6 +87,17 @@ bool detectX86Bf16() {
 #endif
 }
 
+bool detectX86Vbmi() {
+#if defined(__x86_64__) || defined(__i386__)
+  // CPUID.(EAX=7, ECX=0):ECX bit 1.
+  unsigned eax, ebx, ecx, edx;
+  return detectBestIsa() == Isa::Avx512 && __get_cpuid_count(7, 0, &eax, &ebx, &ecx, &edx) &&
+         (ecx & (1u << 1)) != 0;
+#else
+  return false;
+#endif
+}
+
 // On where supported, unless LLMC_CPU_BF16_DOT=0.
 std::atomic<bool> &x86Bf16InUse() {
   static std::atomic<bool> use{[] {
@@ -197,6 +208,11 @@ bool setX86Bf16ForTesting(bool use) {
     return false;
   x86Bf16InUse().store(use, std::memory_order_relaxed);
   return true;
+}
+
+bool x86VbmiSupported() {
+  static const bool supported = detectX86Vbmi();
+  return supported;
 }
 
 long l2CacheBytes() {

@@ -87,6 +87,11 @@ bool x86Bf16Active();
 // thread-safe with kernels running.
 bool setX86Bf16ForTesting(bool use);
 
+// Whether this x86-64 CPU has AVX512-VBMI (vpermb, vpmultishiftqb: Ice Lake
+// and later, Zen 4 and later). False elsewhere. The bf16 kernels' coded
+// rows (cpu/bf16_coded.h) need it.
+bool x86VbmiSupported();
+
 // Bytes of L2 cache per core (sysconf(_SC_LEVEL2_CACHE_SIZE) where the C
 // library reports it), or 0 when unknown. Read once.
 long l2CacheBytes();

@@ -15,6 +15,8 @@
 // output has the same bits whatever the token count, tile or thread split.
 #if defined(__x86_64__)
 
+#include "cpu/bf16_coded.h"
+#include "cpu/isa.h"
 #include "cpu/simd.h"
 #include "cpu/simd_avx512.h"
 #include "cpu/simd_gemm.h"
@@ -76,40 +78,39 @@ LLMC_AVX512_BF16 void roundRows(const float *x, int64_t tokens, int64_t k, int64
   }
 }
 
-// y[t0 .. t0+TT, n0 .. n0+R]: the R weight rows at rows (rowBytes apart)
-// against TT tokens of xb (rows of `stride` bf16, zero padded to a multiple of
-// 32), R*TT accumulators. Row r of the tile is output row n0 + r * rowStep.
-// Ahead > 0: each row's stream is prefetched Ahead bytes in front of its loads.
-template <int R, int TT, int Ahead = 0>
-LLMC_AVX512_BF16 void dotTile(const MatmulProblem &p, const uint16_t *xb, int64_t stride,
-                              const char *rows, int64_t rowBytes, int64_t n0, int64_t t0,
-                              int64_t rowStep = 1) {
-  const int64_t k = p.w.cols;
+// y[t0 .. t0+TT, n0 .. n0+R]: R weight rows against TT tokens of xb (rows of
+// `stride` bf16, zero padded to a multiple of 32), R*TT accumulators; Rows
+// gives row r's 32 bf16 weights of each step. Row r of the tile is output
+// row n0 + r * rowStep. Ahead > 0: each row's stream is prefetched Ahead
+// bytes in front of its loads.
+template <class Rows, int R, int TT, int Ahead>
+LLMC_AVX512_BF16 inline void dotTile(const MatmulProblem &p, Rows &rows, const uint16_t *xb,
+                                     int64_t stride, int64_t n0, int64_t t0, int64_t rowStep) {
+  const int64_t k = p.w.cols, full = k / kColumns;
   const uint16_t *x = xb + t0 * stride;
   __m512 acc[R][TT];
   for (int r = 0; r < R; ++r)
     for (int t = 0; t < TT; ++t)
       acc[r][t] = _mm512_setzero_ps();
-  int64_t i = 0;
-  for (; i + kColumns <= k; i += kColumns) { // one 64-byte line of each row per step
+  for (int64_t s = 0; s < full; ++s) { // one step of each row
     if constexpr (Ahead > 0)
       for (int r = 0; r < R; ++r)
-        _mm_prefetch(rows + r * rowBytes + 2 * i + Ahead, _MM_HINT_T0);
+        _mm_prefetch(rows.stepAddress(r, s) + Ahead, _MM_HINT_T0);
     __m512i xv[TT];
     for (int t = 0; t < TT; ++t)
-      xv[t] = _mm512_loadu_si512(x + t * stride + i);
+      xv[t] = _mm512_loadu_si512(x + t * stride + s * kColumns);
     for (int r = 0; r < R; ++r) {
-      const __m512i wv = _mm512_loadu_si512(rows + r * rowBytes + 2 * i);
+      const __m512i wv = rows.step(r, s);
       for (int t = 0; t < TT; ++t)
         acc[r][t] = dotStep(acc[r][t], wv, xv[t]);
     }
   }
-  if (i < k) {
-    const __mmask32 mask = firstElements32(k - i);
+  if (full * kColumns < k) { // the K % 32 tail, zeros past K
+    const __mmask32 mask = firstElements32(k - full * kColumns);
     for (int r = 0; r < R; ++r) {
-      const __m512i wv = _mm512_maskz_loadu_epi16(mask, rows + r * rowBytes + 2 * i);
+      const __m512i wv = rows.tail(r, full, mask);
       for (int t = 0; t < TT; ++t)
-        acc[r][t] = dotStep(acc[r][t], wv, _mm512_loadu_si512(x + t * stride + i));
+        acc[r][t] = dotStep(acc[r][t], wv, _mm512_loadu_si512(x + t * stride + full * kColumns));
     }
   }
   for (int r = 0; r < R; ++r)
@@ -117,33 +118,132 @@ LLMC_AVX512_BF16 void dotTile(const MatmulProblem &p, const uint16_t *xb, int64_
       storeOutput(p, t0 + t, n0 + r * rowStep, _mm512_reduce_add_ps(acc[r][t]));
 }
 
+// The plain rows: bf16 as the plan stores them.
+struct PlainRows {
+  const char *first; // row n0's bytes
+  int64_t rowBytes;  // from one tile row to the next
+  PlainRows(const MatmulProblem &p, int64_t n0, int64_t rowStep)
+      : first(static_cast<const char *>(p.w.data) + n0 * p.w.cols * 2),
+        rowBytes(rowStep * p.w.cols * 2) {}
+  const char *stepAddress(int r, int64_t s) const {
+    return first + r * rowBytes + 2 * kColumns * s;
+  }
+  LLMC_AVX512_BF16 __m512i step(int r, int64_t s) const {
+    return _mm512_loadu_si512(stepAddress(r, s));
+  }
+  // The K % 32 tail: reads nothing past the row.
+  LLMC_AVX512_BF16 __m512i tail(int r, int64_t s, __mmask32 mask) const {
+    return _mm512_maskz_loadu_epi16(mask, stepAddress(r, s));
+  }
+};
+
+// One tile over plain rows.
+struct PlainTile {
+  static int64_t rowBytes(const MatmulProblem &p) { return p.w.cols * 2; }
+  template <int R, int TT, int Ahead = 0>
+  LLMC_AVX512_BF16 static void run(const MatmulProblem &p, const uint16_t *xb, int64_t stride,
+                                   int64_t n0, int64_t t0, int64_t rowStep = 1) {
+    PlainRows rows(p, n0, rowStep);
+    dotTile<PlainRows, R, TT, Ahead>(p, rows, xb, stride, n0, t0, rowStep);
+  }
+};
+
+#define LLMC_AVX512_BF16_VBMI                                                                      \
+  __attribute__((target("avx512f,avx512bw,avx512vl,avx512bf16,avx512vbmi,avx2,fma,f16c")))
+
+// The coded rows (cpu/bf16_coded.h): each step's words rebuilt from its low
+// bytes and its codes' high bytes, or, at a row's exceptions, its stored
+// high bytes. The words are the plain rows', so the sums are too.
+template <int R> struct CodedRows {
+  const uint8_t *row[R];
+  const uint32_t *exceptionStep;
+  const uint8_t *exceptionHigh;
+  uint32_t exception[R], exceptionEnd[R];
+  int64_t nextException[R]; // the step of row r's next exception, or -1
+  __m512i table;
+
+  LLMC_AVX512_BF16_VBMI CodedRows(const MatmulProblem &p, int64_t n0, int64_t rowStep)
+      : exceptionStep(p.w.coded.exceptionStep), exceptionHigh(p.w.coded.exceptionHigh),
+        table(_mm512_loadu_si512(p.w.coded.table)) {
+    const int64_t rowBytes = codedBf16Steps(p.w.cols) * kCodedBf16StepBytes;
+    for (int r = 0; r < R; ++r) {
+      const int64_t n = n0 + r * rowStep;
+      row[r] = p.w.coded.steps + n * rowBytes;
+      exception[r] = p.w.coded.exceptionBegin[n];
+      exceptionEnd[r] = p.w.coded.exceptionBegin[n + 1];
+      nextException[r] = exception[r] < exceptionEnd[r] ? exceptionStep[exception[r]] : -1;
+    }
+  }
+  const char *stepAddress(int r, int64_t s) const {
+    return reinterpret_cast<const char *>(row[r] + s * kCodedBf16StepBytes);
+  }
+  LLMC_AVX512_BF16_VBMI __m512i step(int r, int64_t s) {
+    const uint8_t *at = row[r] + s * kCodedBf16StepBytes;
+    // Word j's low byte from byte j.
+    const __m512i low =
+        _mm512_cvtepu8_epi16(_mm256_loadu_si256(reinterpret_cast<const __m256i *>(at)));
+    if (s == nextException[r]) [[unlikely]]
+      return exactStep(r, low);
+    // Qword q of `codes` holds the 4 codes of words 4q .. 4q + 3 in bits
+    // 0..15; byte 2m + 1 of the shifted qword takes its bits 4m .. 4m + 7,
+    // code m in the low nibble (the table repeats every 16 bytes, so the
+    // bits above do not matter), and vpermb puts the table's byte there:
+    // word m's high byte.
+    const __m512i codes = _mm512_cvtepu16_epi64(
+        _mm_loadu_si128(reinterpret_cast<const __m128i *>(at + kCodedBf16StepColumns)));
+    const __m512i shifts = _mm512_set1_epi64(0x0c00080004000000);
+    return _mm512_mask_permutexvar_epi8(low, static_cast<__mmask64>(0xaaaaaaaaaaaaaaaaull),
+                                        _mm512_multishift_epi64_epi8(shifts, codes), table);
+  }
+  // The K % 32 tail (stored whole, zeros past K).
+  LLMC_AVX512_BF16_VBMI __m512i tail(int r, int64_t s, __mmask32 mask) {
+    return _mm512_maskz_mov_epi16(mask, step(r, s));
+  }
+  // The step of row r's next exception, its high bytes stored whole.
+  LLMC_AVX512_BF16_VBMI __m512i exactStep(int r, __m512i low) {
+    const __m256i high = _mm256_loadu_si256(reinterpret_cast<const __m256i *>(
+        exceptionHigh + uint64_t{exception[r]} * kCodedBf16StepColumns));
+    ++exception[r];
+    nextException[r] = exception[r] < exceptionEnd[r] ? exceptionStep[exception[r]] : -1;
+    return _mm512_or_si512(low, _mm512_slli_epi16(_mm512_cvtepu8_epi16(high), 8));
+  }
+};
+
+// One tile over coded rows.
+struct CodedTile {
+  static int64_t rowBytes(const MatmulProblem &p) {
+    return codedBf16Steps(p.w.cols) * kCodedBf16StepBytes;
+  }
+  template <int R, int TT, int Ahead = 0>
+  LLMC_AVX512_BF16_VBMI static void run(const MatmulProblem &p, const uint16_t *xb, int64_t stride,
+                                        int64_t n0, int64_t t0, int64_t rowStep = 1) {
+    CodedRows<R> rows(p, n0, rowStep);
+    dotTile<CodedRows<R>, R, TT, Ahead>(p, rows, xb, stride, n0, t0, rowStep);
+  }
+};
+
 // Decode (1 or TT = 2 tokens): rows [rowBegin, rowEnd) in 4 equal runs, tile
 // j taking row j of each run, each run one sequential stream (as
 // simd_avx512.cpp streamedRows, which measured why).
-template <int TT>
+template <class Tile, int TT>
 LLMC_AVX512_BF16 void streamedRows(const MatmulProblem &p, const uint16_t *xb, int64_t stride,
                                    int64_t rowBegin, int64_t rowEnd) {
   constexpr int kStreams = 4, kAhead = 256;
-  const int64_t rowBytes = p.w.cols * 2;
-  const char *weights = static_cast<const char *>(p.w.data);
   const int64_t run = (rowEnd - rowBegin) / kStreams;
   for (int64_t j = 0; j < run; ++j)
-    dotTile<kStreams, TT, kAhead>(p, xb, stride, weights + (rowBegin + j) * rowBytes,
-                                  run * rowBytes, rowBegin + j, 0, run);
+    Tile::template run<kStreams, TT, kAhead>(p, xb, stride, rowBegin + j, 0, run);
   for (int64_t n = rowBegin + kStreams * run; n < rowEnd; ++n)
-    dotTile<1, TT>(p, xb, stride, weights + n * rowBytes, rowBytes, n, 0);
+    Tile::template run<1, TT>(p, xb, stride, n, 0);
 }
 
 // A tile of R rows by min(tokens, TT) tokens.
-template <int R, int TT>
+template <class Tile, int R, int TT>
 LLMC_AVX512_BF16 void tileUpTo(const MatmulProblem &p, const uint16_t *xb, int64_t stride,
                                int64_t n0, int64_t t0, int64_t tokens) {
   if constexpr (TT > 1)
     if (tokens < TT)
-      return tileUpTo<R, TT - 1>(p, xb, stride, n0, t0, tokens);
-  const int64_t rowBytes = p.w.cols * 2;
-  dotTile<R, TT>(p, xb, stride, static_cast<const char *>(p.w.data) + n0 * rowBytes, rowBytes, n0,
-                 t0);
+      return tileUpTo<Tile, R, TT - 1>(p, xb, stride, n0, t0, tokens);
+  Tile::template run<R, TT>(p, xb, stride, n0, t0);
 }
 
 // The prefill GEMM's kernel (simd_gemm.h) for bf16 weights: panels of the
@@ -228,30 +328,39 @@ uint16_t *decodeInputs(const MatmulProblem &p, int64_t stride) {
   return buffer.data();
 }
 
-} // namespace
-
-void matmulRowsBf16Dot(const MatmulProblem &p, int64_t rowBegin, int64_t rowEnd) {
-  if (p.tokens >= kGemmTokens)
-    return packedGemm<Bf16DotGemm, DType::BF16>(p, rowBegin, rowEnd, 0, p.tokens);
+// Decode and small batches (under kGemmTokens tokens) over Tile's rows.
+template <class Tile>
+LLMC_AVX512_BF16 void decodeRows(const MatmulProblem &p, int64_t rowBegin, int64_t rowEnd) {
   const int64_t stride = (p.w.cols + kColumns - 1) / kColumns * kColumns;
   const uint16_t *xb = decodeInputs(p, stride);
   if (p.tokens == 2)
-    return streamedRows<2>(p, xb, stride, rowBegin, rowEnd);
+    return streamedRows<Tile, 2>(p, xb, stride, rowBegin, rowEnd);
   if (p.tokens == 1)
-    return streamedRows<1>(p, xb, stride, rowBegin, rowEnd);
+    return streamedRows<Tile, 1>(p, xb, stride, rowBegin, rowEnd);
   // 3-31 tokens: tiles of 4 rows x 4 tokens over L2-resident blocks of rows.
   constexpr int kRows = 4, kTokens = 4;
-  const int64_t block = rowsPerL2Block(p.w.cols * 2, kRows);
+  const int64_t block = rowsPerL2Block(Tile::rowBytes(p), kRows);
   for (int64_t b = rowBegin; b < rowEnd; b += block) {
     const int64_t bEnd = b + block < rowEnd ? b + block : rowEnd;
     for (int64_t t0 = 0; t0 < p.tokens; t0 += kTokens) {
       int64_t n = b;
       for (; n + kRows <= bEnd; n += kRows)
-        tileUpTo<kRows, kTokens>(p, xb, stride, n, t0, p.tokens - t0);
+        tileUpTo<Tile, kRows, kTokens>(p, xb, stride, n, t0, p.tokens - t0);
       for (; n < bEnd; ++n)
-        tileUpTo<1, kTokens>(p, xb, stride, n, t0, p.tokens - t0);
+        tileUpTo<Tile, 1, kTokens>(p, xb, stride, n, t0, p.tokens - t0);
     }
   }
+}
+
+} // namespace
+
+void matmulRowsBf16Dot(const MatmulProblem &p, int64_t rowBegin, int64_t rowEnd) {
+  if (p.tokens >= kGemmTokens)
+    return packedGemm<Bf16DotGemm, DType::BF16>(p, rowBegin, rowEnd, 0, p.tokens);
+  // Coded rows only where the loader made them (codedBf16Used: VBMI).
+  if (p.w.coded.table != nullptr && x86VbmiSupported())
+    return decodeRows<CodedTile>(p, rowBegin, rowEnd);
+  decodeRows<PlainTile>(p, rowBegin, rowEnd);
 }
 
 void packedGemmBf16Dot(const MatmulProblem &p, int64_t rowBegin, int64_t rowEnd, int64_t tokenBegin,

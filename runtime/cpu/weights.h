@@ -11,13 +11,26 @@
 
 namespace llmc::cpu {
 
+// A bf16 matrix's rows in 12 bits a weight, losslessly (cpu/bf16_coded.h
+// lays them out): a view. table null: none.
+struct CodedBf16 {
+  const uint8_t *table = nullptr;
+  const uint8_t *steps = nullptr;
+  const uint32_t *exceptionBegin = nullptr;
+  const uint32_t *exceptionStep = nullptr;
+  const uint8_t *exceptionHigh = nullptr;
+};
+
 // A row-major [rows, cols] matrix, as Hugging Face stores linear weights:
-// rows = output features N, cols = input features K.
+// rows = output features N, cols = input features K. A BF16 matrix may
+// also carry its rows coded (the decode kernels that read them do where
+// cpu::codedBf16Used()); data stays readable either way.
 struct WeightMatrix {
   const void *data = nullptr;
   DType dtype = DType::F32;
   int64_t rows = 0;
   int64_t cols = 0;
+  CodedBf16 coded{};
 };
 
 // A weight vector [size] (norm scales).

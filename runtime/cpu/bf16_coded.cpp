@@ -1,0 +1,212 @@
+#include "cpu/bf16_coded.h"
+
+#include "cpu/isa.h"
+
+#include <algorithm>
+#include <atomic>
+#include <cstdlib>
+#include <cstring>
+#include <mutex>
+#include <numeric>
+#include <string>
+
+namespace llmc::cpu {
+namespace {
+
+constexpr uint64_t kTableBytes = 64;
+
+uint64_t alignUp64(uint64_t bytes) { return (bytes + 63) / 64 * 64; }
+
+// Where each part of a coded [rows, cols] matrix with `exceptions`
+// exceptions starts, in bytes from the layout's start.
+struct CodedBf16Offsets {
+  uint64_t steps, exceptionBegin, exceptionStep, exceptionHigh, end;
+};
+
+CodedBf16Offsets codedOffsets(int64_t rows, int64_t cols, uint64_t exceptions) {
+  CodedBf16Offsets o{};
+  o.steps = kTableBytes;
+  o.exceptionBegin =
+      o.steps + alignUp64(static_cast<uint64_t>(rows * codedBf16Steps(cols) * kCodedBf16StepBytes));
+  o.exceptionStep = o.exceptionBegin + alignUp64(static_cast<uint64_t>(rows + 1) * 4);
+  o.exceptionHigh = o.exceptionStep + alignUp64(exceptions * 4);
+  o.end = o.exceptionHigh + exceptions * kCodedBf16StepColumns;
+  return o;
+}
+
+const uint16_t *bf16Row(const WeightMatrix &w, int64_t row) {
+  return static_cast<const uint16_t *>(w.data) + row * w.cols;
+}
+
+// Row chunks of about 256 KiB of bf16 for the pool.
+int64_t rowGrain(const WeightMatrix &w) {
+  return std::max<int64_t>(1, (int64_t{1} << 18) / (2 * w.cols));
+}
+
+// code + 1 of each high byte, 0 for one the table lacks.
+std::array<uint8_t, 256> codesOf(const std::array<uint8_t, kCodedBf16Codes> &highBytes) {
+  std::array<uint8_t, 256> codes{};
+  for (int c = kCodedBf16Codes - 1; c >= 0; --c) // the first code of a repeated byte wins
+    codes[highBytes[c]] = static_cast<uint8_t>(c + 1);
+  return codes;
+}
+
+// Whether step s of `row` (cols columns) has a high byte the table lacks.
+bool stepIsException(const uint16_t *row, int64_t cols, int64_t s,
+                     const std::array<uint8_t, 256> &codes) {
+  const int64_t end = std::min(cols, (s + 1) * kCodedBf16StepColumns);
+  for (int64_t c = s * kCodedBf16StepColumns; c < end; ++c)
+    if (codes[row[c] >> 8] == 0)
+      return true;
+  return false;
+}
+
+// The 16 most frequent high bytes, most frequent first (ties: the smaller
+// byte); fewer than 16 in use repeat the first.
+std::array<uint8_t, kCodedBf16Codes> mostFrequentHighBytes(ThreadPool &pool,
+                                                           const WeightMatrix &w) {
+  std::array<uint64_t, 256> counts{};
+  std::mutex merge;
+  pool.parallelFor(
+      w.rows,
+      [&](int64_t begin, int64_t end) {
+        std::array<uint64_t, 256> mine{};
+        for (int64_t r = begin; r < end; ++r) {
+          const uint16_t *row = bf16Row(w, r);
+          for (int64_t c = 0; c < w.cols; ++c)
+            ++mine[row[c] >> 8];
+        }
+        std::lock_guard<std::mutex> lock(merge);
+        for (int b = 0; b < 256; ++b)
+          counts[b] += mine[b];
+      },
+      rowGrain(w));
+  std::array<int, 256> order;
+  std::iota(order.begin(), order.end(), 0);
+  std::stable_sort(order.begin(), order.end(), [&](int a, int b) { return counts[a] > counts[b]; });
+  std::array<uint8_t, kCodedBf16Codes> table{};
+  for (int c = 0; c < kCodedBf16Codes; ++c)
+    table[c] = static_cast<uint8_t>(counts[order[c]] > 0 ? order[c] : order[0]);
+  return table;
+}
+
+// Writes step s of `row` into `step` (48 bytes); an exception's codes stay 0.
+void writeStep(const uint16_t *row, int64_t cols, int64_t s, const std::array<uint8_t, 256> &codes,
+               uint8_t *step) {
+  std::memset(step, 0, kCodedBf16StepBytes);
+  const int64_t first = s * kCodedBf16StepColumns;
+  const int64_t count = std::min(cols - first, kCodedBf16StepColumns);
+  for (int64_t j = 0; j < count; ++j) {
+    const uint16_t word = row[first + j];
+    step[j] = static_cast<uint8_t>(word & 0xff);
+    const uint8_t code = codes[word >> 8] == 0 ? 0 : codes[word >> 8] - 1;
+    step[kCodedBf16StepColumns + j / 2] |= static_cast<uint8_t>(code << (4 * (j & 1)));
+  }
+}
+
+} // namespace
+
+namespace {
+
+// On unless LLMC_CPU_CODED_BF16=0 (read once) or a test turned it off.
+std::atomic<bool> &codedBf16InUse() {
+  static std::atomic<bool> use{[] {
+    const char *env = std::getenv("LLMC_CPU_CODED_BF16");
+    return !(env != nullptr && std::string(env) == "0");
+  }()};
+  return use;
+}
+
+} // namespace
+
+bool codedBf16Used() {
+  return x86Bf16Active() && x86VbmiSupported() && codedBf16InUse().load(std::memory_order_relaxed);
+}
+
+void setCodedBf16ForTesting(bool use) { codedBf16InUse().store(use, std::memory_order_relaxed); }
+
+CodedBf16Layout planCodedBf16(ThreadPool &pool, const WeightMatrix &w) {
+  CodedBf16Layout layout;
+  layout.highBytes = mostFrequentHighBytes(pool, w);
+  const std::array<uint8_t, 256> codes = codesOf(layout.highBytes);
+  const int64_t steps = codedBf16Steps(w.cols);
+  std::vector<uint32_t> perRow(static_cast<size_t>(w.rows));
+  pool.parallelFor(
+      w.rows,
+      [&](int64_t begin, int64_t end) {
+        for (int64_t r = begin; r < end; ++r) {
+          uint32_t count = 0;
+          for (int64_t s = 0; s < steps; ++s)
+            count += stepIsException(bf16Row(w, r), w.cols, s, codes) ? 1 : 0;
+          perRow[r] = count;
+        }
+      },
+      rowGrain(w));
+  layout.exceptionBegin.assign(static_cast<size_t>(w.rows) + 1, 0);
+  for (int64_t r = 0; r < w.rows; ++r)
+    layout.exceptionBegin[r + 1] = layout.exceptionBegin[r] + perRow[r];
+  layout.bytes = alignUp64(codedOffsets(w.rows, w.cols, layout.exceptions()).end);
+  return layout;
+}
+
+bool codedBf16Pays(const WeightMatrix &w, const CodedBf16Layout &layout) {
+  return layout.bytes * 5 <= static_cast<uint64_t>(w.rows * w.cols * 2) * 4;
+}
+
+CodedBf16 buildCodedBf16(ThreadPool &pool, const WeightMatrix &w, const CodedBf16Layout &layout,
+                         uint8_t *out) {
+  const CodedBf16Offsets o = codedOffsets(w.rows, w.cols, layout.exceptions());
+  CodedBf16 coded{out, out + o.steps, reinterpret_cast<const uint32_t *>(out + o.exceptionBegin),
+                  reinterpret_cast<const uint32_t *>(out + o.exceptionStep), out + o.exceptionHigh};
+  for (int q = 0; q < 4; ++q)
+    std::memcpy(out + q * kCodedBf16Codes, layout.highBytes.data(), kCodedBf16Codes);
+  std::memcpy(out + o.exceptionBegin, layout.exceptionBegin.data(),
+              layout.exceptionBegin.size() * 4);
+  const std::array<uint8_t, 256> codes = codesOf(layout.highBytes);
+  const int64_t steps = codedBf16Steps(w.cols);
+  auto *exceptionStep = reinterpret_cast<uint32_t *>(out + o.exceptionStep);
+  uint8_t *exceptionHigh = out + o.exceptionHigh;
+  pool.parallelFor(
+      w.rows,
+      [&](int64_t begin, int64_t end) {
+        for (int64_t r = begin; r < end; ++r) {
+          const uint16_t *row = bf16Row(w, r);
+          uint32_t e = layout.exceptionBegin[r];
+          for (int64_t s = 0; s < steps; ++s) {
+            writeStep(row, w.cols, s, codes, out + o.steps + (r * steps + s) * kCodedBf16StepBytes);
+            if (!stepIsException(row, w.cols, s, codes))
+              continue;
+            exceptionStep[e] = static_cast<uint32_t>(s);
+            uint8_t *high = exceptionHigh + uint64_t{e} * kCodedBf16StepColumns;
+            std::memset(high, 0, kCodedBf16StepColumns);
+            for (int64_t c = s * kCodedBf16StepColumns;
+                 c < std::min(w.cols, (s + 1) * kCodedBf16StepColumns); ++c)
+              high[c - s * kCodedBf16StepColumns] = static_cast<uint8_t>(row[c] >> 8);
+            ++e;
+          }
+        }
+      },
+      rowGrain(w));
+  return coded;
+}
+
+CodedBf16 codedBf16From(const CodedBf16 &coded, int64_t cols, int64_t first) {
+  CodedBf16 rows = coded;
+  rows.steps += first * codedBf16Steps(cols) * kCodedBf16StepBytes;
+  rows.exceptionBegin += first;
+  return rows;
+}
+
+uint16_t codedBf16Word(const CodedBf16 &coded, int64_t cols, int64_t row, int64_t col) {
+  const int64_t s = col / kCodedBf16StepColumns, j = col % kCodedBf16StepColumns;
+  const uint8_t *step = coded.steps + (row * codedBf16Steps(cols) + s) * kCodedBf16StepBytes;
+  const uint16_t low = step[j];
+  for (uint32_t e = coded.exceptionBegin[row]; e < coded.exceptionBegin[row + 1]; ++e)
+    if (coded.exceptionStep[e] == static_cast<uint32_t>(s))
+      return static_cast<uint16_t>(
+          coded.exceptionHigh[uint64_t{e} * kCodedBf16StepColumns + j] << 8 | low);
+  const int code = step[kCodedBf16StepColumns + j / 2] >> (4 * (j & 1)) & 0xf;
+  return static_cast<uint16_t>(coded.table[code] << 8 | low);
+}
+
+} // namespace llmc::cpu
