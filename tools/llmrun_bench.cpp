@@ -33,8 +33,9 @@ double median(std::vector<double> v) {
 
 // Bytes of weights a decode step reads once for the whole batch: every
 // tensor a step uses, except the embedding table (a gather of a few rows);
-// int4 zero points as the CPU backend holds them (4 bits each).
-uint64_t weightBytesPerDecodeStep(const Plan &plan) {
+// int4 zero points as the CPU backend holds them (4 bits each), and each
+// tensor as the backend streams it (Backend::streamedWeightBytes).
+uint64_t weightBytesPerDecodeStep(const Plan &plan, const Backend &backend) {
   const fb::Program *program = plan.program(fb::Target::Cpu, fb::Phase::Decode);
   std::vector<bool> counted(plan.meta().tensors()->size(), false);
   uint64_t bytes = 0;
@@ -50,7 +51,7 @@ uint64_t weightBytesPerDecodeStep(const Plan &plan) {
       const fb::Tensor &t = *plan.meta().tensors()->Get(w);
       bytes += static_cast<int>(i) == zeros
                    ? t.shape()->Get(0) * cpu::q4ZeroRowBytes(t.shape()->Get(1))
-                   : t.size();
+                   : backend.streamedWeightBytes(static_cast<uint32_t>(w), t.size());
     }
   }
   return bytes;
@@ -138,7 +139,7 @@ void registerBenchCommand(CLI::App &app, int &exitCode) {
       decode.push_back(t.decodeTokens / std::max(t.decodeSeconds, 1e-9));
     }
     double prefillTps = median(prefill), decodeTps = median(decode);
-    uint64_t weightBytes = weightBytesPerDecodeStep(engine.plan());
+    uint64_t weightBytes = weightBytesPerDecodeStep(engine.plan(), engine.backend());
     double decodeSteps = decodeTps / static_cast<double>(o->batch);
     double achievedGBs = weightBytes * decodeSteps / 1e9;
     // Memory before the bandwidth probe (which allocates 1 GiB of its own).

@@ -37,6 +37,12 @@ public:
   // Bytes of the plan's mapping given back at load because the backend
   // holds those weights in another layout (the CPU's int4 panels).
   virtual uint64_t releasedPlanBytes() const { return 0; }
+  // Bytes a decode step streams of plan tensor `index`, whose plan bytes
+  // are `planBytes`: fewer where the backend holds it in a smaller exact
+  // layout (the CPU's coded bf16 head).
+  virtual uint64_t streamedWeightBytes(uint32_t index, uint64_t planBytes) const {
+    return planBytes;
+  }
   // A GPU backend's measured device-memory copy bandwidth in GB/s (bytes
   // read + written per second), the ceiling of memory-bound decode; 0 for
   // the CPU (llmrun bench measures host memory itself).

@@ -6,6 +6,7 @@
 #include "common/compare.h"
 #include "common/test_paths.h"
 #include "cpu/backend/loaded_weights.h"
+#include "cpu/bf16_coded.h"
 #include "cpu/matmul_q4.h"
 #include "cpu/q4_panels.h"
 #include "driver/build.h"
@@ -18,6 +19,7 @@
 #include "lower_to_plan.h"
 #include "models/llama_graph.h"
 #include "ops/op_table.h"
+#include "ops/operands.h"
 #include "plan/plan.h"
 #include "plan/plan_fixture.h"
 #include "prefill_logits.h"
@@ -494,6 +496,56 @@ TEST(QuantizeBuild, SyntheticRtnPlansGenerateWhatRtnStores) {
   EXPECT_EQ(loaded->generatedBytes(), kept);
   for (float v : prefillLogits(options.output))
     ASSERT_TRUE(std::isfinite(v));
+}
+
+// An int4 plan's bf16 head is coded in 12 bits at load where the bf16
+// kernels read coded rows (cpu/bf16_coded.h): every word kept, the plan's
+// pages of it given back, and the logits' bits those of the plain head.
+TEST(QuantizeBuild, Bf16HeadIsCodedAtLoadWithTheSameLogits) {
+  BuildOptions options = qwen2("bf16-head-rtn");
+  options.dtype = "bf16";
+  options.quantize = "rtn";
+  ASSERT_TRUE(build(options).isOk());
+  auto plan = Plan::open(options.output);
+  ASSERT_TRUE(plan.isOk()) << plan.message();
+  int head = -1;
+  for (const fb::Program *program : *plan->meta().programs())
+    for (const fb::Step *step : *program->steps())
+      if (program->target() == fb::Target::Cpu && step->op() == fb::OpKind::LmHead)
+        head = static_cast<int>(
+            step->weights()->Get(ops::logitsMatrix(*step->params_as_LogitsParams())));
+  ASSERT_GE(head, 0);
+  ASSERT_EQ(plan->meta().tensors()->Get(head)->dtype(), fb::DType::BF16);
+  const uint64_t headBytes = plan->meta().tensors()->Get(head)->size();
+  std::vector<uint16_t> words(headBytes / 2);
+  std::memcpy(words.data(), plan->tensorData(head), headBytes);
+
+  ThreadPool pool(2);
+  auto loaded = LoadedWeights::load(*plan, pool);
+  ASSERT_TRUE(loaded.isOk()) << loaded.message();
+  const cpu::WeightMatrix w = loaded->matrix(head);
+  if (!cpu::codedBf16Used()) {
+    EXPECT_EQ(w.coded.table, nullptr);
+    GTEST_SKIP() << "this CPU lacks AVX512-BF16 or AVX512-VBMI: no coded bf16 rows";
+  }
+  ASSERT_NE(w.coded.table, nullptr);
+  for (int64_t i = 0; i < w.rows * w.cols; ++i)
+    ASSERT_EQ(cpu::codedBf16Word(w.coded, w.cols, i / w.cols, i % w.cols), words[i]) << i;
+  EXPECT_GE(loaded->releasedPlanBytes(), headBytes - 2 * 4096);
+
+  cpu::setCodedBf16ForTesting(false);
+  const std::vector<float> plain = prefillLogits(options.output);
+  cpu::setCodedBf16ForTesting(true);
+  const std::vector<float> coded = prefillLogits(options.output);
+  ASSERT_EQ(plain.size(), coded.size());
+  ASSERT_FALSE(plain.empty());
+  EXPECT_EQ(std::memcmp(coded.data(), plain.data(), plain.size() * sizeof(float)), 0);
+  // llmrun bench counts the head's bytes as decode streams them.
+  auto engine = Engine::load(options.output, EngineOptions{});
+  ASSERT_TRUE(engine.isOk()) << engine.message();
+  EXPECT_EQ((*engine)->backend().streamedWeightBytes(head, headBytes),
+            loaded->codedBf16Bytes(head));
+  EXPECT_LE(loaded->codedBf16Bytes(head) * 5, headBytes * 4);
 }
 
 // The loader checks the int4 init rules against the tensors they fill.

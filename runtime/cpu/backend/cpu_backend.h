@@ -23,6 +23,10 @@ public:
   uint64_t kvCacheBytes() const override { return static_cast<uint64_t>(cache_->bytes()); }
   uint64_t generatedWeightBytes() const override { return weights_.generatedBytes(); }
   uint64_t releasedPlanBytes() const override { return weights_.releasedPlanBytes(); }
+  uint64_t streamedWeightBytes(uint32_t index, uint64_t planBytes) const override {
+    const uint64_t coded = weights_.codedBf16Bytes(index);
+    return coded > 0 ? coded : planBytes;
+  }
   Status run(const StepInput &input, StepOutput &out) override;
 
   const kv::KvCache &kvCache() const { return *cache_; }

@@ -1,5 +1,6 @@
 #include "cpu/backend/loaded_weights.h"
 
+#include "cpu/bf16_coded.h"
 #include "cpu/matmul_q4.h"
 #include "cpu/q4_panels.h"
 #include "kernels/common/half.h"
@@ -232,6 +233,49 @@ Status LoadedWeights::buildQ4Panels(const Plan &plan, ThreadPool &pool, bool rel
   return Status::ok();
 }
 
+namespace {
+
+// The plain bf16 matrices the CPU programs' logits (Logits, LmHead) read.
+std::vector<uint32_t> bf16Heads(const fb::Plan &meta, const std::vector<DType> &dtypes) {
+  std::vector<uint32_t> heads;
+  forEachCpuStepWithWeights(meta, [&](const fb::Step &step) {
+    if (step.op() != fb::OpKind::Logits && step.op() != fb::OpKind::LmHead)
+      return;
+    const fb::LogitsParams &p = *step.params_as_LogitsParams();
+    const auto index = static_cast<uint32_t>(step.weights()->Get(ops::logitsMatrix(p)));
+    if (p.weights() == fb::WeightFormat::Dense && dtypes[index] == DType::BF16 &&
+        std::count(heads.begin(), heads.end(), index) == 0)
+      heads.push_back(index);
+  });
+  return heads;
+}
+
+} // namespace
+
+Status LoadedWeights::codeBf16Heads(const Plan &plan, ThreadPool &pool, bool release) {
+  codedBf16_.assign(data_.size(), cpu::CodedBf16{});
+  codedBf16Bytes_.assign(data_.size(), 0);
+  if (!cpu::codedBf16Used())
+    return Status::ok();
+  for (uint32_t index : bf16Heads(plan.meta(), dtypes_)) {
+    const cpu::WeightMatrix w = matrix(index);
+    const cpu::CodedBf16Layout layout = cpu::planCodedBf16(pool, w);
+    if (!cpu::codedBf16Pays(w, layout))
+      continue;
+    uint8_t *out = allocate(layout.bytes);
+    if (out == nullptr)
+      return Status::error(plan.path() + ": cannot allocate " + std::to_string(layout.bytes) +
+                           " bytes for the coded bf16 rows of '" +
+                           plan.meta().tensors()->Get(index)->name()->str() + "'");
+    codedBf16_[index] = cpu::buildCodedBf16(pool, w, layout, out);
+    codedBf16Bytes_[index] = layout.bytes;
+    if (release)
+      releasedPlanBytes_ +=
+          plan.releasePages(data_[index], plan.meta().tensors()->Get(index)->size());
+  }
+  return Status::ok();
+}
+
 Expected<LoadedWeights> LoadedWeights::load(const Plan &plan, ThreadPool &pool) {
   LoadedWeights weights;
   const auto &tensors = *plan.meta().tensors();
@@ -269,6 +313,7 @@ Expected<LoadedWeights> LoadedWeights::load(const Plan &plan, ThreadPool &pool) 
   }
   LLMC_RETURN_IF_ERROR(weights.packQ4Zeros(plan, pool));
   LLMC_RETURN_IF_ERROR(weights.buildQ4Panels(plan, pool, true));
+  LLMC_RETURN_IF_ERROR(weights.codeBf16Heads(plan, pool, true));
   return weights;
 }
 
@@ -290,6 +335,7 @@ Expected<LoadedWeights> LoadedWeights::fromViews(const Plan &plan, std::vector<c
   ThreadPool oneThread(1);
   LLMC_RETURN_IF_ERROR(weights.packQ4Zeros(plan, oneThread));
   LLMC_RETURN_IF_ERROR(weights.buildQ4Panels(plan, oneThread, false));
+  LLMC_RETURN_IF_ERROR(weights.codeBf16Heads(plan, oneThread, false));
   return weights;
 }
 
@@ -299,17 +345,22 @@ LoadedWeights LoadedWeights::replaced(const std::vector<Replacement> &replacemen
   view.dtypes_ = dtypes_;
   view.shapes_ = shapes_;
   view.q4Panels_ = q4Panels_;
+  view.codedBf16_ = codedBf16_;
+  view.codedBf16Bytes_ = codedBf16Bytes_;
   for (const Replacement &r : replacements) {
     view.data_[r.index] = r.matrix.data;
     view.dtypes_[r.index] = r.matrix.dtype;
     view.q4Panels_[r.index] = nullptr;
+    view.codedBf16_[r.index] = cpu::CodedBf16{};
+    view.codedBf16Bytes_[r.index] = 0;
   }
   return view;
 }
 
 cpu::WeightMatrix LoadedWeights::matrix(uint32_t index) const {
   const auto &shape = shapes_[index];
-  return {data_[index], dtypes_[index], shape[0], shape.size() > 1 ? shape[1] : 1};
+  return {data_[index], dtypes_[index], shape[0], shape.size() > 1 ? shape[1] : 1,
+          index < codedBf16_.size() ? codedBf16_[index] : cpu::CodedBf16{}};
 }
 
 cpu::WeightVector LoadedWeights::vector(uint32_t index) const {

@@ -8,7 +8,10 @@
 // kernels read 16-row panels (cpu/q4_panels.h: AVX-512 VNNI machines), each
 // int4 matrix is also laid out in panels at load time, and the plan's
 // row-major words, read by no kernel then, leave the process's memory
-// (Plan::releasePages; a synthetic plan keeps its generated words).
+// (Plan::releasePages; a synthetic plan keeps its generated words). Where
+// the bf16 decode kernels read coded rows (cpu/bf16_coded.h: AVX512-BF16
+// and VBMI), a plain bf16 lm_head is coded at load time in 12 bits a weight
+// (WeightMatrix::coded) and its plan pages given back the same way.
 #pragma once
 
 #include "cpu/weights.h"
@@ -44,12 +47,16 @@ public:
   // The 16-row panels of the int4 matrix whose packed words are tensor
   // `index` (cpu::Q4Matrix::panels), or null.
   const uint8_t *q4Panels(uint32_t index) const { return q4Panels_[index]; }
+  // Bytes of tensor `index`'s coded bf16 rows (cpu/bf16_coded.h), or 0.
+  uint64_t codedBf16Bytes(uint32_t index) const {
+    return index < codedBf16Bytes_.size() ? codedBf16Bytes_[index] : 0;
+  }
   cpu::WeightVector vector(uint32_t index) const;
   // Bytes generated at load time: a synthetic plan's tensors and the packed
-  // int4 zero points.
+  // int4 zero points, panels and coded bf16 heads.
   uint64_t generatedBytes() const { return generatedBytes_; }
   // Bytes of the plan's mapping given back at load (row-major int4 words
-  // read as panels).
+  // read as panels, bf16 heads read coded).
   uint64_t releasedPlanBytes() const { return releasedPlanBytes_; }
 
 private:
@@ -59,6 +66,9 @@ private:
   // cpu::q4PanelsUsed(); with `release`, gives back the plan's pages of
   // their row-major words.
   Status buildQ4Panels(const Plan &plan, ThreadPool &pool, bool release);
+  // Codes the CPU programs' plain bf16 heads where cpu::codedBf16Used() and
+  // coding pays; with `release`, gives back the plan's pages of their bf16.
+  Status codeBf16Heads(const Plan &plan, ThreadPool &pool, bool release);
   uint8_t *allocate(uint64_t bytes);
   // Frees `data` of `bytes` if allocate() made it (a synthetic tensor the
   // load replaced); views into the plan are left alone.
@@ -71,6 +81,8 @@ private:
   std::vector<DType> dtypes_;
   std::vector<std::vector<int64_t>> shapes_;
   std::vector<const uint8_t *> q4Panels_; // per tensor: its panels, or null
+  std::vector<cpu::CodedBf16> codedBf16_; // per tensor: its coded rows, or none
+  std::vector<uint64_t> codedBf16Bytes_;  // per tensor: their bytes, or 0
   std::vector<std::unique_ptr<uint8_t, FreeAligned>> generated_;
   uint64_t generatedBytes_ = 0;
   uint64_t releasedPlanBytes_ = 0;
