@@ -154,7 +154,9 @@ bool codedBf16Pays(const WeightMatrix &w, const CodedBf16Layout &layout) {
 }
 
 CodedBf16 buildCodedBf16(ThreadPool &pool, const WeightMatrix &w, const CodedBf16Layout &layout,
-                         uint8_t *out) {
+                         uint8_t *out, int64_t rowBegin, int64_t rowEnd) {
+  if (rowEnd < 0)
+    rowEnd = w.rows;
   const CodedBf16Offsets o = codedOffsets(w.rows, w.cols, layout.exceptions());
   CodedBf16 coded{out, out + o.steps, reinterpret_cast<const uint32_t *>(out + o.exceptionBegin),
                   reinterpret_cast<const uint32_t *>(out + o.exceptionStep), out + o.exceptionHigh};
@@ -167,9 +169,9 @@ CodedBf16 buildCodedBf16(ThreadPool &pool, const WeightMatrix &w, const CodedBf1
   auto *exceptionStep = reinterpret_cast<uint32_t *>(out + o.exceptionStep);
   uint8_t *exceptionHigh = out + o.exceptionHigh;
   pool.parallelFor(
-      w.rows,
+      rowEnd - rowBegin,
       [&](int64_t begin, int64_t end) {
-        for (int64_t r = begin; r < end; ++r) {
+        for (int64_t r = rowBegin + begin; r < rowBegin + end; ++r) {
           const uint16_t *row = bf16Row(w, r);
           uint32_t e = layout.exceptionBegin[r];
           for (int64_t s = 0; s < steps; ++s) {

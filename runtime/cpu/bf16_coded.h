@@ -70,10 +70,12 @@ CodedBf16Layout planCodedBf16(ThreadPool &pool, const WeightMatrix &w);
 // (few exceptions); otherwise the loader keeps the plain bf16 rows.
 bool codedBf16Pays(const WeightMatrix &w, const CodedBf16Layout &layout);
 
-// Writes w coded as `layout` into out (layout.bytes, 64-byte aligned) and
-// returns the view of it.
+// Writes w coded as `layout` into out (layout.bytes, 64-byte aligned): the
+// table, the exceptions' offsets and rows [rowBegin, rowEnd) (rowEnd < 0:
+// every row; a loader codes a large matrix a block at a time); returns the
+// view of the whole matrix, valid once every row is written.
 CodedBf16 buildCodedBf16(ThreadPool &pool, const WeightMatrix &w, const CodedBf16Layout &layout,
-                         uint8_t *out);
+                         uint8_t *out, int64_t rowBegin = 0, int64_t rowEnd = -1);
 
 // The view of rows [first, N) of a coded matrix of `cols` columns (as a
 // WeightMatrix of rows from `first`).
