@@ -61,26 +61,28 @@ bool stepIsException(const uint16_t *row, int64_t cols, int64_t s,
   return false;
 }
 
-// The 16 most frequent high bytes, most frequent first (ties: the smaller
-// byte); fewer than 16 in use repeat the first.
+// The 16 most frequent high bytes of every k-th row (at least 2048 rows),
+// most frequent first (ties: the smaller byte); fewer than 16 in use repeat
+// the first. A sample is enough: a byte it misses costs exceptions, not
+// exactness, and the rows' other two passes are whole.
 std::array<uint8_t, kCodedBf16Codes> mostFrequentHighBytes(ThreadPool &pool,
                                                            const WeightMatrix &w) {
+  const int64_t k = std::max<int64_t>(1, w.rows / 2048);
   std::array<uint64_t, 256> counts{};
   std::mutex merge;
-  pool.parallelFor(
-      w.rows,
-      [&](int64_t begin, int64_t end) {
-        std::array<uint64_t, 256> mine{};
-        for (int64_t r = begin; r < end; ++r) {
-          const uint16_t *row = bf16Row(w, r);
-          for (int64_t c = 0; c < w.cols; ++c)
-            ++mine[row[c] >> 8];
-        }
-        std::lock_guard<std::mutex> lock(merge);
-        for (int b = 0; b < 256; ++b)
-          counts[b] += mine[b];
-      },
-      rowGrain(w));
+  pool.parallelFor((w.rows + k - 1) / k,
+                   [&](int64_t begin, int64_t end) {
+                     std::array<uint64_t, 256> mine{};
+                     for (int64_t r = begin * k; r < std::min(w.rows, end * k); r += k) {
+                       const uint16_t *row = bf16Row(w, r);
+                       for (int64_t c = 0; c < w.cols; ++c)
+                         ++mine[row[c] >> 8];
+                     }
+                     std::lock_guard<std::mutex> lock(merge);
+                     for (int b = 0; b < 256; ++b)
+                       counts[b] += mine[b];
+                   },
+                   rowGrain(w));
   std::array<int, 256> order;
   std::iota(order.begin(), order.end(), 0);
   std::stable_sort(order.begin(), order.end(), [&](int a, int b) { return counts[a] > counts[b]; });
@@ -90,18 +92,23 @@ std::array<uint8_t, kCodedBf16Codes> mostFrequentHighBytes(ThreadPool &pool,
   return table;
 }
 
-// Writes step s of `row` into `step` (48 bytes); an exception's codes stay 0.
-void writeStep(const uint16_t *row, int64_t cols, int64_t s, const std::array<uint8_t, 256> &codes,
+// Writes step s of `row` into `step` (48 bytes); returns whether it is an
+// exception (a high byte the table lacks, whose code stays 0).
+bool writeStep(const uint16_t *row, int64_t cols, int64_t s, const std::array<uint8_t, 256> &codes,
                uint8_t *step) {
+  bool exception = false;
   std::memset(step, 0, kCodedBf16StepBytes);
   const int64_t first = s * kCodedBf16StepColumns;
   const int64_t count = std::min(cols - first, kCodedBf16StepColumns);
   for (int64_t j = 0; j < count; ++j) {
     const uint16_t word = row[first + j];
     step[j] = static_cast<uint8_t>(word & 0xff);
-    const uint8_t code = codes[word >> 8] == 0 ? 0 : codes[word >> 8] - 1;
+    const uint8_t codePlusOne = codes[word >> 8];
+    exception |= codePlusOne == 0;
+    const uint8_t code = codePlusOne == 0 ? 0 : codePlusOne - 1;
     step[kCodedBf16StepColumns + j / 2] |= static_cast<uint8_t>(code << (4 * (j & 1)));
   }
+  return exception;
 }
 
 } // namespace
@@ -175,8 +182,8 @@ CodedBf16 buildCodedBf16(ThreadPool &pool, const WeightMatrix &w, const CodedBf1
           const uint16_t *row = bf16Row(w, r);
           uint32_t e = layout.exceptionBegin[r];
           for (int64_t s = 0; s < steps; ++s) {
-            writeStep(row, w.cols, s, codes, out + o.steps + (r * steps + s) * kCodedBf16StepBytes);
-            if (!stepIsException(row, w.cols, s, codes))
+            uint8_t *step = out + o.steps + (r * steps + s) * kCodedBf16StepBytes;
+            if (!writeStep(row, w.cols, s, codes, step))
               continue;
             exceptionStep[e] = static_cast<uint32_t>(s);
             uint8_t *high = exceptionHigh + uint64_t{e} * kCodedBf16StepColumns;
