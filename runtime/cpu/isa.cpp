@@ -75,28 +75,22 @@ std::atomic<bool> &x86VnniInUse() {
   return use;
 }
 
-bool detectX86Bf16() {
+// Whether the CPU runs the AVX-512 kernels and CPUID.(EAX=7, ECX=subleaf)
+// sets `bit` of EAX (inEax) or ECX. Read directly: not every compiler's
+// __builtin_cpu_supports knows these features.
+bool avx512CpuidLeaf7Bit(unsigned subleaf, bool inEax, unsigned bit) {
 #if defined(__x86_64__) || defined(__i386__)
-  // CPUID.(EAX=7, ECX=1):EAX bit 5 (not every compiler's
-  // __builtin_cpu_supports knows "avx512bf16").
   unsigned eax, ebx, ecx, edx;
-  return detectBestIsa() == Isa::Avx512 && __get_cpuid_count(7, 1, &eax, &ebx, &ecx, &edx) &&
-         (eax & (1u << 5)) != 0;
+  return detectBestIsa() == Isa::Avx512 && __get_cpuid_count(7, subleaf, &eax, &ebx, &ecx, &edx) &&
+         ((inEax ? eax : ecx) & (1u << bit)) != 0;
 #else
   return false;
 #endif
 }
 
-bool detectX86Vbmi() {
-#if defined(__x86_64__) || defined(__i386__)
-  // CPUID.(EAX=7, ECX=0):ECX bit 1.
-  unsigned eax, ebx, ecx, edx;
-  return detectBestIsa() == Isa::Avx512 && __get_cpuid_count(7, 0, &eax, &ebx, &ecx, &edx) &&
-         (ecx & (1u << 1)) != 0;
-#else
-  return false;
-#endif
-}
+bool detectX86Bf16() { return avx512CpuidLeaf7Bit(1, true, 5); } // AVX512_BF16
+
+bool detectX86Vbmi() { return avx512CpuidLeaf7Bit(0, false, 1); } // AVX512_VBMI
 
 // On where supported, unless LLMC_CPU_BF16_DOT=0.
 std::atomic<bool> &x86Bf16InUse() {
