@@ -13,6 +13,11 @@
 // more step with zeros past K (masked loads, or the panel's zero padding);
 // then _mm512_reduce_add_ps's tree (reduceAdd16) and storeOutput. So an
 // output has the same bits whatever the token count, tile or thread split.
+//
+// The decode tiles (under 32 tokens) read a matrix's coded rows instead
+// where the loader made them (WeightMatrix::coded, cpu/bf16_coded.h: 12
+// bits a weight, AVX512-VBMI): they rebuild the same words, so the same
+// bits, from three quarters of the bytes.
 #if defined(__x86_64__)
 
 #include "cpu/bf16_coded.h"
