@@ -1,6 +1,7 @@
 #include "cpu/bf16_coded.h"
 
 #include "cpu/isa.h"
+#include "support/align.h"
 
 #include <algorithm>
 #include <atomic>
@@ -15,8 +16,6 @@ namespace {
 
 constexpr uint64_t kTableBytes = 64;
 
-uint64_t alignUp64(uint64_t bytes) { return (bytes + 63) / 64 * 64; }
-
 // Where each part of a coded [rows, cols] matrix with `exceptions`
 // exceptions starts, in bytes from the layout's start.
 struct CodedBf16Offsets {
@@ -27,9 +26,10 @@ CodedBf16Offsets codedOffsets(int64_t rows, int64_t cols, uint64_t exceptions) {
   CodedBf16Offsets o{};
   o.steps = kTableBytes;
   o.exceptionBegin =
-      o.steps + alignUp64(static_cast<uint64_t>(rows * codedBf16Steps(cols) * kCodedBf16StepBytes));
-  o.exceptionStep = o.exceptionBegin + alignUp64(static_cast<uint64_t>(rows + 1) * 4);
-  o.exceptionHigh = o.exceptionStep + alignUp64(exceptions * 4);
+      o.steps +
+      alignUp(static_cast<uint64_t>(rows * codedBf16Steps(cols) * kCodedBf16StepBytes), 64);
+  o.exceptionStep = o.exceptionBegin + alignUp(static_cast<uint64_t>(rows + 1) * 4, 64);
+  o.exceptionHigh = o.exceptionStep + alignUp(exceptions * 4, 64);
   o.end = o.exceptionHigh + exceptions * kCodedBf16StepColumns;
   return o;
 }
@@ -152,7 +152,7 @@ CodedBf16Layout planCodedBf16(ThreadPool &pool, const WeightMatrix &w) {
   layout.exceptionBegin.assign(static_cast<size_t>(w.rows) + 1, 0);
   for (int64_t r = 0; r < w.rows; ++r)
     layout.exceptionBegin[r + 1] = layout.exceptionBegin[r] + perRow[r];
-  layout.bytes = alignUp64(codedOffsets(w.rows, w.cols, layout.exceptions()).end);
+  layout.bytes = alignUp(codedOffsets(w.rows, w.cols, layout.exceptions()).end, 64);
   return layout;
 }
 

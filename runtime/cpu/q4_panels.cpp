@@ -2,6 +2,7 @@
 
 #include "cpu/isa.h"
 #include "kernels/common/q4_layout.h"
+#include "support/align.h"
 
 #include <algorithm>
 #include <cstring>
@@ -10,8 +11,6 @@ namespace llmc::cpu {
 namespace {
 
 constexpr int64_t kWordsPerPair = 8;
-
-int64_t alignUp64(int64_t bytes) { return (bytes + 63) / 64 * 64; }
 
 // Panel b of w into out (shape.stride bytes).
 void buildPanel(const Q4Matrix &w, const Q4PanelShape &shape, int64_t b, uint8_t *out) {
@@ -47,7 +46,8 @@ Q4PanelShape q4PanelShape(int64_t cols, int64_t groupSize) {
   shape.groups = hd::q4NumGroups(cols, groupSize);
   shape.scalesOffset = shape.pairs * kWordsPerPair * kQ4PanelRows * 4;
   shape.zerosOffset = shape.scalesOffset + shape.groups * kQ4PanelRows * 2;
-  shape.stride = alignUp64(shape.zerosOffset + (shape.groups + 1) / 2 * kQ4PanelRows);
+  shape.stride = static_cast<int64_t>(alignUp(
+      static_cast<uint64_t>(shape.zerosOffset + (shape.groups + 1) / 2 * kQ4PanelRows), 64));
   return shape;
 }
 

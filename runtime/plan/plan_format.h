@@ -21,6 +21,8 @@
 // section with one copy. docs/engine-format.md is the long form of this.
 #pragma once
 
+#include "support/align.h"
+
 #include <cstdint>
 #include <cstring>
 
@@ -59,10 +61,6 @@ inline uint64_t fnv1a64(const uint8_t *data, uint64_t size, uint64_t hash = 0xcb
     hash *= 0x100000001b3ull;
   }
   return hash;
-}
-
-inline uint64_t alignUp(uint64_t value, uint64_t alignment) {
-  return (value + alignment - 1) / alignment * alignment;
 }
 
 } // namespace llmc
