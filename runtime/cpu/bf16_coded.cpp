@@ -111,10 +111,6 @@ bool writeStep(const uint16_t *row, int64_t cols, int64_t s, const std::array<ui
   return exception;
 }
 
-} // namespace
-
-namespace {
-
 // On unless LLMC_CPU_CODED_BF16=0 (read once) or a test turned it off.
 std::atomic<bool> &codedBf16InUse() {
   static std::atomic<bool> use{[] {
@@ -160,17 +156,19 @@ bool codedBf16Pays(const WeightMatrix &w, const CodedBf16Layout &layout) {
   return layout.bytes * 5 <= static_cast<uint64_t>(w.rows * w.cols * 2) * 4;
 }
 
-CodedBf16 buildCodedBf16(ThreadPool &pool, const WeightMatrix &w, const CodedBf16Layout &layout,
-                         uint8_t *out, int64_t rowBegin, int64_t rowEnd) {
-  if (rowEnd < 0)
-    rowEnd = w.rows;
+CodedBf16 startCodedBf16(const WeightMatrix &w, const CodedBf16Layout &layout, uint8_t *out) {
   const CodedBf16Offsets o = codedOffsets(w.rows, w.cols, layout.exceptions());
-  CodedBf16 coded{out, out + o.steps, reinterpret_cast<const uint32_t *>(out + o.exceptionBegin),
-                  reinterpret_cast<const uint32_t *>(out + o.exceptionStep), out + o.exceptionHigh};
   for (int q = 0; q < 4; ++q)
     std::memcpy(out + q * kCodedBf16Codes, layout.highBytes.data(), kCodedBf16Codes);
   std::memcpy(out + o.exceptionBegin, layout.exceptionBegin.data(),
               layout.exceptionBegin.size() * 4);
+  return {out, out + o.steps, reinterpret_cast<const uint32_t *>(out + o.exceptionBegin),
+          reinterpret_cast<const uint32_t *>(out + o.exceptionStep), out + o.exceptionHigh};
+}
+
+void codeBf16Rows(ThreadPool &pool, const WeightMatrix &w, const CodedBf16Layout &layout,
+                  uint8_t *out, int64_t rowBegin, int64_t rowEnd) {
+  const CodedBf16Offsets o = codedOffsets(w.rows, w.cols, layout.exceptions());
   const std::array<uint8_t, 256> codes = codesOf(layout.highBytes);
   const int64_t steps = codedBf16Steps(w.cols);
   auto *exceptionStep = reinterpret_cast<uint32_t *>(out + o.exceptionStep);
@@ -196,6 +194,12 @@ CodedBf16 buildCodedBf16(ThreadPool &pool, const WeightMatrix &w, const CodedBf1
         }
       },
       rowGrain(w));
+}
+
+CodedBf16 buildCodedBf16(ThreadPool &pool, const WeightMatrix &w, const CodedBf16Layout &layout,
+                         uint8_t *out) {
+  const CodedBf16 coded = startCodedBf16(w, layout, out);
+  codeBf16Rows(pool, w, layout, out, 0, w.rows);
   return coded;
 }
 

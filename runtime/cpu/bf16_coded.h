@@ -70,12 +70,19 @@ CodedBf16Layout planCodedBf16(ThreadPool &pool, const WeightMatrix &w);
 // (few exceptions); otherwise the loader keeps the plain bf16 rows.
 bool codedBf16Pays(const WeightMatrix &w, const CodedBf16Layout &layout);
 
-// Writes w coded as `layout` into out (layout.bytes, 64-byte aligned): the
-// table, the exceptions' offsets and rows [rowBegin, rowEnd) (rowEnd < 0:
-// every row; a loader codes a large matrix a block at a time); returns the
-// view of the whole matrix, valid once every row is written.
+// Writes the table and the exceptions' offsets of w coded as `layout` into
+// out (layout.bytes, 64-byte aligned) and returns the view of it, valid
+// once codeBf16Rows has written every row.
+CodedBf16 startCodedBf16(const WeightMatrix &w, const CodedBf16Layout &layout, uint8_t *out);
+
+// Writes rows [rowBegin, rowEnd) of w into out (as startCodedBf16): a
+// loader codes a large matrix a block at a time.
+void codeBf16Rows(ThreadPool &pool, const WeightMatrix &w, const CodedBf16Layout &layout,
+                  uint8_t *out, int64_t rowBegin, int64_t rowEnd);
+
+// Both, for every row.
 CodedBf16 buildCodedBf16(ThreadPool &pool, const WeightMatrix &w, const CodedBf16Layout &layout,
-                         uint8_t *out, int64_t rowBegin = 0, int64_t rowEnd = -1);
+                         uint8_t *out);
 
 // The view of rows [first, N) of a coded matrix of `cols` columns (as a
 // WeightMatrix of rows from `first`).

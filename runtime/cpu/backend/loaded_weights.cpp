@@ -270,11 +270,12 @@ Status LoadedWeights::codeBf16Heads(const Plan &plan, ThreadPool &pool, bool rel
     // Blocks of about 8 MiB of bf16, each block's plan pages given back once
     // coded, so that the plain and the coded head are not resident together
     // (1B int4 g32, llmrun bench: peak RSS 824.6 MiB, 910.7 in one block).
+    codedBf16_[index] = cpu::startCodedBf16(w, layout, out);
     const int64_t rowBytes = w.cols * 2;
     const int64_t block = std::max<int64_t>(1, (int64_t{8} << 20) / rowBytes);
     for (int64_t first = 0; first < w.rows; first += block) {
       const int64_t last = std::min(w.rows, first + block);
-      codedBf16_[index] = cpu::buildCodedBf16(pool, w, layout, out, first, last);
+      cpu::codeBf16Rows(pool, w, layout, out, first, last);
       if (release)
         releasedPlanBytes_ +=
             plan.releasePages(static_cast<const char *>(w.data) + first * rowBytes,
