@@ -128,6 +128,10 @@ bool codedBf16Used() {
 
 void setCodedBf16ForTesting(bool use) { codedBf16InUse().store(use, std::memory_order_relaxed); }
 
+uint64_t codedBf16Bytes(int64_t rows, int64_t cols, uint32_t exceptions) {
+  return alignUp(codedOffsets(rows, cols, exceptions).end, 64);
+}
+
 CodedBf16Layout planCodedBf16(ThreadPool &pool, const WeightMatrix &w) {
   CodedBf16Layout layout;
   layout.highBytes = mostFrequentHighBytes(pool, w);
@@ -148,7 +152,7 @@ CodedBf16Layout planCodedBf16(ThreadPool &pool, const WeightMatrix &w) {
   layout.exceptionBegin.assign(static_cast<size_t>(w.rows) + 1, 0);
   for (int64_t r = 0; r < w.rows; ++r)
     layout.exceptionBegin[r + 1] = layout.exceptionBegin[r] + perRow[r];
-  layout.bytes = alignUp(codedOffsets(w.rows, w.cols, layout.exceptions()).end, 64);
+  layout.bytes = codedBf16Bytes(w.rows, w.cols, layout.exceptions());
   return layout;
 }
 

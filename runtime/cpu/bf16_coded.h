@@ -62,6 +62,10 @@ struct CodedBf16Layout {
   uint32_t exceptions() const { return exceptionBegin.empty() ? 0 : exceptionBegin.back(); }
 };
 
+// Bytes of the layout of an [rows, cols] matrix with `exceptions`
+// exceptions (64-byte multiples).
+uint64_t codedBf16Bytes(int64_t rows, int64_t cols, uint32_t exceptions);
+
 // Reads the bf16 matrix w twice: the frequencies of its high bytes, then
 // the steps each row cannot code.
 CodedBf16Layout planCodedBf16(ThreadPool &pool, const WeightMatrix &w);

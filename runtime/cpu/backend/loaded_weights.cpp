@@ -254,7 +254,6 @@ std::vector<uint32_t> bf16Heads(const fb::Plan &meta, const std::vector<DType> &
 
 Status LoadedWeights::codeBf16Heads(const Plan &plan, ThreadPool &pool, bool release) {
   codedBf16_.assign(data_.size(), cpu::CodedBf16{});
-  codedBf16Bytes_.assign(data_.size(), 0);
   if (!cpu::codedBf16Used())
     return Status::ok();
   for (uint32_t index : bf16Heads(plan.meta(), dtypes_)) {
@@ -281,7 +280,6 @@ Status LoadedWeights::codeBf16Heads(const Plan &plan, ThreadPool &pool, bool rel
             plan.releasePages(static_cast<const char *>(w.data) + first * rowBytes,
                               static_cast<uint64_t>((last - first) * rowBytes));
     }
-    codedBf16Bytes_[index] = layout.bytes;
   }
   return Status::ok();
 }
@@ -356,13 +354,11 @@ LoadedWeights LoadedWeights::replaced(const std::vector<Replacement> &replacemen
   view.shapes_ = shapes_;
   view.q4Panels_ = q4Panels_;
   view.codedBf16_ = codedBf16_;
-  view.codedBf16Bytes_ = codedBf16Bytes_;
   for (const Replacement &r : replacements) {
     view.data_[r.index] = r.matrix.data;
     view.dtypes_[r.index] = r.matrix.dtype;
     view.q4Panels_[r.index] = nullptr;
     view.codedBf16_[r.index] = cpu::CodedBf16{};
-    view.codedBf16Bytes_[r.index] = 0;
   }
   return view;
 }
@@ -371,6 +367,13 @@ cpu::WeightMatrix LoadedWeights::matrix(uint32_t index) const {
   const auto &shape = shapes_[index];
   return {data_[index], dtypes_[index], shape[0], shape.size() > 1 ? shape[1] : 1,
           index < codedBf16_.size() ? codedBf16_[index] : cpu::CodedBf16{}};
+}
+
+uint64_t LoadedWeights::codedBf16Bytes(uint32_t index) const {
+  if (index >= codedBf16_.size() || codedBf16_[index].table == nullptr)
+    return 0;
+  const int64_t rows = shapes_[index][0];
+  return cpu::codedBf16Bytes(rows, shapes_[index][1], codedBf16_[index].exceptionBegin[rows]);
 }
 
 cpu::WeightVector LoadedWeights::vector(uint32_t index) const {

@@ -48,9 +48,7 @@ public:
   // `index` (cpu::Q4Matrix::panels), or null.
   const uint8_t *q4Panels(uint32_t index) const { return q4Panels_[index]; }
   // Bytes of tensor `index`'s coded bf16 rows (cpu/bf16_coded.h), or 0.
-  uint64_t codedBf16Bytes(uint32_t index) const {
-    return index < codedBf16Bytes_.size() ? codedBf16Bytes_[index] : 0;
-  }
+  uint64_t codedBf16Bytes(uint32_t index) const;
   cpu::WeightVector vector(uint32_t index) const;
   // Bytes generated at load time: a synthetic plan's tensors and the packed
   // int4 zero points, panels and coded bf16 heads.
@@ -82,7 +80,6 @@ private:
   std::vector<std::vector<int64_t>> shapes_;
   std::vector<const uint8_t *> q4Panels_; // per tensor: its panels, or null
   std::vector<cpu::CodedBf16> codedBf16_; // per tensor: its coded rows, or none
-  std::vector<uint64_t> codedBf16Bytes_;  // per tensor: their bytes, or 0
   std::vector<std::unique_ptr<uint8_t, FreeAligned>> generated_;
   uint64_t generatedBytes_ = 0;
   uint64_t releasedPlanBytes_ = 0;
