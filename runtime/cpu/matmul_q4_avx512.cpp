@@ -237,43 +237,47 @@ LLMC_Q4_AVX512 void packPanel(const Q4Problem &p, int64_t n0, int rows, Panel &p
   }
 }
 
-// Lanes r of the f16 scale of group g, from a panel's scales.
-LLMC_Q4_AVX512 inline __m512 panelScale(const uint16_t *scales, int64_t g) {
-  return _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i *>(scales + g * kRows)));
+// Lanes r of a panel's 16 f16 scales of one group (q4_panels.h).
+LLMC_Q4_AVX512 inline __m512 panelScale(const uint8_t *scales) {
+  return _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i *>(scales)));
 }
 
-// Lanes r of scale * zero point of group g, from a panel's scales and
-// zeros (q4_panels.h): the arithmetic of packPanel's zeroScales.
-LLMC_Q4_AVX512 inline __m512 panelZeroScale(const uint16_t *scales, const uint8_t *zeros,
-                                            int64_t g) {
-  const __m512i both = _mm512_cvtepu8_epi32(
-      _mm_loadu_si128(reinterpret_cast<const __m128i *>(zeros + (g / 2) * kRows)));
-  const __m512i zero =
-      g % 2 != 0 ? _mm512_srli_epi32(both, 4) : _mm512_and_si512(both, _mm512_set1_epi32(0x0f));
-  return _mm512_mul_ps(panelScale(scales, g), _mm512_cvtepi32_ps(zero));
-}
-
-// Word l of pair q of a panel's 16 rows: its low nibbles (x's quad l) and
-// high nibbles (quad 8 + l) as bytes, the panel's slots 2l and 2l + 1.
-LLMC_Q4_AVX512 inline void unpackPanelWord(const uint32_t *words, int64_t q, int l, __m512i &low,
+// Word l of a pair of a panel's 16 rows (the pair's words at `words`): its
+// low nibbles (x's quad l) and high nibbles (quad 8 + l) as bytes, the
+// unpacked panel's slots 2l and 2l + 1.
+LLMC_Q4_AVX512 inline void unpackPanelWord(const uint8_t *words, int l, __m512i &low,
                                            __m512i &high) {
   const __m512i low4 = _mm512_set1_epi8(0x0f);
-  const __m512i v = _mm512_loadu_si512(words + (q * 8 + l) * kRows);
+  const __m512i v = _mm512_loadu_si512(words + l * kRows * 4);
   low = _mm512_and_si512(v, low4);
   high = _mm512_and_si512(_mm512_srli_epi16(v, 4), low4);
 }
 
-// The parts of panel b of p.w.panels.
-struct NibblePanel {
-  const uint32_t *words;
-  const uint16_t *scales;
-  const uint8_t *zeros;
-  NibblePanel(const Q4Problem &p, const Q4PanelShape &shape, int64_t b) {
-    const uint8_t *panel = p.w.panels + b * shape.stride;
-    words = reinterpret_cast<const uint32_t *>(panel);
-    scales = reinterpret_cast<const uint16_t *>(panel + shape.scalesOffset);
-    zeros = panel + shape.zerosOffset;
+// Panel b of p.w.panels (q4_panels.h).
+class NibblePanel {
+public:
+  NibblePanel(const Q4Problem &p, const Q4PanelShape &shape, int64_t b)
+      : shape_(shape), panel_(p.w.panels + b * shape.stride) {}
+  const Q4PanelShape &shape() const { return shape_; }
+  const uint8_t *begin() const { return panel_; }
+  const uint8_t *words(int64_t q) const { return panel_ + q4PanelWordsOffset(shape_, q); }
+  // Lanes r of the scale of group g.
+  LLMC_Q4_AVX512 __m512 scale(int64_t g) const {
+    return panelScale(panel_ + q4PanelScalesOffset(shape_, g));
   }
+  // Lanes r of scale * zero point of group g: the arithmetic of packPanel's
+  // zeroScales.
+  LLMC_Q4_AVX512 __m512 zeroScale(int64_t g) const {
+    const __m512i both = _mm512_cvtepu8_epi32(_mm_loadu_si128(
+        reinterpret_cast<const __m128i *>(panel_ + shape_.zerosOffset + (g / 2) * kRows)));
+    const __m512i zero =
+        g % 2 != 0 ? _mm512_srli_epi32(both, 4) : _mm512_and_si512(both, _mm512_set1_epi32(0x0f));
+    return _mm512_mul_ps(scale(g), _mm512_cvtepi32_ps(zero));
+  }
+
+private:
+  Q4PanelShape shape_;
+  const uint8_t *panel_;
 };
 
 // The group of each block of 32 columns, the half pair's missing block
@@ -310,15 +314,15 @@ LLMC_Q4_AVX512 void unpackPanel(const Q4Problem &p, int64_t n0, Panel &panel) {
     LLMC_Q4_UNROLL
   for (int l = 0; l < 8; ++l) {
     __m512i low, high;
-    unpackPanelWord(in.words, q, l, low, high);
+    unpackPanelWord(in.words(q), l, low, high);
     _mm512_storeu_si512(panel.quads.data() + q * kPairBytes + 2 * l * kQuadBytes, low);
     _mm512_storeu_si512(panel.quads.data() + q * kPairBytes + (2 * l + 1) * kQuadBytes, high);
   }
   BlockGroups groups(p.w.groupSize, shape.words / 4);
   for (int64_t b = 0; b < 2 * pairs; ++b)
-    _mm512_storeu_ps(panel.blockScales.data() + b * kRows, panelScale(in.scales, groups.next()));
+    _mm512_storeu_ps(panel.blockScales.data() + b * kRows, in.scale(groups.next()));
   for (int64_t g = 0; g < shape.groups; ++g)
-    _mm512_storeu_ps(panel.zeroScales.data() + g * kRows, panelZeroScale(in.scales, in.zeros, g));
+    _mm512_storeu_ps(panel.zeroScales.data() + g * kRows, in.zeroScale(g));
 }
 
 LLMC_Q4_AVX512 inline __m512i broadcastQuad(const int8_t *x) {
@@ -366,7 +370,7 @@ LLMC_Q4_AVX512 void storeRows(const Q4Problem &p, const ZeroScale &zeroScale, in
 
 // TT tokens from t0 against 16 rows of a panel source: per pair and
 // token, lane l adds (quad l + quad 8 + l dot products) x (group scale x d)
-// of its block. A source gives, in pair order, prefetch(q), the block
+// of its block. A source gives, in pair order, beginPair(q), the block
 // scales blockScale(q, half), the quads of word l quads(q, l, low, high),
 // and zeroScale(g) (BytePanel, NibblePanelSource).
 template <int TT, class Source>
@@ -383,7 +387,7 @@ LLMC_Q4_AVX512 void panelTile(const Q4Problem &p, Source &source, int64_t n0, in
   for (int l = 0; l < 8; ++l)
     acc[t][l] = _mm512_setzero_ps();
   for (int64_t q = 0; q < xq.pairs; ++q) {
-    source.prefetch(q);
+    source.beginPair(q);
     LLMC_Q4_UNROLL
     for (int half = 0; half < 2; ++half) {
       const __m512 blockScale = source.blockScale(q, half);
@@ -416,7 +420,7 @@ LLMC_Q4_AVX512 void panelTile(const Q4Problem &p, Source &source, int64_t n0, in
 // A Panel unpacked for the call (packPanel, unpackPanel).
 struct BytePanel {
   const Panel &panel;
-  LLMC_Q4_AVX512 void prefetch(int64_t) const {}
+  LLMC_Q4_AVX512 void beginPair(int64_t) const {}
   LLMC_Q4_AVX512 __m512 blockScale(int64_t q, int half) const {
     return _mm512_loadu_ps(panel.blockScales.data() + (2 * q + half) * kRows);
   }
@@ -432,40 +436,37 @@ struct BytePanel {
 
 constexpr int kPanelTokens = 3; // tokens per tile: 24 accumulators
 
-// How far ahead panelNibbleTile prefetches its panels into L2. On a Zen 4
-// (docs/perf.md, sixteenth pass), llmrun's 1B int4 decode on 1 thread read
-// 28.3, 28.9, 29.4, 31.1 tok/s with 4, 8, 16, 32 KiB (the row-major kernel
-// 29.9), 48 and 64 KiB about as 32, 96 KiB less; in a prototype without
-// prefetching the panels read half as fast from DRAM.
-constexpr int64_t kPanelPrefetchBytes = 32768;
-
 // Panel b of p.w.panels, its nibbles unpacked in registers: the bytes of
-// the unpacked panel, so the same bits, without writing it. Each pair
-// prefetches its share of the panel kPanelPrefetchBytes ahead (the panels
-// are one stream). Blocks are read in order (BlockGroups).
+// the unpacked panel, so the same bits, without writing it. The panel is
+// read in address order, one stream (q4_panels.h): the pairs' words are
+// found by walking past each scale unit, and blocks' groups are counted
+// (BlockGroups). Nothing is prefetched in software: the hardware prefetcher
+// follows the one stream faster (docs/perf.md, "int4 panels in one stream").
 class NibblePanelSource {
 public:
   NibblePanelSource(const Q4Problem &p, const Q4PanelShape &shape, int64_t b)
-      : in_(p, shape, b), groups_(p.w.groupSize, shape.words / 4),
-        ahead_(reinterpret_cast<const char *>(in_.words) + kPanelPrefetchBytes),
-        linesPerPair_((shape.stride / 64 + shape.pairs - 1) / shape.pairs) {}
-  LLMC_Q4_AVX512 void prefetch(int64_t q) const {
-    for (int64_t line = q * linesPerPair_; line < (q + 1) * linesPerPair_; ++line)
-      _mm_prefetch(ahead_ + 64 * line, _MM_HINT_T1);
+      : in_(p, shape, b), groups_(p.w.groupSize, shape.words / 4), next_(in_.begin()),
+        pairsPerUnit_(shape.pairsPerUnit) {}
+  LLMC_Q4_AVX512 void beginPair(int64_t) {
+    if (unitLeft_ == 0) { // a scale unit comes before this pair
+      next_ += kQ4PanelUnitBytes;
+      unitLeft_ = pairsPerUnit_;
+    }
+    words_ = next_;
+    next_ += kQ4PanelPairBytes;
+    --unitLeft_;
   }
-  LLMC_Q4_AVX512 __m512 blockScale(int64_t, int) { return panelScale(in_.scales, groups_.next()); }
-  LLMC_Q4_AVX512 void quads(int64_t q, int l, __m512i &low, __m512i &high) const {
-    unpackPanelWord(in_.words, q, l, low, high);
+  LLMC_Q4_AVX512 __m512 blockScale(int64_t, int) { return in_.scale(groups_.next()); }
+  LLMC_Q4_AVX512 void quads(int64_t, int l, __m512i &low, __m512i &high) const {
+    unpackPanelWord(words_, l, low, high);
   }
-  LLMC_Q4_AVX512 __m512 zeroScale(int64_t g) const {
-    return panelZeroScale(in_.scales, in_.zeros, g);
-  }
+  LLMC_Q4_AVX512 __m512 zeroScale(int64_t g) const { return in_.zeroScale(g); }
 
 private:
   NibblePanel in_;
   BlockGroups groups_;
-  const char *ahead_;
-  int64_t linesPerPair_;
+  const uint8_t *next_, *words_ = nullptr;
+  int64_t pairsPerUnit_, unitLeft_ = 0;
 };
 
 // panelTile<TT> on panel b of p.w.panels (NibblePanelSource).

@@ -15,8 +15,6 @@ constexpr int64_t kWordsPerPair = 8;
 // Panel b of w into out (shape.stride bytes).
 void buildPanel(const Q4Matrix &w, const Q4PanelShape &shape, int64_t b, uint8_t *out) {
   std::memset(out, 0, static_cast<size_t>(shape.stride));
-  auto *words = reinterpret_cast<uint32_t *>(out);
-  auto *scales = reinterpret_cast<uint16_t *>(out + shape.scalesOffset);
   uint8_t *zeros = out + shape.zerosOffset;
   const int64_t zeroRowBytes = q4ZeroRowBytes(shape.groups);
   const int64_t rows = std::min(kQ4PanelRows, w.rows - b * kQ4PanelRows);
@@ -25,12 +23,12 @@ void buildPanel(const Q4Matrix &w, const Q4PanelShape &shape, int64_t b, uint8_t
     const uint32_t *rowWords = w.qweight + n * shape.words;
     for (int64_t j = 0; j < shape.words; ++j) {
       const int64_t q = j / kWordsPerPair, l = j % kWordsPerPair;
-      words[(q * kWordsPerPair + l) * kQ4PanelRows + r] = rowWords[j];
+      std::memcpy(out + q4PanelWordsOffset(shape, q) + (l * kQ4PanelRows + r) * 4, rowWords + j, 4);
     }
     const uint16_t *rowScales = w.scales + n * shape.groups;
     const uint8_t *rowZeros = w.zeros + n * zeroRowBytes;
     for (int64_t g = 0; g < shape.groups; ++g) {
-      scales[g * kQ4PanelRows + r] = rowScales[g];
+      std::memcpy(out + q4PanelScalesOffset(shape, g) + r * 2, rowScales + g, 2);
       zeros[(g / 2) * kQ4PanelRows + r] |=
           static_cast<uint8_t>(q4ZeroAt(rowZeros, g) << (4 * (g % 2)));
     }
@@ -44,10 +42,11 @@ Q4PanelShape q4PanelShape(int64_t cols, int64_t groupSize) {
   shape.words = hd::q4WordsPerRow(cols);
   shape.pairs = (shape.words + kWordsPerPair - 1) / kWordsPerPair;
   shape.groups = hd::q4NumGroups(cols, groupSize);
-  shape.scalesOffset = shape.pairs * kWordsPerPair * kQ4PanelRows * 4;
-  shape.zerosOffset = shape.scalesOffset + shape.groups * kQ4PanelRows * 2;
-  shape.stride = static_cast<int64_t>(alignUp(
-      static_cast<uint64_t>(shape.zerosOffset + (shape.groups + 1) / 2 * kQ4PanelRows), 64));
+  shape.pairsPerUnit = groupSize / hd::kQ4ColumnsPerLoad; // G is a multiple of 32
+  const int64_t units = (shape.groups + 1) / 2;
+  shape.zerosOffset = shape.pairs * kQ4PanelPairBytes + units * kQ4PanelUnitBytes;
+  shape.stride = static_cast<int64_t>(
+      alignUp(static_cast<uint64_t>(shape.zerosOffset + units * kQ4PanelRows), 64));
   return shape;
 }
 

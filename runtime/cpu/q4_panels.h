@@ -13,15 +13,30 @@
 // one memory stream per 16 rows (docs/perf.md, sixteenth pass).
 //
 // A matrix of N rows is ceil(N / 16) panels of q4PanelShape(K, G).stride
-// bytes, panel b holding rows 16b .. 16b + 15 (rows past N are zero):
-//   words  [pairs][8][16] u32: word l of pair q (row words 8q .. 8q + 7)
-//          of row 16b + r at ((q * 8 + l) * 16 + r) * 4; a half pair (K
-//          padded to 32, not 64) has words 4..7 zero;
-//   scales [groups][16] f16: group g's scale of row 16b + r;
-//   zeros  [ceil(groups / 2)][16] u8: byte r of entry h holds row 16b + r's
-//          zero points of groups 2h (low nibble) and 2h + 1 (high nibble);
-// padded to 64 bytes. The values are the plan's, so every kernel's
-// arithmetic and bits are those of the row-major layout.
+// bytes, panel b holding rows 16b .. 16b + 15 (rows past N are zero). A
+// panel is one stream, in the order the kernels read it: a scale unit,
+// then the pairs of words up to the next unit, and so on; the zero points
+// last, which the kernels read after the words.
+//   unit u   [2][16] f16: the scales of groups 2u and 2u + 1 of row
+//            16b + r at 32 * (g % 2) + 2 * r (an odd last group leaves
+//            32 bytes zero); unit u comes before pair u * m, the pair where
+//            group 2u starts, m = G / 32, at q4PanelScalesOffset;
+//   pair q   [8][16] u32: word l of pair q (row words 8q .. 8q + 7) of row
+//            16b + r at q4PanelWordsOffset(q) + (l * 16 + r) * 4; a half
+//            pair (K padded to 32, not 64) has words 4..7 zero;
+//   zeros    [ceil(groups / 2)][16] u8 at zerosOffset: byte r of entry h
+//            holds row 16b + r's zero points of groups 2h (low nibble) and
+//            2h + 1 (high nibble);
+// padded to 64 bytes. Every unit and pair starts on a 64-byte line.
+//
+// Why one stream: with the scales in a region of their own, the pairs and
+// the scales were two streams 4 KiB apart that the hardware prefetcher
+// followed poorly, and the kernel prefetched in software, at about 24 GB/s
+// on one Zen 4 core against 32 for one plain stream (docs/perf.md,
+// "int4 panels in one stream").
+//
+// The values are the plan's, so every kernel's arithmetic and bits are
+// those of the row-major layout.
 #pragma once
 
 #include "cpu/matmul_q4.h"
@@ -34,11 +49,25 @@ namespace llmc::cpu {
 constexpr int64_t kQ4PanelRows = 16;
 
 struct Q4PanelShape {
-  int64_t words = 0;  // per row, hd::q4WordsPerRow(K)
-  int64_t pairs = 0;  // 64-column pairs of words, detail::q8Pairs(K)
-  int64_t groups = 0; // per row
-  int64_t scalesOffset = 0, zerosOffset = 0, stride = 0; // bytes within a panel
+  int64_t words = 0;                   // per row, hd::q4WordsPerRow(K)
+  int64_t pairs = 0;                   // 64-column pairs of words, detail::q8Pairs(K)
+  int64_t groups = 0;                  // per row
+  int64_t pairsPerUnit = 0;            // m = G / 32: pairs from one scale unit to the next
+  int64_t zerosOffset = 0, stride = 0; // bytes within a panel
 };
+
+constexpr int64_t kQ4PanelPairBytes = 8 * kQ4PanelRows * 4; // words of one pair
+constexpr int64_t kQ4PanelUnitBytes = 2 * kQ4PanelRows * 2; // scales of two groups
+
+// Byte offsets within a panel: the words of pair q, and group g's 16
+// scales (16 f16).
+inline int64_t q4PanelWordsOffset(const Q4PanelShape &shape, int64_t q) {
+  return q * kQ4PanelPairBytes + (q / shape.pairsPerUnit + 1) * kQ4PanelUnitBytes;
+}
+inline int64_t q4PanelScalesOffset(const Q4PanelShape &shape, int64_t g) {
+  return g / 2 * (kQ4PanelUnitBytes + shape.pairsPerUnit * kQ4PanelPairBytes) +
+         g % 2 * (kQ4PanelUnitBytes / 2);
+}
 
 Q4PanelShape q4PanelShape(int64_t cols, int64_t groupSize);
 

@@ -26,9 +26,12 @@
 #include <cstdio>
 #include <cstdlib>
 #include <ctime>
+#include <memory>
 #include <random>
 #include <string>
 #include <vector>
+
+#include <sys/mman.h>
 
 namespace {
 
@@ -47,7 +50,9 @@ struct Copies {
   std::vector<llmc::hd::u32> words;
   std::vector<uint16_t> scales;
   std::vector<uint8_t> zeros; // packed, as the runtime loads them
-  std::vector<uint8_t> panels; // with "panels": each copy's, as the loader adds them
+  // With "panels": each copy's, as the loader adds them, on 2 MiB pages
+  // where the kernel allows (as LoadedWeights::allocate).
+  std::unique_ptr<uint8_t, decltype(&std::free)> panels{nullptr, &std::free};
 
   Copies(int64_t rows, int64_t cols, int64_t group, size_t budget, bool withPanels)
       : n(rows), k(cols), g(group) {
@@ -66,10 +71,13 @@ struct Copies {
     if (!withPanels)
       return;
     const int64_t panelBytes = llmc::cpu::q4PanelBytes(n, k, g);
-    panels.resize(count * panelBytes);
+    const size_t hugePage = size_t{2} << 20,
+                 allocated = (count * panelBytes + hugePage - 1) / hugePage * hugePage;
+    panels.reset(static_cast<uint8_t *>(std::aligned_alloc(hugePage, allocated)));
+    madvise(panels.get(), allocated, MADV_HUGEPAGE); // advice: failure is harmless
     ThreadPool pool(1);
     for (int64_t c = 0; c < count; ++c)
-      llmc::cpu::buildQ4Panels(pool, matrix(c), panels.data() + c * panelBytes);
+      llmc::cpu::buildQ4Panels(pool, matrix(c), panels.get() + c * panelBytes);
   }
   Q4Matrix matrix(int64_t c) const {
     const int64_t w = llmc::hd::q4WordsPerRow(k), groups = llmc::hd::q4NumGroups(k, g);
@@ -79,7 +87,7 @@ struct Copies {
             n,
             k,
             g,
-            panels.empty() ? nullptr : panels.data() + c * llmc::cpu::q4PanelBytes(n, k, g)};
+            panels ? panels.get() + c * llmc::cpu::q4PanelBytes(n, k, g) : nullptr};
   }
 };
 

@@ -478,32 +478,51 @@ TEST(MatmulQ4Q8, LoadedPanelsGiveTheRowMajorBits) {
 }
 
 // buildQ4Panels puts each row's words, scales and zero points where
-// q4_panels.h says, and zeros in the rows past N and the half pair's words.
+// q4_panels.h says, and zeros in the rows past N and the half pair's words;
+// the panel is one stream: scale unit u right before pair u * G / 32, every
+// pair right after its unit or the pair before, the zero points last.
 TEST(Q4Panels, HoldTheRowsWhereTheLayoutSays) {
   std::mt19937 rng(1800);
-  for (const Case &c : {Case{1, 37, 800, 32}, Case{1, 16, 96, 96}, Case{1, 5, 1056, 64}}) {
+  for (const Case &c : {Case{1, 37, 800, 32}, Case{1, 16, 96, 96}, Case{1, 5, 1056, 64},
+                        Case{1, 3, 300, 128}, Case{1, 17, 64, 4096}}) {
     RandomQ4 w(rng, c.n, c.k, c.groupSize);
     const Q4PanelShape shape = q4PanelShape(c.k, c.groupSize);
     ASSERT_EQ(static_cast<int64_t>(w.panels.size()), q4PanelCount(c.n) * shape.stride);
     ASSERT_EQ(shape.stride % 64, 0);
     const int64_t words = hd::q4WordsPerRow(c.k), groups = hd::q4NumGroups(c.k, c.groupSize);
+    // The stream, walked in order: what comes before each pair.
+    int64_t at = 0;
+    for (int64_t q = 0; q < shape.pairs; ++q) {
+      if (q % (c.groupSize / 32) == 0) {
+        ASSERT_EQ(q4PanelScalesOffset(shape, 2 * (q / (c.groupSize / 32))), at) << "pair " << q;
+        at += 64;
+      }
+      ASSERT_EQ(q4PanelWordsOffset(shape, q), at) << "K=" << c.k << " G=" << c.groupSize;
+      at += 512;
+    }
+    ASSERT_EQ(shape.zerosOffset, at) << "K=" << c.k << " G=" << c.groupSize;
     for (int64_t n = 0; n < q4PanelCount(c.n) * kQ4PanelRows; ++n) {
       const uint8_t *panel = w.panels.data() + n / kQ4PanelRows * shape.stride;
       const int64_t r = n % kQ4PanelRows;
       for (int64_t j = 0; j < 8 * shape.pairs; ++j) {
         uint32_t got;
-        std::memcpy(&got, panel + ((j / 8 * 8 + j % 8) * kQ4PanelRows + r) * 4, 4);
+        std::memcpy(&got, panel + q4PanelWordsOffset(shape, j / 8) + (j % 8 * kQ4PanelRows + r) * 4,
+                    4);
         const uint32_t want = n < c.n && j < words ? w.qweight[n * words + j] : 0u;
         ASSERT_EQ(got, want) << "N=" << c.n << " K=" << c.k << " row " << n << " word " << j;
       }
       for (int64_t g = 0; g < groups; ++g) {
         uint16_t scale;
-        std::memcpy(&scale, panel + shape.scalesOffset + (g * kQ4PanelRows + r) * 2, 2);
+        std::memcpy(&scale, panel + q4PanelScalesOffset(shape, g) + r * 2, 2);
         ASSERT_EQ(scale, n < c.n ? w.scales[n * groups + g] : 0) << "row " << n << " group " << g;
         const int zero =
             (panel[shape.zerosOffset + g / 2 * kQ4PanelRows + r] >> (4 * (g % 2))) & 15;
         ASSERT_EQ(zero, n < c.n ? static_cast<int>(hd::f16ToF32(w.zeros[n * groups + g])) : 0)
             << "row " << n << " group " << g;
+      }
+      if (groups % 2 != 0) { // the odd last group's unit has a zero second half
+        for (int64_t i = 0; i < 32; ++i)
+          ASSERT_EQ(panel[q4PanelScalesOffset(shape, groups - 1) + 32 + i], 0) << "row " << n;
       }
     }
   }

@@ -484,7 +484,7 @@ TEST(QuantizeBuild, SyntheticRtnPlansGenerateWhatRtnStores) {
   // kernels read 16-row panels (cpu/q4_panels.h), each int4 matrix's panels.
   uint64_t kept = 0;
   for (uint32_t i = 0; i < tensors.size(); ++i) {
-    const llvm::StringRef name(tensors.Get(i)->name()->str());
+    const llvm::StringRef name(tensors.Get(i)->name()->string_view());
     kept += name.ends_with(".zeros")
                 ? static_cast<uint64_t>(loaded->shape(i)[0] * loaded->shape(i)[1])
                 : tensors.Get(i)->size();
