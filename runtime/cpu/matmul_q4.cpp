@@ -30,13 +30,14 @@ int64_t rowGrain(const Q4Matrix &w, int64_t tokens) {
   return std::max<int64_t>(grain, 16);
 }
 
-// The panel decode kernel's chunks, each one prefetched stream: ~128 KiB or
-// more, since a chunk's first 32 KiB run ahead of their prefetch
-// (kPanelPrefetchBytes): at 32 KiB chunks 110M int4 decode on 2 threads
-// read 258-324 tok/s, at 64-256 KiB 281-371 (Zen 4, docs/perf.md,
-// sixteenth pass). As many chunks per thread, so that no thread waits for
-// another's last one (an o_proj of 3 chunks on 2 threads; 110M decode on 2
-// threads 304 -> 312 tok/s, mean of 5 alternating runs).
+// The panel decode kernel's chunks, each one stream: ~128 KiB or more
+// (measured when the kernel still prefetched 32 KiB ahead in software: at
+// 32 KiB chunks 110M int4 decode on 2 threads read 258-324 tok/s, at
+// 64-256 KiB 281-371; Zen 4, docs/perf.md, sixteenth pass; with the
+// hardware prefetcher alone, 32, 128 and 512 KiB read alike within this
+// host's noise, 1B on 2 threads). As many chunks per thread, so that no
+// thread waits for another's last one (an o_proj of 3 chunks on 2 threads;
+// 110M decode on 2 threads 304 -> 312 tok/s, mean of 5 alternating runs).
 int64_t streamGrain(const Q4Matrix &w, int64_t tokens, int64_t threads) {
   const int64_t rowBytes = hd::q4WordsPerRow(w.cols) * 4 * tokens;
   const int64_t perThread =
