@@ -18,13 +18,17 @@ void buildPanel(const Q4Matrix &w, const Q4PanelShape &shape, int64_t b, uint8_t
   uint8_t *zeros = out + shape.zerosOffset;
   const int64_t zeroRowBytes = q4ZeroRowBytes(shape.groups);
   const int64_t rows = std::min(kQ4PanelRows, w.rows - b * kQ4PanelRows);
+  const uint32_t *firstRow = w.qweight + b * kQ4PanelRows * shape.words;
+  for (int64_t q = 0; q < shape.pairs; ++q) { // each pair's place found once
+    uint8_t *pair = out + q4PanelWordsOffset(shape, q);
+    const int64_t pairWords = std::min(kWordsPerPair, shape.words - q * kWordsPerPair);
+    for (int64_t r = 0; r < rows; ++r)
+      for (int64_t l = 0; l < pairWords; ++l)
+        std::memcpy(pair + (l * kQ4PanelRows + r) * 4,
+                    firstRow + r * shape.words + q * kWordsPerPair + l, 4);
+  }
   for (int64_t r = 0; r < rows; ++r) {
     const int64_t n = b * kQ4PanelRows + r;
-    const uint32_t *rowWords = w.qweight + n * shape.words;
-    for (int64_t j = 0; j < shape.words; ++j) {
-      const int64_t q = j / kWordsPerPair, l = j % kWordsPerPair;
-      std::memcpy(out + q4PanelWordsOffset(shape, q) + (l * kQ4PanelRows + r) * 4, rowWords + j, 4);
-    }
     const uint16_t *rowScales = w.scales + n * shape.groups;
     const uint8_t *rowZeros = w.zeros + n * zeroRowBytes;
     for (int64_t g = 0; g < shape.groups; ++g) {
