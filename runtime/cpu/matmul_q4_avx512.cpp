@@ -258,7 +258,6 @@ class NibblePanel {
 public:
   NibblePanel(const Q4Problem &p, const Q4PanelShape &shape, int64_t b)
       : shape_(shape), panel_(p.w.panels + b * shape.stride) {}
-  const Q4PanelShape &shape() const { return shape_; }
   const uint8_t *begin() const { return panel_; }
   const uint8_t *words(int64_t q) const { return panel_ + q4PanelWordsOffset(shape_, q); }
   // Lanes r of the scale of group g.
