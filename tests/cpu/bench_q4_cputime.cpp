@@ -21,6 +21,7 @@
 #include "kernels/common/half.h"
 #include "kernels/common/q4_layout.h"
 #include "kernels/common/q8_layout.h"
+#include "support/align.h"
 
 #include <algorithm>
 #include <cstdio>
@@ -71,9 +72,14 @@ struct Copies {
     if (!withPanels)
       return;
     const int64_t panelBytes = llmc::cpu::q4PanelBytes(n, k, g);
-    const size_t hugePage = size_t{2} << 20,
-                 allocated = (count * panelBytes + hugePage - 1) / hugePage * hugePage;
+    const uint64_t hugePage = uint64_t{2} << 20,
+                   allocated = llmc::alignUp(static_cast<uint64_t>(count * panelBytes), hugePage);
     panels.reset(static_cast<uint8_t *>(std::aligned_alloc(hugePage, allocated)));
+    if (!panels) {
+      std::fprintf(stderr, "error: cannot allocate %llu bytes of panels\n",
+                   static_cast<unsigned long long>(allocated));
+      std::exit(1);
+    }
     madvise(panels.get(), allocated, MADV_HUGEPAGE); // advice: failure is harmless
     ThreadPool pool(1);
     for (int64_t c = 0; c < count; ++c)
