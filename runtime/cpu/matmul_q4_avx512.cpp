@@ -448,6 +448,7 @@ public:
         pairsPerUnit_(shape.pairsPerUnit) {}
   LLMC_Q4_AVX512 void beginPair(int64_t) {
     if (unitLeft_ == 0) { // a scale unit comes before this pair
+      unit_ = next_;
       next_ += kQ4PanelUnitBytes;
       unitLeft_ = pairsPerUnit_;
     }
@@ -455,7 +456,10 @@ public:
     next_ += kQ4PanelPairBytes;
     --unitLeft_;
   }
-  LLMC_Q4_AVX512 __m512 blockScale(int64_t, int) { return in_.scale(groups_.next()); }
+  // A pair's blocks belong to the groups of the unit walked past last.
+  LLMC_Q4_AVX512 __m512 blockScale(int64_t, int) {
+    return panelScale(unit_ + (groups_.next() & 1) * (kQ4PanelUnitBytes / 2));
+  }
   LLMC_Q4_AVX512 void quads(int64_t, int l, __m512i &low, __m512i &high) const {
     unpackPanelWord(words_, l, low, high);
   }
@@ -464,7 +468,7 @@ public:
 private:
   NibblePanel in_;
   BlockGroups groups_;
-  const uint8_t *next_, *words_ = nullptr;
+  const uint8_t *next_, *words_ = nullptr, *unit_ = nullptr;
   int64_t pairsPerUnit_, unitLeft_ = 0;
 };
 
