@@ -14,10 +14,11 @@
 // then _mm512_reduce_add_ps's tree (reduceAdd16) and storeOutput. So an
 // output has the same bits whatever the token count, tile or thread split.
 //
-// The decode tiles (under 32 tokens) read a matrix's coded rows instead
-// where the loader made them (WeightMatrix::coded, cpu/bf16_coded.h: 12
-// bits a weight, AVX512-VBMI): they rebuild the same words, so the same
-// bits, from three quarters of the bytes.
+// Every path reads a matrix's coded rows instead where the loader made them
+// (WeightMatrix::coded, cpu/bf16_coded.h: 12 bits a weight, AVX512-VBMI):
+// the decode tiles (under 32 tokens) rebuild the same words, so the same
+// bits, from three quarters of the bytes, and the prefill GEMM rebuilds
+// them into its panels.
 #if defined(__x86_64__)
 
 #include "cpu/bf16_coded.h"
@@ -200,6 +201,14 @@ template <int R> struct CodedRows {
     return _mm512_mask_permutexvar_epi8(low, static_cast<__mmask64>(0xaaaaaaaaaaaaaaaaull),
                                         _mm512_multishift_epi64_epi8(shifts, codes), table);
   }
+  // Row r read from step s on (a depth chunk of the GEMM): its exceptions
+  // before s passed over.
+  void skipTo(int r, int64_t s) {
+    while (nextException[r] >= 0 && nextException[r] < s) {
+      ++exception[r];
+      nextException[r] = exception[r] < exceptionEnd[r] ? exceptionStep[exception[r]] : -1;
+    }
+  }
   // The K % 32 tail (stored whole, zeros past K).
   LLMC_AVX512_BF16_VBMI __m512i tail(int r, int64_t s, __mmask32 mask) {
     return _mm512_maskz_mov_epi16(mask, step(r, s));
@@ -269,6 +278,24 @@ struct Bf16DotGemm {
     if (i < k)
       _mm512_store_si512(out + i * kRows,
                          _mm512_maskz_loadu_epi16(firstElements32(k - i), row + 2 * i));
+  }
+
+  // Coded rows (cpu/bf16_coded.h) where the loader made them: the panels
+  // get the words the plain rows hold, so the same bits.
+  static bool codedRows(const MatmulProblem &p) {
+    return p.w.coded.table != nullptr && x86VbmiSupported();
+  }
+  LLMC_AVX512_BF16_VBMI static void convertCoded(const MatmulProblem &p, int64_t n, int64_t k0,
+                                                 int64_t width, uint16_t *out) {
+    CodedRows<1> rows(p, n, 1);
+    const int64_t first = k0 / kColumns, end = k0 + width;
+    rows.skipTo(0, first);
+    for (int64_t s = first; s * kColumns < end; ++s) {
+      __m512i words = rows.step(0, s);
+      if ((s + 1) * kColumns > end) // the row's tail: zeros past K, as convert's
+        words = _mm512_maskz_mov_epi16(firstElements32(end - s * kColumns), words);
+      _mm512_store_si512(out + (s - first) * kRows * kColumns, words);
+    }
   }
 
   template <int R, int TT, bool PackTokens>

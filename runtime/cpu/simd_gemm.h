@@ -46,6 +46,11 @@
 //   template <DType D> static void convert(const char *row, int64_t k, Element *out);
 //     columns [0, k) of the row as Element (exact), column i at
 //     out[i / C * kRows * C + i % C] (one row of a panel, tail included).
+//   optionally, for coded bf16 rows (WeightMatrix::coded, cpu/bf16_coded.h):
+//   static bool codedRows(const MatmulProblem &p): whether it reads p's coded rows;
+//   static void convertCoded(const MatmulProblem &p, int64_t row, int64_t k0,
+//       int64_t width, Element *out): columns [k0, k0 + width) of that row as
+//       convert writes them (k0 a multiple of C);
 //   template <int R, int TT, bool PackTokens> static void tile(const MatmulProblem &p,
 //       const Element *panel, Element *xs, int64_t n0, int64_t t0,
 //       int64_t kBegin, int64_t kEnd, float *carry);
@@ -61,6 +66,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <type_traits>
 #include <vector>
 
 namespace llmc::cpu::detail {
@@ -168,6 +174,11 @@ void gemmTileUpTo(int64_t rows, int64_t tokens, const MatmulProblem &p,
   gemmTile<Kernel, R>(tokens, p, s, n0, t0);
 }
 
+// Whether Kernel fills its panels from coded bf16 rows (convertCoded).
+template <typename Kernel, typename = void> struct ConvertsCoded : std::false_type {};
+template <typename Kernel>
+struct ConvertsCoded<Kernel, std::void_t<decltype(&Kernel::convertCoded)>> : std::true_type {};
+
 // y[tokenBegin .. tokenEnd, rowBegin .. rowEnd) with weights of dtype D.
 template <typename Kernel, DType D>
 void packedGemm(const MatmulProblem &p, int64_t rowBegin, int64_t rowEnd, int64_t tokenBegin,
@@ -194,14 +205,23 @@ void packedGemm(const MatmulProblem &p, int64_t rowBegin, int64_t rowEnd, int64_
   // reads them there. Otherwise a block's first row tile copies each tile.
   static_assert(kTokens == kGemmTileTokens);
   const bool packed = p.xTiles != nullptr && tokenBegin % kTokens == 0;
+  bool coded = false; // the rows come from p.w.coded, not p.w.data
+  if constexpr (ConvertsCoded<Kernel>::value)
+    coded = Kernel::codedRows(p);
   for (int64_t r0 = rowBegin; r0 < rowEnd; r0 += block) {
     const int64_t rows = std::min(block, rowEnd - r0), blockTiles = rowTilesOf(rows, kRows);
     for (int64_t k0 = 0; k0 < k; k0 += depth) {
       const int64_t width = std::min(depth, k - k0);
       const char *first = weights + r0 * rowBytes + k0 * static_cast<int64_t>(dtypeSize(D));
-      for (int64_t r = 0; r < rows; ++r)
-        Kernel::template convert<D>(first + r * rowBytes, width,
-                                    panels + r / kRows * panelFloats + r % kRows * kColumns);
+      for (int64_t r = 0; r < rows; ++r) {
+        Element *panelRow = panels + r / kRows * panelFloats + r % kRows * kColumns;
+        if constexpr (ConvertsCoded<Kernel>::value)
+          if (coded) {
+            Kernel::convertCoded(p, r0 + r, k0, width, panelRow);
+            continue;
+          }
+        Kernel::template convert<D>(first + r * rowBytes, width, panelRow);
+      }
       GemmSpan<Element> span{panels, xs, k0, k0 + width, nullptr, false};
       for (int64_t t0 = tokenBegin; t0 < tokenEnd; t0 += kTokens) {
         const int64_t tokens = std::min(kTokens, tokenEnd - t0);

@@ -101,15 +101,16 @@ TEST(CodedBf16, PaysOnlyWithFewExceptions) {
       codedBf16Pays({noise.data(), DType::BF16, 64, 256}, coded(pool, noise, 64, 256)->layout));
 }
 
-// The decode kernels over coded rows against the plain rows: same bits, for
-// every token count the decode path takes, and through the fused argmax's
-// row blocks.
+// The kernels over coded rows against the plain rows: same bits, for every
+// token count the decode path takes, the prefill GEMM's (32 tokens on; K =
+// 2100 in three depth chunks, exceptions on both sides of each chunk's
+// start), and through the fused argmax's row blocks.
 TEST(CodedBf16, KernelsGiveThePlainRowsBits) {
   if (!codedBf16Used())
     GTEST_SKIP() << "the coded bf16 kernels need AVX512-BF16 and AVX512-VBMI; this CPU lacks one";
   ThreadPool pool(3);
   std::mt19937 rng(11);
-  for (int64_t cols : {64, 45, 768, 1000}) {
+  for (int64_t cols : {64, 45, 768, 1000, 2100}) {
     const int64_t rows = 1037;
     const std::vector<uint16_t> w = headLikeWeights(rows, cols, static_cast<uint32_t>(cols + 1));
     auto c = coded(pool, w, rows, cols);
@@ -118,7 +119,7 @@ TEST(CodedBf16, KernelsGiveThePlainRowsBits) {
     const std::vector<uint16_t> zeros(w.size());
     WeightMatrix codedOnly = c->matrix;
     codedOnly.data = zeros.data();
-    for (int64_t tokens : {1, 2, 3, 5, 31}) {
+    for (int64_t tokens : {1, 2, 3, 5, 31, 32, 64, 100}) {
       const std::vector<float> x = test::randomFloats(rng, static_cast<size_t>(tokens * cols));
       std::vector<float> want(tokens * rows), got(tokens * rows);
       matmul(pool, x.data(), tokens, plain, nullptr, 0.0f, want.data());
