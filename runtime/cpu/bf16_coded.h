@@ -1,19 +1,23 @@
 // bf16 weights in 12 bits, losslessly: the layout the bf16 dot-product
-// decode kernels (matmul_bf16_avx512.cpp) read for the lm_head where the CPU
-// has AVX512-VBMI, made once at load time from the plan's bf16.
+// kernels (matmul_bf16_avx512.cpp) read where the CPU has AVX512-VBMI, made
+// once at load time from the plan's bf16 for every matrix the CPU programs
+// multiply by (LoadedWeights).
 //
-// Why: an int4 plan keeps its head in bf16 (--quantize-lm-head is off by
-// default), and decode streams the head once per token: at 110M it is half
-// of a step's bytes, at 1B a fifth. A bf16 word is a high byte (sign and
-// the exponent's top 7 bits) and a low byte (the exponent's last bit and 7
-// mantissa bits). Weights span few exponents: the 16 most frequent high
-// bytes of a head hold all but about 1e-4 of its weights (the tiniest, for
-// normal weights). So each weight keeps its low byte and a 4-bit code into
-// the matrix's table of 16 high bytes; a 32-column step with a high byte the
-// table lacks keeps its 32 high bytes whole, beside. The kernels rebuild
-// the exact words (vpmultishiftqb + vpermb), so sums and bits are those of
-// the plain bf16 kernels; the head streams 12 bits a weight, not 16
-// (docs/perf.md, "The lm_head in 12 bits").
+// Why: decode streams every matrix once per token, so its speed is bytes
+// over bandwidth; first made for the bf16 head an int4 plan keeps
+// (--quantize-lm-head is off by default: at 110M half of a step's bytes),
+// then for every matrix of a bf16 plan (a 1B bf16 decode step streams 1.56
+// GB instead of 2.05). A bf16 word is a high byte (sign and the exponent's
+// top 7 bits) and a low byte (the exponent's last bit and 7 mantissa bits).
+// Weights span few exponents: the 16 most frequent high bytes of a matrix
+// hold all but about 1e-4 of its weights (the tiniest, for normal weights).
+// So each weight keeps its low byte and a 4-bit code into the matrix's
+// table of 16 high bytes; a 32-column step with a high byte the table lacks
+// keeps its 32 high bytes whole, beside. The kernels rebuild the exact
+// words (vpmultishiftqb + vpermb), so sums and bits are those of the plain
+// bf16 kernels; a matrix streams 12 bits a weight, not 16 (docs/perf.md,
+// "The lm_head in 12 bits", "Every bf16 matrix in 12 bits"). The prefill
+// GEMM rebuilds the words into its panels the same way.
 //
 // Layout of an [N, K] matrix, S = codedBf16Steps(K) steps of 32 columns a row:
 //   table           [64] u8: the 16 high bytes, 4 times (vpermb reads 6 bits);
@@ -43,7 +47,7 @@ inline int64_t codedBf16Steps(int64_t cols) {
   return (cols + kCodedBf16StepColumns - 1) / kCodedBf16StepColumns;
 }
 
-// Whether the loader codes bf16 heads for the bf16 decode kernels
+// Whether the loader codes bf16 matrices for the bf16 kernels
 // (WeightMatrix::coded): x86Bf16Active() and AVX512-VBMI (cpu/isa.h), unless
 // the environment (LLMC_CPU_CODED_BF16=0, read once) or a test turned it
 // off. Elsewhere the loader makes none.

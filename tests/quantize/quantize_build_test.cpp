@@ -549,6 +549,94 @@ TEST(QuantizeBuild, Bf16HeadIsCodedAtLoadWithTheSameLogits) {
   EXPECT_GT(loaded->codedBf16Bytes(head), headBytes / 2); // 12 bits of 16, and the table
 }
 
+// The logits of a prefill of 40 tokens (the GEMM's path, from 32 on) and of
+// the two decode steps after it (the decode tiles'), one after the other.
+std::vector<float> prefillAndDecodeLogits(const std::string &plan) {
+  auto engine = Engine::load(plan, EngineOptions{});
+  EXPECT_TRUE(engine.isOk()) << engine.message();
+  if (!engine.isOk())
+    return {};
+  const int64_t vocab = (*engine)->vocabSize();
+  std::vector<int32_t> prompt;
+  for (int i = 0; i < 40; ++i)
+    prompt.push_back((i * 37 + 11) % 500);
+  SequenceId seq = (*engine)->addSequence();
+  std::vector<float> all;
+  auto logits = (*engine)->step({{seq, prompt}}, /*allLogits=*/true);
+  EXPECT_TRUE(logits.isOk()) << logits.message();
+  if (!logits.isOk())
+    return {};
+  all.assign(*logits, *logits + prompt.size() * vocab);
+  for (int32_t id : {7, 301}) {
+    auto next = (*engine)->step({{seq, {id}}}, /*allLogits=*/false);
+    EXPECT_TRUE(next.isOk()) << next.message();
+    if (!next.isOk())
+      return {};
+    all.insert(all.end(), *next, *next + vocab);
+  }
+  return all;
+}
+
+// A bf16 plan has every matrix it multiplies by coded in 12 bits at load
+// where the bf16 kernels read coded rows: the Linear steps' and the head,
+// not an embedding table only gathered from; the plan's pages of them given
+// back; prefill (the GEMM) and decode give the plain rows' bits.
+TEST(QuantizeBuild, Bf16PlanCodesEveryMatrixAtLoadWithTheSameLogits) {
+  BuildOptions options = qwen2("bf16-coded");
+  options.dtype = "bf16";
+  ASSERT_TRUE(build(options).isOk());
+  auto plan = Plan::open(options.output);
+  ASSERT_TRUE(plan.isOk()) << plan.message();
+  std::vector<int> multiplied, gathered;
+  for (const fb::Program *program : *plan->meta().programs()) {
+    if (program->target() != fb::Target::Cpu)
+      continue;
+    for (const fb::Step *step : *program->steps()) {
+      if (step->op() == fb::OpKind::Linear)
+        multiplied.push_back(
+            step->weights()->Get(ops::linearOperands(*step->params_as_LinearParams()).matrix));
+      else if (step->op() == fb::OpKind::LmHead || step->op() == fb::OpKind::Logits)
+        multiplied.push_back(
+            step->weights()->Get(ops::logitsMatrix(*step->params_as_LogitsParams())));
+      else if (step->op() == fb::OpKind::Embedding)
+        gathered.push_back(step->weights()->Get(0));
+    }
+  }
+  std::sort(multiplied.begin(), multiplied.end()); // each program reads them
+  multiplied.erase(std::unique(multiplied.begin(), multiplied.end()), multiplied.end());
+  ASSERT_GE(multiplied.size(), 2u * 4 + 1); // q/k/v (fused or not), o, gate/up, down; the head
+
+  ThreadPool pool(2);
+  auto loaded = LoadedWeights::load(*plan, pool);
+  ASSERT_TRUE(loaded.isOk()) << loaded.message();
+  if (!cpu::codedBf16Used()) {
+    for (int index : multiplied)
+      EXPECT_EQ(loaded->matrix(index).coded.table, nullptr);
+    GTEST_SKIP() << "this CPU lacks AVX512-BF16 or AVX512-VBMI: no coded bf16 rows";
+  }
+  uint64_t plainBytes = 0;
+  for (int index : multiplied) {
+    const cpu::WeightMatrix w = loaded->matrix(index);
+    ASSERT_EQ(w.dtype, DType::BF16);
+    ASSERT_NE(w.coded.table, nullptr) << plan->meta().tensors()->Get(index)->name()->str();
+    EXPECT_LE(loaded->codedBf16Bytes(index) * 5, static_cast<uint64_t>(w.rows * w.cols * 2) * 4);
+    plainBytes += static_cast<uint64_t>(w.rows * w.cols * 2);
+  }
+  for (int index : gathered)
+    if (std::count(multiplied.begin(), multiplied.end(), index) == 0)
+      EXPECT_EQ(loaded->matrix(index).coded.table, nullptr) << "an embedding table was coded";
+  // Page-aligned: each matrix may keep a partial page at both ends.
+  EXPECT_GE(loaded->releasedPlanBytes() + 2 * 4096 * multiplied.size(), plainBytes);
+
+  cpu::setCodedBf16ForTesting(false);
+  const std::vector<float> plain = prefillAndDecodeLogits(options.output);
+  cpu::setCodedBf16ForTesting(true);
+  const std::vector<float> coded = prefillAndDecodeLogits(options.output);
+  ASSERT_EQ(plain.size(), coded.size());
+  ASSERT_FALSE(plain.empty());
+  EXPECT_EQ(std::memcmp(coded.data(), plain.data(), plain.size() * sizeof(float)), 0);
+}
+
 // The loader checks the int4 init rules against the tensors they fill.
 TEST(QuantizeBuild, CorruptSyntheticInt4RulesAreNamed) {
   BuildOptions options = qwen2("synthetic-rtn32");

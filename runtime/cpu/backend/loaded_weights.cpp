@@ -235,28 +235,37 @@ Status LoadedWeights::buildQ4Panels(const Plan &plan, ThreadPool &pool, bool rel
 
 namespace {
 
-// The plain bf16 matrices the CPU programs' logits (Logits, LmHead) read.
-std::vector<uint32_t> bf16Heads(const fb::Plan &meta, const std::vector<DType> &dtypes) {
-  std::vector<uint32_t> heads;
+// The plain bf16 matrices the CPU programs multiply by: the dense matrices of
+// Linear steps and of the logits (Logits, LmHead). An embedding table read
+// only by Embedding steps gathers a few rows a token and is left plain.
+std::vector<uint32_t> bf16Matrices(const fb::Plan &meta, const std::vector<DType> &dtypes) {
+  std::vector<uint32_t> matrices;
+  auto add = [&](const fb::Step &step, int operand) {
+    const auto index = static_cast<uint32_t>(step.weights()->Get(operand));
+    if (dtypes[index] == DType::BF16 && std::count(matrices.begin(), matrices.end(), index) == 0)
+      matrices.push_back(index);
+  };
   forEachCpuStepWithWeights(meta, [&](const fb::Step &step) {
-    if (step.op() != fb::OpKind::Logits && step.op() != fb::OpKind::LmHead)
-      return;
-    const fb::LogitsParams &p = *step.params_as_LogitsParams();
-    const auto index = static_cast<uint32_t>(step.weights()->Get(ops::logitsMatrix(p)));
-    if (p.weights() == fb::WeightFormat::Dense && dtypes[index] == DType::BF16 &&
-        std::count(heads.begin(), heads.end(), index) == 0)
-      heads.push_back(index);
+    if (step.op() == fb::OpKind::Linear) {
+      const fb::LinearParams &p = *step.params_as_LinearParams();
+      if (p.weights() == fb::WeightFormat::Dense)
+        add(step, ops::linearOperands(p).matrix);
+    } else if (step.op() == fb::OpKind::Logits || step.op() == fb::OpKind::LmHead) {
+      const fb::LogitsParams &p = *step.params_as_LogitsParams();
+      if (p.weights() == fb::WeightFormat::Dense)
+        add(step, ops::logitsMatrix(p));
+    }
   });
-  return heads;
+  return matrices;
 }
 
 } // namespace
 
-Status LoadedWeights::codeBf16Heads(const Plan &plan, ThreadPool &pool, bool release) {
+Status LoadedWeights::codeBf16Matrices(const Plan &plan, ThreadPool &pool, bool release) {
   codedBf16_.assign(data_.size(), cpu::CodedBf16{});
   if (!cpu::codedBf16Used())
     return Status::ok();
-  for (uint32_t index : bf16Heads(plan.meta(), dtypes_)) {
+  for (uint32_t index : bf16Matrices(plan.meta(), dtypes_)) {
     const cpu::WeightMatrix w = matrix(index);
     const cpu::CodedBf16Layout layout = cpu::planCodedBf16(pool, w);
     if (!cpu::codedBf16Pays(w, layout))
@@ -267,8 +276,11 @@ Status LoadedWeights::codeBf16Heads(const Plan &plan, ThreadPool &pool, bool rel
                            " bytes for the coded bf16 rows of '" +
                            plan.meta().tensors()->Get(index)->name()->str() + "'");
     // Blocks of about 8 MiB of bf16, each block's plan pages given back once
-    // coded, so that the plain and the coded head are not resident together
+    // coded, so that the plain and the coded matrix are not resident together
     // (1B int4 g32, llmrun bench: peak RSS 824.6 MiB, 910.7 in one block).
+    // Every kernel that multiplies by it reads the coded rows (decode tiles
+    // and the prefill GEMM's panels); a tied embedding's gather maps the few
+    // rows it reads back from the plan.
     codedBf16_[index] = cpu::startCodedBf16(w, layout, out);
     const int64_t rowBytes = w.cols * 2;
     const int64_t block = std::max<int64_t>(1, (int64_t{8} << 20) / rowBytes);
@@ -321,7 +333,7 @@ Expected<LoadedWeights> LoadedWeights::load(const Plan &plan, ThreadPool &pool) 
   }
   LLMC_RETURN_IF_ERROR(weights.packQ4Zeros(plan, pool));
   LLMC_RETURN_IF_ERROR(weights.buildQ4Panels(plan, pool, true));
-  LLMC_RETURN_IF_ERROR(weights.codeBf16Heads(plan, pool, true));
+  LLMC_RETURN_IF_ERROR(weights.codeBf16Matrices(plan, pool, true));
   return weights;
 }
 
@@ -343,7 +355,7 @@ Expected<LoadedWeights> LoadedWeights::fromViews(const Plan &plan, std::vector<c
   ThreadPool oneThread(1);
   LLMC_RETURN_IF_ERROR(weights.packQ4Zeros(plan, oneThread));
   LLMC_RETURN_IF_ERROR(weights.buildQ4Panels(plan, oneThread, false));
-  LLMC_RETURN_IF_ERROR(weights.codeBf16Heads(plan, oneThread, false));
+  LLMC_RETURN_IF_ERROR(weights.codeBf16Matrices(plan, oneThread, false));
   return weights;
 }
 

@@ -9,8 +9,9 @@
 // int4 matrix is also laid out in panels at load time, and the plan's
 // row-major words, read by no kernel then, leave the process's memory
 // (Plan::releasePages; a synthetic plan keeps its generated words). Where
-// the bf16 decode kernels read coded rows (cpu/bf16_coded.h: AVX512-BF16
-// and VBMI), a plain bf16 lm_head is coded at load time in 12 bits a weight
+// the bf16 kernels read coded rows (cpu/bf16_coded.h: AVX512-BF16 and
+// VBMI), every plain bf16 matrix the CPU programs multiply by (the Linear
+// steps' and the lm_head) is coded at load time in 12 bits a weight
 // (WeightMatrix::coded) and its plan pages given back the same way.
 #pragma once
 
@@ -51,10 +52,10 @@ public:
   uint64_t codedBf16Bytes(uint32_t index) const;
   cpu::WeightVector vector(uint32_t index) const;
   // Bytes generated at load time: a synthetic plan's tensors and the packed
-  // int4 zero points, panels and coded bf16 heads.
+  // int4 zero points, panels and coded bf16 matrices.
   uint64_t generatedBytes() const { return generatedBytes_; }
   // Bytes of the plan's mapping given back at load (row-major int4 words
-  // read as panels, bf16 heads read coded).
+  // read as panels, bf16 matrices read coded).
   uint64_t releasedPlanBytes() const { return releasedPlanBytes_; }
 
 private:
@@ -64,9 +65,9 @@ private:
   // cpu::q4PanelsUsed(); with `release`, gives back the plan's pages of
   // their row-major words.
   Status buildQ4Panels(const Plan &plan, ThreadPool &pool, bool release);
-  // Codes the CPU programs' plain bf16 heads where cpu::codedBf16Used() and
-  // coding pays; with `release`, gives back the plan's pages of their bf16.
-  Status codeBf16Heads(const Plan &plan, ThreadPool &pool, bool release);
+  // Codes the CPU programs' plain bf16 matrices where cpu::codedBf16Used()
+  // and coding pays; with `release`, gives back the plan's pages of their bf16.
+  Status codeBf16Matrices(const Plan &plan, ThreadPool &pool, bool release);
   uint8_t *allocate(uint64_t bytes);
   // Frees `data` of `bytes` if allocate() made it (a synthetic tensor the
   // load replaced); views into the plan are left alone.
