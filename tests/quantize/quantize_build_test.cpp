@@ -498,6 +498,47 @@ TEST(QuantizeBuild, SyntheticRtnPlansGenerateWhatRtnStores) {
     ASSERT_TRUE(std::isfinite(v));
 }
 
+// The logits of a prefill of 40 tokens (the GEMM's path, from 32 on) and of
+// the two decode steps after it (the decode tiles'), one after the other.
+std::vector<float> prefillAndDecodeLogits(const std::string &plan) {
+  auto engine = Engine::load(plan, EngineOptions{});
+  EXPECT_TRUE(engine.isOk()) << engine.message();
+  if (!engine.isOk())
+    return {};
+  const int64_t vocab = (*engine)->vocabSize();
+  std::vector<int32_t> prompt;
+  for (int i = 0; i < 40; ++i)
+    prompt.push_back((i * 37 + 11) % 500);
+  SequenceId seq = (*engine)->addSequence();
+  std::vector<float> all;
+  auto logits = (*engine)->step({{seq, prompt}}, /*allLogits=*/true);
+  EXPECT_TRUE(logits.isOk()) << logits.message();
+  if (!logits.isOk())
+    return {};
+  all.assign(*logits, *logits + prompt.size() * vocab);
+  for (int32_t id : {7, 301}) {
+    auto next = (*engine)->step({{seq, {id}}}, /*allLogits=*/false);
+    EXPECT_TRUE(next.isOk()) << next.message();
+    if (!next.isOk())
+      return {};
+    all.insert(all.end(), *next, *next + vocab);
+  }
+  return all;
+}
+
+// The logits `run` gives for `plan` loaded with coded bf16 rows off, then
+// on: the same bits.
+void expectCodingKeepsBits(std::vector<float> (*run)(const std::string &),
+                           const std::string &plan) {
+  cpu::setCodedBf16ForTesting(false);
+  const std::vector<float> plain = run(plan);
+  cpu::setCodedBf16ForTesting(true);
+  const std::vector<float> coded = run(plan);
+  ASSERT_EQ(plain.size(), coded.size());
+  ASSERT_FALSE(plain.empty());
+  EXPECT_EQ(std::memcmp(coded.data(), plain.data(), plain.size() * sizeof(float)), 0);
+}
+
 // An int4 plan's bf16 head is coded in 12 bits at load where the bf16
 // kernels read coded rows (cpu/bf16_coded.h): every word kept, the plan's
 // pages of it given back, and the logits' bits those of the plain head.
@@ -533,13 +574,7 @@ TEST(QuantizeBuild, Bf16HeadIsCodedAtLoadWithTheSameLogits) {
     ASSERT_EQ(cpu::codedBf16Word(w.coded, w.cols, i / w.cols, i % w.cols), words[i]) << i;
   EXPECT_GE(loaded->releasedPlanBytes(), headBytes - 2 * 4096);
 
-  cpu::setCodedBf16ForTesting(false);
-  const std::vector<float> plain = prefillLogits(options.output);
-  cpu::setCodedBf16ForTesting(true);
-  const std::vector<float> coded = prefillLogits(options.output);
-  ASSERT_EQ(plain.size(), coded.size());
-  ASSERT_FALSE(plain.empty());
-  EXPECT_EQ(std::memcmp(coded.data(), plain.data(), plain.size() * sizeof(float)), 0);
+  expectCodingKeepsBits(prefillLogits, options.output);
   // llmrun bench counts the head's bytes as decode streams them.
   auto engine = Engine::load(options.output, EngineOptions{});
   ASSERT_TRUE(engine.isOk()) << engine.message();
@@ -547,34 +582,6 @@ TEST(QuantizeBuild, Bf16HeadIsCodedAtLoadWithTheSameLogits) {
             loaded->codedBf16Bytes(head));
   EXPECT_LE(loaded->codedBf16Bytes(head) * 5, headBytes * 4);
   EXPECT_GT(loaded->codedBf16Bytes(head), headBytes / 2); // 12 bits of 16, and the table
-}
-
-// The logits of a prefill of 40 tokens (the GEMM's path, from 32 on) and of
-// the two decode steps after it (the decode tiles'), one after the other.
-std::vector<float> prefillAndDecodeLogits(const std::string &plan) {
-  auto engine = Engine::load(plan, EngineOptions{});
-  EXPECT_TRUE(engine.isOk()) << engine.message();
-  if (!engine.isOk())
-    return {};
-  const int64_t vocab = (*engine)->vocabSize();
-  std::vector<int32_t> prompt;
-  for (int i = 0; i < 40; ++i)
-    prompt.push_back((i * 37 + 11) % 500);
-  SequenceId seq = (*engine)->addSequence();
-  std::vector<float> all;
-  auto logits = (*engine)->step({{seq, prompt}}, /*allLogits=*/true);
-  EXPECT_TRUE(logits.isOk()) << logits.message();
-  if (!logits.isOk())
-    return {};
-  all.assign(*logits, *logits + prompt.size() * vocab);
-  for (int32_t id : {7, 301}) {
-    auto next = (*engine)->step({{seq, {id}}}, /*allLogits=*/false);
-    EXPECT_TRUE(next.isOk()) << next.message();
-    if (!next.isOk())
-      return {};
-    all.insert(all.end(), *next, *next + vocab);
-  }
-  return all;
 }
 
 // A bf16 plan has every matrix it multiplies by coded in 12 bits at load
@@ -628,13 +635,7 @@ TEST(QuantizeBuild, Bf16PlanCodesEveryMatrixAtLoadWithTheSameLogits) {
   // Page-aligned: each matrix may keep a partial page at both ends.
   EXPECT_GE(loaded->releasedPlanBytes() + 2 * 4096 * multiplied.size(), plainBytes);
 
-  cpu::setCodedBf16ForTesting(false);
-  const std::vector<float> plain = prefillAndDecodeLogits(options.output);
-  cpu::setCodedBf16ForTesting(true);
-  const std::vector<float> coded = prefillAndDecodeLogits(options.output);
-  ASSERT_EQ(plain.size(), coded.size());
-  ASSERT_FALSE(plain.empty());
-  EXPECT_EQ(std::memcmp(coded.data(), plain.data(), plain.size() * sizeof(float)), 0);
+  expectCodingKeepsBits(prefillAndDecodeLogits, options.output);
 }
 
 // The loader checks the int4 init rules against the tensors they fill.
