@@ -498,9 +498,14 @@ Json Handler::completionLogprobs(const Choice &choice, size_t from, size_t to) c
       tops.push_back(nullptr);
     } else {
       logprobs.push_back(record.logprob);
+      // Ids of one text (pieces of a UTF-8 character, each shown as U+FFFD)
+      // share its key: the most likely keeps it.
       Json top = Json::object();
-      for (const auto &[id, logprob] : record.top)
-        top[tokenText(tokenizer(), record.previous, id)] = logprob;
+      for (const auto &[id, logprob] : record.top) {
+        const std::string text = tokenText(tokenizer(), record.previous, id);
+        if (!top.contains(text))
+          top[text] = logprob;
+      }
       tops.push_back(std::move(top));
     }
     offsets.push_back(record.textOffset);
