@@ -290,12 +290,12 @@ struct Bf16DotGemm {
     CodedRows<1> rows(p, n, 1);
     const int64_t first = k0 / kColumns, end = k0 + width;
     rows.skipTo(0, first);
-    for (int64_t s = first; s * kColumns < end; ++s) {
-      __m512i words = rows.step(0, s);
-      if ((s + 1) * kColumns > end) // the row's tail: zeros past K, as convert's
-        words = _mm512_maskz_mov_epi16(firstElements32(end - s * kColumns), words);
-      _mm512_store_si512(out + (s - first) * kRows * kColumns, words);
-    }
+    // Whole steps, then the row's tail with zeros past K (as convert's).
+    for (int64_t s = first; s * kColumns < end; ++s)
+      _mm512_store_si512(out + (s - first) * kRows * kColumns,
+                         (s + 1) * kColumns > end
+                             ? rows.tail(0, s, firstElements32(end - s * kColumns))
+                             : rows.step(0, s));
   }
 
   template <int R, int TT, bool PackTokens>
