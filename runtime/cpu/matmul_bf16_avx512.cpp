@@ -223,6 +223,12 @@ template <int R> struct CodedRows {
   }
 };
 
+// Whether the kernels read p's coded rows: where the loader made them
+// (codedBf16Used: VBMI), or a test did on a CPU with VBMI.
+inline bool readsCodedRows(const MatmulProblem &p) {
+  return p.w.coded.table != nullptr && x86VbmiSupported();
+}
+
 // One tile over coded rows.
 struct CodedTile {
   static int64_t rowBytes(const MatmulProblem &p) {
@@ -282,9 +288,7 @@ struct Bf16DotGemm {
 
   // Coded rows (cpu/bf16_coded.h) where the loader made them: the panels
   // get the words the plain rows hold, so the same bits.
-  static bool codedRows(const MatmulProblem &p) {
-    return p.w.coded.table != nullptr && x86VbmiSupported();
-  }
+  static bool codedRows(const MatmulProblem &p) { return readsCodedRows(p); }
   LLMC_AVX512_BF16_VBMI static void convertCoded(const MatmulProblem &p, int64_t n, int64_t k0,
                                                  int64_t width, uint16_t *out) {
     CodedRows<1> rows(p, n, 1);
@@ -389,8 +393,7 @@ LLMC_AVX512_BF16 void decodeRows(const MatmulProblem &p, int64_t rowBegin, int64
 void matmulRowsBf16Dot(const MatmulProblem &p, int64_t rowBegin, int64_t rowEnd) {
   if (p.tokens >= kGemmTokens)
     return packedGemm<Bf16DotGemm, DType::BF16>(p, rowBegin, rowEnd, 0, p.tokens);
-  // Coded rows only where the loader made them (codedBf16Used: VBMI).
-  if (p.w.coded.table != nullptr && x86VbmiSupported())
+  if (readsCodedRows(p))
     return decodeRows<CodedTile>(p, rowBegin, rowEnd);
   decodeRows<PlainTile>(p, rowBegin, rowEnd);
 }
