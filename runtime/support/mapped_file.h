@@ -1,5 +1,6 @@
-// A read-only memory mapping of a whole file. Weights and plans are used in
-// place from the mapping, never copied.
+// A read-only memory mapping of a whole file: plans, their metadata and
+// weights are read from it (the CPU backend copies the weights it streams
+// onto 2 MiB pages; cpu/backend/loaded_weights.h).
 #pragma once
 
 #include "support/status.h"

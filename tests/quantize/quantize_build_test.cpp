@@ -526,17 +526,18 @@ std::vector<float> prefillAndDecodeLogits(const std::string &plan) {
   return all;
 }
 
-// The logits `run` gives for `plan` loaded with coded bf16 rows off, then
-// on: the same bits.
-void expectCodingKeepsBits(std::vector<float> (*run)(const std::string &),
+// The logits `run` gives for `plan` loaded with a load-time layout off,
+// then on (`use` switches it: coded bf16 rows, copies on 2 MiB pages): the
+// same bits.
+void expectLayoutKeepsBits(void (*use)(bool), std::vector<float> (*run)(const std::string &),
                            const std::string &plan) {
-  cpu::setCodedBf16ForTesting(false);
-  const std::vector<float> plain = run(plan);
-  cpu::setCodedBf16ForTesting(true);
-  const std::vector<float> coded = run(plan);
-  ASSERT_EQ(plain.size(), coded.size());
-  ASSERT_FALSE(plain.empty());
-  EXPECT_EQ(std::memcmp(coded.data(), plain.data(), plain.size() * sizeof(float)), 0);
+  use(false);
+  const std::vector<float> off = run(plan);
+  use(true);
+  const std::vector<float> on = run(plan);
+  ASSERT_EQ(off.size(), on.size());
+  ASSERT_FALSE(off.empty());
+  EXPECT_EQ(std::memcmp(on.data(), off.data(), off.size() * sizeof(float)), 0);
 }
 
 // An int4 plan's bf16 head is coded in 12 bits at load where the bf16
@@ -574,7 +575,7 @@ TEST(QuantizeBuild, Bf16HeadIsCodedAtLoadWithTheSameLogits) {
     ASSERT_EQ(cpu::codedBf16Word(w.coded, w.cols, i / w.cols, i % w.cols), words[i]) << i;
   EXPECT_GE(loaded->releasedPlanBytes(), headBytes - 2 * 4096);
 
-  expectCodingKeepsBits(prefillLogits, options.output);
+  expectLayoutKeepsBits(cpu::setCodedBf16ForTesting, prefillLogits, options.output);
   // llmrun bench counts the head's bytes as decode streams them.
   auto engine = Engine::load(options.output, EngineOptions{});
   ASSERT_TRUE(engine.isOk()) << engine.message();
@@ -635,7 +636,78 @@ TEST(QuantizeBuild, Bf16PlanCodesEveryMatrixAtLoadWithTheSameLogits) {
   // Page-aligned: each matrix may keep a partial page at both ends.
   EXPECT_GE(loaded->releasedPlanBytes() + 2 * 4096 * multiplied.size(), plainBytes);
 
-  expectCodingKeepsBits(prefillAndDecodeLogits, options.output);
+  expectLayoutKeepsBits(cpu::setCodedBf16ForTesting, prefillAndDecodeLogits, options.output);
+}
+
+// The tensors a Linear, Logits or LmHead step of the CPU programs reads.
+std::vector<uint32_t> matmulOperands(const Plan &plan) {
+  std::vector<uint32_t> operands;
+  for (const fb::Program *program : *plan.meta().programs())
+    if (program->target() == fb::Target::Cpu)
+      for (const fb::Step *step : *program->steps())
+        if (step->op() == fb::OpKind::Linear || step->op() == fb::OpKind::LmHead ||
+            step->op() == fb::OpKind::Logits)
+          for (const int32_t index : *step->weights())
+            operands.push_back(static_cast<uint32_t>(index));
+  std::sort(operands.begin(), operands.end());
+  operands.erase(std::unique(operands.begin(), operands.end()), operands.end());
+  return operands;
+}
+
+// A float plan's matrices, biases and norms that Linear and head steps read
+// are copied at load out of the plan's mapping, byte for byte, the plan's
+// pages of them given back (this model ties its embedding to the head,
+// so its gather reads the copy too); prefill and decode give the in-place
+// bits. An int4 plan copies
+// only what no other layout replaced: its panels' words and scales and its
+// coded head stay where they are.
+TEST(QuantizeBuild, StreamedWeightsAreCopiedOutOfThePlanWithTheSameLogits) {
+  for (const std::string dtype : {"f32", "f16", "int4"}) {
+    SCOPED_TRACE(dtype);
+    BuildOptions options = qwen2("copied-" + dtype);
+    options.dtype = dtype == "int4" ? "bf16" : dtype;
+    if (dtype == "int4")
+      options.quantize = "rtn";
+    ASSERT_TRUE(build(options).isOk());
+    auto plan = Plan::open(options.output);
+    ASSERT_TRUE(plan.isOk()) << plan.message();
+    auto inPlan = [&](const LoadedWeights &w, uint32_t index) {
+      return w.data(index) == plan->tensorData(index);
+    };
+    ThreadPool pool(2);
+    LoadedWeights::setCopyWeightsForTesting(false);
+    auto inPlace = LoadedWeights::load(*plan, pool);
+    LoadedWeights::setCopyWeightsForTesting(true);
+    auto copied = LoadedWeights::load(*plan, pool);
+    ASSERT_TRUE(inPlace.isOk()) << inPlace.message();
+    ASSERT_TRUE(copied.isOk()) << copied.message();
+    uint64_t copiedBytes = 0;
+    int copies = 0;
+    for (uint32_t index : matmulOperands(*plan)) {
+      const fb::Tensor &t = *plan->meta().tensors()->Get(index);
+      const std::string name = t.name()->str();
+      const bool replaced = !inPlan(*inPlace, index) || inPlace->q4Panels(index) != nullptr ||
+                            inPlace->matrix(index).coded.table != nullptr ||
+                            (llvm::StringRef(name).ends_with(".scales") && cpu::q4PanelsUsed());
+      if (replaced) {
+        EXPECT_EQ(inPlan(*copied, index), inPlan(*inPlace, index)) << name << " was copied";
+        continue;
+      }
+      ASSERT_FALSE(inPlan(*copied, index)) << name << " is still read from the plan";
+      EXPECT_EQ(std::memcmp(copied->data(index), plan->tensorData(index), t.size()), 0) << name;
+      copiedBytes += t.size();
+      ++copies;
+    }
+    if (dtype == "int4") {
+      EXPECT_GT(copies, 0); // the biases, norms; the words and scales without panels
+    } else {
+      EXPECT_GE(copies, 2 * 4 + 1); // q/k/v (fused or not), o, gate/up, down; the head
+    }
+    EXPECT_GE(copied->releasedPlanBytes() - inPlace->releasedPlanBytes() + 2 * 4096 * copies,
+              copiedBytes);
+    expectLayoutKeepsBits(LoadedWeights::setCopyWeightsForTesting, prefillAndDecodeLogits,
+                          options.output);
+  }
 }
 
 // The loader checks the int4 init rules against the tensors they fill.

@@ -10,6 +10,7 @@
 #include "plan/synthetic_float.h"
 
 #include <algorithm>
+#include <atomic>
 #include <cstdlib>
 #include <cstring>
 #include <string>
@@ -296,6 +297,90 @@ Status LoadedWeights::codeBf16Matrices(const Plan &plan, ThreadPool &pool, bool 
   return Status::ok();
 }
 
+namespace {
+
+// The tensors a Linear, Logits or LmHead step of the CPU programs reads
+// (matrices, int4 scales and zero points, biases, prologue norms), each once.
+std::vector<uint32_t> matmulOperands(const fb::Plan &meta) {
+  std::vector<uint32_t> tensors;
+  forEachCpuStepWithWeights(meta, [&](const fb::Step &step) {
+    if (step.op() != fb::OpKind::Linear && step.op() != fb::OpKind::Logits &&
+        step.op() != fb::OpKind::LmHead)
+      return;
+    for (const int32_t index : *step.weights())
+      if (std::count(tensors.begin(), tensors.end(), static_cast<uint32_t>(index)) == 0)
+        tensors.push_back(static_cast<uint32_t>(index));
+  });
+  std::sort(tensors.begin(), tensors.end()); // the plan's order: one sequential read
+  return tensors;
+}
+
+std::atomic<bool> &copyWeightsSetting() {
+  static std::atomic<bool> copy{[] {
+    const char *env = std::getenv("LLMC_CPU_COPY_WEIGHTS");
+    return !(env != nullptr && std::string(env) == "0");
+  }()};
+  return copy;
+}
+
+} // namespace
+
+bool LoadedWeights::copiesWeights() { return copyWeightsSetting().load(std::memory_order_relaxed); }
+
+void LoadedWeights::setCopyWeightsForTesting(bool copy) {
+  copyWeightsSetting().store(copy, std::memory_order_relaxed);
+}
+
+Status LoadedWeights::copyStreamedTensors(const Plan &plan, ThreadPool &pool) {
+  if (!copiesWeights())
+    return Status::ok();
+  // Panels replace an int4 matrix's words and scales; nobody streams those.
+  std::vector<bool> readElsewhere(data_.size(), false);
+  for (const Q4Use &use : q4Uses(plan.meta()))
+    if (q4Panels_[use.words] != nullptr)
+      readElsewhere[use.words] = readElsewhere[use.scales] = true;
+  std::vector<uint32_t> copied;
+  uint64_t total = 0;
+  for (uint32_t index : matmulOperands(plan.meta())) {
+    // Still the plan's bytes: not generated (synthetic, packed zeros), not coded.
+    if (readElsewhere[index] || data_[index] != plan.tensorData(index) ||
+        codedBf16_[index].table != nullptr)
+      continue;
+    copied.push_back(index);
+    total += alignUp(plan.meta().tensors()->Get(index)->size(), 64);
+  }
+  // The copies are anonymous memory where the plan's pages were page cache
+  // the kernel could drop: on a machine the weights nearly fill, reading
+  // in place is the safer choice, and a failed allocation only costs speed.
+  if (total == 0 || total > usableHostMemoryBytes() / 2)
+    return Status::ok();
+  uint8_t *out = allocate(total);
+  if (out == nullptr)
+    return Status::ok();
+  // Blocks of 8 MiB, split over the threads (each faults in its own pages),
+  // each block's plan pages given back once copied: the plan's and the copy
+  // of a tensor are not resident together.
+  constexpr int64_t kBlock = int64_t{8} << 20, kPiece = int64_t{256} << 10;
+  for (uint32_t index : copied) {
+    const auto *from = static_cast<const uint8_t *>(data_[index]);
+    const auto bytes = static_cast<int64_t>(plan.meta().tensors()->Get(index)->size());
+    for (int64_t first = 0; first < bytes; first += kBlock) {
+      const int64_t count = std::min(kBlock, bytes - first);
+      pool.parallelFor((count + kPiece - 1) / kPiece,
+                       [&](int64_t b, int64_t e) {
+                         const int64_t begin = first + b * kPiece,
+                                       end = std::min(first + e * kPiece, bytes);
+                         std::memcpy(out + begin, from + begin, static_cast<size_t>(end - begin));
+                       },
+                       1);
+      releasedPlanBytes_ += plan.releasePages(from + first, static_cast<uint64_t>(count));
+    }
+    data_[index] = out;
+    out += alignUp(static_cast<uint64_t>(bytes), 64);
+  }
+  return Status::ok();
+}
+
 Expected<LoadedWeights> LoadedWeights::load(const Plan &plan, ThreadPool &pool) {
   LoadedWeights weights;
   const auto &tensors = *plan.meta().tensors();
@@ -334,6 +419,7 @@ Expected<LoadedWeights> LoadedWeights::load(const Plan &plan, ThreadPool &pool) 
   LLMC_RETURN_IF_ERROR(weights.packQ4Zeros(plan, pool));
   LLMC_RETURN_IF_ERROR(weights.buildQ4Panels(plan, pool, true));
   LLMC_RETURN_IF_ERROR(weights.codeBf16Matrices(plan, pool, true));
+  LLMC_RETURN_IF_ERROR(weights.copyStreamedTensors(plan, pool));
   return weights;
 }
 

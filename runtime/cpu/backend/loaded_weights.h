@@ -1,6 +1,7 @@
 // The weights of a loaded plan as the CPU kernels see them: views into the
-// mapped plan (no copy), or, for a --synthetic-weights plan, tensors generated
-// once at load time from each tensor's SyntheticInit. The int4 zero points
+// mapped plan, copies of them on 2 MiB pages (see the end), or, for a
+// --synthetic-weights plan, tensors generated once at load time from each
+// tensor's SyntheticInit. The int4 zero points
 // of the CPU programs' matrices are packed to 4 bits at load time (dtype U8,
 // [rows, q4ZeroRowBytes(groups)]; cpu/matmul_q4.h), so that decode reads
 // 18.5 instead of 20 bytes per group of 32 weights; a zero point that is not
@@ -12,7 +13,9 @@
 // the bf16 kernels read coded rows (cpu/bf16_coded.h: AVX512-BF16 and
 // VBMI), every plain bf16 matrix the CPU programs multiply by (the Linear
 // steps' and the lm_head) is coded at load time in 12 bits a weight
-// (WeightMatrix::coded) and its plan pages given back the same way.
+// (WeightMatrix::coded) and its plan pages given back the same way. Every
+// other tensor a Linear, Logits or LmHead step reads from the plan is
+// copied onto 2 MiB pages (copyStreamedTensors), its plan pages given back.
 #pragma once
 
 #include "cpu/weights.h"
@@ -28,6 +31,10 @@ namespace llmc {
 class LoadedWeights {
 public:
   static Expected<LoadedWeights> load(const Plan &plan, ThreadPool &pool);
+  // Whether load() copies the streamed tensors onto 2 MiB pages
+  // (copyStreamedTensors): on unless LLMC_CPU_COPY_WEIGHTS=0 or a test said.
+  static bool copiesWeights();
+  static void setCopyWeightsForTesting(bool copy);
   // The weights of a plan whose tensors live elsewhere (Plan::fromMetadata):
   // data[i] holds tensor i's bytes in its dtype, for as long as the result.
   static Expected<LoadedWeights> fromViews(const Plan &plan, std::vector<const void *> data);
@@ -68,6 +75,16 @@ private:
   // Codes the CPU programs' plain bf16 matrices where cpu::codedBf16Used()
   // and coding pays; with `release`, gives back the plan's pages of their bf16.
   Status codeBf16Matrices(const Plan &plan, ThreadPool &pool, bool release);
+  // Copies the tensors the CPU programs' Linear, Logits and LmHead steps
+  // stream from the plan's mapping each step (those read in place: not the
+  // int4 words and scales read as panels, not the coded bf16 matrices) into
+  // one buffer on 2 MiB pages, giving back the plan's pages as it goes.
+  // Why: one Zen 4 core read f32 rows from the plan's 4 KiB file pages at
+  // 17.5-22.5 GB/s and from the same bytes on 2 MiB pages at 23.2-28.7
+  // (docs/perf.md, "Weights on 2 MiB pages"). Skipped (the weights read
+  // in place) where the copies would take over half the host's usable
+  // memory or cannot be allocated; off with LLMC_CPU_COPY_WEIGHTS=0.
+  Status copyStreamedTensors(const Plan &plan, ThreadPool &pool);
   uint8_t *allocate(uint64_t bytes);
   // Frees `data` of `bytes` if allocate() made it (a synthetic tensor the
   // load replaced); views into the plan are left alone.
