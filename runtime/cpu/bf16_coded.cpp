@@ -11,6 +11,10 @@
 #include <numeric>
 #include <string>
 
+#if defined(__x86_64__)
+#include <immintrin.h>
+#endif
+
 namespace llmc::cpu {
 namespace {
 
@@ -111,6 +115,55 @@ bool writeStep(const uint16_t *row, int64_t cols, int64_t s, const std::array<ui
   return exception;
 }
 
+#if defined(__x86_64__)
+#define LLMC_CODED_VBMI __attribute__((target("avx512f,avx512bw,avx512vl,avx512vbmi")))
+
+// The whole steps [0, wholeSteps) of `row` with AVX512-VBMI: each step's 32
+// words in one load, their high bytes looked up in `codes` (code + 1, 256
+// entries) with two vpermi2b. With `steps` (the row's first step), writes
+// each as writeStep does (the same bytes); calls onException(s) for each
+// step holding a high byte the table lacks, in order.
+template <class OnException>
+LLMC_CODED_VBMI void codeWholeStepsVbmi(const uint16_t *row, int64_t wholeSteps,
+                                        const std::array<uint8_t, 256> &codes, uint8_t *steps,
+                                        const OnException &onException) {
+  __m512i table[4];
+  for (int t = 0; t < 4; ++t)
+    table[t] = _mm512_loadu_si512(codes.data() + 64 * t);
+  const __m256i one = _mm256_set1_epi8(1);
+  const __m256i nibblePairs = _mm256_set1_epi16(0x1001); // code j + 16 * code j + 1
+  for (int64_t s = 0; s < wholeSteps; ++s) {
+    const __m512i words = _mm512_loadu_si512(row + s * kCodedBf16StepColumns);
+    const __m512i high = _mm512_castsi256_si512(_mm512_cvtepi16_epi8(_mm512_srli_epi16(words, 8)));
+    const __m512i low128 = _mm512_permutex2var_epi8(table[0], high, table[1]);
+    const __m512i high128 = _mm512_permutex2var_epi8(table[2], high, table[3]);
+    const __m256i codePlusOne =
+        _mm512_castsi512_si256(_mm512_mask_blend_epi8(_mm512_movepi8_mask(high), low128, high128));
+    if (steps != nullptr) {
+      uint8_t *step = steps + s * kCodedBf16StepBytes;
+      _mm256_storeu_si256(reinterpret_cast<__m256i *>(step), _mm512_cvtepi16_epi8(words));
+      // code + 1 - 1, 0 for a byte the table lacks; two codes a byte.
+      const __m256i code = _mm256_subs_epu8(codePlusOne, one);
+      _mm_storeu_si128(reinterpret_cast<__m128i *>(step + kCodedBf16StepColumns),
+                       _mm256_cvtepi16_epi8(_mm256_maddubs_epi16(code, nibblePairs)));
+    }
+    if (_mm256_testn_epi8_mask(codePlusOne, codePlusOne) != 0)
+      onException(s);
+  }
+}
+#endif
+
+// Steps of `cols` columns codeWholeStepsVbmi may take: the whole ones where
+// the CPU has AVX512-VBMI, none elsewhere (writeStep takes every step).
+int64_t vbmiSteps(int64_t cols) {
+#if defined(__x86_64__)
+  if (x86VbmiSupported())
+    return cols / kCodedBf16StepColumns;
+#endif
+  (void)cols;
+  return 0;
+}
+
 // On unless LLMC_CPU_CODED_BF16=0 (read once) or a test turned it off.
 std::atomic<bool> &codedBf16InUse() {
   static std::atomic<bool> use{[] {
@@ -141,9 +194,15 @@ CodedBf16Layout planCodedBf16(ThreadPool &pool, const WeightMatrix &w) {
   pool.parallelFor(
       w.rows,
       [&](int64_t begin, int64_t end) {
+        const int64_t vectorSteps = vbmiSteps(w.cols);
         for (int64_t r = begin; r < end; ++r) {
           uint32_t count = 0;
-          for (int64_t s = 0; s < steps; ++s)
+#if defined(__x86_64__)
+          if (vectorSteps > 0)
+            codeWholeStepsVbmi(bf16Row(w, r), vectorSteps, codes, nullptr,
+                               [&](int64_t) { ++count; });
+#endif
+          for (int64_t s = vectorSteps; s < steps; ++s)
             count += stepIsException(bf16Row(w, r), w.cols, s, codes) ? 1 : 0;
           perRow[r] = count;
         }
@@ -180,13 +239,13 @@ void codeBf16Rows(ThreadPool &pool, const WeightMatrix &w, const CodedBf16Layout
   pool.parallelFor(
       rowEnd - rowBegin,
       [&](int64_t begin, int64_t end) {
+        const int64_t vectorSteps = vbmiSteps(w.cols);
         for (int64_t r = rowBegin + begin; r < rowBegin + end; ++r) {
           const uint16_t *row = bf16Row(w, r);
+          uint8_t *rowSteps = out + o.steps + r * steps * kCodedBf16StepBytes;
           uint32_t e = layout.exceptionBegin[r];
-          for (int64_t s = 0; s < steps; ++s) {
-            uint8_t *step = out + o.steps + (r * steps + s) * kCodedBf16StepBytes;
-            if (!writeStep(row, w.cols, s, codes, step))
-              continue;
+          // Step s is an exception: its high bytes go beside, 0 past K.
+          auto keepHighBytes = [&](int64_t s) {
             exceptionStep[e] = static_cast<uint32_t>(s);
             uint8_t *high = exceptionHigh + uint64_t{e} * kCodedBf16StepColumns;
             std::memset(high, 0, kCodedBf16StepColumns);
@@ -194,7 +253,14 @@ void codeBf16Rows(ThreadPool &pool, const WeightMatrix &w, const CodedBf16Layout
                  c < std::min(w.cols, (s + 1) * kCodedBf16StepColumns); ++c)
               high[c - s * kCodedBf16StepColumns] = static_cast<uint8_t>(row[c] >> 8);
             ++e;
-          }
+          };
+#if defined(__x86_64__)
+          if (vectorSteps > 0)
+            codeWholeStepsVbmi(row, vectorSteps, codes, rowSteps, keepHighBytes);
+#endif
+          for (int64_t s = vectorSteps; s < steps; ++s)
+            if (writeStep(row, w.cols, s, codes, rowSteps + s * kCodedBf16StepBytes))
+              keepHighBytes(s);
         }
       },
       rowGrain(w));
