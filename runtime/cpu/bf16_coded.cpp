@@ -2,6 +2,7 @@
 
 #include "cpu/isa.h"
 #include "support/align.h"
+#include "support/env.h"
 
 #include <algorithm>
 #include <atomic>
@@ -166,10 +167,7 @@ int64_t vbmiSteps(int64_t cols) {
 
 // On unless LLMC_CPU_CODED_BF16=0 (read once) or a test turned it off.
 std::atomic<bool> &codedBf16InUse() {
-  static std::atomic<bool> use{[] {
-    const char *env = std::getenv("LLMC_CPU_CODED_BF16");
-    return !(env != nullptr && std::string(env) == "0");
-  }()};
+  static std::atomic<bool> use{envSwitchOn("LLMC_CPU_CODED_BF16")};
   return use;
 }
 

@@ -1,5 +1,7 @@
 #include "cpu/isa.h"
 
+#include "support/env.h"
+
 #include <algorithm>
 #include <atomic>
 #include <cstdlib>
@@ -94,10 +96,7 @@ bool detectX86Vbmi() { return avx512CpuidLeaf7Bit(0, false, 1); } // AVX512_VBMI
 
 // On where supported, unless LLMC_CPU_BF16_DOT=0.
 std::atomic<bool> &x86Bf16InUse() {
-  static std::atomic<bool> use{[] {
-    const char *env = std::getenv("LLMC_CPU_BF16_DOT");
-    return x86Bf16Supported() && !(env != nullptr && std::string(env) == "0");
-  }()};
+  static std::atomic<bool> use{x86Bf16Supported() && envSwitchOn("LLMC_CPU_BF16_DOT")};
   return use;
 }
 

@@ -8,6 +8,7 @@
 #include "ops/operands.h"
 #include "plan/plan_format.h"
 #include "plan/synthetic_float.h"
+#include "support/env.h"
 
 #include <algorithm>
 #include <atomic>
@@ -316,10 +317,7 @@ std::vector<uint32_t> matmulOperands(const fb::Plan &meta) {
 }
 
 std::atomic<bool> &copyWeightsSetting() {
-  static std::atomic<bool> copy{[] {
-    const char *env = std::getenv("LLMC_CPU_COPY_WEIGHTS");
-    return !(env != nullptr && std::string(env) == "0");
-  }()};
+  static std::atomic<bool> copy{envSwitchOn("LLMC_CPU_COPY_WEIGHTS")};
   return copy;
 }
 
