@@ -6,11 +6,9 @@
 
 #include <algorithm>
 #include <atomic>
-#include <cstdlib>
 #include <cstring>
 #include <mutex>
 #include <numeric>
-#include <string>
 
 #if defined(__x86_64__)
 #include <immintrin.h>
