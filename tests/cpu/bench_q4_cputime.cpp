@@ -8,7 +8,11 @@
 // channel: an LM head of --quantize-lm-head=int8) on the same shapes instead;
 // with "1b", the shapes of the 1B Llama (Llama-3.2-1B: hidden 2048, 8 KV
 // heads of 64, intermediate 8192, vocab 32000) instead of the 110M's, and
-// 256 x 2048, whose 288 KiB stay in L2 (the kernel's compute alone).
+// 256 x 2048, whose 288 KiB stay in L2 (the kernel's compute alone);
+// with "ksweep", 16.8 M weights as rows of K = 2048, 4096, 8192 and 16384
+// instead (the 1B's down projection is 2048 x 8192): a 16-row panel of K =
+// 8192 is 74 KiB, which pushes x out of L1 between two panels
+// (docs/perf.md, "Long int4 panels").
 //
 // "l2" reuses one matrix; "dram" cycles through copies spanning 256 MiB, as
 // a decode step streams its weights. Prints G weights (x tokens) per CPU
@@ -160,16 +164,16 @@ int main(int argc, char **argv) {
     return 1;
   const int64_t tokens = argc > 1 ? std::atoll(argv[1]) : 1;
   const int64_t group = argc > 2 ? std::atoll(argv[2]) : 32;
-  bool int8 = false, oneB = false, panels = false;
+  bool int8 = false, oneB = false, panels = false, kSweep = false;
   for (int i = 3; i < argc; ++i) {
     int8 = int8 || std::string(argv[i]) == "int8";
     oneB = oneB || std::string(argv[i]) == "1b";
     panels = panels || std::string(argv[i]) == "panels";
+    kSweep = kSweep || std::string(argv[i]) == "ksweep";
   }
   if (tokens < 1 || !llmc::hd::q4ValidGroupSize(group)) {
-    std::fprintf(
-        stderr,
-        "error: usage: bench_q4_cputime [tokens >= 1] [group size, 32k] [int8] [1b] [panels]\n");
+    std::fprintf(stderr, "error: usage: bench_q4_cputime [tokens >= 1] [group size, 32k] [int8] "
+                         "[1b | ksweep] [panels]\n");
     return 1;
   }
   ThreadPool pool(1);
@@ -178,9 +182,10 @@ int main(int argc, char **argv) {
   };
   std::printf("%-14s %6s %4s %12s %12s\n", "N x K", "tokens", "G", "l2 Gw/s", "dram Gw/s");
   const std::vector<Shape> shapes =
-      oneB ? std::vector<Shape>{{3072, 2048}, {2048, 2048},  {16384, 2048},
-                                {2048, 8192}, {32000, 2048}, {256, 2048}}
-           : std::vector<Shape>{{2304, 768}, {768, 768}, {4096, 768}, {768, 2048}, {32000, 768}};
+      kSweep ? std::vector<Shape>{{8192, 2048}, {4096, 4096}, {2048, 8192}, {1024, 16384}}
+      : oneB ? std::vector<Shape>{{3072, 2048}, {2048, 2048},  {16384, 2048},
+                                  {2048, 8192}, {32000, 2048}, {256, 2048}}
+             : std::vector<Shape>{{2304, 768}, {768, 768}, {4096, 768}, {768, 2048}, {32000, 768}};
   for (Shape s : shapes) {
     double l2 = 0.0, dram = 0.0;
     if (int8) {
