@@ -5,6 +5,7 @@
 #include "support/align.h"
 
 #include <algorithm>
+#include <atomic>
 #include <cstring>
 
 namespace llmc::cpu {
@@ -60,6 +61,23 @@ bool q4PanelsUsed() {
 #else
   return false;
 #endif
+}
+
+namespace {
+
+std::atomic<int64_t> &panelMaxCols() {
+  static std::atomic<int64_t> cols{kQ4PanelMaxCols};
+  return cols;
+}
+
+} // namespace
+
+bool q4PanelsFor(int64_t cols) {
+  return q4PanelsUsed() && cols <= panelMaxCols().load(std::memory_order_relaxed);
+}
+
+void setQ4PanelMaxColsForTesting(int64_t cols) {
+  panelMaxCols().store(cols, std::memory_order_relaxed);
 }
 
 void buildQ4Panels(ThreadPool &pool, const Q4Matrix &w, uint8_t *out) {

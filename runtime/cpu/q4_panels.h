@@ -82,6 +82,24 @@ inline int64_t q4PanelBytes(int64_t rows, int64_t cols, int64_t groupSize) {
 // x86VnniActive() (cpu/isa.h). Elsewhere the loader makes none.
 bool q4PanelsUsed();
 
+// Longest rows the loader lays out in panels: a panel of K = 8192 columns
+// (74 KiB at G = 32) pushes x out of L1 between two panels and reads its
+// scale units back from L2 for the zero-point term; from DRAM on one Zen 4
+// core it decoded at 35-37 G weights/s where the row-major VNNI decode
+// kernel read 38-44 (G = 32) and 48-51 (G = 128), while at K = 2048 the
+// panels read 48-55 against 34-46 (docs/perf.md, "Long int4 panels").
+constexpr int64_t kQ4PanelMaxCols = 4096;
+
+// Whether the loader lays an int4 matrix of `cols` columns out in panels
+// (q4PanelsUsed() and cols <= kQ4PanelMaxCols); its decode reads the
+// row-major words otherwise.
+bool q4PanelsFor(int64_t cols);
+
+// Test hook: the longest rows q4PanelsFor lays out (kQ4PanelMaxCols by
+// default), so that a small model can take the row-major path too. Not
+// thread-safe with loads running.
+void setQ4PanelMaxColsForTesting(int64_t cols);
+
 // Writes w's panels (q4PanelBytes, 64-byte aligned) into out.
 void buildQ4Panels(ThreadPool &pool, const Q4Matrix &w, uint8_t *out);
 

@@ -710,6 +710,47 @@ TEST(QuantizeBuild, StreamedWeightsAreCopiedOutOfThePlanWithTheSameLogits) {
   }
 }
 
+// Int4 matrices with rows longer than kQ4PanelMaxCols stay row-major at load
+// (cpu/q4_panels.h: long panels decoded slower than the row-major kernel):
+// no panels, their words and scales copied out of the plan like any other
+// streamed tensor, and prefill and decode logits with the bits of the
+// panels (the threshold lowered so that the tiny model's rows count as long).
+TEST(QuantizeBuild, LongInt4RowsStayRowMajorWithTheSameLogits) {
+  if (!cpu::q4PanelsUsed())
+    GTEST_SKIP() << "this CPU lacks AVX-512 VNNI: no int4 panels";
+  BuildOptions options = qwen2("long-rows-rtn");
+  options.quantize = "rtn";
+  ASSERT_TRUE(build(options).isOk());
+  auto plan = Plan::open(options.output);
+  ASSERT_TRUE(plan.isOk()) << plan.message();
+  ThreadPool pool(2);
+  cpu::setQ4PanelMaxColsForTesting(0);
+  auto rowMajor = LoadedWeights::load(*plan, pool);
+  cpu::setQ4PanelMaxColsForTesting(cpu::kQ4PanelMaxCols);
+  auto panels = LoadedWeights::load(*plan, pool);
+  ASSERT_TRUE(rowMajor.isOk()) << rowMajor.message();
+  ASSERT_TRUE(panels.isOk()) << panels.message();
+  int matrices = 0;
+  const auto &tensors = *plan->meta().tensors();
+  for (uint32_t i = 0; i < tensors.size(); ++i) {
+    const llvm::StringRef name(tensors.Get(i)->name()->string_view());
+    if (!name.ends_with(".qweight"))
+      continue;
+    EXPECT_EQ(rowMajor->q4Panels(i), nullptr) << name.str();
+    EXPECT_NE(panels->q4Panels(i), nullptr) << name.str();
+    if (LoadedWeights::copiesWeights())
+      EXPECT_NE(rowMajor->data(i), plan->tensorData(i)) << name.str() << " was not copied";
+    EXPECT_EQ(std::memcmp(rowMajor->data(i), plan->tensorData(i), tensors.Get(i)->size()), 0)
+        << name.str();
+    ++matrices;
+  }
+  EXPECT_GT(matrices, 0);
+  expectLayoutKeepsBits(
+      [](bool use) { cpu::setQ4PanelMaxColsForTesting(use ? cpu::kQ4PanelMaxCols : 0); },
+      prefillAndDecodeLogits, options.output);
+  cpu::setQ4PanelMaxColsForTesting(cpu::kQ4PanelMaxCols);
+}
+
 // The loader checks the int4 init rules against the tensors they fill.
 TEST(QuantizeBuild, CorruptSyntheticInt4RulesAreNamed) {
   BuildOptions options = qwen2("synthetic-rtn32");

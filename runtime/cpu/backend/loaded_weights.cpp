@@ -206,7 +206,11 @@ Status LoadedWeights::buildQ4Panels(const Plan &plan, ThreadPool &pool, bool rel
     return Status::ok();
   // The validator checked the shapes: words [rows, q4WordsPerRow(K)], K
   // padded to 32 columns, which gives the panels' words and groups.
-  const std::vector<Q4Use> uses = q4Uses(plan.meta());
+  std::vector<Q4Use> uses = q4Uses(plan.meta());
+  uses.erase(std::remove_if(
+                 uses.begin(), uses.end(),
+                 [&](const Q4Use &use) { return !cpu::q4PanelsFor(8 * shapes_[use.words][1]); }),
+             uses.end());
   std::vector<cpu::Q4Matrix> matrices;
   uint64_t total = 0;
   for (const Q4Use &use : uses) {

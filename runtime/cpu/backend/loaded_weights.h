@@ -69,8 +69,8 @@ private:
   // Replaces each int4 zeros tensor of the plan's CPU programs by its packed nibbles.
   Status packQ4Zeros(const Plan &plan, ThreadPool &pool);
   // Lays out the CPU programs' int4 matrices in panels where
-  // cpu::q4PanelsUsed(); with `release`, gives back the plan's pages of
-  // their row-major words.
+  // cpu::q4PanelsFor(K) (VNNI, rows of at most 4096 columns); with
+  // `release`, gives back the plan's pages of their row-major words.
   Status buildQ4Panels(const Plan &plan, ThreadPool &pool, bool release);
   // Codes the CPU programs' plain bf16 matrices where cpu::codedBf16Used()
   // and coding pays; with `release`, gives back the plan's pages of their bf16.
