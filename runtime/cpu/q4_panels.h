@@ -85,9 +85,10 @@ bool q4PanelsUsed();
 // Longest rows the loader lays out in panels: a panel of K = 8192 columns
 // (74 KiB at G = 32) pushes x out of L1 between two panels and reads its
 // scale units back from L2 for the zero-point term; from DRAM on one Zen 4
-// core it decoded at 35-37 G weights/s where the row-major VNNI decode
-// kernel read 38-44 (G = 32) and 48-51 (G = 128), while at K = 2048 the
-// panels read 48-55 against 34-46 (docs/perf.md, "Long int4 panels").
+// core it decoded at 34.7-35.2 G weights/s where the row-major VNNI decode
+// kernel read 37.5-39.6 (G = 32; G = 128: 30.3-42.4 against 48.2-50.8),
+// while at K = 2048 the panels read 40.9-51.5 against 36.3-38.2
+// (docs/perf.md, "Long int4 panels").
 constexpr int64_t kQ4PanelMaxCols = 4096;
 
 // Whether the loader lays an int4 matrix of `cols` columns out in panels
