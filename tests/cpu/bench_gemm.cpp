@@ -1,9 +1,10 @@
 // Microbenchmark (not a test): prefill GEMM GFLOP/s against the machine's
 // FMA peak, and the thread pool's cost per parallelFor.
 // Usage: [LLMC_BENCH_ISA=avx2] bench_gemm [max threads, default 2] [tokens, default 512]
-//        [--pool | DTYPE...]
+//        [--pool | DTYPE... shape=TEXT]
 // (--pool: only the FMA peak and the thread pool; DTYPEs, e.g. f16 bf16: only
-// those weight dtypes, default f32 f16 bf16)
+// those weight dtypes, default f32 f16 bf16; shape=TEXT: only the shapes whose
+// name holds TEXT, e.g. shape=swiglu)
 //
 // The FMA peak is measured, not taken from a data sheet: each thread runs
 // independent chains of f32 FMAs on registers (enough chains to cover the
@@ -12,6 +13,7 @@
 // (cpu::x86Bf16Active; LLMC_BENCH_BF16DOT=0 turns it off), their peak is
 // that instruction's, measured the same way.
 #include "bench_isa.h"
+#include "cpu/fused.h"
 #include "cpu/isa.h"
 #include "cpu/matmul.h"
 #include "kernels/common/half.h"
@@ -161,6 +163,7 @@ Rate fmaPeakGflops(ThreadPool &pool) { return peakGflops(pool, fmaChainsOfTheAct
 struct Shape {
   const char *name;
   int64_t n, k;
+  bool swiglu = false; // n stacked gate and up rows through cpu::matmulSwiglu
 };
 
 // cpu::matmul, what the engine runs.
@@ -179,8 +182,12 @@ Rate gemmGflops(ThreadPool &pool, Shape s, DType dtype, int64_t tokens, float be
                                                 : static_cast<const void *>(half.data()),
                             dtype, s.n, s.k};
   const double flops = 2.0 * tokens * s.n * s.k;
-  Rate r = bestRate(flops, pool.numThreads(),
-                    [&] { llmc::cpu::matmul(pool, x.data(), tokens, w, nullptr, beta, y.data()); });
+  Rate r = bestRate(flops, pool.numThreads(), [&] {
+    if (s.swiglu)
+      llmc::cpu::matmulSwiglu(pool, x.data(), tokens, w, y.data());
+    else
+      llmc::cpu::matmul(pool, x.data(), tokens, w, nullptr, beta, y.data());
+  });
   return {r.wall / 1e9, r.cpu / 1e9};
 }
 
@@ -214,12 +221,18 @@ int main(int argc, char **argv) {
   const int64_t tokens = argc > 2 ? std::atoll(argv[2]) : 512;
   const bool poolOnly = argc > 3 && std::string(argv[3]) == "--pool";
   std::vector<DType> dtypes;
+  std::string shapeFilter; // shape=TEXT: only the shapes whose name holds TEXT
   for (int i = poolOnly ? argc : 3; i < argc; ++i) {
     const std::string name = argv[i];
-    if (name == "f32" || name == "f16" || name == "bf16") {
+    if (name.rfind("shape=", 0) == 0) {
+      shapeFilter = name.substr(6);
+    } else if (name == "f32" || name == "f16" || name == "bf16") {
       dtypes.push_back(name == "f32" ? DType::F32 : name == "f16" ? DType::F16 : DType::BF16);
     } else {
-      std::fprintf(stderr, "error: unknown weight dtype '%s' (f32, f16 or bf16)\n", argv[i]);
+      std::fprintf(
+          stderr,
+          "error: unknown argument '%s' (a weight dtype: f32, f16 or bf16; or shape=TEXT)\n",
+          argv[i]);
       return 1;
     }
   }
@@ -234,11 +247,19 @@ int main(int argc, char **argv) {
   std::printf("isa: %s, tokens: %lld\n", llmc::cpu::isaName(llmc::cpu::activeIsa()),
               static_cast<long long>(tokens));
   // N x K: the 110M Llama's projections (q/k/v/o, the fused gate+up, down)
-  // and the 1B's (q/o, k/v, gate or up, down, and a square 2048).
-  const Shape shapes[] = {{"768x768", 768, 768},     {"2048x768", 2048, 768},
-                          {"4096x768", 4096, 768},   {"768x2048", 768, 2048},
-                          {"2048x2048", 2048, 2048}, {"512x2048", 512, 2048},
-                          {"8192x2048", 8192, 2048}, {"2048x8192", 2048, 8192}};
+  // and the 1B's (q/o, k/v, gate or up, down, and a square 2048); "swiglu":
+  // the fused gate and up projections with the gate (cpu::matmulSwiglu, the
+  // largest share of a Llama prefill), N = both matrices' rows.
+  const Shape shapes[] = {{"768x768", 768, 768},
+                          {"2048x768", 2048, 768},
+                          {"4096x768", 4096, 768},
+                          {"768x2048", 768, 2048},
+                          {"2048x2048", 2048, 2048},
+                          {"512x2048", 512, 2048},
+                          {"8192x2048", 8192, 2048},
+                          {"2048x8192", 2048, 8192},
+                          {"swiglu 4096x768", 4096, 768, true},
+                          {"swiglu 16384x2048", 16384, 2048, true}};
   for (int t = 1; t <= maxThreads; ++t) {
     ThreadPool pool(t);
     const Rate peak = fmaPeakGflops(pool);
@@ -257,10 +278,12 @@ int main(int argc, char **argv) {
       continue;
     for (const Shape &s : shapes)
       for (DType dtype : dtypes) {
+        if (std::string(s.name).find(shapeFilter) == std::string::npos)
+          continue;
         const Rate gflops = gemmGflops(pool, s, dtype, tokens, 0.0f);
         const Rate &of = dtype == DType::BF16 ? bf16Peak : peak;
         std::printf(
-            "  matmul %-9s %-5s %7.1f GFLOP/s %5.1f%% of peak | by CPU time %7.1f %5.1f%%\n",
+            "  matmul %-17s %-5s %7.1f GFLOP/s %5.1f%% of peak | by CPU time %7.1f %5.1f%%\n",
             s.name, llmc::dtypeName(dtype).data(), gflops.wall, 100 * gflops.wall / of.wall,
             gflops.cpu, 100 * gflops.cpu / of.cpu);
       }
