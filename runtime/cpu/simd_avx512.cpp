@@ -90,10 +90,14 @@ LLMC_AVX512 void tile(const MatmulProblem &p, int64_t n0, int64_t t0) {
 // run is one sequential stream. Tiles of 4 adjacent rows read 4 streams of
 // one row each (1.5 KiB of f16 at K = 768), too short for the hardware
 // prefetcher: 110M f16 decode read 8.8 GB/s on this Xeon where f32 (3 KiB
-// rows) read the probe's 14 (docs/perf.md, "AVX-512 prefill GEMM").
+// rows) read the probe's 14 (docs/perf.md, "AVX-512 prefill GEMM"). Each
+// stream is prefetched 256 B ahead, f32 too: 1-3% more GB/s over a 1B
+// layer's f32 matrices on a Zen 4, trials paired against no prefetch
+// (docs/perf.md, "f32 decode streams prefetched"); 2 or 8 streams, and 512
+// B or 1 KiB ahead, read less.
 template <DType D, int TT>
 LLMC_AVX512 void streamedRows(const MatmulProblem &p, int64_t rowBegin, int64_t rowEnd) {
-  constexpr int kStreams = 4, kAhead = D == DType::F32 ? 0 : 256;
+  constexpr int kStreams = 4, kAhead = 256;
   const int64_t rowBytes = p.w.cols * static_cast<int64_t>(dtypeSize(D));
   const char *weights = static_cast<const char *>(p.w.data);
   const int64_t run = (rowEnd - rowBegin) / kStreams;
