@@ -13,7 +13,10 @@
 # per-round ratios, the medians of both, decode GB/s of weights read against the
 # machine's read bandwidth (`llmrun bench`'s probe, runtime/cpu/read_bandwidth.h:
 # T threads reading a 1 GiB buffer in 4 prefetched AVX2 streams each, best of 5,
-# before and after the rounds) and the load average.
+# before and after the rounds: "%bw" against the best of those; "%bw paired":
+# each decode run against the better of the probes right before and after it,
+# `llmrun bench --paired-bandwidth`, since this host's bandwidth moves between
+# modes that last minutes) and the load average.
 #
 # Usage: scripts/bench-vs-llamacpp.sh [options] [LLAMA_CPP_BUILD_DIR]
 #   LLAMA_CPP_BUILD_DIR (or $LLAMA_CPP_BUILD): a llama.cpp CMake build with
@@ -139,9 +142,9 @@ bench_llamacpp() { # MODEL DTYPE THREADS -> two jsonl lines (pp512, tg64)
   "$LCPP/bin/llama-bench" -m "$(gguf_of "$1" "$2")" -p "$PP" -n "$TG" -t "$3" -r "$REPEATS" -o jsonl \
     ${LLAMA_BENCH_ARGS:-} 2>/dev/null
 }
-bench_llmc() { # MODEL DTYPE THREADS PROMPT GEN -> one JSON line
+bench_llmc() { # MODEL DTYPE THREADS PROMPT GEN BANDWIDTH_FLAG -> one JSON line
   "$LLMRUN" bench "$(plan_of "$1" "$2")" --prompt-len "$4" --gen-len "$5" --repeats "$REPEATS" \
-    -t "$3" --json --no-verify --no-bandwidth
+    -t "$3" --json --no-verify "$6"
 }
 
 RESULTS="$WORK/results-$(date -u +%Y%m%dT%H%M%S).txt"
@@ -175,8 +178,8 @@ for ((round = FIRST; round < FIRST + ROUNDS; ++round)); do
           if [[ $which == llamacpp ]]; then
             bench_llamacpp "$m" "$d" "$t" | sed "s/^/llamacpp $key /" >>"$RESULTS"
           else
-            ((PP)) && echo "llmc-pp $key $(bench_llmc "$m" "$d" "$t" 512 1 | tr -d '\n')" >>"$RESULTS"
-            ((TG)) && echo "llmc-tg $key $(bench_llmc "$m" "$d" "$t" 1 65 | tr -d '\n')" >>"$RESULTS"
+            ((PP)) && echo "llmc-pp $key $(bench_llmc "$m" "$d" "$t" 512 1 --no-bandwidth | tr -d '\n')" >>"$RESULTS"
+            ((TG)) && echo "llmc-tg $key $(bench_llmc "$m" "$d" "$t" 1 65 --paired-bandwidth | tr -d '\n')" >>"$RESULTS"
           fi
         done
       done
@@ -216,11 +219,13 @@ for line in lines:
         else:
             r["tg"] = j["decode_tokens_per_second"]
             r["gbs"] = j["decode_weight_read_gb_per_second"]
+            if "paired_fraction_of_bandwidth" in j:
+                r["paired"] = j["paired_fraction_of_bandwidth"]
 print("%s, %s; llmc %s; llama.cpp %s" % (head.get("date"), head.get("cpu"), head.get("llmc"),
                                            head.get("llamacpp")))
 print("| model | dtype (llama.cpp) | thr | tg64 llmc / llama.cpp tok/s | ratio | llmc decode GB/s, %bw "
-      "| pp512 llmc / llama.cpp tok/s | ratio |")
-print("|---|---|---|---|---|---|---|---|")
+      "| %bw paired | pp512 llmc / llama.cpp tok/s | ratio |")
+print("|---|---|---|---|---|---|---|---|---|")
 order = {"110m": 0, "1b": 1}
 dorder = {"f32": 0, "f16": 1, "bf16": 2, "int4-g32": 3, "int4-g32-h8": 4, "int4-g64": 5,
           "int4-g64-h8": 6}
@@ -238,8 +243,11 @@ for (m, d, t) in sorted(rows, key=lambda k: (order[k[0]], dorder[k[1]], k[2])):
     tg = both("tg", "lc-tg")
     gbs = statistics.median(r["gbs"] for r in tg) if tg else 0.0
     pbw = ("%.2f, %.0f%%" % (gbs, 100 * gbs / peak)) if tg and peak else "-"
-    print("| %s | %s | %d | %s | %s | %s | %s | %s |" % ((m, d + (" (Q4_0)" if d.startswith("int4") else ""), t)
-          + cells("tg", "lc-tg") + (pbw,) + cells("pp", "lc-pp")))
+    # Each run against the probes just before and after it (llmrun bench --paired-bandwidth).
+    paired = [r["paired"] for r in tg if "paired" in r]
+    pairedCell = "%.0f%%" % (100 * statistics.median(paired)) if paired else "-"
+    print("| %s | %s | %d | %s | %s | %s | %s | %s | %s |" % ((m, d + (" (Q4_0)" if d.startswith("int4") else ""), t)
+          + cells("tg", "lc-tg") + (pbw, pairedCell) + cells("pp", "lc-pp")))
 print("complete rounds (most of any row): %d; read bandwidth (llmrun bench probe, before / after): %s; load average (1 min) "
       "during the runs: %.1f to %.1f" % (
           max((sum(1 for r in v.values() if ("tg" in r and "lc-tg" in r) or ("pp" in r and "lc-pp" in r))

@@ -18,6 +18,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
+#include <optional>
 
 namespace llmc {
 namespace {
@@ -70,7 +71,7 @@ void registerBenchCommand(CLI::App &app, int &exitCode) {
   struct Options {
     std::string plan;
     int64_t promptLen = 128, genLen = 64, batch = 1, repeats = 3;
-    bool json = false, noBandwidth = false, noWarmup = false;
+    bool json = false, noBandwidth = false, noWarmup = false, pairedBandwidth = false;
     EngineFlags engine;
   };
   auto o = std::make_shared<Options>();
@@ -88,7 +89,13 @@ void registerBenchCommand(CLI::App &app, int &exitCode) {
       ->check(CLI::Range(int64_t{1}, kMaxRepeats));
   cmd->add_flag("--no-warmup", o->noWarmup,
                 "Time the first run too (default: one untimed run first, as llama-bench)");
-  cmd->add_flag("--no-bandwidth", o->noBandwidth, "Skip measuring the memory bandwidth");
+  CLI::Option *noBandwidth =
+      cmd->add_flag("--no-bandwidth", o->noBandwidth, "Skip measuring the memory bandwidth");
+  cmd->add_flag("--paired-bandwidth", o->pairedBandwidth,
+                "CPU: probe the memory bandwidth right before and after every timed run "
+                "and report each run's decode against the probes around it (median), for "
+                "hosts whose bandwidth drifts; keeps the probe's 1 GiB through the runs")
+      ->excludes(noBandwidth);
   cmd->add_flag("--json", o->json, "Print JSON");
   o->engine.add(*cmd);
   cmd->callback([o, &exitCode]() {
@@ -127,6 +134,47 @@ void registerBenchCommand(CLI::App &app, int &exitCode) {
         return;
       }
     }
+    const uint64_t weightBytes = weightBytesPerDecodeStep(engine.plan(), engine.backend());
+    // GB/s of weights a decode of `tokensPerSecond` reads (a step serves the batch).
+    auto weightGBs = [&](double tokensPerSecond) {
+      return weightBytes * (tokensPerSecond / static_cast<double>(o->batch)) / 1e9;
+    };
+    // Memory before any bandwidth probe (each allocates 1 GiB of its own).
+    const uint64_t peakBeforeProbe = peakRssBytes();
+    ThreadPool pool(o->engine.threads);
+    // On a GPU, the ceiling is the device's memory, not the host's.
+    auto deviceGBs = o->noBandwidth ? Expected<double>(0.0) : engine.backend().memoryBandwidthGBs();
+    if (!deviceGBs) {
+      exitCode = cli::fail(deviceGBs.status());
+      return;
+    }
+    if (o->pairedBandwidth && *deviceGBs > 0.0) {
+      exitCode = cli::fail("--paired-bandwidth probes the host's memory, and this engine runs "
+                           "on the GPU: drop the flag, or add --device cpu");
+      return;
+    }
+    // --paired-bandwidth: the probe right before the first timed run and
+    // after each, its buffer kept resident through the runs.
+    std::optional<cpu::ReadBandwidthProbe> probe;
+    std::vector<double> probes;
+    auto probeNow = [&]() -> bool {
+      Expected<double> gbs = probe->measure(pool);
+      if (!gbs)
+        exitCode = cli::fail(gbs.status());
+      else
+        probes.push_back(*gbs);
+      return gbs.isOk();
+    };
+    if (o->pairedBandwidth) {
+      auto created = cpu::ReadBandwidthProbe::create(pool);
+      if (!created) {
+        exitCode = cli::fail(created.status());
+        return;
+      }
+      probe.emplace(std::move(*created));
+      if (!probeNow())
+        return;
+    }
     std::vector<double> prefill, decode;
     for (int64_t r = 0; r < o->repeats; ++r) {
       GenerateTimings t;
@@ -137,27 +185,29 @@ void registerBenchCommand(CLI::App &app, int &exitCode) {
       }
       prefill.push_back(t.prefillTokens / std::max(t.prefillSeconds, 1e-9));
       decode.push_back(t.decodeTokens / std::max(t.decodeSeconds, 1e-9));
+      if (probe && !probeNow())
+        return;
     }
     double prefillTps = median(prefill), decodeTps = median(decode);
-    uint64_t weightBytes = weightBytesPerDecodeStep(engine.plan(), engine.backend());
-    double decodeSteps = decodeTps / static_cast<double>(o->batch);
-    double achievedGBs = weightBytes * decodeSteps / 1e9;
-    // Memory before the bandwidth probe (which allocates 1 GiB of its own).
-    uint64_t peakRss = peakRssBytes();
+    double achievedGBs = weightGBs(decodeTps);
+    // Run r against the better of the probes around it: the bandwidth the
+    // host gave at that time.
+    std::vector<double> pairedFractions;
+    for (size_t r = 0; probe && r < decode.size(); ++r)
+      pairedFractions.push_back(weightGBs(decode[r]) / std::max(probes[r], probes[r + 1]));
+    // The engine's peak: a paired probe's pages, resident from before the
+    // first timed run to the end, are not the engine's.
+    const uint64_t peakRss =
+        probe ? std::max(peakBeforeProbe, peakRssBytes() - probe->allocatedBytes())
+              : peakRssBytes();
     uint64_t kvBytes = engine.backend().kvCacheBytes();
     uint64_t planBytes = engine.plan().fileSize() - engine.backend().releasedPlanBytes() +
                          engine.backend().generatedWeightBytes();
-    ThreadPool pool(o->engine.threads);
-    // On a GPU, the ceiling is the device's memory, not the host's.
-    auto deviceGBs = o->noBandwidth ? Expected<double>(0.0) : engine.backend().memoryBandwidthGBs();
-    if (!deviceGBs) {
-      exitCode = cli::fail(deviceGBs.status());
-      return;
-    }
     // On the CPU: cpu/read_bandwidth.h, the engine's threads reading 1 GiB in
-    // 4 prefetched vector streams each, best of 5.
+    // 4 prefetched vector streams each, best of 5 (paired: the best probe).
     auto hostGBs = o->noBandwidth || *deviceGBs > 0.0 ? Expected<double>(0.0)
-                                                      : cpu::measureReadBandwidth(pool);
+                   : probe ? Expected<double>(*std::max_element(probes.begin(), probes.end()))
+                           : cpu::measureReadBandwidth(pool);
     if (!hostGBs) {
       exitCode = cli::fail(hostGBs.status());
       return;
@@ -177,6 +227,11 @@ void registerBenchCommand(CLI::App &app, int &exitCode) {
                        {"peak_rss_bytes", peakRss},
                        {"plan_and_generated_weight_bytes", planBytes},
                        {"kv_cache_bytes", kvBytes}};
+      if (probe) {
+        j["paired_read_gb_per_second"] = probes;
+        j["paired_fractions_of_bandwidth"] = pairedFractions;
+        j["paired_fraction_of_bandwidth"] = median(pairedFractions);
+      }
       std::printf("%s\n", j.dump().c_str());
     } else {
       std::printf("batch %lld, prompt %lld, gen %lld, %d threads, median of %lld%s\n",
@@ -188,6 +243,13 @@ void registerBenchCommand(CLI::App &app, int &exitCode) {
       if (machineGBs > 0)
         std::printf("; machine %.2f GB/s, %.0f%%", machineGBs, 100.0 * achievedGBs / machineGBs);
       std::printf(")\n");
+      if (probe) {
+        std::printf("paired   median %.0f%% of the probe around each run (probes",
+                    100.0 * median(pairedFractions));
+        for (double gbs : probes)
+          std::printf(" %.2f", gbs);
+        std::printf(" GB/s)\n");
+      }
       std::printf("memory   peak RSS %.1f MiB (plan + generated weights %.1f MiB, KV cache %.1f "
                   "MiB, rest: activations, tokenizer, code)\n",
                   peakRss / 1048576.0, planBytes / 1048576.0, kvBytes / 1048576.0);

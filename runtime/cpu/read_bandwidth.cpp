@@ -75,13 +75,10 @@ uint64_t sumStreams(const char *p, size_t lines, size_t stride) {
   return sumStreamsScalar(p, lines, stride);
 }
 
-struct FreeDeleter {
-  void operator()(char *p) const { std::free(p); }
-};
-
 } // namespace
 
-Expected<double> measureReadBandwidth(ThreadPool &pool, const ReadBandwidthOptions &options) {
+Expected<ReadBandwidthProbe> ReadBandwidthProbe::create(ThreadPool &pool,
+                                                        const ReadBandwidthOptions &options) {
   const size_t threads = static_cast<size_t>(pool.numThreads());
   // One slice per thread, kStreams runs of whole lines each.
   const size_t linesPerStream = options.bytes / (threads * kStreams * kLine);
@@ -94,42 +91,57 @@ Expected<double> measureReadBandwidth(ThreadPool &pool, const ReadBandwidthOptio
   if (options.trials < 1)
     return Status::error("read bandwidth probe: trials is " + std::to_string(options.trials) +
                          ", must be at least 1");
+  ReadBandwidthProbe probe;
   // Each thread's share in up to kPiecesPerThread pieces of kStreams runs,
   // claimed from the pool as the GEMV's row chunks are: a thread that starts
   // late or reads slower takes fewer, so the figure is what a balanced split
   // reads, not the slower thread's rate times the thread count.
-  const size_t pieces = threads * std::min(kPiecesPerThread, linesPerStream);
-  const size_t lines = options.bytes / (pieces * kStreams * kLine); // per stream of a piece
-  const size_t stride = lines * kLine, piece = kStreams * stride;
+  probe.pieces_ = threads * std::min(kPiecesPerThread, linesPerStream);
+  probe.lines_ = options.bytes / (probe.pieces_ * kStreams * kLine); // per stream of a piece
+  probe.trials_ = options.trials;
+  const size_t piece = kStreams * probe.lines_ * kLine;
   // kAhead bytes past the end are prefetched, never read: allocated anyway.
-  std::unique_ptr<char, FreeDeleter> buffer(
-      static_cast<char *>(std::aligned_alloc(kLine, pieces * piece + kAhead)));
-  if (!buffer)
+  probe.allocated_ = probe.pieces_ * piece + kAhead;
+  probe.buffer_.reset(static_cast<char *>(std::aligned_alloc(kLine, probe.allocated_)));
+  if (!probe.buffer_)
     return Status::error("read bandwidth probe: cannot allocate " +
-                         std::to_string(pieces * piece + kAhead) + " bytes");
-  char *data = buffer.get();
-  pool.parallelFor(static_cast<int64_t>(pieces), [&](int64_t b, int64_t e) {
+                         std::to_string(probe.allocated_) + " bytes");
+  char *data = probe.buffer_.get();
+  pool.parallelFor(static_cast<int64_t>(probe.pieces_), [&](int64_t b, int64_t e) {
     std::memset(data + b * piece, 1, (e - b) * piece);
   });
-  std::memset(data + pieces * piece, 0, kAhead);
+  std::memset(data + probe.pieces_ * piece, 0, kAhead);
+  return probe;
+}
+
+Expected<double> ReadBandwidthProbe::measure(ThreadPool &pool) const {
+  const size_t stride = lines_ * kLine, piece = kStreams * stride;
+  const char *data = buffer_.get();
   std::atomic<uint64_t> total{0};
   double best = 0.0;
-  for (int trial = 0; trial < options.trials; ++trial) {
+  for (int trial = 0; trial < trials_; ++trial) {
     const auto start = std::chrono::steady_clock::now();
-    pool.parallelFor(static_cast<int64_t>(pieces), [&](int64_t b, int64_t e) {
+    pool.parallelFor(static_cast<int64_t>(pieces_), [&](int64_t b, int64_t e) {
       uint64_t sum = 0;
       for (int64_t i = b; i < e; ++i)
-        sum += sumStreams(data + i * piece, lines, stride);
+        sum += sumStreams(data + i * piece, lines_, stride);
       total += sum;
     });
     const double seconds =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-    best = std::max(best, static_cast<double>(pieces * piece) / seconds / 1e9);
+    best = std::max(best, static_cast<double>(pieces_ * piece) / seconds / 1e9);
   }
   // The sums are used, so the loads stay: every byte is 1 (the tail 0).
   if (total.load() == 0)
     return Status::error("read bandwidth probe: the buffer read back as zeros");
   return best;
+}
+
+Expected<double> measureReadBandwidth(ThreadPool &pool, const ReadBandwidthOptions &options) {
+  Expected<ReadBandwidthProbe> probe = ReadBandwidthProbe::create(pool, options);
+  if (!probe)
+    return probe.status();
+  return probe->measure(pool);
 }
 
 } // namespace llmc::cpu

@@ -16,6 +16,8 @@
 #include "support/thread_pool.h"
 
 #include <cstddef>
+#include <cstdlib>
+#include <memory>
 
 namespace llmc::cpu {
 
@@ -28,10 +30,37 @@ struct ReadBandwidthOptions {
   int trials = 5;
 };
 
-// GB/s (1e9 bytes per second of wall time) of pool's threads reading
-// options.bytes, the best of options.trials. Allocates the buffer for the
-// call. Errors: bytes below one 64-byte line per stream per thread (the
-// number and the minimum named), trials below 1, or no memory for the buffer.
+// The probe with its buffer kept between measurements, for a caller that
+// measures again and again (llmrun bench --paired-bandwidth: right before and
+// after every timed run, since a shared host's bandwidth drifts between
+// modes that last minutes). The buffer is filled once, here: its pages count
+// in the process's resident set until the probe is destroyed.
+class ReadBandwidthProbe {
+public:
+  // Errors: bytes below one 64-byte line per stream per thread of `pool`
+  // (the number and the minimum named), trials below 1, or no memory.
+  static Expected<ReadBandwidthProbe> create(ThreadPool &pool,
+                                             const ReadBandwidthOptions &options = {});
+
+  // GB/s (1e9 bytes per second of wall time) of pool's threads reading the
+  // buffer, the best of the options' trials; pool has the thread count the
+  // probe was created for. Error: the buffer read back as zeros.
+  Expected<double> measure(ThreadPool &pool) const;
+
+  // Bytes allocated (and resident once created).
+  size_t allocatedBytes() const { return allocated_; }
+
+private:
+  struct FreeDeleter {
+    void operator()(char *p) const { std::free(p); }
+  };
+  std::unique_ptr<char, FreeDeleter> buffer_;
+  size_t pieces_ = 0, lines_ = 0, allocated_ = 0;
+  int trials_ = 0;
+};
+
+// GB/s of pool's threads reading options.bytes, the best of options.trials
+// (ReadBandwidthProbe, its buffer allocated for the call). Errors: create's.
 Expected<double> measureReadBandwidth(ThreadPool &pool, const ReadBandwidthOptions &options = {});
 
 } // namespace llmc::cpu

@@ -53,5 +53,28 @@ TEST(ReadBandwidth, TooSmallABufferOrNoTrialsIsAnError) {
   EXPECT_EQ(gbs.message(), "read bandwidth probe: trials is 0, must be at least 1");
 }
 
+// A kept probe measures again and again from the one buffer it filled, and
+// says how much it holds (llmrun bench --paired-bandwidth subtracts it from
+// the peak RSS it reports).
+TEST(ReadBandwidth, AKeptProbeMeasuresRepeatedlyFromOneBuffer) {
+  ThreadPool pool(2);
+  ReadBandwidthOptions options;
+  options.bytes = size_t(48) << 20;
+  options.trials = 1;
+  Expected<ReadBandwidthProbe> probe = ReadBandwidthProbe::create(pool, options);
+  ASSERT_TRUE(probe.isOk()) << probe.message();
+  EXPECT_GE(probe->allocatedBytes(), options.bytes - 2 * 4 * 64 * 8); // whole lines per piece
+  EXPECT_LE(probe->allocatedBytes(), options.bytes + 4096);
+  for (int i = 0; i < 3; ++i) {
+    Expected<double> gbs = probe->measure(pool);
+    ASSERT_TRUE(gbs.isOk()) << gbs.message();
+    EXPECT_TRUE(std::isfinite(*gbs) && *gbs > 0.0) << i << ": " << *gbs;
+  }
+  options.bytes = 511;
+  probe = ReadBandwidthProbe::create(pool, options);
+  ASSERT_FALSE(probe.isOk());
+  EXPECT_NE(probe.message().find("give at least 512 bytes"), std::string::npos) << probe.message();
+}
+
 } // namespace
 } // namespace llmc::cpu

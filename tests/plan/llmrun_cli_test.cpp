@@ -5,9 +5,11 @@
 #include "common/test_paths.h"
 #include "plan_fixture.h"
 
+#include <cstdlib>
 #include <fstream>
 #include <sstream>
 #include <sys/stat.h>
+#include <vector>
 
 namespace llmc {
 namespace {
@@ -216,6 +218,45 @@ TEST_F(LlmrunCli, BenchReportsThePositiveReadBandwidthItMeasured) {
     const double gbs = std::strtod(run.out.c_str() + key + 29, nullptr);
     EXPECT_GT(gbs, 0.0) << threads << " threads: " << run.out;
   }
+}
+
+// --- --paired-bandwidth probes before the first timed run and after each,
+// reports each run against the probes around it, and keeps the probe's 1 GiB
+// out of the peak RSS; it needs the probe, so --no-bandwidth excludes it.
+TEST_F(LlmrunCli, BenchPairsTheBandwidthProbeWithEachRunWhenAsked) {
+  Outcome run = llmrun("bench " + plan_ +
+                       " --device cpu --threads 1 --prompt-len 2 --gen-len 4 --repeats 2 --json "
+                       "--paired-bandwidth");
+  ASSERT_EQ(run.exitCode, 0) << run.err;
+  auto numbers = [&](const std::string &key) {
+    std::vector<double> values;
+    const size_t at = run.out.find("\"" + key + "\":[");
+    if (at == std::string::npos)
+      return values;
+    const char *p = run.out.c_str() + at + key.size() + 4;
+    while (*p != ']') {
+      char *end = nullptr;
+      values.push_back(std::strtod(p, &end));
+      p = *end == ',' ? end + 1 : end;
+    }
+    return values;
+  };
+  const std::vector<double> probes = numbers("paired_read_gb_per_second");
+  ASSERT_EQ(probes.size(), 3u) << run.out;
+  for (double gbs : probes)
+    EXPECT_GT(gbs, 0.0) << run.out;
+  const std::vector<double> fractions = numbers("paired_fractions_of_bandwidth");
+  ASSERT_EQ(fractions.size(), 2u) << run.out;
+  for (double f : fractions)
+    EXPECT_GT(f, 0.0) << run.out;
+  EXPECT_NE(run.out.find("\"paired_fraction_of_bandwidth\":"), std::string::npos) << run.out;
+  const size_t rss = run.out.find("\"peak_rss_bytes\":");
+  ASSERT_NE(rss, std::string::npos) << run.out;
+  EXPECT_LT(std::strtod(run.out.c_str() + rss + 17, nullptr), 512.0 * 1024 * 1024) << run.out;
+  run = llmrun("bench " + plan_ + " --device cpu --paired-bandwidth --no-bandwidth");
+  EXPECT_EQ(run.exitCode, 2);
+  EXPECT_NE(run.err.find("--no-bandwidth excludes --paired-bandwidth"), std::string::npos)
+      << run.err;
 }
 
 TEST_F(LlmrunCli, PerplexityRangeChecksCtx) {
