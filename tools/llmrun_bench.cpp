@@ -142,17 +142,6 @@ void registerBenchCommand(CLI::App &app, int &exitCode) {
     // Memory before any bandwidth probe (each allocates 1 GiB of its own).
     const uint64_t peakBeforeProbe = peakRssBytes();
     ThreadPool pool(o->engine.threads);
-    // On a GPU, the ceiling is the device's memory, not the host's.
-    auto deviceGBs = o->noBandwidth ? Expected<double>(0.0) : engine.backend().memoryBandwidthGBs();
-    if (!deviceGBs) {
-      exitCode = cli::fail(deviceGBs.status());
-      return;
-    }
-    if (o->pairedBandwidth && *deviceGBs > 0.0) {
-      exitCode = cli::fail("--paired-bandwidth probes the host's memory, and this engine runs "
-                           "on the GPU: drop the flag, or add --device cpu");
-      return;
-    }
     // --paired-bandwidth: the probe right before the first timed run and
     // after each, its buffer kept resident through the runs.
     std::optional<cpu::ReadBandwidthProbe> probe;
@@ -166,6 +155,17 @@ void registerBenchCommand(CLI::App &app, int &exitCode) {
       return gbs.isOk();
     };
     if (o->pairedBandwidth) {
+      // A GPU backend reports its device's bandwidth (measuring it); the CPU 0.
+      auto deviceGBs = engine.backend().memoryBandwidthGBs();
+      if (!deviceGBs) {
+        exitCode = cli::fail(deviceGBs.status());
+        return;
+      }
+      if (*deviceGBs > 0.0) {
+        exitCode = cli::fail("--paired-bandwidth probes the host's memory, and this engine runs "
+                             "on the GPU: drop the flag, or add --device cpu");
+        return;
+      }
       auto created = cpu::ReadBandwidthProbe::create(pool);
       if (!created) {
         exitCode = cli::fail(created.status());
@@ -203,6 +203,12 @@ void registerBenchCommand(CLI::App &app, int &exitCode) {
     uint64_t kvBytes = engine.backend().kvCacheBytes();
     uint64_t planBytes = engine.plan().fileSize() - engine.backend().releasedPlanBytes() +
                          engine.backend().generatedWeightBytes();
+    // On a GPU, the ceiling is the device's memory, not the host's.
+    auto deviceGBs = o->noBandwidth ? Expected<double>(0.0) : engine.backend().memoryBandwidthGBs();
+    if (!deviceGBs) {
+      exitCode = cli::fail(deviceGBs.status());
+      return;
+    }
     // On the CPU: cpu/read_bandwidth.h, the engine's threads reading 1 GiB in
     // 4 prefetched vector streams each, best of 5 (paired: the best probe).
     auto hostGBs = o->noBandwidth || *deviceGBs > 0.0 ? Expected<double>(0.0)

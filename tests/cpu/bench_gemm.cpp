@@ -166,7 +166,7 @@ struct Shape {
   bool swiglu = false; // n stacked gate and up rows through cpu::matmulSwiglu
 };
 
-// cpu::matmul, what the engine runs.
+// cpu::matmul (or, for a swiglu shape, cpu::matmulSwiglu), what the engine runs.
 Rate gemmGflops(ThreadPool &pool, Shape s, DType dtype, int64_t tokens, float beta) {
   std::mt19937 rng(1);
   std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
